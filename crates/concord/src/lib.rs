@@ -1,0 +1,1 @@
+//! concord facade (being written).

@@ -1,0 +1,140 @@
+//! Shape and dtype inference: for one op, the output types from the input types (and the
+//! values of inputs that are constants). One file per op family; this file routes.
+
+mod elementwise;
+mod movement;
+mod nn;
+
+use crate::dtype::DType;
+use crate::error::OpError;
+use crate::op::Op;
+use crate::shape::{Dim, SymShape};
+use crate::tensor::Tensor;
+
+/// What is known about one input of a node while inferring its outputs.
+#[derive(Clone, Copy, Debug)]
+pub struct ValueFact<'a> {
+    pub dtype: DType,
+    pub shape: &'a [Dim],
+    /// The value itself, when it is a constant (initializer or folded).
+    pub value: Option<&'a Tensor>,
+}
+
+/// The inferred type of one output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputFact {
+    pub dtype: DType,
+    pub shape: SymShape,
+}
+
+impl OutputFact {
+    pub fn new(dtype: DType, shape: SymShape) -> Self {
+        OutputFact { dtype, shape }
+    }
+}
+
+/// Infers the output types of `op` applied to `inputs` (None for omitted optional inputs),
+/// producing exactly `num_outputs` facts.
+pub fn infer_op(
+    op: &Op,
+    inputs: &[Option<ValueFact>],
+    num_outputs: usize,
+) -> Result<Vec<OutputFact>, OpError> {
+    let outputs = match op {
+        Op::Conv(_)
+        | Op::Gemm(_)
+        | Op::MatMul
+        | Op::MaxPool(_)
+        | Op::AveragePool(_)
+        | Op::GlobalAveragePool
+        | Op::Resize(_) => nn::infer(op, inputs, num_outputs)?,
+        Op::Add
+        | Op::Sub
+        | Op::Mul
+        | Op::Div
+        | Op::Pow
+        | Op::Mod { .. }
+        | Op::Equal
+        | Op::Sqrt
+        | Op::Exp
+        | Op::Neg
+        | Op::Abs
+        | Op::Erf
+        | Op::Relu
+        | Op::Sigmoid
+        | Op::Tanh
+        | Op::HardSwish
+        | Op::LeakyRelu { .. }
+        | Op::HardSigmoid { .. }
+        | Op::Clip
+        | Op::Where
+        | Op::Softmax { .. }
+        | Op::LayerNormalization { .. }
+        | Op::BatchNormalization { .. }
+        | Op::ReduceMean(_)
+        | Op::ReduceSum(_)
+        | Op::ReduceMax(_) => elementwise::infer(op, inputs, num_outputs)?,
+        Op::Concat { .. }
+        | Op::Split { .. }
+        | Op::Slice
+        | Op::Gather { .. }
+        | Op::Reshape { .. }
+        | Op::Flatten { .. }
+        | Op::Transpose { .. }
+        | Op::Squeeze
+        | Op::Unsqueeze
+        | Op::Shape { .. }
+        | Op::Cast { .. }
+        | Op::Identity
+        | Op::Dropout
+        | Op::Constant { .. }
+        | Op::Pad { .. }
+        | Op::Expand => movement::infer(op, inputs, num_outputs)?,
+    };
+    if outputs.len() != num_outputs {
+        return Err(OpError::Shape(format!(
+            "{} produces {} outputs, the node declares {}",
+            op.name(),
+            outputs.len(),
+            num_outputs
+        )));
+    }
+    Ok(outputs)
+}
+
+/// The input at `index`, or a MissingInput error naming it.
+pub fn required<'a>(
+    inputs: &[Option<ValueFact<'a>>],
+    index: usize,
+    name: &'static str,
+) -> Result<ValueFact<'a>, OpError> {
+    inputs
+        .get(index)
+        .copied()
+        .flatten()
+        .ok_or(OpError::MissingInput { index, name })
+}
+
+/// The input at `index` if present.
+pub fn optional<'a>(inputs: &[Option<ValueFact<'a>>], index: usize) -> Option<ValueFact<'a>> {
+    inputs.get(index).copied().flatten()
+}
+
+/// Checks that an input has one of the allowed dtypes.
+pub fn expect_dtype(
+    fact: &ValueFact,
+    index: usize,
+    name: &'static str,
+    allowed: &[DType],
+) -> Result<(), OpError> {
+    if allowed.contains(&fact.dtype) {
+        return Ok(());
+    }
+    let expected: Vec<&str> = allowed.iter().map(|d| d.name()).collect();
+    Err(OpError::DType {
+        index,
+        name,
+        expected: expected.join(" or "),
+        actual: fact.dtype,
+    })
+}

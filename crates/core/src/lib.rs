@@ -1,0 +1,28 @@
+//! concord-core: the vocabulary every other Concord crate speaks.
+//!
+//! It holds [`Tensor`] (f32, f16, i64 and bool elements), [`Shape`], [`DType`], the graph IR
+//! ([`Graph`], [`Node`], [`Op`] with typed attributes), graph validation, shape inference
+//! and constant folding of shape sub-graphs.
+//!
+//! Invariants:
+//! - core knows no backend and no file format: ONNX lives in concord-onnx, kernels in the
+//!   executor crates. Constant folding evaluates nodes through an [`fold::Evaluator`] the
+//!   caller supplies (the facade passes the reference executor).
+//! - An [`Op`] carries only typed attributes; operands, optional or not, are node inputs.
+//! - Nothing here panics on bad input: every check returns [`Error`] or [`OpError`].
+
+pub mod dtype;
+pub mod error;
+pub mod fold;
+pub mod graph;
+pub mod infer;
+pub mod op;
+pub mod shape;
+pub mod tensor;
+
+pub use dtype::DType;
+pub use error::{Error, OpError, Result};
+pub use graph::{Graph, Node, ValueInfo};
+pub use op::Op;
+pub use shape::{broadcast_shapes, Dim, Shape, SymShape};
+pub use tensor::{Tensor, TensorData};

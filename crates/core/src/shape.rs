@@ -1,0 +1,249 @@
+//! Concrete shapes ([`Shape`]), possibly-symbolic shapes ([`SymShape`]) and the ONNX
+//! multidirectional broadcasting rule shared by shape inference and every executor.
+
+use crate::error::OpError;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A concrete shape: one extent per axis, row-major.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Shape(pub Vec<usize>);
+
+/// One axis of a shape known at graph-build time.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Dim {
+    /// A known extent.
+    Fixed(usize),
+    /// A named, unknown extent (an ONNX `dim_param` such as "batch").
+    Named(String),
+    /// An extent nobody could determine before run time.
+    Unknown,
+}
+
+/// A shape whose rank is known but whose extents may be symbolic.
+pub type SymShape = Vec<Dim>;
+
+impl Shape {
+    pub fn new(dims: impl Into<Vec<usize>>) -> Self {
+        Shape(dims.into())
+    }
+
+    /// The shape of a scalar (rank 0, one element).
+    pub fn scalar() -> Self {
+        Shape(Vec::new())
+    }
+
+    pub fn dims(&self) -> &[usize] {
+        &self.0
+    }
+
+    pub fn rank(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Number of elements, or None when the product overflows `usize`.
+    pub fn checked_numel(&self) -> Option<usize> {
+        self.0.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
+    }
+
+    /// Number of elements. Callers hold shapes whose tensors exist, so the product fits.
+    pub fn numel(&self) -> usize {
+        self.0.iter().product()
+    }
+
+    /// Row-major element strides.
+    pub fn strides(&self) -> Vec<usize> {
+        let mut strides = vec![1usize; self.0.len()];
+        for axis in (0..self.0.len().saturating_sub(1)).rev() {
+            strides[axis] = strides[axis + 1] * self.0[axis + 1];
+        }
+        strides
+    }
+
+    /// The same shape as fully known symbolic dims.
+    pub fn to_sym(&self) -> SymShape {
+        self.0.iter().map(|&d| Dim::Fixed(d)).collect()
+    }
+
+    /// The concrete shape of a symbolic one, when every dim is fixed.
+    pub fn from_sym(dims: &[Dim]) -> Option<Shape> {
+        dims.iter()
+            .map(|d| match d {
+                Dim::Fixed(n) => Some(*n),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()
+            .map(Shape)
+    }
+}
+
+impl From<Vec<usize>> for Shape {
+    fn from(v: Vec<usize>) -> Self {
+        Shape(v)
+    }
+}
+
+impl From<&[usize]> for Shape {
+    fn from(v: &[usize]) -> Self {
+        Shape(v.to_vec())
+    }
+}
+
+impl<const N: usize> From<[usize; N]> for Shape {
+    fn from(v: [usize; N]) -> Self {
+        Shape(v.to_vec())
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[")?;
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                write!(f, ", ")?;
+            }
+            write!(f, "{d}")?;
+        }
+        write!(f, "]")
+    }
+}
+
+impl fmt::Display for Dim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Dim::Fixed(n) => write!(f, "{n}"),
+            Dim::Named(s) => write!(f, "{s}"),
+            Dim::Unknown => write!(f, "?"),
+        }
+    }
+}
+
+/// Formats a symbolic shape as `[batch, 3, 224, ?]`.
+pub fn format_sym(dims: &[Dim]) -> String {
+    let inner: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+    format!("[{}]", inner.join(", "))
+}
+
+/// ONNX multidirectional (numpy) broadcasting of concrete shapes.
+pub fn broadcast_shapes(shapes: &[&Shape]) -> Result<Shape, OpError> {
+    let rank = shapes.iter().map(|s| s.rank()).max().unwrap_or(0);
+    let mut out = vec![1usize; rank];
+    for shape in shapes {
+        let offset = rank - shape.rank();
+        for (i, &d) in shape.dims().iter().enumerate() {
+            let o = &mut out[offset + i];
+            if *o == 1 {
+                *o = d;
+            } else if d != 1 && d != *o {
+                let all: Vec<String> = shapes.iter().map(|s| s.to_string()).collect();
+                return Err(OpError::Shape(format!(
+                    "shapes {} cannot be broadcast together (axis {} has {} and {})",
+                    all.join(" and "),
+                    offset + i,
+                    *o,
+                    d
+                )));
+            }
+        }
+    }
+    Ok(Shape(out))
+}
+
+/// Broadcasting of symbolic shapes: fixed dims follow [`broadcast_shapes`]; a symbolic dim
+/// against 1 stays symbolic; two different symbols give [`Dim::Unknown`].
+pub fn broadcast_sym(shapes: &[&[Dim]]) -> Result<SymShape, OpError> {
+    let rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    let mut out = vec![Dim::Fixed(1); rank];
+    for shape in shapes {
+        let offset = rank - shape.len();
+        for (i, d) in shape.iter().enumerate() {
+            let o = &mut out[offset + i];
+            *o = match (&*o, d) {
+                (Dim::Fixed(1), d) => d.clone(),
+                (o, Dim::Fixed(1)) => o.clone(),
+                (Dim::Fixed(a), Dim::Fixed(b)) if a == b => Dim::Fixed(*a),
+                (Dim::Fixed(a), Dim::Fixed(b)) => {
+                    return Err(OpError::Shape(format!(
+                        "dims {a} and {b} at axis {} cannot be broadcast together",
+                        offset + i
+                    )))
+                }
+                (Dim::Named(a), Dim::Named(b)) if a == b => Dim::Named(a.clone()),
+                (Dim::Fixed(a), _) | (_, Dim::Fixed(a)) => Dim::Fixed(*a),
+                _ => Dim::Unknown,
+            };
+        }
+    }
+    Ok(out)
+}
+
+/// Resolves a possibly-negative ONNX axis against `rank`.
+pub fn normalize_axis(axis: i64, rank: usize) -> Result<usize, OpError> {
+    let r = rank as i64;
+    let a = if axis < 0 { axis + r } else { axis };
+    if a < 0 || a >= r {
+        return Err(OpError::Attribute {
+            name: "axis",
+            detail: format!("axis {axis} is out of range for rank {rank}"),
+        });
+    }
+    Ok(a as usize)
+}
+
+/// Resolves an axis for ops that may address one past the end (Unsqueeze's output rank).
+pub fn normalize_axes(axes: &[i64], rank: usize) -> Result<Vec<usize>, OpError> {
+    let mut out = Vec::with_capacity(axes.len());
+    for &a in axes {
+        let n = normalize_axis(a, rank)?;
+        if out.contains(&n) {
+            return Err(OpError::Attribute {
+                name: "axes",
+                detail: format!("axis {a} is repeated"),
+            });
+        }
+        out.push(n);
+    }
+    Ok(out)
+}
+
+/// For an output index in `out` (row-major coordinates), the flat index into an input of
+/// shape `input` that broadcasts to it. `out_coords` has `out.rank()` entries.
+pub fn broadcast_index(out_coords: &[usize], input: &Shape) -> usize {
+    let offset = out_coords.len() - input.rank();
+    let mut idx = 0;
+    for (i, &d) in input.dims().iter().enumerate() {
+        let c = if d == 1 { 0 } else { out_coords[offset + i] };
+        idx = idx * d + c;
+    }
+    idx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcast_follows_numpy() {
+        let a = Shape::new([2, 1, 4]);
+        let b = Shape::new([3, 1]);
+        assert_eq!(
+            broadcast_shapes(&[&a, &b]).ok(),
+            Some(Shape::new([2, 3, 4]))
+        );
+        let c = Shape::new([5]);
+        assert!(broadcast_shapes(&[&a, &c]).is_err());
+    }
+
+    #[test]
+    fn strides_are_row_major() {
+        assert_eq!(Shape::new([2, 3, 4]).strides(), vec![12, 4, 1]);
+        assert_eq!(Shape::scalar().strides(), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn negative_axes_resolve() {
+        assert_eq!(normalize_axis(-1, 4).ok(), Some(3));
+        assert!(normalize_axis(4, 4).is_err());
+        assert!(normalize_axis(-5, 4).is_err());
+    }
+}

@@ -1,0 +1,34 @@
+//! concord-cpu: the reference executor, the oracle every other executor is held to.
+//!
+//! Invariants:
+//! - Obviously correct before fast: each op family is one file under `ops/`, written from
+//!   the ONNX specification with plain loops.
+//! - Floating-point kernels accumulate in f64 and round to the output dtype exactly once,
+//!   at the op's output (through [`concord_core::Tensor::from_f64`]).
+//! - No state outside the values of one run: [`ReferenceExecutor`] is `Send + Sync` and
+//!   every call to [`ReferenceExecutor::run`] is independent.
+//! - Never panics on bad operands: every kernel checks and returns [`OpError`].
+
+mod ops;
+mod runner;
+
+pub use ops::run_op;
+pub use runner::{ReferenceExecutor, RunOutputs};
+
+use concord_core::fold::Evaluator;
+use concord_core::{Op, OpError, Tensor};
+
+/// The reference kernels as a constant-folding evaluator.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReferenceEvaluator;
+
+impl Evaluator for ReferenceEvaluator {
+    fn evaluate(
+        &self,
+        op: &Op,
+        inputs: &[Option<&Tensor>],
+        num_outputs: usize,
+    ) -> Result<Vec<Tensor>, OpError> {
+        run_op(op, inputs, num_outputs)
+    }
+}

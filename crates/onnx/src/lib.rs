@@ -1,0 +1,1 @@
+//! concord-onnx (being written).

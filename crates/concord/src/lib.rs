@@ -1,1 +1,22 @@
-//! concord facade (being written).
+//! concord: the facade users call.
+//!
+//! Load a model into a [`Net`] (from an ONNX file, ONNX bytes or a core [`Graph`]) and call
+//! [`Net::forward`] from any number of threads.
+//!
+//! Invariants:
+//! - Everything that can be decided when the net is built is decided in
+//!   [`NetBuilder::build`]: validation, shape inference, constant folding. `forward` only
+//!   checks the caller's inputs and runs.
+//! - [`Net`] is `Send + Sync` and holds no interior mutability that a forward writes, so
+//!   concurrent forwards cannot observe one another.
+//! - Every failure is a typed [`Error`] naming the input, node, op or file involved.
+
+mod error;
+mod net;
+
+pub use error::Error;
+pub use net::{Net, NetBuilder, Outputs};
+
+pub use concord_core as core;
+pub use concord_core::{DType, Dim, Graph, Shape, Tensor, ValueInfo};
+pub use concord_onnx as onnx;

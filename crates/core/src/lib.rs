@@ -13,16 +13,22 @@
 
 pub mod dtype;
 pub mod error;
+pub mod executor;
 pub mod fold;
 pub mod graph;
 pub mod infer;
 pub mod op;
+pub mod placement;
 pub mod shape;
 pub mod tensor;
 
 pub use dtype::DType;
 pub use error::{Error, OpError, Result};
+pub use executor::{
+    Availability, Backend, DeviceInfo, Executor, PreparedPartition, ProfileSink, Support, Target,
+};
 pub use graph::{Graph, Node, ValueInfo};
 pub use op::Op;
+pub use placement::{FallbackCause, FallbackPolicy, Notice, Placement};
 pub use shape::{broadcast_shapes, Dim, Shape, SymShape};
 pub use tensor::{Tensor, TensorData};

@@ -1,0 +1,47 @@
+//! The facade's error type: everything that can go wrong building a [`crate::Net`] or
+//! calling `forward`, each variant naming what the caller has to fix.
+
+use concord_core::{DType, Shape};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum Error {
+    /// The model file could not be read or decoded.
+    #[error(transparent)]
+    Onnx(#[from] concord_onnx::Error),
+    /// The graph is invalid or an op failed.
+    #[error(transparent)]
+    Graph(#[from] concord_core::Error),
+    /// `forward` got an input name the model does not have.
+    #[error("unknown input `{name}`: the model's inputs are {}", expected.join(", "))]
+    UnknownInput { name: String, expected: Vec<String> },
+    /// `forward` got the same input twice.
+    #[error("input `{name}` was given more than once")]
+    DuplicateInput { name: String },
+    /// `forward` did not get a required input.
+    #[error("missing input `{name}` (expected {expected})")]
+    MissingInput { name: String, expected: String },
+    /// An input has the wrong element type.
+    #[error("input `{name}` has dtype {actual}, the model expects {expected}")]
+    InputDType {
+        name: String,
+        expected: DType,
+        actual: DType,
+    },
+    /// An input has the wrong rank.
+    #[error("input `{name}` has shape {actual} (rank {}), the model expects {expected} (rank {expected_rank})", actual.rank())]
+    InputRank {
+        name: String,
+        expected: String,
+        expected_rank: usize,
+        actual: Shape,
+    },
+    /// An input has a wrong extent on one axis, or a named dim disagrees across inputs.
+    #[error("input `{name}` has shape {actual}, the model expects {expected}: {detail}")]
+    InputShape {
+        name: String,
+        expected: String,
+        actual: Shape,
+        detail: String,
+    },
+}

@@ -1,0 +1,226 @@
+//! What the planner decided, as data: the [`Placement`] report of a built net and the
+//! [`Notice`]s that say every fallback out loud. The planner lives in the facade; these
+//! types live here so executors, the conformance suite and reports share them.
+
+use crate::executor::{Backend, Target};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// What to do when the requested backend or target cannot run (part of) the model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FallbackPolicy {
+    /// Building fails, listing every reason.
+    Deny,
+    /// Fall back, and say so: one warning per build (tracing, or stderr without a
+    /// subscriber).
+    #[default]
+    Warn,
+    /// Fall back quietly; the placement report still records it.
+    Allow,
+}
+
+/// Why something did not run where it was asked to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FallbackCause {
+    /// The backend's cargo feature is off in this build.
+    NotCompiled,
+    /// The backend's runtime library (libOpenCL, libcuda, libnvrtc…) was not found.
+    LibraryMissing,
+    /// The library loaded but reported no platform or device.
+    NoDevice,
+    /// The target is not one this backend serves.
+    InvalidTarget,
+    /// The device cannot run the half-precision target.
+    Fp16Unsupported,
+    /// The executor does not support this node on this target.
+    NodeUnsupported,
+    /// No executor is registered under the requested name.
+    UnknownBackend,
+}
+
+/// One fallback decision, as said to the user.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Notice {
+    pub cause: FallbackCause,
+    /// "opencl/opencl-fp16".
+    pub asked: String,
+    /// "opencl/opencl" or "cpu/cpu".
+    pub chosen: String,
+    pub reason: String,
+    /// How many nodes this decision moved.
+    pub nodes: usize,
+}
+
+/// Where one node runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodePlacement {
+    pub name: String,
+    pub op: String,
+    pub executor: String,
+    pub target: Target,
+    /// Why it is not where it was asked to be; None when it is.
+    pub reason: Option<String>,
+}
+
+/// A maximal run of consecutive nodes on one executor and target.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionInfo {
+    pub index: usize,
+    pub executor: String,
+    pub target: Target,
+    pub nodes: usize,
+}
+
+/// One value crossing between host memory and a device partition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Transfer {
+    pub value: String,
+    /// "host" or "<executor>:<target>".
+    pub from: String,
+    pub to: String,
+    /// Bytes per forward; None when the value's shape is not known before run time.
+    pub bytes: Option<u64>,
+}
+
+/// The placement report of a built net.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Placement {
+    pub policy: FallbackPolicy,
+    pub requested_backend: Backend,
+    pub requested_target: Target,
+    /// The backend and target most nodes run on.
+    pub resolved_backend: Backend,
+    pub resolved_target: Target,
+    pub nodes: Vec<NodePlacement>,
+    pub partitions: Vec<PartitionInfo>,
+    pub transfers: Vec<Transfer>,
+    pub notices: Vec<Notice>,
+}
+
+impl Placement {
+    /// Number of host↔device transfers per forward.
+    pub fn transfer_count(&self) -> usize {
+        self.transfers.len()
+    }
+
+    /// Bytes moved per forward by the transfers whose size is known.
+    pub fn transfer_bytes(&self) -> u64 {
+        self.transfers.iter().filter_map(|t| t.bytes).sum()
+    }
+
+    /// True when anything fell back.
+    pub fn has_fallback(&self) -> bool {
+        !self.notices.is_empty()
+    }
+
+    /// The one-line summary the Warn policy logs: asked, chosen, why, how many nodes.
+    pub fn fallback_summary(&self) -> Option<String> {
+        if self.notices.is_empty() {
+            return None;
+        }
+        let parts: Vec<String> = self
+            .notices
+            .iter()
+            .map(|n| {
+                format!(
+                    "asked {} but chose {} for {} node{}: {}",
+                    n.asked,
+                    n.chosen,
+                    n.nodes,
+                    if n.nodes == 1 { "" } else { "s" },
+                    n.reason
+                )
+            })
+            .collect();
+        Some(format!("concord fallback: {}", parts.join("; ")))
+    }
+}
+
+impl fmt::Display for Placement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "requested {}/{} -> resolved {}/{} (policy {:?})",
+            self.requested_backend,
+            self.requested_target,
+            self.resolved_backend,
+            self.resolved_target,
+            self.policy
+        )?;
+        let name_w = self
+            .nodes
+            .iter()
+            .map(|n| n.name.len())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        let op_w = self
+            .nodes
+            .iter()
+            .map(|n| n.op.len())
+            .max()
+            .unwrap_or(2)
+            .max(2);
+        let exec_w = self
+            .nodes
+            .iter()
+            .map(|n| n.executor.len())
+            .max()
+            .unwrap_or(8)
+            .max(8);
+        writeln!(
+            f,
+            "{:name_w$}  {:op_w$}  {:exec_w$}  {:11}  reason",
+            "node", "op", "executor", "target"
+        )?;
+        for n in &self.nodes {
+            writeln!(
+                f,
+                "{:name_w$}  {:op_w$}  {:exec_w$}  {:11}  {}",
+                n.name,
+                n.op,
+                n.executor,
+                n.target.name(),
+                n.reason.as_deref().unwrap_or("-")
+            )?;
+        }
+        writeln!(f, "partitions: {}", self.partitions.len())?;
+        for p in &self.partitions {
+            writeln!(
+                f,
+                "  #{} {}/{}: {} nodes",
+                p.index, p.executor, p.target, p.nodes
+            )?;
+        }
+        writeln!(
+            f,
+            "transfers per forward: {} ({} bytes)",
+            self.transfer_count(),
+            self.transfer_bytes()
+        )?;
+        for t in &self.transfers {
+            let bytes = t.bytes.map(|b| b.to_string()).unwrap_or_else(|| "?".into());
+            writeln!(f, "  {} {} -> {} ({} bytes)", t.value, t.from, t.to, bytes)?;
+        }
+        if self.notices.is_empty() {
+            write!(f, "fallbacks: none")
+        } else {
+            writeln!(f, "fallbacks:")?;
+            for (i, n) in self.notices.iter().enumerate() {
+                let sep = if i + 1 == self.notices.len() {
+                    ""
+                } else {
+                    "\n"
+                };
+                write!(
+                    f,
+                    "  [{:?}] asked {}, chose {} for {} nodes: {}{sep}",
+                    n.cause, n.asked, n.chosen, n.nodes, n.reason
+                )?;
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,1 +1,95 @@
-//! concord-onnx (being written).
+//! concord-onnx: reads ONNX models into a [`concord_core::Graph`] and writes a graph back
+//! to ONNX.
+//!
+//! The protobuf messages are declared by hand in [`proto`] with prost derives (no protoc,
+//! no build script, no vendored .proto). [`load`] decodes, converts, validates and infers
+//! shapes; [`read_graph`] only decodes and converts; [`save`] writes.
+//!
+//! Invariants:
+//! - Only the default ONNX domain at opsets [`MIN_OPSET`]..=[`MAX_OPSET`] is read; anything
+//!   else is a typed [`Error`] naming the node, op, domain or opset.
+//! - Every attribute of a node is either mapped to a typed field of its [`concord_core::Op`]
+//!   (ONNX defaults applied) or refused: nothing that changes the result is silently
+//!   ignored. Optional extra outputs Concord does not compute (MaxPool's Indices, Dropout's
+//!   mask, LayerNormalization's Mean and InvStdDev, BatchNormalization's training outputs)
+//!   are dropped when nothing reads them and refused otherwise.
+//! - Tensors are f32, f16, i64 or bool. Constant integer tensors of narrower types (int32,
+//!   int16, int8, uint32, uint16, uint8) widen to i64 losslessly; float64, strings and the
+//!   rest are refused. External and sparse tensor data are refused.
+//! - A graph input that is also an initializer is read as an initializer (a constant), not
+//!   as a runtime input.
+//! - Nodes without a name get `<OpType>_<index>`; repeated names get a suffix, so node
+//!   names are unique.
+//! - Nothing here panics on any input bytes: decoding is prost's, and every length, dim and
+//!   element count is checked before use.
+
+pub mod attrs;
+pub mod error;
+mod ops;
+pub mod proto;
+mod read;
+pub mod tensor;
+mod write;
+
+pub use error::Error;
+pub use tensor::tensor_to_proto;
+pub use write::{ir_version_for, to_model_proto};
+
+use concord_core::{Graph, Tensor};
+use prost::Message;
+use std::ops::RangeInclusive;
+use std::path::Path;
+
+/// The oldest default-domain opset Concord reads.
+pub const MIN_OPSET: i64 = 13;
+/// The newest default-domain opset Concord reads.
+pub const MAX_OPSET: i64 = 22;
+
+/// The default-domain opsets Concord reads and writes.
+pub fn opset_range() -> RangeInclusive<i64> {
+    MIN_OPSET..=MAX_OPSET
+}
+
+/// Decodes an ONNX model, converts it, and returns the validated, topologically sorted,
+/// shape-inferred graph.
+pub fn load(bytes: &[u8]) -> Result<Graph, Error> {
+    let mut graph = read_graph(bytes)?;
+    graph.infer_shapes()?;
+    Ok(graph)
+}
+
+/// [`load`] on the contents of a file.
+pub fn load_file(path: &Path) -> Result<Graph, Error> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    load(&bytes)
+}
+
+/// Decodes and converts an ONNX model without validating it or inferring shapes.
+pub fn read_graph(bytes: &[u8]) -> Result<Graph, Error> {
+    let model = read::decode_model(bytes)?;
+    read::graph_from_model(&model)
+}
+
+/// Converts an already decoded model without validating it or inferring shapes.
+pub fn graph_from_model(model: &proto::ModelProto) -> Result<Graph, Error> {
+    read::graph_from_model(model)
+}
+
+/// Encodes a graph as an ONNX model (see [`to_model_proto`]).
+pub fn save(graph: &Graph) -> Result<Vec<u8>, Error> {
+    Ok(to_model_proto(graph)?.encode_to_vec())
+}
+
+/// Reads one serialized TensorProto, as in the ONNX node tests' `input_*.pb` and
+/// `output_*.pb` files; returns its name and value.
+pub fn read_tensor_proto(bytes: &[u8]) -> Result<(String, Tensor), Error> {
+    let proto = proto::TensorProto::decode(bytes).map_err(|e| Error::Decode {
+        what: "the tensor",
+        detail: e.to_string(),
+    })?;
+    let tensor = tensor::tensor_from_proto(&proto, &proto.name)?;
+    Ok((proto.name, tensor))
+}

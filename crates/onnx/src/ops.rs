@@ -1,0 +1,776 @@
+//! The one place that knows each op's ONNX attributes, in both directions: [`read_op`] turns
+//! an op type and its attributes into an [`Op`], [`write_op`] turns an [`Op`] back into
+//! attributes. The structured ops (Conv, pooling, reductions, Resize) keep their reader and
+//! writer side by side below so that a change to one is seen next to the other.
+//!
+//! Reading applies the ONNX defaults (opset 13..22) and refuses attribute values Concord
+//! does not compute. Writing emits every attribute whose value differs from its ONNX default,
+//! plus the required ones, and refuses values the target opset cannot express.
+
+use crate::attrs::{self, Attrs};
+use crate::error::Error;
+use crate::proto::AttributeProto;
+use crate::tensor::{dtype_from_onnx, dtype_to_onnx, tensor_from_proto, tensor_to_proto};
+use concord_core::op::{
+    AutoPad, CoordinateTransform, NearestMode, PadMode, Pool, Reduce, Resize, ResizeMode,
+};
+use concord_core::{op, Node, Op, Tensor};
+
+/// What the reader knows about the node besides its attributes.
+#[derive(Clone, Copy, Debug)]
+pub struct NodeContext<'a> {
+    pub opset: i64,
+    /// Inputs after ONNX's empty names became `None`.
+    pub inputs: &'a [Option<String>],
+    pub num_outputs: usize,
+}
+
+/// An op's attributes as written, plus a Reduce `axes` value that the target opset takes
+/// as an input instead of an attribute (the writer adds it as an initializer).
+#[derive(Clone, Debug, Default)]
+pub struct WrittenOp {
+    pub attributes: Vec<AttributeProto>,
+    pub axes_input: Option<Vec<i64>>,
+}
+
+/// The first opset of the default domain that has `op_type`, for ops added after opset 13.
+pub fn since_version(op_type: &str) -> i64 {
+    match op_type {
+        "HardSwish" => 14,
+        "LayerNormalization" => 17,
+        _ => 1,
+    }
+}
+
+/// How many leading outputs Concord computes for ops whose trailing outputs are optional
+/// extras (training statistics, pooling indices, dropout masks); `None` for ops whose every
+/// output is computed.
+pub fn computed_outputs(op: &Op) -> Option<usize> {
+    match op {
+        Op::Dropout
+        | Op::MaxPool(_)
+        | Op::LayerNormalization { .. }
+        | Op::BatchNormalization { .. } => Some(1),
+        _ => None,
+    }
+}
+
+/// Reads the op of a node. Every attribute must be one the op has; [`Attrs::finish`] is
+/// called here.
+pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error> {
+    let known = op::Op::SUPPORTED.contains(&op_type) && since_version(op_type) <= ctx.opset;
+    if !known {
+        return Err(Error::UnknownOp {
+            op: op_type.to_string(),
+            node: a.node().to_string(),
+            opset: ctx.opset,
+        });
+    }
+    let op = match op_type {
+        "Conv" => Op::Conv(read_conv(a)?),
+        "Gemm" => Op::Gemm(op::Gemm {
+            alpha: a.float_or("alpha", 1.0)?,
+            beta: a.float_or("beta", 1.0)?,
+            trans_a: a.flag_or("transA", false)?,
+            trans_b: a.flag_or("transB", false)?,
+        }),
+        "MatMul" => Op::MatMul,
+        "Add" => Op::Add,
+        "Sub" => Op::Sub,
+        "Mul" => Op::Mul,
+        "Div" => Op::Div,
+        "Pow" => Op::Pow,
+        "Mod" => Op::Mod {
+            fmod: a.flag_or("fmod", false)?,
+        },
+        "Equal" => Op::Equal,
+        "Sqrt" => Op::Sqrt,
+        "Exp" => Op::Exp,
+        "Neg" => Op::Neg,
+        "Abs" => Op::Abs,
+        "Erf" => Op::Erf,
+        "Relu" => Op::Relu,
+        "Sigmoid" => Op::Sigmoid,
+        "Tanh" => Op::Tanh,
+        "HardSwish" => Op::HardSwish,
+        "LeakyRelu" => Op::LeakyRelu {
+            alpha: a.float_or("alpha", LEAKY_RELU_ALPHA)?,
+        },
+        "HardSigmoid" => Op::HardSigmoid {
+            alpha: a.float_or("alpha", HARD_SIGMOID_ALPHA)?,
+            beta: a.float_or("beta", HARD_SIGMOID_BETA)?,
+        },
+        "Clip" => Op::Clip,
+        "Softmax" => Op::Softmax {
+            axis: a.int_or("axis", -1)?,
+        },
+        "LayerNormalization" => {
+            // stash_type picks the precision of the mean and variance; the reference
+            // executor accumulates in f64 whatever it says, so it does not change results.
+            a.ignore("stash_type");
+            Op::LayerNormalization {
+                axis: a.int_or("axis", -1)?,
+                epsilon: a.float_or("epsilon", NORM_EPSILON)?,
+            }
+        }
+        "BatchNormalization" => {
+            // momentum only updates running statistics in training mode, refused below.
+            a.ignore("momentum");
+            if a.flag_or("training_mode", false)? {
+                return Err(a.error(
+                    "training_mode",
+                    "training mode is not supported: export the model in inference (eval) mode",
+                ));
+            }
+            Op::BatchNormalization {
+                epsilon: a.float_or("epsilon", NORM_EPSILON)?,
+            }
+        }
+        "MaxPool" => Op::MaxPool(read_pool(a, PoolKind::Max)?),
+        "AveragePool" => Op::AveragePool(read_pool(a, PoolKind::Average)?),
+        "GlobalAveragePool" => Op::GlobalAveragePool,
+        "ReduceMean" => Op::ReduceMean(read_reduce(a, ctx)?),
+        "ReduceSum" => Op::ReduceSum(read_reduce(a, ctx)?),
+        "ReduceMax" => Op::ReduceMax(read_reduce(a, ctx)?),
+        "Concat" => Op::Concat {
+            axis: a.int("axis")?.ok_or_else(|| a.missing("axis"))?,
+        },
+        "Split" => {
+            if let Some(n) = a.int("num_outputs")? {
+                if usize::try_from(n).ok() != Some(ctx.num_outputs) {
+                    return Err(a.error(
+                        "num_outputs",
+                        format!(
+                            "is {n}, but the node has {} outputs; they must agree",
+                            ctx.num_outputs
+                        ),
+                    ));
+                }
+            }
+            Op::Split {
+                axis: a.int_or("axis", 0)?,
+                num_outputs: ctx.num_outputs,
+            }
+        }
+        "Slice" => Op::Slice,
+        "Gather" => Op::Gather {
+            axis: a.int_or("axis", 0)?,
+        },
+        "Reshape" => Op::Reshape {
+            allowzero: a.flag_or("allowzero", false)?,
+        },
+        "Flatten" => Op::Flatten {
+            axis: a.int_or("axis", 1)?,
+        },
+        "Transpose" => Op::Transpose {
+            perm: a.ints("perm")?,
+        },
+        "Squeeze" => Op::Squeeze,
+        "Unsqueeze" => Op::Unsqueeze,
+        "Shape" => Op::Shape {
+            start: a.int_or("start", 0)?,
+            end: a.int("end")?,
+        },
+        "Cast" => {
+            // saturate only affects casts to float8 types, which Concord refuses anyway.
+            a.ignore("saturate");
+            let code = a.int("to")?.ok_or_else(|| a.missing("to"))?;
+            let to = i32::try_from(code)
+                .ok()
+                .and_then(dtype_from_onnx)
+                .ok_or_else(|| Error::UnsupportedDType {
+                    what: "the Cast target of node",
+                    name: a.node().to_string(),
+                    data_type: i32::try_from(code).unwrap_or(-1),
+                })?;
+            Op::Cast { to }
+        }
+        "Identity" => Op::Identity,
+        "Dropout" => {
+            // The seed only matters in training mode; inference Dropout is the identity.
+            a.ignore("seed");
+            Op::Dropout
+        }
+        "Constant" => Op::Constant {
+            value: read_constant(a)?,
+        },
+        "Pad" => Op::Pad {
+            mode: match a.string("mode")?.as_deref() {
+                None | Some("constant") => PadMode::Constant,
+                Some("reflect") => PadMode::Reflect,
+                Some("edge") => PadMode::Edge,
+                Some("wrap") => PadMode::Wrap,
+                Some(other) => {
+                    return Err(a.error(
+                        "mode",
+                        format!("`{other}` is not a Pad mode (constant, reflect, edge, wrap)"),
+                    ))
+                }
+            },
+        },
+        "Resize" => Op::Resize(read_resize(a)?),
+        "Where" => Op::Where,
+        "Expand" => Op::Expand,
+        // SUPPORTED and this match list the same ops; reaching here means they disagree.
+        _ => {
+            return Err(Error::UnknownOp {
+                op: op_type.to_string(),
+                node: a.node().to_string(),
+                opset: ctx.opset,
+            })
+        }
+    };
+    a.finish()?;
+    Ok(op)
+}
+
+/// The attributes of `node`'s op as written at `opset`.
+pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
+    let op = &node.op;
+    let unrepresentable = |detail: &str| Error::Unrepresentable {
+        node: node.name.clone(),
+        op: op.name().to_string(),
+        opset,
+        detail: detail.to_string(),
+    };
+    if since_version(op.name()) > opset {
+        return Err(unrepresentable(&format!(
+            "{} exists from opset {}",
+            op.name(),
+            since_version(op.name())
+        )));
+    }
+    let mut out = WrittenOp::default();
+    let at = &mut out.attributes;
+    match op {
+        Op::Conv(c) => write_conv(c, at),
+        Op::Gemm(g) => {
+            if g.alpha != 1.0 {
+                at.push(attrs::float("alpha", g.alpha));
+            }
+            if g.beta != 1.0 {
+                at.push(attrs::float("beta", g.beta));
+            }
+            if g.trans_a {
+                at.push(attrs::flag("transA", true));
+            }
+            if g.trans_b {
+                at.push(attrs::flag("transB", true));
+            }
+        }
+        Op::Mod { fmod } => {
+            if *fmod {
+                at.push(attrs::flag("fmod", true));
+            }
+        }
+        Op::LeakyRelu { alpha } => {
+            if *alpha != LEAKY_RELU_ALPHA {
+                at.push(attrs::float("alpha", *alpha));
+            }
+        }
+        Op::HardSigmoid { alpha, beta } => {
+            if *alpha != HARD_SIGMOID_ALPHA {
+                at.push(attrs::float("alpha", *alpha));
+            }
+            if *beta != HARD_SIGMOID_BETA {
+                at.push(attrs::float("beta", *beta));
+            }
+        }
+        Op::Softmax { axis } => {
+            if *axis != -1 {
+                at.push(attrs::int("axis", *axis));
+            }
+        }
+        Op::LayerNormalization { axis, epsilon } => {
+            if *axis != -1 {
+                at.push(attrs::int("axis", *axis));
+            }
+            if *epsilon != NORM_EPSILON {
+                at.push(attrs::float("epsilon", *epsilon));
+            }
+        }
+        Op::BatchNormalization { epsilon } => {
+            if *epsilon != NORM_EPSILON {
+                at.push(attrs::float("epsilon", *epsilon));
+            }
+        }
+        Op::MaxPool(p) => {
+            write_pool(p, PoolKind::Max, opset, at).map_err(|d| unrepresentable(&d))?
+        }
+        Op::AveragePool(p) => {
+            write_pool(p, PoolKind::Average, opset, at).map_err(|d| unrepresentable(&d))?
+        }
+        Op::ReduceMean(r) | Op::ReduceSum(r) | Op::ReduceMax(r) => {
+            out.axes_input =
+                write_reduce(op, r, node, opset, at).map_err(|d| unrepresentable(&d))?
+        }
+        Op::Concat { axis } => at.push(attrs::int("axis", *axis)),
+        Op::Split { axis, num_outputs } => {
+            if *axis != 0 {
+                at.push(attrs::int("axis", *axis));
+            }
+            // From opset 18 a Split without the `split` input must say how many outputs.
+            let has_split_input = matches!(node.inputs.get(1), Some(Some(_)));
+            if opset >= 18 && !has_split_input {
+                at.push(attrs::int(
+                    "num_outputs",
+                    i64::try_from(*num_outputs).unwrap_or(i64::MAX),
+                ));
+            }
+        }
+        Op::Gather { axis } => {
+            if *axis != 0 {
+                at.push(attrs::int("axis", *axis));
+            }
+        }
+        Op::Reshape { allowzero } => {
+            if *allowzero {
+                if opset < 14 {
+                    return Err(unrepresentable("Reshape's allowzero exists from opset 14"));
+                }
+                at.push(attrs::flag("allowzero", true));
+            }
+        }
+        Op::Flatten { axis } => {
+            if *axis != 1 {
+                at.push(attrs::int("axis", *axis));
+            }
+        }
+        Op::Transpose { perm } => {
+            if let Some(perm) = perm {
+                at.push(attrs::ints("perm", perm));
+            }
+        }
+        Op::Shape { start, end } => {
+            if (*start != 0 || end.is_some()) && opset < 15 {
+                return Err(unrepresentable("Shape's start and end exist from opset 15"));
+            }
+            if *start != 0 {
+                at.push(attrs::int("start", *start));
+            }
+            if let Some(end) = end {
+                at.push(attrs::int("end", *end));
+            }
+        }
+        Op::Cast { to } => at.push(attrs::int("to", i64::from(dtype_to_onnx(*to)))),
+        Op::Constant { value } => at.push(attrs::tensor("value", tensor_to_proto("", value))),
+        Op::Pad { mode } => {
+            let name = match mode {
+                PadMode::Constant => None,
+                PadMode::Reflect => Some("reflect"),
+                PadMode::Edge => Some("edge"),
+                PadMode::Wrap if opset < 19 => {
+                    return Err(unrepresentable("Pad mode wrap exists from opset 19"))
+                }
+                PadMode::Wrap => Some("wrap"),
+            };
+            if let Some(name) = name {
+                at.push(attrs::string("mode", name));
+            }
+        }
+        Op::Resize(r) => write_resize(r, opset, at).map_err(|d| unrepresentable(&d))?,
+        Op::MatMul
+        | Op::Add
+        | Op::Sub
+        | Op::Mul
+        | Op::Div
+        | Op::Pow
+        | Op::Equal
+        | Op::Sqrt
+        | Op::Exp
+        | Op::Neg
+        | Op::Abs
+        | Op::Erf
+        | Op::Relu
+        | Op::Sigmoid
+        | Op::Tanh
+        | Op::HardSwish
+        | Op::Clip
+        | Op::GlobalAveragePool
+        | Op::Slice
+        | Op::Squeeze
+        | Op::Unsqueeze
+        | Op::Identity
+        | Op::Dropout
+        | Op::Where
+        | Op::Expand => {}
+    }
+    Ok(out)
+}
+
+const LEAKY_RELU_ALPHA: f32 = 0.01;
+const HARD_SIGMOID_ALPHA: f32 = 0.2;
+const HARD_SIGMOID_BETA: f32 = 0.5;
+const NORM_EPSILON: f32 = 1e-5;
+
+// Conv.
+
+fn read_conv(a: &Attrs) -> Result<op::Conv, Error> {
+    let group = a.int_or("group", 1)?;
+    let group = usize::try_from(group)
+        .ok()
+        .filter(|&g| g >= 1)
+        .ok_or_else(|| a.error("group", format!("must be at least 1, got {group}")))?;
+    Ok(op::Conv {
+        auto_pad: read_auto_pad(a)?,
+        dilations: a.extents("dilations", 1)?,
+        group,
+        kernel_shape: a.extents("kernel_shape", 1)?,
+        pads: a.extents("pads", 0)?,
+        strides: a.extents("strides", 1)?,
+    })
+}
+
+fn write_conv(c: &op::Conv, at: &mut Vec<AttributeProto>) {
+    write_auto_pad(c.auto_pad, at);
+    if !c.dilations.is_empty() {
+        at.push(attrs::extents("dilations", &c.dilations));
+    }
+    if c.group != 1 {
+        at.push(attrs::int(
+            "group",
+            i64::try_from(c.group).unwrap_or(i64::MAX),
+        ));
+    }
+    if !c.kernel_shape.is_empty() {
+        at.push(attrs::extents("kernel_shape", &c.kernel_shape));
+    }
+    if !c.pads.is_empty() {
+        at.push(attrs::extents("pads", &c.pads));
+    }
+    if !c.strides.is_empty() {
+        at.push(attrs::extents("strides", &c.strides));
+    }
+}
+
+fn read_auto_pad(a: &Attrs) -> Result<AutoPad, Error> {
+    match a.string("auto_pad")?.as_deref() {
+        // Some exporters write an empty string for the default.
+        None | Some("NOTSET") | Some("") => Ok(AutoPad::NotSet),
+        Some("SAME_UPPER") => Ok(AutoPad::SameUpper),
+        Some("SAME_LOWER") => Ok(AutoPad::SameLower),
+        Some("VALID") => Ok(AutoPad::Valid),
+        Some(other) => Err(a.error(
+            "auto_pad",
+            format!("`{other}` is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID"),
+        )),
+    }
+}
+
+fn write_auto_pad(auto_pad: AutoPad, at: &mut Vec<AttributeProto>) {
+    let name = match auto_pad {
+        AutoPad::NotSet => return,
+        AutoPad::SameUpper => "SAME_UPPER",
+        AutoPad::SameLower => "SAME_LOWER",
+        AutoPad::Valid => "VALID",
+    };
+    at.push(attrs::string("auto_pad", name));
+}
+
+// Pooling.
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PoolKind {
+    Max,
+    Average,
+}
+
+fn read_pool(a: &Attrs, kind: PoolKind) -> Result<Pool, Error> {
+    let kernel_shape = a.extents("kernel_shape", 1)?;
+    if kernel_shape.is_empty() {
+        return Err(a.missing("kernel_shape"));
+    }
+    let count_include_pad = match kind {
+        PoolKind::Average => a.flag_or("count_include_pad", false)?,
+        PoolKind::Max => {
+            if a.int_or("storage_order", 0)? != 0 {
+                return Err(a.error(
+                    "storage_order",
+                    "column-major storage order (1) is not supported; only the default 0",
+                ));
+            }
+            false
+        }
+    };
+    Ok(Pool {
+        auto_pad: read_auto_pad(a)?,
+        ceil_mode: a.flag_or("ceil_mode", false)?,
+        count_include_pad,
+        dilations: a.extents("dilations", 1)?,
+        kernel_shape,
+        pads: a.extents("pads", 0)?,
+        strides: a.extents("strides", 1)?,
+    })
+}
+
+fn write_pool(
+    p: &Pool,
+    kind: PoolKind,
+    opset: i64,
+    at: &mut Vec<AttributeProto>,
+) -> Result<(), String> {
+    if p.kernel_shape.is_empty() {
+        return Err("kernel_shape is required but empty".to_string());
+    }
+    write_auto_pad(p.auto_pad, at);
+    if p.ceil_mode {
+        at.push(attrs::flag("ceil_mode", true));
+    }
+    match kind {
+        PoolKind::Average if p.count_include_pad => at.push(attrs::flag("count_include_pad", true)),
+        PoolKind::Max if p.count_include_pad => {
+            return Err("count_include_pad is an AveragePool attribute, MaxPool has none".into())
+        }
+        _ => {}
+    }
+    if !p.dilations.is_empty() {
+        if kind == PoolKind::Average && opset < 19 {
+            return Err("AveragePool's dilations exist from opset 19".to_string());
+        }
+        at.push(attrs::extents("dilations", &p.dilations));
+    }
+    at.push(attrs::extents("kernel_shape", &p.kernel_shape));
+    if !p.pads.is_empty() {
+        at.push(attrs::extents("pads", &p.pads));
+    }
+    if !p.strides.is_empty() {
+        at.push(attrs::extents("strides", &p.strides));
+    }
+    Ok(())
+}
+
+// Reductions.
+
+fn read_reduce(a: &Attrs, ctx: &NodeContext) -> Result<Reduce, Error> {
+    // The attribute form of axes is ReduceMean/ReduceMax before opset 18 (ReduceSum before
+    // 13); it is accepted at any opset as long as the input form is not also given.
+    let axes = a.ints("axes")?;
+    if axes.is_some() && matches!(ctx.inputs.get(1), Some(Some(_))) {
+        return Err(a.error(
+            "axes",
+            "is given both as an attribute and as input 1; give one of them",
+        ));
+    }
+    Ok(Reduce {
+        axes,
+        keepdims: a.flag_or("keepdims", true)?,
+        noop_with_empty_axes: a.flag_or("noop_with_empty_axes", false)?,
+    })
+}
+
+/// Writes a reduction; returns axes that must become input 1 at this opset.
+fn write_reduce(
+    op: &Op,
+    r: &Reduce,
+    node: &Node,
+    opset: i64,
+    at: &mut Vec<AttributeProto>,
+) -> Result<Option<Vec<i64>>, String> {
+    // The opset from which axes is an input (and noop_with_empty_axes exists).
+    let input_form_since = if matches!(op, Op::ReduceSum(_)) {
+        13
+    } else {
+        18
+    };
+    let mut axes_input = None;
+    if let Some(axes) = &r.axes {
+        if opset < input_form_since {
+            at.push(attrs::ints("axes", axes));
+        } else if matches!(node.inputs.get(1), Some(Some(_))) {
+            return Err("axes is set both as the attribute form and as input 1".to_string());
+        } else {
+            axes_input = Some(axes.clone());
+        }
+    }
+    if !r.keepdims {
+        at.push(attrs::flag("keepdims", false));
+    }
+    if r.noop_with_empty_axes {
+        if opset < input_form_since {
+            return Err(format!(
+                "noop_with_empty_axes exists for {} from opset {input_form_since}",
+                op.name()
+            ));
+        }
+        at.push(attrs::flag("noop_with_empty_axes", true));
+    }
+    Ok(axes_input)
+}
+
+// Resize.
+
+fn read_resize(a: &Attrs) -> Result<Resize, Error> {
+    if a.int_or("antialias", 0)? != 0 {
+        return Err(a.error("antialias", "antialiased resizing is not supported"));
+    }
+    if a.has("axes") {
+        return Err(a.error(
+            "axes",
+            "is not supported: give scales or sizes for every axis instead",
+        ));
+    }
+    if let Some(policy) = a.string("keep_aspect_ratio_policy")? {
+        if policy != "stretch" {
+            return Err(a.error(
+                "keep_aspect_ratio_policy",
+                format!("`{policy}` is not supported; only `stretch` is"),
+            ));
+        }
+    }
+    let defaults = Resize::default();
+    let mode = match a.string("mode")?.as_deref() {
+        None => defaults.mode,
+        Some("nearest") => ResizeMode::Nearest,
+        Some("linear") => ResizeMode::Linear,
+        Some("cubic") => ResizeMode::Cubic,
+        Some(other) => {
+            return Err(a.error(
+                "mode",
+                format!("`{other}` is not one of nearest, linear, cubic"),
+            ))
+        }
+    };
+    let coordinate_transformation_mode =
+        match a.string("coordinate_transformation_mode")?.as_deref() {
+            None => defaults.coordinate_transformation_mode,
+            Some("half_pixel") => CoordinateTransform::HalfPixel,
+            Some("half_pixel_symmetric") => CoordinateTransform::HalfPixelSymmetric,
+            Some("pytorch_half_pixel") => CoordinateTransform::PytorchHalfPixel,
+            Some("align_corners") => CoordinateTransform::AlignCorners,
+            Some("asymmetric") => CoordinateTransform::Asymmetric,
+            Some("tf_crop_and_resize") => CoordinateTransform::TfCropAndResize,
+            Some(other) => {
+                return Err(a.error(
+                    "coordinate_transformation_mode",
+                    format!(
+                        "`{other}` is not one of half_pixel, half_pixel_symmetric, \
+                         pytorch_half_pixel, align_corners, asymmetric, tf_crop_and_resize"
+                    ),
+                ))
+            }
+        };
+    let nearest_mode = match a.string("nearest_mode")?.as_deref() {
+        None => defaults.nearest_mode,
+        Some("round_prefer_floor") => NearestMode::RoundPreferFloor,
+        Some("round_prefer_ceil") => NearestMode::RoundPreferCeil,
+        Some("floor") => NearestMode::Floor,
+        Some("ceil") => NearestMode::Ceil,
+        Some(other) => {
+            return Err(a.error(
+                "nearest_mode",
+                format!(
+                    "`{other}` is not one of round_prefer_floor, round_prefer_ceil, floor, ceil"
+                ),
+            ))
+        }
+    };
+    Ok(Resize {
+        mode,
+        coordinate_transformation_mode,
+        nearest_mode,
+        extrapolation_value: a.float_or("extrapolation_value", defaults.extrapolation_value)?,
+        cubic_coeff_a: a.float_or("cubic_coeff_a", defaults.cubic_coeff_a)?,
+        exclude_outside: a.flag_or("exclude_outside", defaults.exclude_outside)?,
+    })
+}
+
+fn write_resize(r: &Resize, opset: i64, at: &mut Vec<AttributeProto>) -> Result<(), String> {
+    let defaults = Resize::default();
+    if r.mode != defaults.mode {
+        let name = match r.mode {
+            ResizeMode::Nearest => "nearest",
+            ResizeMode::Linear => "linear",
+            ResizeMode::Cubic => "cubic",
+        };
+        at.push(attrs::string("mode", name));
+    }
+    if r.coordinate_transformation_mode != defaults.coordinate_transformation_mode {
+        let name = match r.coordinate_transformation_mode {
+            CoordinateTransform::HalfPixel => "half_pixel",
+            CoordinateTransform::HalfPixelSymmetric if opset < 19 => {
+                return Err("half_pixel_symmetric exists from opset 19".to_string())
+            }
+            CoordinateTransform::HalfPixelSymmetric => "half_pixel_symmetric",
+            CoordinateTransform::PytorchHalfPixel => "pytorch_half_pixel",
+            CoordinateTransform::AlignCorners => "align_corners",
+            CoordinateTransform::Asymmetric => "asymmetric",
+            CoordinateTransform::TfCropAndResize => "tf_crop_and_resize",
+        };
+        at.push(attrs::string("coordinate_transformation_mode", name));
+    }
+    if r.nearest_mode != defaults.nearest_mode {
+        let name = match r.nearest_mode {
+            NearestMode::RoundPreferFloor => "round_prefer_floor",
+            NearestMode::RoundPreferCeil => "round_prefer_ceil",
+            NearestMode::Floor => "floor",
+            NearestMode::Ceil => "ceil",
+        };
+        at.push(attrs::string("nearest_mode", name));
+    }
+    if r.extrapolation_value != defaults.extrapolation_value {
+        at.push(attrs::float("extrapolation_value", r.extrapolation_value));
+    }
+    if r.cubic_coeff_a != defaults.cubic_coeff_a {
+        at.push(attrs::float("cubic_coeff_a", r.cubic_coeff_a));
+    }
+    if r.exclude_outside {
+        at.push(attrs::flag("exclude_outside", true));
+    }
+    Ok(())
+}
+
+// Constant.
+
+/// The value attributes a Constant may carry; exactly one must be present.
+const CONSTANT_VALUE_ATTRIBUTES: [&str; 8] = [
+    "value",
+    "value_float",
+    "value_floats",
+    "value_int",
+    "value_ints",
+    "value_string",
+    "value_strings",
+    "sparse_value",
+];
+
+fn read_constant(a: &Attrs) -> Result<Tensor, Error> {
+    let present: Vec<&str> = CONSTANT_VALUE_ATTRIBUTES
+        .iter()
+        .copied()
+        .filter(|name| a.has(name))
+        .collect();
+    let name = match present.as_slice() {
+        [] => return Err(a.missing("value")),
+        [one] => *one,
+        [first, ..] => {
+            return Err(a.error(
+                first,
+                format!(
+                    "a Constant holds exactly one value attribute, this one has {}",
+                    present.join(", ")
+                ),
+            ))
+        }
+    };
+    let tensor = match name {
+        "value" => {
+            let proto = a.tensor("value")?.ok_or_else(|| a.missing("value"))?;
+            tensor_from_proto(proto, a.node())?
+        }
+        "value_float" => Tensor::scalar_f32(a.float_or(name, 0.0)?),
+        "value_floats" => {
+            let v = a.floats(name)?.unwrap_or_default();
+            Tensor::from_f32([v.len()], v)?
+        }
+        "value_int" => Tensor::scalar_i64(a.int_or(name, 0)?),
+        "value_ints" => Tensor::vec_i64(a.ints(name)?.unwrap_or_default()),
+        _ => {
+            return Err(a.error(
+                name,
+                "string and sparse constants are not supported; Concord computes in float32, \
+                 float16, int64 and bool",
+            ))
+        }
+    };
+    Ok(tensor)
+}

@@ -1,0 +1,288 @@
+//! ModelProto → [`Graph`]: opset checks, graph inputs, initializers, nodes and outputs.
+//!
+//! This is conversion only; structural validation (dangling names, cycles, duplicates) and
+//! shape inference belong to core and run in [`crate::load`].
+
+use crate::attrs::Attrs;
+use crate::error::Error;
+use crate::ops::{computed_outputs, read_op, NodeContext};
+use crate::proto::tensor_shape_proto::dimension::Value as DimValue;
+use crate::proto::type_proto::Value as TypeValue;
+use crate::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto};
+use crate::tensor::{dtype_from_onnx, tensor_from_proto};
+use crate::{MAX_OPSET, MIN_OPSET};
+use concord_core::{Dim, Graph, Node, Tensor, ValueInfo};
+use prost::Message;
+use std::collections::{BTreeMap, HashSet};
+
+/// Decodes a ModelProto, refusing empty input (which protobuf would read as an empty model).
+pub fn decode_model(bytes: &[u8]) -> Result<ModelProto, Error> {
+    if bytes.is_empty() {
+        return Err(Error::Decode {
+            what: "the model",
+            detail: "the input is empty (0 bytes)".to_string(),
+        });
+    }
+    ModelProto::decode(bytes).map_err(|e| Error::Decode {
+        what: "the model",
+        detail: e.to_string(),
+    })
+}
+
+/// Converts a decoded model to a graph without validating it.
+pub fn graph_from_model(model: &ModelProto) -> Result<Graph, Error> {
+    let graph = model.graph.as_ref().ok_or(Error::NoGraph)?;
+    let opset = default_opset(model)?;
+    if let Some(sparse) = graph.sparse_initializer.first() {
+        let tensor = sparse
+            .values
+            .as_ref()
+            .map(|v| v.name.clone())
+            .unwrap_or_default();
+        return Err(Error::SparseTensor { tensor });
+    }
+    let initializers = read_initializers(graph)?;
+    let mut inputs = Vec::with_capacity(graph.input.len());
+    for info in &graph.input {
+        // An input that is also an initializer is ONNX's "overridable default"; Concord
+        // treats it as a constant so that shape inference and folding can use its value.
+        if !initializers.contains_key(&info.name) {
+            inputs.push(read_input(info)?);
+        }
+    }
+    let mut outputs = Vec::with_capacity(graph.output.len());
+    for (i, info) in graph.output.iter().enumerate() {
+        if info.name.is_empty() {
+            return Err(Error::InvalidModel(format!(
+                "graph output #{i} has no name"
+            )));
+        }
+        outputs.push(info.name.clone());
+    }
+    let nodes = read_nodes(graph, opset)?;
+    Ok(Graph {
+        name: graph.name.clone(),
+        inputs,
+        outputs,
+        initializers,
+        nodes,
+        opset,
+        values: BTreeMap::new(),
+    })
+}
+
+/// The default-domain opset the model imports, checked against the supported range.
+fn default_opset(model: &ModelProto) -> Result<i64, Error> {
+    let entry = model
+        .opset_import
+        .iter()
+        .filter(|o| is_default_domain(&o.domain))
+        .max_by_key(|o| o.version)
+        .ok_or(Error::MissingOpset {
+            min_supported: MIN_OPSET,
+            max_supported: MAX_OPSET,
+        })?;
+    let domain = if entry.domain.is_empty() {
+        "ai.onnx".to_string()
+    } else {
+        entry.domain.clone()
+    };
+    if entry.version > MAX_OPSET {
+        return Err(Error::OpsetTooNew {
+            domain,
+            version: entry.version,
+            max_supported: MAX_OPSET,
+        });
+    }
+    if entry.version < MIN_OPSET {
+        return Err(Error::OpsetTooOld {
+            domain,
+            version: entry.version,
+            min_supported: MIN_OPSET,
+        });
+    }
+    Ok(entry.version)
+}
+
+fn is_default_domain(domain: &str) -> bool {
+    domain.is_empty() || domain == "ai.onnx"
+}
+
+fn read_initializers(graph: &GraphProto) -> Result<BTreeMap<String, Tensor>, Error> {
+    let mut out = BTreeMap::new();
+    for (i, proto) in graph.initializer.iter().enumerate() {
+        if proto.name.is_empty() {
+            return Err(Error::InvalidModel(format!(
+                "initializer #{i} has no name, so no node can read it"
+            )));
+        }
+        if out.contains_key(&proto.name) {
+            return Err(Error::Graph(concord_core::Error::DuplicateValue {
+                value: proto.name.clone(),
+                first: "an initializer".to_string(),
+                second: "another initializer".to_string(),
+            }));
+        }
+        let tensor = tensor_from_proto(proto, &proto.name)?;
+        out.insert(proto.name.clone(), tensor);
+    }
+    Ok(out)
+}
+
+/// A runtime graph input: tensor type, supported dtype, and a shape with at least a rank.
+fn read_input(info: &ValueInfoProto) -> Result<ValueInfo, Error> {
+    let name = info.name.clone();
+    if name.is_empty() {
+        return Err(Error::InvalidModel("a graph input has no name".to_string()));
+    }
+    let value_err = |detail: &str| Error::ValueInfo {
+        name: name.clone(),
+        detail: detail.to_string(),
+    };
+    let ty = info
+        .r#type
+        .as_ref()
+        .ok_or_else(|| value_err("has no type; every graph input needs a tensor type"))?;
+    let tensor = match &ty.value {
+        Some(TypeValue::TensorType(t)) => t,
+        None => {
+            return Err(value_err(
+                "is not a dense tensor (sequence, map, optional and sparse types are not \
+                 supported)",
+            ))
+        }
+    };
+    let dtype = dtype_from_onnx(tensor.elem_type).ok_or_else(|| Error::UnsupportedDType {
+        what: "graph input",
+        name: name.clone(),
+        data_type: tensor.elem_type,
+    })?;
+    let shape = tensor
+        .shape
+        .as_ref()
+        .ok_or_else(|| Error::InputWithoutShape { name: name.clone() })?;
+    let dims = shape
+        .dim
+        .iter()
+        .map(|d| match &d.value {
+            // A negative dim_value is invalid ONNX, but some converters write -1 for
+            // "dynamic"; it reads as unknown rather than failing the whole model.
+            Some(DimValue::DimValue(v)) => usize::try_from(*v).map_or(Dim::Unknown, Dim::Fixed),
+            Some(DimValue::DimParam(p)) if !p.is_empty() => Dim::Named(p.clone()),
+            _ => Dim::Unknown,
+        })
+        .collect();
+    Ok(ValueInfo::new(name, dtype, dims))
+}
+
+fn read_nodes(graph: &GraphProto, opset: i64) -> Result<Vec<Node>, Error> {
+    // Values something reads: an extra output in this set cannot be dropped.
+    let used: HashSet<&str> = graph
+        .node
+        .iter()
+        .flat_map(|n| n.input.iter())
+        .chain(graph.output.iter().map(|o| &o.name))
+        .map(String::as_str)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let mut names = NodeNames::new(&graph.node);
+    let mut nodes = Vec::with_capacity(graph.node.len());
+    for (index, proto) in graph.node.iter().enumerate() {
+        let name = names.assign(proto, index);
+        nodes.push(read_node(proto, name, opset, &used)?);
+    }
+    Ok(nodes)
+}
+
+fn read_node(
+    proto: &NodeProto,
+    name: String,
+    opset: i64,
+    used: &HashSet<&str>,
+) -> Result<Node, Error> {
+    if !is_default_domain(&proto.domain) {
+        return Err(Error::UnsupportedDomain {
+            node: name,
+            op: proto.op_type.clone(),
+            domain: proto.domain.clone(),
+        });
+    }
+    let mut inputs: Vec<Option<String>> = proto
+        .input
+        .iter()
+        .map(|s| if s.is_empty() { None } else { Some(s.clone()) })
+        .collect();
+    while matches!(inputs.last(), Some(None)) {
+        inputs.pop();
+    }
+    let attrs = Attrs::new(&name, &proto.op_type, &proto.attribute)?;
+    let ctx = NodeContext {
+        opset,
+        inputs: &inputs,
+        num_outputs: proto.output.len(),
+    };
+    let op = read_op(&proto.op_type, &attrs, &ctx)?;
+    let mut outputs = proto.output.clone();
+    if let Some(computed) = computed_outputs(&op) {
+        for (index, output) in outputs.iter().enumerate().skip(computed) {
+            if !output.is_empty() && used.contains(output.as_str()) {
+                return Err(Error::UnsupportedOutput {
+                    node: name,
+                    op: proto.op_type.clone(),
+                    output: output.clone(),
+                    index,
+                });
+            }
+        }
+        outputs.truncate(computed);
+    }
+    Ok(Node {
+        name,
+        op,
+        inputs,
+        outputs,
+    })
+}
+
+/// Gives every node a unique name: its own when no earlier node took it, otherwise
+/// `<OpType>_<index>` (or `<name>_<index>` for a repeated name), with a further suffix if
+/// even that is taken.
+struct NodeNames {
+    /// Every explicit name in the graph, so a generated name never steals a later one.
+    explicit: HashSet<String>,
+    /// Names already assigned.
+    assigned: HashSet<String>,
+}
+
+impl NodeNames {
+    fn new(nodes: &[NodeProto]) -> Self {
+        NodeNames {
+            explicit: nodes
+                .iter()
+                .filter(|n| !n.name.is_empty())
+                .map(|n| n.name.clone())
+                .collect(),
+            assigned: HashSet::with_capacity(nodes.len()),
+        }
+    }
+
+    fn assign(&mut self, node: &NodeProto, index: usize) -> String {
+        if !node.name.is_empty() && !self.assigned.contains(&node.name) {
+            self.assigned.insert(node.name.clone());
+            return node.name.clone();
+        }
+        let base = if node.name.is_empty() {
+            format!("{}_{index}", node.op_type)
+        } else {
+            format!("{}_{index}", node.name)
+        };
+        let mut candidate = base.clone();
+        let mut suffix = 1usize;
+        while self.explicit.contains(&candidate) || self.assigned.contains(&candidate) {
+            candidate = format!("{base}_{suffix}");
+            suffix += 1;
+        }
+        self.assigned.insert(candidate.clone());
+        candidate
+    }
+}

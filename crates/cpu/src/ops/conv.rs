@@ -1,5 +1,237 @@
-//! conv kernels (placeholder until the family lands).
-use concord_core::{op::Conv, OpError, Tensor};
-pub(crate) fn conv(_: &Conv, _: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
-    Err(OpError::Unsupported("Conv not written yet".into()))
+//! Conv: N-d grouped convolution (1-d, 2-d, 3-d, …; depthwise when group == C) with
+//! strides, dilations, explicit or automatic padding and an optional bias.
+//!
+//! Each (batch, group) pair is one matrix product: the group's weights, M/group rows of
+//! C/group·∏kernel values, times the im2col matrix of its input channels, whose column
+//! for every output position lists the input values under the kernel taps (zero where a tap
+//! falls in the padding). The product runs on the blocked f64 multiply in `matrix.rs`.
+
+use super::gemm::expect_same_dtype;
+use super::matrix::{multiply_add, MatRef};
+use super::spatial::{advance, checked_product, resolve, Axis, WindowAttrs};
+use super::{expect_float, optional, required};
+use concord_core::op::Conv;
+use concord_core::{OpError, Shape, Tensor};
+
+/// Runs Conv on inputs X (N, C, D1…Dn), W (M, C/group, k1…kn) and optional B (M).
+pub(crate) fn conv(attrs: &Conv, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+    let x = required(inputs, 0, "X")?;
+    let w = required(inputs, 1, "W")?;
+    let bias = optional(inputs, 2);
+    expect_float(x, 0, "X")?;
+    expect_same_dtype(w, 1, "W", x.dtype())?;
+    if let Some(b) = bias {
+        expect_same_dtype(b, 2, "B", x.dtype())?;
+    }
+    let plan = ConvPlan::new(attrs, x.shape(), w.shape(), bias.map(|b| b.shape()))?;
+
+    let x_f = x.to_f64_vec();
+    let w_f = w.to_f64_vec();
+    let out_len = checked_product(&plan.output_shape, "Conv output shape")?;
+    let mut y = vec![0.0; out_len];
+    let p = plan.output_plane;
+    if let Some(b) = bias {
+        let b_f = b.to_f64_vec();
+        for (plane, &b) in y.chunks_exact_mut(p).zip(b_f.iter().cycle()) {
+            plane.fill(b);
+        }
+    }
+
+    let (c, m, group) = (plan.channels, plan.out_channels, plan.group);
+    if y.is_empty() || c == 0 {
+        // No batch entries, no output channels, or no input channels: the output is empty
+        // or the bias alone, and there is nothing to multiply.
+        return Tensor::from_f64(x.dtype(), Shape::new(plan.output_shape), y);
+    }
+    let (cg, mg) = (c / group, m / group);
+    let kg = cg * plan.kernel_size;
+    let mut cols = if plan.is_pointwise() {
+        Vec::new()
+    } else {
+        vec![0.0; kg * p]
+    };
+    for (x_image, y_image) in x_f
+        .chunks_exact(c * plan.input_plane)
+        .zip(y.chunks_exact_mut(m * p))
+    {
+        for (g, (x_group, y_group)) in x_image
+            .chunks_exact(cg * plan.input_plane)
+            .zip(y_image.chunks_exact_mut(mg * p))
+            .enumerate()
+        {
+            let weights = MatRef::row_major(&w_f[g * mg * kg..], mg, kg)?;
+            let columns = if plan.is_pointwise() {
+                // A 1×…×1 kernel with unit strides and no padding reads each input position
+                // once, in order: the input channels already are the im2col matrix.
+                MatRef::row_major(x_group, cg, p)?
+            } else {
+                im2col(x_group, &plan.axes, plan.input_plane, &mut cols);
+                MatRef::row_major(&cols, kg, p)?
+            };
+            multiply_add(weights, columns, y_group)?;
+        }
+    }
+    Tensor::from_f64(x.dtype(), Shape::new(plan.output_shape), y)
+}
+
+/// Everything about one Conv call that follows from the shapes and attributes alone.
+#[derive(Debug)]
+struct ConvPlan {
+    channels: usize,
+    out_channels: usize,
+    group: usize,
+    axes: Vec<Axis>,
+    /// Elements in one input channel (∏ input spatial extents).
+    input_plane: usize,
+    /// Elements in one output channel (∏ output spatial extents).
+    output_plane: usize,
+    /// Taps in one kernel channel (∏ kernel extents).
+    kernel_size: usize,
+    output_shape: Vec<usize>,
+}
+
+impl ConvPlan {
+    fn new(attrs: &Conv, x: &Shape, w: &Shape, bias: Option<&Shape>) -> Result<ConvPlan, OpError> {
+        if x.rank() < 3 {
+            return Err(OpError::Shape(format!(
+                "Conv needs X of rank 3 or more (N, C, spatial…), got X {x}"
+            )));
+        }
+        if w.rank() != x.rank() {
+            return Err(OpError::Shape(format!(
+                "Conv: W {w} has rank {} but X {x} has rank {}; W must be (M, C/group, \
+                 kernel…) with one kernel extent per spatial axis of X",
+                w.rank(),
+                x.rank()
+            )));
+        }
+        let group = attrs.group;
+        if group == 0 {
+            return Err(OpError::Attribute {
+                name: "group",
+                detail: "is 0; it must be at least 1".into(),
+            });
+        }
+        let (c, m) = (x.dims()[1], w.dims()[0]);
+        let w_channels = w.dims()[1];
+        if w_channels.checked_mul(group) != Some(c) {
+            return Err(OpError::Shape(format!(
+                "Conv: X {x} has {c} channels but W {w} with group {group} expects \
+                 W[1]·group = {w_channels}·{group} channels"
+            )));
+        }
+        if m % group != 0 {
+            return Err(OpError::Shape(format!(
+                "Conv: W {w} has {m} output channels, which group {group} does not divide"
+            )));
+        }
+        if let Some(b) = bias {
+            if b.dims() != [m] {
+                return Err(OpError::Shape(format!(
+                    "Conv: B {b} must be 1-D with one value per output channel of W {w} ({m})"
+                )));
+            }
+        }
+        let kernel = &w.dims()[2..];
+        if !attrs.kernel_shape.is_empty() && attrs.kernel_shape != kernel {
+            return Err(OpError::Attribute {
+                name: "kernel_shape",
+                detail: format!(
+                    "{:?} does not match the spatial extents {kernel:?} of W {w}",
+                    attrs.kernel_shape
+                ),
+            });
+        }
+        let axes = resolve(
+            &x.dims()[2..],
+            &WindowAttrs {
+                auto_pad: attrs.auto_pad,
+                kernel_shape: kernel,
+                strides: &attrs.strides,
+                dilations: &attrs.dilations,
+                pads: &attrs.pads,
+                ceil_mode: false,
+            },
+        )?;
+        let mut output_shape = vec![x.dims()[0], m];
+        output_shape.extend(axes.iter().map(|a| a.output));
+        Ok(ConvPlan {
+            channels: c,
+            out_channels: m,
+            group,
+            input_plane: checked_product(&x.dims()[2..], "Conv input spatial shape")?,
+            output_plane: checked_product(&output_shape[2..], "Conv output spatial shape")?,
+            kernel_size: checked_product(kernel, "Conv kernel shape")?,
+            axes,
+            output_shape,
+        })
+    }
+
+    /// True when im2col would copy the input unchanged.
+    fn is_pointwise(&self) -> bool {
+        self.axes
+            .iter()
+            .all(|a| a.kernel == 1 && a.stride == 1 && a.pad_begin == 0 && a.pad_end == 0)
+    }
+}
+
+/// Fills `cols` with the im2col matrix of `x_group` (its channels, each `input_plane`
+/// values): row (channel, tap₀, …, tapₙ₋₁) in row-major order, column = output position in
+/// row-major order, value = the input under that tap, or 0 in the padding.
+fn im2col(x_group: &[f64], axes: &[Axis], input_plane: usize, cols: &mut [f64]) {
+    let kernel: Vec<usize> = axes.iter().map(|a| a.kernel).collect();
+    let output: Vec<usize> = axes.iter().map(|a| a.output).collect();
+    let input: Vec<usize> = axes.iter().map(|a| a.input).collect();
+    let input_strides = Shape::new(input).strides();
+    let kernel_size: usize = kernel.iter().product();
+    let output_plane: usize = output.iter().product();
+    // The innermost output axis is filled as a run; the outer ones are walked one by one.
+    let (last, outer_axes) = match axes.split_last() {
+        Some(split) => split,
+        None => return,
+    };
+    let mut taps = vec![0usize; axes.len()];
+    for (row_index, row) in cols.chunks_exact_mut(output_plane).enumerate() {
+        let channel = row_index / kernel_size;
+        let kernel_index = row_index % kernel_size;
+        let Some(plane) = x_group.get(channel * input_plane..(channel + 1) * input_plane) else {
+            return;
+        };
+        unravel(kernel_index, &kernel, &mut taps);
+        let last_tap = taps[axes.len() - 1];
+        let mut outer = vec![0usize; outer_axes.len()];
+        for (run_index, run) in row.chunks_exact_mut(last.output).enumerate() {
+            if run_index > 0 {
+                advance(&mut outer, &output[..outer_axes.len()]);
+            }
+            // The offset of this run's row of input, or None when an outer tap is padding.
+            let base = outer_axes
+                .iter()
+                .zip(&outer)
+                .zip(&taps)
+                .zip(&input_strides)
+                .try_fold(0usize, |acc, (((axis, &o), &t), &stride)| {
+                    axis.input_coord(o, t).map(|i| acc + i * stride)
+                });
+            match base {
+                None => run.fill(0.0),
+                Some(base) => {
+                    for (o, v) in run.iter_mut().enumerate() {
+                        *v = match last.input_coord(o, last_tap) {
+                            Some(i) => plane[base + i],
+                            None => 0.0,
+                        };
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Writes the row-major multi-index of flat position `index` within `dims` into `coords`.
+fn unravel(mut index: usize, dims: &[usize], coords: &mut [usize]) {
+    for (c, &d) in coords.iter_mut().zip(dims).rev() {
+        *c = index % d;
+        index /= d;
+    }
 }

@@ -3,11 +3,13 @@
 mod conv;
 mod elementwise;
 mod gemm;
+mod matrix;
 mod movement;
 mod norm;
 mod pool;
 mod reduce;
 mod resize;
+mod spatial;
 
 use concord_core::{DType, Op, OpError, Tensor};
 

@@ -1,13 +1,211 @@
-//! pool kernels (placeholder until the family lands).
-use concord_core::{op::Pool, OpError, Tensor};
-pub(crate) fn max_pool(_: &Pool, _: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
-    Err(OpError::Unsupported("MaxPool not written yet".into()))
+//! MaxPool, AveragePool and GlobalAveragePool over any number of spatial axes.
+//!
+//! The window of every output position is worked out once per call (the input offsets it
+//! reads inside one channel plane, and how many of its taps lie inside the padded input)
+//! and then applied to every (batch, channel) plane.
+//!
+//! Padding semantics, matching the ONNX reference implementation and onnxruntime:
+//! - padded cells never take part in a max, and never add to a sum;
+//! - with `count_include_pad`, an average divides by the taps inside the padded input
+//!   (input plus both pads); taps that a ceil_mode window pushes past the padded end are
+//!   not counted. Without it, the divisor is the number of real input cells read.
+//! - a window that reads no input cell at all gives the lowest finite value of the dtype
+//!   for MaxPool and 0 for AveragePool, as onnxruntime does.
+
+use super::spatial::{advance, checked_product, resolve, Axis, WindowAttrs};
+use super::{expect_float, required};
+use concord_core::op::Pool;
+use concord_core::{DType, OpError, Shape, Tensor};
+use half::f16;
+
+/// MaxPool's first output (the optional Indices output is not supported).
+pub(crate) fn max_pool(attrs: &Pool, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+    let x = required(inputs, 0, "X")?;
+    expect_float(x, 0, "X")?;
+    let windows = Windows::new(attrs, x.shape(), "MaxPool")?;
+    let empty_window = match x.dtype() {
+        DType::F16 => f16::MIN.to_f64(),
+        _ => f32::MIN as f64,
+    };
+    let y = windows.apply(&x.to_f64_vec(), |plane, offsets, _| {
+        // NaN propagates, as in numpy's max; f64::max would drop it.
+        offsets
+            .iter()
+            .map(|&i| plane[i])
+            .reduce(|a, b| if a.is_nan() || a >= b { a } else { b })
+            .unwrap_or(empty_window)
+    });
+    Tensor::from_f64(x.dtype(), Shape::new(windows.output_shape), y)
 }
-pub(crate) fn average_pool(_: &Pool, _: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
-    Err(OpError::Unsupported("AveragePool not written yet".into()))
+
+pub(crate) fn average_pool(attrs: &Pool, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+    let x = required(inputs, 0, "X")?;
+    expect_float(x, 0, "X")?;
+    let windows = Windows::new(attrs, x.shape(), "AveragePool")?;
+    let include_pad = attrs.count_include_pad;
+    let y = windows.apply(&x.to_f64_vec(), |plane, offsets, padded_taps| {
+        if offsets.is_empty() {
+            return 0.0;
+        }
+        let sum: f64 = offsets.iter().map(|&i| plane[i]).sum();
+        let divisor = if include_pad {
+            padded_taps
+        } else {
+            offsets.len()
+        };
+        sum / divisor as f64
+    });
+    Tensor::from_f64(x.dtype(), Shape::new(windows.output_shape), y)
 }
-pub(crate) fn global_average_pool(_: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
-    Err(OpError::Unsupported(
-        "GlobalAveragePool not written yet".into(),
-    ))
+
+/// The mean of each (batch, channel) plane: (N, C, D1…) → (N, C, 1…).
+pub(crate) fn global_average_pool(inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+    let x = required(inputs, 0, "X")?;
+    expect_float(x, 0, "X")?;
+    if x.rank() < 2 {
+        return Err(OpError::Shape(format!(
+            "GlobalAveragePool needs X of rank 2 or more (N, C, spatial…), got X {}",
+            x.shape()
+        )));
+    }
+    let plane = checked_product(&x.dims()[2..], "GlobalAveragePool spatial shape")?;
+    if plane == 0 {
+        return Err(OpError::Shape(format!(
+            "GlobalAveragePool: X {} has an empty spatial axis, so there is nothing to average",
+            x.shape()
+        )));
+    }
+    let values = x.to_f64_vec();
+    let y: Vec<f64> = values
+        .chunks_exact(plane)
+        .map(|p| p.iter().sum::<f64>() / plane as f64)
+        .collect();
+    let mut out = x.dims()[..2].to_vec();
+    out.extend(std::iter::repeat(1).take(x.rank() - 2));
+    Tensor::from_f64(x.dtype(), Shape::new(out), y)
+}
+
+/// Every output position's window within one channel plane, stored flat: the input offsets
+/// of window `p` are `offsets[starts[p]..starts[p + 1]]`.
+#[derive(Debug)]
+struct Windows {
+    offsets: Vec<usize>,
+    starts: Vec<usize>,
+    /// Per window, the number of taps inside the padded input (the count_include_pad
+    /// divisor).
+    padded_taps: Vec<usize>,
+    input_plane: usize,
+    output_shape: Vec<usize>,
+}
+
+impl Windows {
+    fn new(attrs: &Pool, x: &Shape, op: &str) -> Result<Windows, OpError> {
+        if x.rank() < 3 {
+            return Err(OpError::Shape(format!(
+                "{op} needs X of rank 3 or more (N, C, spatial…), got X {x}"
+            )));
+        }
+        let spatial = &x.dims()[2..];
+        if attrs.kernel_shape.len() != spatial.len() {
+            return Err(OpError::Attribute {
+                name: "kernel_shape",
+                detail: format!(
+                    "{:?} has {} values but X {x} has {} spatial axes",
+                    attrs.kernel_shape,
+                    attrs.kernel_shape.len(),
+                    spatial.len()
+                ),
+            });
+        }
+        let axes = resolve(
+            spatial,
+            &WindowAttrs {
+                auto_pad: attrs.auto_pad,
+                kernel_shape: &attrs.kernel_shape,
+                strides: &attrs.strides,
+                dilations: &attrs.dilations,
+                pads: &attrs.pads,
+                ceil_mode: attrs.ceil_mode,
+            },
+        )?;
+        let input_plane = checked_product(spatial, "pooling input spatial shape")?;
+        let out_spatial: Vec<usize> = axes.iter().map(|a| a.output).collect();
+        let output_plane = checked_product(&out_spatial, "pooling output spatial shape")?;
+        let mut output_shape = x.dims()[..2].to_vec();
+        output_shape.extend(&out_spatial);
+        checked_product(&output_shape, "pooling output shape")?;
+
+        // Per axis and output coordinate: the input coordinates read, and the taps inside
+        // the padded input. A window is the Cartesian product of its axes' taps.
+        let per_axis: Vec<Vec<(Vec<usize>, usize)>> = axes.iter().map(axis_taps).collect();
+        let input_strides = Shape::new(spatial.to_vec()).strides();
+        let mut offsets = Vec::new();
+        let mut starts = Vec::with_capacity(output_plane + 1);
+        let mut padded_taps = Vec::with_capacity(output_plane);
+        starts.push(0);
+        let mut position = vec![0usize; axes.len()];
+        let mut partial: Vec<usize> = Vec::new();
+        for p in 0..output_plane {
+            if p > 0 {
+                advance(&mut position, &out_spatial);
+            }
+            partial.clear();
+            partial.push(0);
+            let mut padded = 1usize;
+            for ((table, &o), &stride) in per_axis.iter().zip(&position).zip(&input_strides) {
+                let (coords, inside) = &table[o];
+                padded *= inside;
+                partial = partial
+                    .iter()
+                    .flat_map(|&base| coords.iter().map(move |&i| base + i * stride))
+                    .collect();
+            }
+            offsets.extend_from_slice(&partial);
+            starts.push(offsets.len());
+            padded_taps.push(padded);
+        }
+        Ok(Windows {
+            offsets,
+            starts,
+            padded_taps,
+            input_plane,
+            output_shape,
+        })
+    }
+
+    /// Applies `reduce(plane, window offsets, padded taps)` to every window of every
+    /// (batch, channel) plane of `x`, in output order.
+    fn apply(&self, x: &[f64], reduce: impl Fn(&[f64], &[usize], usize) -> f64) -> Vec<f64> {
+        let windows: Vec<(&[usize], usize)> = self
+            .starts
+            .windows(2)
+            .zip(&self.padded_taps)
+            .map(|(se, &padded)| (&self.offsets[se[0]..se[1]], padded))
+            .collect();
+        let mut y = Vec::with_capacity(x.len() / self.input_plane.max(1) * windows.len());
+        for plane in x.chunks_exact(self.input_plane) {
+            y.extend(
+                windows
+                    .iter()
+                    .map(|&(offsets, padded)| reduce(plane, offsets, padded)),
+            );
+        }
+        y
+    }
+}
+
+/// For each output coordinate of one axis: the input coordinates its taps read, and how
+/// many of its taps lie inside the padded input.
+fn axis_taps(axis: &Axis) -> Vec<(Vec<usize>, usize)> {
+    (0..axis.output)
+        .map(|o| {
+            let coords = (0..axis.kernel)
+                .filter_map(|t| axis.input_coord(o, t))
+                .collect();
+            let inside = (0..axis.kernel)
+                .filter(|&t| axis.inside_padded(o, t))
+                .count();
+            (coords, inside)
+        })
+        .collect()
 }

@@ -1,5 +1,272 @@
-//! resize kernels (placeholder until the family lands).
-use concord_core::{op::Resize, OpError, Tensor};
-pub(crate) fn resize(_: &Resize, _: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
-    Err(OpError::Unsupported("Resize not written yet".into()))
+//! Resize with `nearest` and `linear` modes over any axes (bilinear, trilinear, … are
+//! separable, so the output is built one axis at a time).
+//!
+//! Coordinate mapping follows onnxruntime exactly, including its f32 arithmetic: output
+//! extents are `floor(in · scale)` computed in f32, the scale used to map coordinates is the
+//! f32 `scales` value (or `out / in` in f32 when `sizes` is given), and the original
+//! coordinate of each output index is computed in f32. Nearest-neighbour choices flip on
+//! exact halves, so doing this in f64 would pick different pixels than the runtime the
+//! golden cases come from. The interpolation itself is accumulated in f64.
+
+use super::{expect_float, i64_operand, optional, required};
+use concord_core::op::{CoordinateTransform, NearestMode, Resize, ResizeMode};
+use concord_core::{DType, OpError, Shape, Tensor};
+
+/// Resize on inputs X, roi? (unused: only tf_crop_and_resize reads it), scales?, sizes?.
+pub(crate) fn resize(attrs: &Resize, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+    let x = required(inputs, 0, "X")?;
+    expect_float(x, 0, "X")?;
+    check_supported(attrs)?;
+    let scales = optional(inputs, 2).filter(|t| !t.is_empty());
+    let sizes = optional(inputs, 3).filter(|t| !t.is_empty());
+    let target = match (scales, sizes) {
+        (Some(s), None) => {
+            let values = match s.dtype() {
+                DType::F32 | DType::F16 => s.to_f64_vec().into_iter().map(|v| v as f32).collect(),
+                other => {
+                    return Err(OpError::DType {
+                        index: 2,
+                        name: "scales",
+                        expected: "f32".into(),
+                        actual: other,
+                    })
+                }
+            };
+            Target::Scales(values)
+        }
+        (None, Some(s)) => Target::Sizes(i64_operand(s, 3, "sizes")?),
+        (Some(_), Some(_)) => {
+            return Err(OpError::Shape(
+                "Resize takes exactly one of scales and sizes, and both were given".into(),
+            ))
+        }
+        (None, None) => {
+            return Err(OpError::Shape(
+                "Resize needs one of scales (input 2) or sizes (input 3); neither was given".into(),
+            ))
+        }
+    };
+    let plan = output_plan(x.dims(), &target)?;
+
+    let mut dims = x.dims().to_vec();
+    let mut values = x.to_f64_vec();
+    for (axis, &(out_len, scale)) in plan.iter().enumerate() {
+        let in_len = dims[axis];
+        let taps = axis_taps(attrs, in_len, out_len, scale);
+        if out_len == in_len && taps.iter().enumerate().all(|(i, t)| *t == Tap::Nearest(i)) {
+            continue;
+        }
+        values = resize_axis(&values, &dims, axis, &taps);
+        dims[axis] = out_len;
+    }
+    Tensor::from_f64(x.dtype(), Shape::new(dims), values)
+}
+
+/// The output extent and the f32 coordinate scale of each axis, from `scales` or `sizes`.
+/// Shape inference in concord-core computes extents with the same formula.
+fn output_plan(input: &[usize], target: &Target) -> Result<Vec<(usize, f32)>, OpError> {
+    match target {
+        Target::Scales(scales) => {
+            if scales.len() != input.len() {
+                return Err(OpError::Shape(format!(
+                    "Resize: scales has {} values but X {} has rank {}",
+                    scales.len(),
+                    Shape::from(input),
+                    input.len()
+                )));
+            }
+            input
+                .iter()
+                .zip(scales)
+                .map(|(&d, &s)| {
+                    if !(s.is_finite() && s > 0.0) {
+                        return Err(OpError::Shape(format!(
+                            "Resize: scales {scales:?} must all be finite and greater than 0"
+                        )));
+                    }
+                    Ok(((d as f32 * s).floor() as usize, s))
+                })
+                .collect()
+        }
+        Target::Sizes(sizes) => {
+            if sizes.len() != input.len() {
+                return Err(OpError::Shape(format!(
+                    "Resize: sizes has {} values but X {} has rank {}",
+                    sizes.len(),
+                    Shape::from(input),
+                    input.len()
+                )));
+            }
+            input
+                .iter()
+                .zip(sizes)
+                .map(|(&d, &s)| {
+                    let out = usize::try_from(s).map_err(|_| {
+                        OpError::Shape(format!("Resize: sizes {sizes:?} must not be negative"))
+                    })?;
+                    if d == 0 && out > 0 {
+                        return Err(OpError::Shape(format!(
+                            "Resize: X {} has an empty axis, which cannot grow to sizes {sizes:?}",
+                            Shape::from(input)
+                        )));
+                    }
+                    Ok((out, out as f32 / d as f32))
+                })
+                .collect()
+        }
+    }
+}
+
+/// Refuses the modes this executor does not implement, naming them.
+fn check_supported(attrs: &Resize) -> Result<(), OpError> {
+    if attrs.mode == ResizeMode::Cubic {
+        return Err(OpError::Unsupported(
+            "Resize mode `cubic` is not supported by the reference executor (nearest and \
+             linear are)"
+                .into(),
+        ));
+    }
+    if attrs.coordinate_transformation_mode == CoordinateTransform::TfCropAndResize {
+        return Err(OpError::Unsupported(
+            "Resize coordinate_transformation_mode `tf_crop_and_resize` is not supported by \
+             the reference executor"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// How the resize target was given.
+enum Target {
+    Scales(Vec<f32>),
+    Sizes(Vec<i64>),
+}
+
+/// Where one output index along an axis reads from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Tap {
+    /// Copies input index `i`.
+    Nearest(usize),
+    /// `w0·x[i0] + w1·x[i1]`.
+    Linear {
+        i0: usize,
+        i1: usize,
+        w0: f64,
+        w1: f64,
+    },
+}
+
+/// The tap of every output index along one axis of length `in_len` resized to `out_len`.
+fn axis_taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> Vec<Tap> {
+    let last = in_len.saturating_sub(1);
+    (0..out_len)
+        .map(|o| {
+            let x = original_coordinate(
+                attrs.coordinate_transformation_mode,
+                o as f32,
+                scale,
+                out_len as f32,
+                in_len as f32,
+            );
+            match attrs.mode {
+                ResizeMode::Linear | ResizeMode::Cubic => {
+                    let x = x.clamp(0.0, last as f32);
+                    let i0 = (x.floor() as usize).min(last);
+                    let i1 = (i0 + 1).min(last);
+                    if i0 == i1 {
+                        // Clamped to the last input: a plain copy, so an infinite value
+                        // does not become NaN through 0·inf.
+                        return Tap::Nearest(i0);
+                    }
+                    let w1 = x as f64 - i0 as f64;
+                    Tap::Linear {
+                        i0,
+                        i1,
+                        w0: 1.0 - w1,
+                        w1,
+                    }
+                }
+                ResizeMode::Nearest => {
+                    let rounded = nearest(attrs.nearest_mode, x);
+                    Tap::Nearest(if rounded <= 0.0 {
+                        0
+                    } else {
+                        (rounded as usize).min(last)
+                    })
+                }
+            }
+        })
+        .collect()
+}
+
+/// Maps output index `x` back to a (fractional) input coordinate, in f32 as onnxruntime.
+fn original_coordinate(
+    mode: CoordinateTransform,
+    x: f32,
+    scale: f32,
+    out_len: f32,
+    in_len: f32,
+) -> f32 {
+    match mode {
+        CoordinateTransform::HalfPixel => (x + 0.5) / scale - 0.5,
+        CoordinateTransform::HalfPixelSymmetric => {
+            let adjustment = out_len / (scale * in_len);
+            let center = in_len / 2.0;
+            let offset = center * (1.0 - adjustment);
+            offset + (x + 0.5) / scale - 0.5
+        }
+        CoordinateTransform::PytorchHalfPixel => {
+            if out_len > 1.0 {
+                (x + 0.5) / scale - 0.5
+            } else {
+                0.0
+            }
+        }
+        CoordinateTransform::AlignCorners => {
+            if out_len == 1.0 {
+                0.0
+            } else {
+                x * (in_len - 1.0) / (out_len - 1.0)
+            }
+        }
+        // tf_crop_and_resize is refused before any tap is computed.
+        CoordinateTransform::Asymmetric | CoordinateTransform::TfCropAndResize => x / scale,
+    }
+}
+
+/// Rounds a coordinate to an index as `nearest_mode` says; ties are exact halves.
+fn nearest(mode: NearestMode, x: f32) -> f32 {
+    let is_half = x - x.floor() == 0.5;
+    match mode {
+        NearestMode::RoundPreferFloor if is_half => x.floor(),
+        NearestMode::RoundPreferCeil if is_half => x.ceil(),
+        NearestMode::RoundPreferFloor | NearestMode::RoundPreferCeil => x.round(),
+        NearestMode::Floor => x.floor(),
+        NearestMode::Ceil => x.ceil(),
+    }
+}
+
+/// Resizes `values` (row-major, shape `dims`) along `axis` to `taps.len()` entries.
+fn resize_axis(values: &[f64], dims: &[usize], axis: usize, taps: &[Tap]) -> Vec<f64> {
+    let inner: usize = dims[axis + 1..].iter().product();
+    let in_len = dims[axis];
+    let outer: usize = dims[..axis].iter().product();
+    let mut out = Vec::with_capacity(outer * taps.len() * inner);
+    if inner == 0 || in_len == 0 {
+        out.resize(outer * taps.len() * inner, 0.0);
+        return out;
+    }
+    for block in values.chunks_exact(in_len * inner) {
+        for tap in taps {
+            match *tap {
+                Tap::Nearest(i) => out.extend_from_slice(&block[i * inner..(i + 1) * inner]),
+                Tap::Linear { i0, i1, w0, w1 } => {
+                    let a = &block[i0 * inner..(i0 + 1) * inner];
+                    let b = &block[i1 * inner..(i1 + 1) * inner];
+                    out.extend(a.iter().zip(b).map(|(&a, &b)| w0 * a + w1 * b));
+                }
+            }
+        }
+    }
+    out
 }

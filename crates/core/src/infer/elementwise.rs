@@ -1,16 +1,323 @@
-//! Shape inference for the elementwise op family (placeholder until the family lands).
+//! Shape and dtype inference for the elementwise, normalisation and reduction families:
+//! broadcasting binary ops, unary ops and activations, Clip, Where, Softmax,
+//! LayerNormalization, BatchNormalization and ReduceMean / ReduceSum / ReduceMax.
+//!
+//! The dtype rules here are the ones the reference kernels enforce, so a graph that infers
+//! cleanly does not fail in a kernel on a dtype.
 
-use super::{OutputFact, ValueFact};
+use super::{expect_dtype, optional, required, OutputFact, ValueFact};
+use crate::dtype::DType;
 use crate::error::OpError;
-use crate::op::Op;
+use crate::op::{Op, Reduce};
+use crate::shape::{broadcast_sym, format_sym, normalize_axes, normalize_axis, Dim, SymShape};
+
+/// The arithmetic dtypes.
+const NUMERIC: [DType; 3] = [DType::F32, DType::F16, DType::I64];
+const FLOAT: [DType; 2] = [DType::F32, DType::F16];
 
 pub(super) fn infer(
     op: &Op,
-    _inputs: &[Option<ValueFact>],
+    inputs: &[Option<ValueFact>],
     _num_outputs: usize,
 ) -> Result<Vec<OutputFact>, OpError> {
-    Err(OpError::Unsupported(format!(
-        "shape inference for {} is not written yet",
-        op.name()
-    )))
+    let fact = match op {
+        Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Pow | Op::Mod { .. } | Op::Equal => {
+            binary(op, inputs)?
+        }
+        Op::Neg | Op::Abs | Op::Relu => unary(inputs, &NUMERIC)?,
+        Op::Sqrt
+        | Op::Exp
+        | Op::Erf
+        | Op::Sigmoid
+        | Op::Tanh
+        | Op::HardSwish
+        | Op::LeakyRelu { .. }
+        | Op::HardSigmoid { .. } => unary(inputs, &FLOAT)?,
+        Op::Clip => clip(inputs)?,
+        Op::Where => select(inputs)?,
+        Op::Softmax { axis } => {
+            let x = required(inputs, 0, "input")?;
+            expect_dtype(&x, 0, "input", &FLOAT)?;
+            resolve_axis("Softmax", *axis, &x)?;
+            OutputFact::new(x.dtype, x.shape.to_vec())
+        }
+        Op::LayerNormalization { axis, .. } => layer_normalization(*axis, inputs)?,
+        Op::BatchNormalization { .. } => batch_normalization(inputs)?,
+        Op::ReduceMean(attrs) | Op::ReduceSum(attrs) | Op::ReduceMax(attrs) => {
+            reduce(op.name(), attrs, inputs)?
+        }
+        other => {
+            return Err(OpError::Unsupported(format!(
+                "{} is not in the elementwise family",
+                other.name()
+            )))
+        }
+    };
+    Ok(vec![fact])
+}
+
+/// Checks that input `index` has the dtype of the input it is combined with.
+fn expect_same(
+    fact: &ValueFact,
+    index: usize,
+    name: &'static str,
+    expected: DType,
+    expected_from: &str,
+) -> Result<(), OpError> {
+    if fact.dtype == expected {
+        return Ok(());
+    }
+    Err(OpError::DType {
+        index,
+        name,
+        expected: format!("{expected} (the dtype of {expected_from})"),
+        actual: fact.dtype,
+    })
+}
+
+/// Broadcasts the shapes of named operands, naming each in the error.
+fn broadcast(op: &str, operands: &[(usize, &str, &ValueFact)]) -> Result<SymShape, OpError> {
+    let shapes: Vec<&[Dim]> = operands.iter().map(|(_, _, f)| f.shape).collect();
+    broadcast_sym(&shapes).map_err(|e| {
+        let described: Vec<String> = operands
+            .iter()
+            .map(|(i, name, f)| format!("input {i} ({name}) {}", format_sym(f.shape)))
+            .collect();
+        OpError::Shape(format!(
+            "{op}: {} cannot be broadcast together: {e}",
+            described.join(", ")
+        ))
+    })
+}
+
+fn binary(op: &Op, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+    let a = required(inputs, 0, "A")?;
+    let b = required(inputs, 1, "B")?;
+    let dtype = match op {
+        Op::Equal => {
+            expect_same(&b, 1, "B", a.dtype, "input 0 (A)")?;
+            DType::Bool
+        }
+        Op::Pow => {
+            // The exponent may have another numeric dtype; the result keeps the base's.
+            expect_dtype(&a, 0, "X", &NUMERIC)?;
+            expect_dtype(&b, 1, "Y", &NUMERIC)?;
+            a.dtype
+        }
+        _ => {
+            expect_dtype(&a, 0, "A", &NUMERIC)?;
+            expect_same(&b, 1, "B", a.dtype, "input 0 (A)")?;
+            a.dtype
+        }
+    };
+    if matches!(op, Op::Mod { fmod: false }) && a.dtype.is_float() {
+        return Err(OpError::Attribute {
+            name: "fmod",
+            detail: format!(
+                "Mod on {} needs fmod=1; the integer remainder (fmod=0) is only defined for \
+                 integer inputs",
+                a.dtype
+            ),
+        });
+    }
+    let shape = broadcast(op.name(), &[(0, "A", &a), (1, "B", &b)])?;
+    Ok(OutputFact::new(dtype, shape))
+}
+
+fn unary(inputs: &[Option<ValueFact>], allowed: &[DType]) -> Result<OutputFact, OpError> {
+    let x = required(inputs, 0, "X")?;
+    expect_dtype(&x, 0, "X", allowed)?;
+    Ok(OutputFact::new(x.dtype, x.shape.to_vec()))
+}
+
+fn clip(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+    let x = required(inputs, 0, "input")?;
+    expect_dtype(&x, 0, "input", &NUMERIC)?;
+    for (index, name) in [(1, "min"), (2, "max")] {
+        let Some(bound) = optional(inputs, index) else {
+            continue;
+        };
+        expect_same(&bound, index, name, x.dtype, "input 0 (input)")?;
+        // A bound must hold one element; a dim known to be other than 1 rules that out.
+        if bound
+            .shape
+            .iter()
+            .any(|d| matches!(d, Dim::Fixed(n) if *n != 1))
+        {
+            return Err(OpError::Shape(format!(
+                "Clip: input {index} ({name}) must be a scalar (rank 0 or one element), it \
+                 has shape {}",
+                format_sym(bound.shape)
+            )));
+        }
+    }
+    Ok(OutputFact::new(x.dtype, x.shape.to_vec()))
+}
+
+fn select(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+    let cond = required(inputs, 0, "condition")?;
+    let x = required(inputs, 1, "X")?;
+    let y = required(inputs, 2, "Y")?;
+    expect_dtype(&cond, 0, "condition", &[DType::Bool])?;
+    expect_same(&y, 2, "Y", x.dtype, "input 1 (X)")?;
+    let shape = broadcast(
+        "Where",
+        &[(0, "condition", &cond), (1, "X", &x), (2, "Y", &y)],
+    )?;
+    Ok(OutputFact::new(x.dtype, shape))
+}
+
+/// Resolves an `axis` attribute against input 0's rank, naming the shape in the error.
+fn resolve_axis(op: &str, axis: i64, x: &ValueFact) -> Result<usize, OpError> {
+    normalize_axis(axis, x.shape.len()).map_err(|_| OpError::Attribute {
+        name: "axis",
+        detail: format!(
+            "{op}: axis {axis} is out of range for input 0 of shape {} (rank {})",
+            format_sym(x.shape),
+            x.shape.len()
+        ),
+    })
+}
+
+fn layer_normalization(axis: i64, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+    let x = required(inputs, 0, "X")?;
+    expect_dtype(&x, 0, "X", &FLOAT)?;
+    let axis = resolve_axis("LayerNormalization", axis, &x)?;
+    let normalized = &x.shape[axis..];
+    let params = [
+        (1, "Scale", Some(required(inputs, 1, "Scale")?)),
+        (2, "B", optional(inputs, 2)),
+    ];
+    for (index, name, param) in params {
+        let Some(param) = param else {
+            continue;
+        };
+        expect_same(&param, index, name, x.dtype, "input 0 (X)")?;
+        // The parameter must broadcast to the normalised shape without growing it.
+        let fits = param.shape.len() <= normalized.len()
+            && broadcast_sym(&[normalized, param.shape])
+                .map(|s| s.len() == normalized.len() && fixed_dims_agree(&s, normalized))
+                .unwrap_or(false);
+        if !fits {
+            return Err(OpError::Shape(format!(
+                "LayerNormalization: input {index} ({name}) has shape {}, which does not \
+                 broadcast to the normalised shape {} (input 0 (X) {} from axis {axis})",
+                format_sym(param.shape),
+                format_sym(normalized),
+                format_sym(x.shape)
+            )));
+        }
+    }
+    Ok(OutputFact::new(x.dtype, x.shape.to_vec()))
+}
+
+/// True when every dim fixed in `target` is the same in `broadcast`, i.e. broadcasting a
+/// parameter against `target` did not change any of its known extents.
+fn fixed_dims_agree(broadcast: &[Dim], target: &[Dim]) -> bool {
+    broadcast.iter().zip(target).all(|(b, t)| match t {
+        Dim::Fixed(_) => b == t,
+        _ => true,
+    })
+}
+
+fn batch_normalization(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+    let x = required(inputs, 0, "X")?;
+    expect_dtype(&x, 0, "X", &FLOAT)?;
+    let Some(channels) = x.shape.get(1) else {
+        return Err(OpError::Shape(format!(
+            "BatchNormalization: input 0 (X) has shape {}; it needs rank 2 or more (N, C, …)",
+            format_sym(x.shape)
+        )));
+    };
+    for (index, name) in [(1, "scale"), (2, "B"), (3, "input_mean"), (4, "input_var")] {
+        let param = required(inputs, index, name)?;
+        expect_dtype(&param, index, name, &FLOAT)?;
+        let fits = match param.shape {
+            [d] => match (d, channels) {
+                (Dim::Fixed(p), Dim::Fixed(c)) => p == c,
+                _ => true,
+            },
+            _ => false,
+        };
+        if !fits {
+            return Err(OpError::Shape(format!(
+                "BatchNormalization: input {index} ({name}) has shape {}, expected [{channels}] \
+                 (the channel dim of input 0 (X) {})",
+                format_sym(param.shape),
+                format_sym(x.shape)
+            )));
+        }
+    }
+    Ok(OutputFact::new(x.dtype, x.shape.to_vec()))
+}
+
+/// ReduceMean / ReduceSum / ReduceMax. The output shape needs the axes, from the attribute
+/// or the `axes` input's constant value; when that input is not constant, only a
+/// `keepdims` output has a known rank.
+fn reduce(op: &str, attrs: &Reduce, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+    let data = required(inputs, 0, "data")?;
+    expect_dtype(&data, 0, "data", &NUMERIC)?;
+    let rank = data.shape.len();
+    let axes_input = optional(inputs, 1);
+    if let Some(axes) = &axes_input {
+        expect_dtype(axes, 1, "axes", &[DType::I64])?;
+        if axes.shape.len() != 1 {
+            return Err(OpError::Shape(format!(
+                "{op}: input 1 (axes) must be 1-D, it has shape {}",
+                format_sym(axes.shape)
+            )));
+        }
+    }
+    let axes: Vec<i64> = match (&attrs.axes, axes_input) {
+        (Some(attr), _) => attr.clone(),
+        (None, None) => Vec::new(),
+        (None, Some(input)) => match input.value.and_then(|t| t.to_i64_vec()) {
+            Some(v) => v,
+            None if attrs.keepdims => {
+                // Each axis either stays or becomes 1; an axis already 1 is 1 either way.
+                let shape = data
+                    .shape
+                    .iter()
+                    .map(|d| match d {
+                        Dim::Fixed(1) => Dim::Fixed(1),
+                        _ => Dim::Unknown,
+                    })
+                    .collect();
+                return Ok(OutputFact::new(data.dtype, shape));
+            }
+            None => {
+                return Err(OpError::NotConstant {
+                    index: 1,
+                    name: "axes",
+                })
+            }
+        },
+    };
+    if axes.is_empty() && attrs.noop_with_empty_axes {
+        return Ok(OutputFact::new(data.dtype, data.shape.to_vec()));
+    }
+    let reduced: Vec<usize> = if axes.is_empty() {
+        (0..rank).collect()
+    } else {
+        normalize_axes(&axes, rank).map_err(|e| OpError::Attribute {
+            name: "axes",
+            detail: format!(
+                "{op}: axes {axes:?} are invalid for input 0 (data) of shape {}: {e}",
+                format_sym(data.shape)
+            ),
+        })?
+    };
+    let shape = data
+        .shape
+        .iter()
+        .enumerate()
+        .filter_map(
+            |(axis, d)| match (reduced.contains(&axis), attrs.keepdims) {
+                (false, _) => Some(d.clone()),
+                (true, true) => Some(Dim::Fixed(1)),
+                (true, false) => None,
+            },
+        )
+        .collect();
+    Ok(OutputFact::new(data.dtype, shape))
 }

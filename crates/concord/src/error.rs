@@ -1,7 +1,7 @@
 //! The facade's error type: everything that can go wrong building a [`crate::Net`] or
 //! calling `forward`, each variant naming what the caller has to fix.
 
-use concord_core::{DType, Shape};
+use concord_core::{DType, Shape, Target};
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -44,4 +44,30 @@ pub enum Error {
         actual: Shape,
         detail: String,
     },
+    /// An environment variable Concord reads has a value it does not understand.
+    #[error("{variable}={value:?} is not understood: expected {expected}")]
+    Environment {
+        variable: &'static str,
+        value: String,
+        expected: &'static str,
+    },
+    /// The fallback policy is Deny and something would have fallen back.
+    #[error("asked for {asked} with fallback policy deny, but it would fall back: {}", reasons.join("; "))]
+    FallbackDenied { asked: String, reasons: Vec<String> },
+    /// `CONCORD_REQUIRE` names a backend or target that would fall back.
+    #[error("CONCORD_REQUIRE includes `{requirement}`, but it would fall back: {}", reasons.join("; "))]
+    Required {
+        requirement: String,
+        reasons: Vec<String>,
+    },
+    /// An executor failed to prepare its partition.
+    #[error("executor `{executor}` could not prepare a partition for target {target}: {source}")]
+    Prepare {
+        executor: String,
+        target: Target,
+        source: concord_core::Error,
+    },
+    /// An executor broke the contract (e.g. returned the wrong number of outputs).
+    #[error("executor `{executor}` broke the executor contract: {detail}")]
+    Contract { executor: String, detail: String },
 }

@@ -13,10 +13,20 @@
 
 mod error;
 mod net;
+mod planner;
+mod profile;
+mod registry;
 
 pub use error::Error;
 pub use net::{Net, NetBuilder, Outputs};
+pub use planner::{parse_policy, parse_require, Overrides};
+pub use profile::{Profile, ProfileEntry};
+pub use registry::{BuiltinBackend, ExecutorRegistry, BUILTIN_BACKENDS};
 
 pub use concord_core as core;
-pub use concord_core::{DType, Dim, Graph, Shape, Tensor, ValueInfo};
+pub use concord_core::{
+    Availability, Backend, DType, DeviceInfo, Dim, Executor, FallbackCause, FallbackPolicy, Graph,
+    Notice, Placement, PreparedPartition, ProfileSink, Shape, Support, Target, Tensor, ValueInfo,
+};
+pub use concord_cpu::CpuExecutor;
 pub use concord_onnx as onnx;

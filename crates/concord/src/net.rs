@@ -2,17 +2,26 @@
 //! number of threads.
 
 use crate::error::Error;
-use concord_core::{Dim, Graph, Tensor, ValueInfo};
-use concord_cpu::{ReferenceEvaluator, ReferenceExecutor};
+use crate::planner::{plan, Overrides, PlannedPartition, Preferences};
+use crate::profile::{ForwardRecorder, Profile, Profiler};
+use crate::registry::ExecutorRegistry;
+use concord_core::{
+    Backend, Dim, Executor, FallbackPolicy, Graph, Placement, ProfileSink, Target, Tensor,
+    ValueInfo,
+};
+use concord_cpu::ReferenceEvaluator;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-/// A model ready to run. Cheap to share: wrap it in an `Arc` and call
-/// [`Net::forward`] from as many threads as you like.
+/// A model ready to run. Share it (`Arc<Net>` or `&Net`) and call [`Net::forward`] from as
+/// many threads as you like.
 #[derive(Debug)]
 pub struct Net {
     graph: Graph,
-    executor: ReferenceExecutor,
+    partitions: Vec<PlannedPartition>,
+    placement: Placement,
+    profiler: Option<Profiler>,
 }
 
 /// Where a [`NetBuilder`] takes its model from.
@@ -23,10 +32,17 @@ enum Source {
     Graph(Box<Graph>),
 }
 
-/// Configures and builds a [`Net`].
+/// Configures and builds a [`Net`]: where the model comes from, which backend and target
+/// to ask for, and what to do when they cannot be had.
 #[derive(Debug)]
 pub struct NetBuilder {
     source: Source,
+    backend: Backend,
+    target: Option<Target>,
+    policy: FallbackPolicy,
+    overrides: Option<Overrides>,
+    registry: ExecutorRegistry,
+    profiling: bool,
 }
 
 /// Named outputs of one forward, in the model's output order.
@@ -68,6 +84,27 @@ impl Net {
         &self.graph
     }
 
+    /// Where every node runs and why, decided when the net was built.
+    pub fn placement(&self) -> &Placement {
+        &self.placement
+    }
+
+    /// Per-node and per-transfer times since the last [`Net::reset_profile`] (the first,
+    /// warm-up forward reported separately). Empty unless built with profiling on.
+    pub fn profile(&self) -> Profile {
+        self.profiler
+            .as_ref()
+            .map(Profiler::snapshot)
+            .unwrap_or_default()
+    }
+
+    /// Starts a new profile; the next forward is the warm-up again.
+    pub fn reset_profile(&self) {
+        if let Some(p) = &self.profiler {
+            p.reset();
+        }
+    }
+
     /// Runs the model. Inputs are given by name; every model input must be present once,
     /// with the model's dtype and a shape that matches its fixed dims (named dims must
     /// agree across inputs).
@@ -76,7 +113,67 @@ impl Net {
         inputs: impl IntoIterator<Item = (S, Tensor)>,
     ) -> Result<Outputs, Error> {
         let inputs = self.check_inputs(inputs)?;
-        let outputs = self.executor.run(&self.graph, &inputs)?;
+        match &self.profiler {
+            None => self.run_partitions(inputs, None),
+            Some(profiler) => {
+                let recorder = ForwardRecorder::default();
+                let outputs = self.run_partitions(inputs, Some(&recorder));
+                profiler.merge(recorder);
+                outputs
+            }
+        }
+    }
+
+    fn run_partitions(
+        &self,
+        inputs: BTreeMap<String, Tensor>,
+        profile: Option<&dyn ProfileSink>,
+    ) -> Result<Outputs, Error> {
+        let mut values: HashMap<String, Tensor> = inputs.into_iter().collect();
+        for partition in &self.partitions {
+            let mut operands = BTreeMap::new();
+            for (name, last_reader) in &partition.inputs {
+                let tensor = if *last_reader {
+                    values.remove(name)
+                } else {
+                    values.get(name).cloned()
+                };
+                let tensor = tensor.ok_or_else(|| Error::Contract {
+                    executor: partition.executor.clone(),
+                    detail: format!(
+                        "partition input `{name}` was not produced by an earlier partition"
+                    ),
+                })?;
+                operands.insert(name.clone(), tensor);
+            }
+            let results = partition.prepared.run(&operands, profile)?;
+            if results.len() != partition.outputs.len() {
+                return Err(Error::Contract {
+                    executor: partition.executor.clone(),
+                    detail: format!(
+                        "returned {} outputs for a partition with {} ({} on {})",
+                        results.len(),
+                        partition.outputs.len(),
+                        partition.outputs.join(", "),
+                        partition.target
+                    ),
+                });
+            }
+            for (name, tensor) in partition.outputs.iter().zip(results) {
+                values.insert(name.clone(), tensor);
+            }
+        }
+        let mut outputs = Vec::with_capacity(self.graph.outputs.len());
+        for name in &self.graph.outputs {
+            let tensor = values
+                .get(name)
+                .or_else(|| self.graph.initializers.get(name))
+                .cloned()
+                .ok_or_else(|| concord_core::Error::DanglingOutput {
+                    value: name.clone(),
+                })?;
+            outputs.push((name.clone(), tensor));
+        }
         Ok(Outputs(outputs))
     }
 
@@ -166,22 +263,71 @@ fn check_input<'a>(
 }
 
 impl NetBuilder {
-    pub fn from_onnx_file(path: impl AsRef<Path>) -> NetBuilder {
+    fn new(source: Source) -> NetBuilder {
         NetBuilder {
-            source: Source::File(path.as_ref().to_path_buf()),
+            source,
+            backend: Backend::Cpu,
+            target: None,
+            policy: FallbackPolicy::default(),
+            overrides: None,
+            registry: ExecutorRegistry::with_builtins(),
+            profiling: false,
         }
+    }
+
+    pub fn from_onnx_file(path: impl AsRef<Path>) -> NetBuilder {
+        Self::new(Source::File(path.as_ref().to_path_buf()))
     }
 
     pub fn from_onnx_bytes(bytes: impl Into<Vec<u8>>) -> NetBuilder {
-        NetBuilder {
-            source: Source::Bytes(bytes.into()),
-        }
+        Self::new(Source::Bytes(bytes.into()))
     }
 
     pub fn from_graph(graph: Graph) -> NetBuilder {
-        NetBuilder {
-            source: Source::Graph(Box::new(graph)),
-        }
+        Self::new(Source::Graph(Box::new(graph)))
+    }
+
+    /// The backend to ask for (default: the reference CPU executor).
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+
+    /// The target to ask for (default: the backend's default target).
+    pub fn target(mut self, target: Target) -> Self {
+        self.target = Some(target);
+        self
+    }
+
+    /// What to do when the request cannot be met (default: Warn).
+    /// `CONCORD_FALLBACK` overrides it.
+    pub fn fallback(mut self, policy: FallbackPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Uses these overrides instead of reading `CONCORD_FALLBACK` / `CONCORD_REQUIRE`.
+    pub fn overrides(mut self, overrides: Overrides) -> Self {
+        self.overrides = Some(overrides);
+        self
+    }
+
+    /// Registers an executor (a backend author's) in this net's registry.
+    pub fn executor(mut self, executor: Arc<dyn Executor>) -> Self {
+        self.registry.register(executor);
+        self
+    }
+
+    /// Uses this registry instead of the built-in one.
+    pub fn registry(mut self, registry: ExecutorRegistry) -> Self {
+        self.registry = registry;
+        self
+    }
+
+    /// Times every node and transfer of every forward (see [`Net::profile`]).
+    pub fn profiling(mut self, on: bool) -> Self {
+        self.profiling = on;
+        self
     }
 
     /// Loads, validates, infers shapes and folds constants. Every check that does not need
@@ -193,9 +339,36 @@ impl NetBuilder {
             Source::Graph(graph) => *graph,
         };
         graph.fold_constants(&ReferenceEvaluator)?;
+        let overrides = match self.overrides {
+            Some(o) => o,
+            None => Overrides::from_env()?,
+        };
+        let prefs = Preferences {
+            backend: self.backend,
+            target: self.target,
+            policy: self.policy,
+            overrides,
+        };
+        let planned = plan(&graph, &prefs, &self.registry)?;
+        let profiler = self.profiling.then(|| {
+            let labels = planned
+                .placement
+                .nodes
+                .iter()
+                .map(|n| {
+                    (
+                        n.name.clone(),
+                        (n.op.clone(), format!("{}/{}", n.executor, n.target)),
+                    )
+                })
+                .collect();
+            Profiler::new(labels)
+        });
         Ok(Net {
             graph,
-            executor: ReferenceExecutor::new(),
+            partitions: planned.partitions,
+            placement: planned.placement,
+            profiler,
         })
     }
 }

@@ -4,6 +4,7 @@
 
 use crate::error::Error;
 use crate::graph::{Graph, Node};
+use crate::placement::FallbackCause;
 use crate::tensor::Tensor;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -45,8 +46,15 @@ pub enum Target {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "lowercase")]
 pub enum Availability {
-    Available { devices: Vec<DeviceInfo> },
-    Unavailable { reason: String },
+    Available {
+        devices: Vec<DeviceInfo>,
+    },
+    /// `cause` is [`FallbackCause::LibraryMissing`] or [`FallbackCause::NoDevice`]; the
+    /// reason says what was looked for and where.
+    Unavailable {
+        cause: FallbackCause,
+        reason: String,
+    },
 }
 
 /// One device an executor can run on, as its probe describes it.
@@ -73,8 +81,11 @@ pub enum Support {
 
 /// Time spent in one node (or one transfer) during a run, reported to a profile.
 pub trait ProfileSink: Sync {
-    /// `node` is the node's name within the partition's graph.
+    /// Time spent running one node; `node` is the node's name in the partition's graph.
     fn record(&self, node: &str, elapsed: Duration);
+
+    /// Time spent moving one value between host and device memory.
+    fn record_transfer(&self, value: &str, bytes: u64, elapsed: Duration);
 }
 
 /// A partition an executor has prepared: compiled kernels, uploaded weights, whatever it

@@ -117,24 +117,23 @@ impl Placement {
 
     /// The one-line summary the Warn policy logs: asked, chosen, why, how many nodes.
     pub fn fallback_summary(&self) -> Option<String> {
-        if self.notices.is_empty() {
-            return None;
-        }
+        let first = self.notices.first()?;
         let parts: Vec<String> = self
             .notices
             .iter()
             .map(|n| {
+                let plural = if n.nodes == 1 { "" } else { "s" };
                 format!(
-                    "asked {} but chose {} for {} node{}: {}",
-                    n.asked,
-                    n.chosen,
-                    n.nodes,
-                    if n.nodes == 1 { "" } else { "s" },
-                    n.reason
+                    "{} for {} node{plural} because {}",
+                    n.chosen, n.nodes, n.reason
                 )
             })
             .collect();
-        Some(format!("concord fallback: {}", parts.join("; ")))
+        Some(format!(
+            "concord fallback: asked {}, chose {} (see Net::placement())",
+            first.asked,
+            parts.join("; ")
+        ))
     }
 }
 
@@ -214,9 +213,10 @@ impl fmt::Display for Placement {
                 } else {
                     "\n"
                 };
+                let plural = if n.nodes == 1 { "" } else { "s" };
                 write!(
                     f,
-                    "  [{:?}] asked {}, chose {} for {} nodes: {}{sep}",
+                    "  [{:?}] asked {}, chose {} for {} node{plural}: {}{sep}",
                     n.cause, n.asked, n.chosen, n.nodes, n.reason
                 )?;
             }

@@ -9,9 +9,11 @@
 //!   every call to [`ReferenceExecutor::run`] is independent.
 //! - Never panics on bad operands: every kernel checks and returns [`OpError`].
 
+mod executor;
 mod ops;
 mod runner;
 
+pub use executor::{CpuExecutor, CpuPartition};
 pub use ops::run_op;
 pub use runner::{ReferenceExecutor, RunOutputs};
 

@@ -1,8 +1,9 @@
 //! Runs a whole [`Graph`] with the reference kernels, node by node in topological order.
 
 use crate::ops::run_op;
-use concord_core::{Error, Graph, Tensor};
+use concord_core::{Error, Graph, ProfileSink, Tensor};
 use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
 
 /// Named output tensors of one run, in the graph's output order.
 pub type RunOutputs = Vec<(String, Tensor)>;
@@ -24,6 +25,16 @@ impl ReferenceExecutor {
         &self,
         graph: &Graph,
         inputs: &BTreeMap<String, Tensor>,
+    ) -> Result<RunOutputs, Error> {
+        self.run_profiled(graph, inputs, None)
+    }
+
+    /// [`ReferenceExecutor::run`], reporting each node's time to `profile` when given.
+    pub fn run_profiled(
+        &self,
+        graph: &Graph,
+        inputs: &BTreeMap<String, Tensor>,
+        profile: Option<&dyn ProfileSink>,
     ) -> Result<RunOutputs, Error> {
         let mut last_use: HashMap<&str, usize> = HashMap::new();
         for (i, node) in graph.nodes.iter().enumerate() {
@@ -54,8 +65,12 @@ impl ReferenceExecutor {
                     }
                 }
             }
+            let started = profile.map(|_| Instant::now());
             let results = run_op(&node.op, &operands, node.outputs.len())
                 .map_err(|e| Error::at_node(node, e))?;
+            if let (Some(sink), Some(started)) = (profile, started) {
+                sink.record(&node.name, started.elapsed());
+            }
             drop(operands);
             for name in node.present_inputs() {
                 if last_use.get(name) == Some(&i) && !keep.contains(name) {

@@ -1,0 +1,596 @@
+//! The planner: the one place where placement and fallback are decided, for every
+//! executor alike. Resolution is eager — it all happens in `NetBuilder::build`, never at the
+//! first forward — and follows the order a user would check by hand: is the backend compiled
+//! in, is its library present, is there a device, is the target valid for the backend, can
+//! the device do fp16, and, node by node, does the executor support it.
+
+use crate::error::Error;
+use crate::registry::{missing_builtin, ExecutorRegistry};
+use concord_core::placement::{NodePlacement, PartitionInfo, Transfer};
+use concord_core::{
+    Availability, Backend, Executor, FallbackCause, FallbackPolicy, Graph, Notice, Placement,
+    PreparedPartition, Shape, Support, Target, ValueInfo,
+};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+/// What the caller asked for.
+#[derive(Clone, Debug)]
+pub struct Preferences {
+    pub backend: Backend,
+    /// None: the backend's default target.
+    pub target: Option<Target>,
+    pub policy: FallbackPolicy,
+    pub overrides: Overrides,
+}
+
+/// Settings that come from the environment (`CONCORD_FALLBACK`, `CONCORD_REQUIRE`) and win
+/// over the code's choices, so an operator or a CI runner can tighten any program.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// Replaces the builder's fallback policy.
+    pub fallback: Option<FallbackPolicy>,
+    /// Backends ("opencl", "cuda") or targets ("opencl-fp16", "cuda-fp16") that must not
+    /// fall back when they are asked for.
+    pub require: Vec<String>,
+}
+
+/// A partition ready to run, with the values it reads and writes.
+#[derive(Debug)]
+pub(crate) struct PlannedPartition {
+    pub executor: String,
+    pub target: Target,
+    pub prepared: Box<dyn PreparedPartition>,
+    /// Input names, each with whether this is its last reader (so it can be moved, not
+    /// cloned).
+    pub inputs: Vec<(String, bool)>,
+    pub outputs: Vec<String>,
+}
+
+/// The planner's result.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    pub partitions: Vec<PlannedPartition>,
+    pub placement: Placement,
+}
+
+impl Overrides {
+    /// Reads `CONCORD_FALLBACK` and `CONCORD_REQUIRE`. An unrecognised value is an error,
+    /// not something to ignore: a typo must not silently loosen a CI gate.
+    pub fn from_env() -> Result<Overrides, Error> {
+        let fallback = match std::env::var("CONCORD_FALLBACK") {
+            Ok(v) if !v.trim().is_empty() => {
+                Some(parse_policy(&v).ok_or_else(|| Error::Environment {
+                    variable: "CONCORD_FALLBACK",
+                    value: v.clone(),
+                    expected: "deny, warn or allow",
+                })?)
+            }
+            _ => None,
+        };
+        let require = match std::env::var("CONCORD_REQUIRE") {
+            Ok(v) => parse_require(&v).map_err(|bad| Error::Environment {
+                variable: "CONCORD_REQUIRE",
+                value: bad,
+                expected: "a comma-separated list of cpu, opencl, opencl-fp16, cuda, cuda-fp16",
+            })?,
+            Err(_) => Vec::new(),
+        };
+        Ok(Overrides { fallback, require })
+    }
+}
+
+/// Parses "deny", "warn" or "allow".
+pub fn parse_policy(s: &str) -> Option<FallbackPolicy> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "deny" => Some(FallbackPolicy::Deny),
+        "warn" => Some(FallbackPolicy::Warn),
+        "allow" => Some(FallbackPolicy::Allow),
+        _ => None,
+    }
+}
+
+/// Parses a `CONCORD_REQUIRE` list; returns the first unknown entry as the error.
+pub fn parse_require(s: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for entry in s
+        .split(',')
+        .map(|e| e.trim().to_ascii_lowercase())
+        .filter(|e| !e.is_empty())
+    {
+        let known =
+            matches!(entry.as_str(), "cpu" | "opencl" | "cuda") || Target::parse(&entry).is_some();
+        if !known {
+            return Err(entry);
+        }
+        out.push(entry);
+    }
+    Ok(out)
+}
+
+/// Decides where every node runs, says so, and prepares the partitions.
+pub(crate) fn plan(
+    graph: &Graph,
+    prefs: &Preferences,
+    registry: &ExecutorRegistry,
+) -> Result<Plan, Error> {
+    let policy = prefs.overrides.fallback.unwrap_or(prefs.policy);
+    let reference = registry.reference();
+    let resolution = resolve_backend(graph, prefs, registry);
+    let primary = resolution.executor.clone();
+    let target = resolution.target;
+    let mut notices = resolution.notices;
+    let asked = resolution.asked.clone();
+
+    // Per node: does the chosen executor support it? Unsupported nodes go to the reference.
+    let mut assignment: Vec<(Arc<dyn Executor>, Target, Option<String>)> = Vec::new();
+    let mut unsupported: BTreeMap<String, usize> = BTreeMap::new();
+    for node in &graph.nodes {
+        let backend_reason = resolution.node_reason.clone();
+        if Arc::ptr_eq(&primary, &reference) {
+            assignment.push((reference.clone(), Target::Cpu, backend_reason));
+            continue;
+        }
+        match primary.supports(graph, node, target) {
+            Support::Yes => assignment.push((primary.clone(), target, backend_reason)),
+            Support::No(why) => {
+                let reason = format!(
+                    "{} does not support {} on {target}: {why}",
+                    primary.name(),
+                    node.op.name()
+                );
+                *unsupported.entry(reason.clone()).or_default() += 1;
+                assignment.push((reference.clone(), Target::Cpu, Some(reason)));
+            }
+        }
+    }
+    for (reason, nodes) in unsupported {
+        notices.push(Notice {
+            cause: FallbackCause::NodeUnsupported,
+            asked: asked.clone(),
+            chosen: "cpu/cpu".to_string(),
+            reason,
+            nodes,
+        });
+    }
+
+    let nodes: Vec<NodePlacement> = graph
+        .nodes
+        .iter()
+        .zip(&assignment)
+        .map(|(node, (executor, target, reason))| NodePlacement {
+            name: node.name.clone(),
+            op: node.op.name().to_string(),
+            executor: executor.name().to_string(),
+            target: *target,
+            reason: reason.clone(),
+        })
+        .collect();
+
+    let groups = partition_groups(&assignment);
+    let (resolved_backend, resolved_target) = majority(&assignment, &primary, target);
+    let mut placement = Placement {
+        policy,
+        requested_backend: prefs.backend.clone(),
+        requested_target: resolution.asked_target,
+        resolved_backend,
+        resolved_target,
+        nodes,
+        partitions: Vec::new(),
+        transfers: Vec::new(),
+        notices,
+    };
+
+    enforce(&placement, prefs, policy)?;
+
+    let mut partitions = Vec::new();
+    let subgraphs = build_subgraphs(graph, &groups);
+    for (index, (range, sub)) in groups.iter().zip(subgraphs).enumerate() {
+        let (executor, target, _) = &assignment[range.start];
+        let prepared = executor
+            .prepare(&sub.graph, *target)
+            .map_err(|source| Error::Prepare {
+                executor: executor.name().to_string(),
+                target: *target,
+                source,
+            })?;
+        placement.partitions.push(PartitionInfo {
+            index,
+            executor: executor.name().to_string(),
+            target: *target,
+            nodes: range.len(),
+        });
+        if *target != Target::Cpu {
+            let device = format!("{}:{}", executor.name(), target);
+            for input in &sub.graph.inputs {
+                placement.transfers.push(transfer(
+                    graph,
+                    &input.name,
+                    "host".into(),
+                    device.clone(),
+                ));
+            }
+            for name in &sub.graph.outputs {
+                placement
+                    .transfers
+                    .push(transfer(graph, name, device.clone(), "host".into()));
+            }
+        }
+        partitions.push(PlannedPartition {
+            executor: executor.name().to_string(),
+            target: *target,
+            prepared,
+            inputs: sub
+                .graph
+                .inputs
+                .iter()
+                .map(|i| i.name.clone())
+                .map(|n| (n, false))
+                .collect(),
+            outputs: sub.graph.outputs.clone(),
+        });
+    }
+    mark_last_readers(&mut partitions, graph);
+    say_so(&placement, policy);
+    Ok(Plan {
+        partitions,
+        placement,
+    })
+}
+
+/// The backend-level outcome: which executor and target, and the notices on the way.
+struct Resolution {
+    executor: Arc<dyn Executor>,
+    target: Target,
+    asked: String,
+    asked_target: Target,
+    notices: Vec<Notice>,
+    /// The reason recorded on every node when the whole backend fell back.
+    node_reason: Option<String>,
+}
+
+fn resolve_backend(graph: &Graph, prefs: &Preferences, registry: &ExecutorRegistry) -> Resolution {
+    let reference = registry.reference();
+    let n = graph.nodes.len();
+    let backend = &prefs.backend;
+    let found = registry.get(backend).cloned();
+    let asked_target = prefs
+        .target
+        .or_else(|| backend.default_target())
+        .or_else(|| found.as_ref().and_then(|e| e.targets().first().copied()))
+        .unwrap_or(Target::Cpu);
+    let asked = format!("{backend}/{asked_target}");
+    let to_cpu = |cause: FallbackCause, reason: String| Resolution {
+        executor: reference.clone(),
+        target: Target::Cpu,
+        asked: asked.clone(),
+        asked_target,
+        notices: vec![Notice {
+            cause,
+            asked: asked.clone(),
+            chosen: "cpu/cpu".into(),
+            reason: reason.clone(),
+            nodes: n,
+        }],
+        node_reason: Some(reason),
+    };
+
+    // 1. Compiled in (or registered)?
+    let Some(executor) = found else {
+        return match missing_builtin(backend) {
+            Some(reason) => to_cpu(FallbackCause::NotCompiled, reason),
+            None => to_cpu(
+                FallbackCause::UnknownBackend,
+                format!(
+                    "no executor named `{backend}` is registered (registered: {})",
+                    registry
+                        .executors()
+                        .iter()
+                        .map(|e| e.name().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
+        };
+    };
+    if Arc::ptr_eq(&executor, &reference) && asked_target == Target::Cpu {
+        return Resolution {
+            executor,
+            target: Target::Cpu,
+            asked,
+            asked_target,
+            notices: Vec::new(),
+            node_reason: None,
+        };
+    }
+
+    // 2-3. Library present, device present?
+    let devices = match executor.probe() {
+        Availability::Unavailable { cause, reason } => {
+            return to_cpu(cause, format!("{backend} is unavailable: {reason}"))
+        }
+        Availability::Available { devices } if devices.is_empty() => {
+            return to_cpu(
+                FallbackCause::NoDevice,
+                format!("{backend} found no device"),
+            )
+        }
+        Availability::Available { devices } => devices,
+    };
+
+    // 4. Target valid for this backend?
+    let mut notices = Vec::new();
+    let mut target = asked_target;
+    let offered = executor.targets();
+    if !backend.valid_targets().contains(&target) || !offered.contains(&target) {
+        let valid: Vec<&str> = offered
+            .iter()
+            .filter(|t| backend.valid_targets().contains(t))
+            .map(|t| t.name())
+            .collect();
+        let reason = format!(
+            "target {target} is not valid for backend {backend} (valid: {})",
+            if valid.is_empty() {
+                "none".to_string()
+            } else {
+                valid.join(", ")
+            }
+        );
+        let fallback_target = backend
+            .default_target()
+            .filter(|t| offered.contains(t))
+            .or_else(|| {
+                offered
+                    .iter()
+                    .copied()
+                    .find(|t| backend.valid_targets().contains(t))
+            });
+        match fallback_target {
+            Some(t) => {
+                notices.push(Notice {
+                    cause: FallbackCause::InvalidTarget,
+                    asked: asked.clone(),
+                    chosen: format!("{backend}/{t}"),
+                    reason,
+                    nodes: n,
+                });
+                target = t;
+            }
+            None => return to_cpu(FallbackCause::InvalidTarget, reason),
+        }
+    }
+
+    // 5. fp16 capable?
+    if target.is_fp16() && !devices.iter().any(|d| d.fp16) {
+        let f32_target = target.without_fp16();
+        let names: Vec<&str> = devices.iter().map(|d| d.name.as_str()).collect();
+        let reason = format!(
+            "no {backend} device supports fp16 ({}): running {f32_target} instead",
+            names.join(", ")
+        );
+        if offered.contains(&f32_target) {
+            notices.push(Notice {
+                cause: FallbackCause::Fp16Unsupported,
+                asked: asked.clone(),
+                chosen: format!("{backend}/{f32_target}"),
+                reason,
+                nodes: n,
+            });
+            target = f32_target;
+        } else {
+            return to_cpu(FallbackCause::Fp16Unsupported, reason);
+        }
+    }
+    let node_reason = notices.last().map(|n| n.reason.clone());
+    Resolution {
+        executor,
+        target,
+        asked,
+        asked_target,
+        notices,
+        node_reason,
+    }
+}
+
+/// Refuses the plan when the policy or `CONCORD_REQUIRE` says so.
+fn enforce(
+    placement: &Placement,
+    prefs: &Preferences,
+    policy: FallbackPolicy,
+) -> Result<(), Error> {
+    if placement.notices.is_empty() {
+        return Ok(());
+    }
+    let reasons: Vec<String> = placement
+        .notices
+        .iter()
+        .map(|n| format!("{} ({} nodes)", n.reason, n.nodes))
+        .collect();
+    let backend = prefs.backend.name().to_ascii_lowercase();
+    for requirement in &prefs.overrides.require {
+        let applies = *requirement == backend || *requirement == placement.requested_target.name();
+        if !applies {
+            continue;
+        }
+        let violated = placement.nodes.iter().any(|n| {
+            if *requirement == backend {
+                n.executor != backend
+            } else {
+                n.target.name() != requirement
+            }
+        }) || (placement.nodes.is_empty() && !placement.notices.is_empty());
+        if violated {
+            return Err(Error::Required {
+                requirement: requirement.clone(),
+                reasons,
+            });
+        }
+    }
+    if policy == FallbackPolicy::Deny {
+        return Err(Error::FallbackDenied {
+            asked: format!("{}/{}", prefs.backend, placement.requested_target),
+            reasons,
+        });
+    }
+    Ok(())
+}
+
+/// Under Warn: exactly one warning per build, through tracing, and on stderr when no
+/// tracing subscriber would show it.
+fn say_so(placement: &Placement, policy: FallbackPolicy) {
+    if policy != FallbackPolicy::Warn {
+        return;
+    }
+    let Some(summary) = placement.fallback_summary() else {
+        return;
+    };
+    let no_subscriber =
+        tracing::dispatcher::get_default(|d| d.is::<tracing::subscriber::NoSubscriber>());
+    if no_subscriber {
+        eprintln!("warning: {summary}");
+    } else {
+        tracing::warn!(target: "concord::fallback", "{summary}");
+    }
+}
+
+/// Maximal runs of consecutive nodes (in topological order) on one executor and target.
+fn partition_groups(
+    assignment: &[(Arc<dyn Executor>, Target, Option<String>)],
+) -> Vec<std::ops::Range<usize>> {
+    let mut groups = Vec::new();
+    let mut start = 0;
+    for i in 1..=assignment.len() {
+        let boundary = i == assignment.len()
+            || !Arc::ptr_eq(&assignment[i].0, &assignment[start].0)
+            || assignment[i].1 != assignment[start].1;
+        if boundary {
+            if start < i {
+                groups.push(start..i);
+            }
+            start = i;
+        }
+    }
+    groups
+}
+
+/// The executor and target most nodes run on.
+fn majority(
+    assignment: &[(Arc<dyn Executor>, Target, Option<String>)],
+    primary: &Arc<dyn Executor>,
+    target: Target,
+) -> (Backend, Target) {
+    let on_primary = assignment
+        .iter()
+        .filter(|(e, _, _)| Arc::ptr_eq(e, primary))
+        .count();
+    if assignment.is_empty() || on_primary * 2 >= assignment.len() {
+        (primary.backend(), target)
+    } else {
+        (Backend::Cpu, Target::Cpu)
+    }
+}
+
+struct Subgraph {
+    graph: Graph,
+}
+
+/// Cuts the graph into one sub-graph per group: inputs are the values that cross into it,
+/// outputs the values read later or by the caller; constants travel with the partition.
+fn build_subgraphs(graph: &Graph, groups: &[std::ops::Range<usize>]) -> Vec<Subgraph> {
+    let runtime_inputs: HashSet<&str> = graph.inputs.iter().map(|i| i.name.as_str()).collect();
+    let graph_outputs: HashSet<&str> = graph.outputs.iter().map(|s| s.as_str()).collect();
+    let mut out = Vec::with_capacity(groups.len());
+    for (g, range) in groups.iter().enumerate() {
+        let nodes = &graph.nodes[range.clone()];
+        let produced: HashSet<&str> = nodes
+            .iter()
+            .flat_map(|n| n.outputs.iter().map(|s| s.as_str()))
+            .collect();
+        let later_reads: HashSet<&str> = groups[g + 1..]
+            .iter()
+            .flat_map(|r| graph.nodes[r.clone()].iter())
+            .flat_map(|n| n.present_inputs())
+            .collect();
+        let mut inputs: Vec<ValueInfo> = Vec::new();
+        let mut initializers = BTreeMap::new();
+        let mut seen = HashSet::new();
+        for node in nodes {
+            for name in node.present_inputs() {
+                if produced.contains(name) || !seen.insert(name) {
+                    continue;
+                }
+                match graph.initializers.get(name) {
+                    Some(t) if !runtime_inputs.contains(name) => {
+                        initializers.insert(name.to_string(), t.clone());
+                    }
+                    _ => {
+                        if let Some(info) = graph.values.get(name) {
+                            inputs.push(info.clone());
+                        }
+                    }
+                }
+            }
+        }
+        let outputs: Vec<String> = nodes
+            .iter()
+            .flat_map(|n| n.outputs.iter())
+            .filter(|o| later_reads.contains(o.as_str()) || graph_outputs.contains(o.as_str()))
+            .cloned()
+            .collect();
+        let mentioned: HashSet<&str> = nodes
+            .iter()
+            .flat_map(|n| {
+                n.present_inputs()
+                    .chain(n.outputs.iter().map(|s| s.as_str()))
+            })
+            .collect();
+        let values = graph
+            .values
+            .iter()
+            .filter(|(k, _)| mentioned.contains(k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        out.push(Subgraph {
+            graph: Graph {
+                name: format!("{}#{g}", graph.name),
+                inputs,
+                outputs,
+                initializers,
+                nodes: nodes.to_vec(),
+                opset: graph.opset,
+                values,
+            },
+        });
+    }
+    out
+}
+
+/// Marks, for each partition input, whether no later partition and no graph output reads it.
+fn mark_last_readers(partitions: &mut [PlannedPartition], graph: &Graph) {
+    let mut last: HashMap<String, usize> = HashMap::new();
+    for (i, p) in partitions.iter().enumerate() {
+        for (name, _) in &p.inputs {
+            last.insert(name.clone(), i);
+        }
+    }
+    let outputs: HashSet<&str> = graph.outputs.iter().map(|s| s.as_str()).collect();
+    for (i, p) in partitions.iter_mut().enumerate() {
+        for (name, movable) in &mut p.inputs {
+            *movable = last.get(name) == Some(&i) && !outputs.contains(name.as_str());
+        }
+    }
+}
+
+fn transfer(graph: &Graph, value: &str, from: String, to: String) -> Transfer {
+    let bytes = graph.values.get(value).and_then(|info| {
+        Shape::from_sym(&info.shape)
+            .and_then(|s| s.checked_numel())
+            .map(|n| (n * info.dtype.size_in_bytes()) as u64)
+    });
+    Transfer {
+        value: value.to_string(),
+        from,
+        to,
+        bytes,
+    }
+}

@@ -1,0 +1,215 @@
+//! Per-node and per-transfer timing of a net's forwards. The first forward after a reset is
+//! the warm-up: reported on its own and kept out of the figures.
+
+use concord_core::ProfileSink;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Timing over the forwards since the last reset.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Profile {
+    /// False when the net was built without profiling; every figure is then empty.
+    pub enabled: bool,
+    /// Forwards counted in `entries` (the warm-up excluded).
+    pub forwards: u64,
+    /// Total time of the warm-up forward's entries, in microseconds.
+    pub warmup_us: Option<f64>,
+    /// One entry per node and per transferred value, slowest first.
+    pub entries: Vec<ProfileEntry>,
+}
+
+/// Time spent in one node or one transfer.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProfileEntry {
+    /// "node" or "transfer".
+    pub kind: &'static str,
+    pub name: String,
+    /// Op type for nodes, empty for transfers.
+    pub op: String,
+    /// Executor and target ("cpu/cpu"), or the transfer's direction.
+    pub placement: String,
+    pub calls: u64,
+    pub total_us: f64,
+    pub mean_us: f64,
+    /// Bytes per call (transfers only).
+    pub bytes: u64,
+}
+
+/// Collects one forward's timings; merged into the net's profile when the forward ends.
+#[derive(Debug, Default)]
+pub(crate) struct ForwardRecorder {
+    nodes: Mutex<Vec<(String, Duration)>>,
+    transfers: Mutex<Vec<(String, u64, Duration)>>,
+}
+
+impl ProfileSink for ForwardRecorder {
+    fn record(&self, node: &str, elapsed: Duration) {
+        if let Ok(mut v) = self.nodes.lock() {
+            v.push((node.to_string(), elapsed));
+        }
+    }
+
+    fn record_transfer(&self, value: &str, bytes: u64, elapsed: Duration) {
+        if let Ok(mut v) = self.transfers.lock() {
+            v.push((value.to_string(), bytes, elapsed));
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Accumulated {
+    warmup_us: Option<f64>,
+    forwards: u64,
+    // (kind, name) -> (calls, total, bytes)
+    totals: BTreeMap<(&'static str, String), (u64, Duration, u64)>,
+}
+
+/// The net's profile state, shared by concurrent forwards behind a mutex that is taken
+/// once per forward, after the work.
+#[derive(Debug, Default)]
+pub(crate) struct Profiler {
+    state: Mutex<Accumulated>,
+    /// Node name -> (op, placement), filled at build.
+    pub labels: BTreeMap<String, (String, String)>,
+}
+
+impl Profiler {
+    pub fn new(labels: BTreeMap<String, (String, String)>) -> Self {
+        Profiler {
+            state: Mutex::new(Accumulated::default()),
+            labels,
+        }
+    }
+
+    pub fn merge(&self, recorder: ForwardRecorder) {
+        let nodes = recorder.nodes.into_inner().unwrap_or_default();
+        let transfers = recorder.transfers.into_inner().unwrap_or_default();
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        if state.warmup_us.is_none() {
+            let total: Duration = nodes
+                .iter()
+                .map(|(_, d)| *d)
+                .chain(transfers.iter().map(|(_, _, d)| *d))
+                .sum();
+            state.warmup_us = Some(total.as_secs_f64() * 1e6);
+            return;
+        }
+        state.forwards += 1;
+        for (name, d) in nodes {
+            let e = state
+                .totals
+                .entry(("node", name))
+                .or_insert((0, Duration::ZERO, 0));
+            e.0 += 1;
+            e.1 += d;
+        }
+        for (name, bytes, d) in transfers {
+            let e = state
+                .totals
+                .entry(("transfer", name))
+                .or_insert((0, Duration::ZERO, 0));
+            e.0 += 1;
+            e.1 += d;
+            e.2 = bytes;
+        }
+    }
+
+    pub fn reset(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            *state = Accumulated::default();
+        }
+    }
+
+    pub fn snapshot(&self) -> Profile {
+        let Ok(state) = self.state.lock() else {
+            return Profile {
+                enabled: true,
+                ..Profile::default()
+            };
+        };
+        let mut entries: Vec<ProfileEntry> = state
+            .totals
+            .iter()
+            .map(|((kind, name), (calls, total, bytes))| {
+                let (op, placement) = self.labels.get(name).cloned().unwrap_or_default();
+                let total_us = total.as_secs_f64() * 1e6;
+                ProfileEntry {
+                    kind,
+                    name: name.clone(),
+                    op,
+                    placement,
+                    calls: *calls,
+                    total_us,
+                    mean_us: if *calls > 0 {
+                        total_us / *calls as f64
+                    } else {
+                        0.0
+                    },
+                    bytes: *bytes,
+                }
+            })
+            .collect();
+        entries.sort_by(|a, b| b.total_us.total_cmp(&a.total_us));
+        Profile {
+            enabled: true,
+            forwards: state.forwards,
+            warmup_us: state.warmup_us,
+            entries,
+        }
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.enabled {
+            return write!(
+                f,
+                "profiling is off: build the net with NetBuilder::profiling(true)"
+            );
+        }
+        let total: f64 = self.entries.iter().map(|e| e.total_us).sum();
+        writeln!(
+            f,
+            "{} forwards profiled (warm-up {} excluded); mean {:.3} ms per forward",
+            self.forwards,
+            self.warmup_us
+                .map(|w| format!("{:.3} ms", w / 1e3))
+                .unwrap_or_else(|| "not run".into()),
+            if self.forwards > 0 {
+                total / self.forwards as f64 / 1e3
+            } else {
+                0.0
+            }
+        )?;
+        let name_w = self
+            .entries
+            .iter()
+            .map(|e| e.name.len())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        writeln!(
+            f,
+            "{:8}  {:name_w$}  {:18}  {:12}  {:>10}  {:>6}",
+            "kind", "name", "op", "placement", "mean µs", "share"
+        )?;
+        for e in &self.entries {
+            let share = if total > 0.0 {
+                100.0 * e.total_us / total
+            } else {
+                0.0
+            };
+            writeln!(
+                f,
+                "{:8}  {:name_w$}  {:18}  {:12}  {:>10.1}  {:>5.1}%",
+                e.kind, e.name, e.op, e.placement, e.mean_us, share
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,310 @@
+//! Every cause of fallback under every policy: the output still equals the reference, Warn
+//! says so exactly once, Deny refuses with the reason, Allow is quiet but recorded.
+
+mod common;
+
+use common::{count_warnings, small_cnn, small_input, test_executor, TestExecutor};
+use concord::{
+    Backend, Error, ExecutorRegistry, FallbackCause, FallbackPolicy, Net, NetBuilder, Overrides,
+    Target, Tensor,
+};
+
+/// One way a request can fail to be met.
+struct Scenario {
+    name: &'static str,
+    cause: FallbackCause,
+    /// Words the reason must contain, so a wrong reason fails the test.
+    reason_contains: &'static str,
+    /// The executor the conv node must end up on.
+    conv_executor: &'static str,
+    configure: fn(NetBuilder) -> NetBuilder,
+}
+
+fn scenarios() -> Vec<Scenario> {
+    vec![
+        Scenario {
+            name: "backend feature off",
+            cause: FallbackCause::NotCompiled,
+            reason_contains: "opencl",
+            conv_executor: "cpu",
+            configure: |b| {
+                b.registry(ExecutorRegistry::reference_only())
+                    .backend(Backend::OpenCl)
+            },
+        },
+        Scenario {
+            name: "library missing",
+            cause: FallbackCause::LibraryMissing,
+            reason_contains: "libfakecl.so",
+            conv_executor: "cpu",
+            configure: |b| {
+                b.executor(test_executor(TestExecutor::unavailable(
+                    "fakecl",
+                    FallbackCause::LibraryMissing,
+                    "libfakecl.so not found (looked in /nowhere)",
+                )))
+                .backend(Backend::Custom("fakecl".into()))
+            },
+        },
+        Scenario {
+            name: "no platform or device",
+            cause: FallbackCause::NoDevice,
+            reason_contains: "no platform",
+            conv_executor: "cpu",
+            configure: |b| {
+                b.executor(test_executor(TestExecutor::unavailable(
+                    "fakecl",
+                    FallbackCause::NoDevice,
+                    "no platform found",
+                )))
+                .backend(Backend::Custom("fakecl".into()))
+            },
+        },
+        Scenario {
+            name: "target invalid for backend",
+            cause: FallbackCause::InvalidTarget,
+            reason_contains: "not valid for backend cpu",
+            conv_executor: "cpu",
+            configure: |b| b.backend(Backend::Cpu).target(Target::Cuda),
+        },
+        Scenario {
+            name: "fp16 unsupported",
+            cause: FallbackCause::Fp16Unsupported,
+            reason_contains: "fp16",
+            conv_executor: "halfless",
+            configure: |b| {
+                b.executor(test_executor(TestExecutor::device(
+                    "halfless",
+                    false,
+                    &["Conv", "Relu", "GlobalAveragePool", "Flatten", "Gemm"],
+                )))
+                .backend(Backend::Custom("halfless".into()))
+                .target(Target::OpenClFp16)
+            },
+        },
+        Scenario {
+            name: "node unsupported",
+            cause: FallbackCause::NodeUnsupported,
+            reason_contains: "no GlobalAveragePool kernel",
+            conv_executor: "partial",
+            configure: |b| {
+                b.executor(test_executor(TestExecutor::device(
+                    "partial",
+                    true,
+                    &["Conv", "Relu"],
+                )))
+                .backend(Backend::Custom("partial".into()))
+                .target(Target::OpenCl)
+            },
+        },
+    ]
+}
+
+fn reference_output() -> Tensor {
+    let net = Net::from_graph(small_cnn()).expect("reference net builds");
+    let out = net
+        .forward([("x", small_input())])
+        .expect("reference forward");
+    out.get("y").cloned().expect("output y")
+}
+
+fn build(s: &Scenario, policy: FallbackPolicy) -> Result<Net, Error> {
+    (s.configure)(NetBuilder::from_graph(small_cnn()))
+        .fallback(policy)
+        .overrides(Overrides::default())
+        .build()
+}
+
+#[test]
+fn warn_says_so_exactly_once_and_still_computes_the_reference() {
+    let expected = reference_output();
+    for s in scenarios() {
+        let (net, warnings) = count_warnings(|| build(&s, FallbackPolicy::Warn));
+        let net = net.unwrap_or_else(|e| panic!("{}: build failed under Warn: {e}", s.name));
+        assert_eq!(
+            warnings.warnings(),
+            1,
+            "{}: expected exactly one warning",
+            s.name
+        );
+        let message = &warnings.messages()[0];
+        assert!(
+            message.contains(s.reason_contains),
+            "{}: warning `{message}` lacks `{}`",
+            s.name,
+            s.reason_contains
+        );
+        let placement = net.placement();
+        assert!(
+            placement.notices.iter().any(|n| n.cause == s.cause),
+            "{}: no {:?} notice in {placement}",
+            s.name,
+            s.cause
+        );
+        let conv = placement
+            .nodes
+            .iter()
+            .find(|n| n.name == "conv")
+            .expect("conv placed");
+        assert_eq!(conv.executor, s.conv_executor, "{}", s.name);
+        let y = net.forward([("x", small_input())]).expect("forward");
+        assert!(
+            y.get("y").expect("y").bit_identical(&expected),
+            "{}: output differs from the reference",
+            s.name
+        );
+    }
+}
+
+#[test]
+fn deny_refuses_with_every_reason() {
+    for s in scenarios() {
+        let (result, warnings) = count_warnings(|| build(&s, FallbackPolicy::Deny));
+        match result {
+            Err(Error::FallbackDenied { reasons, .. }) => {
+                assert!(
+                    reasons.iter().any(|r| r.contains(s.reason_contains)),
+                    "{}: reasons {reasons:?} lack `{}`",
+                    s.name,
+                    s.reason_contains
+                );
+            }
+            Err(other) => panic!("{}: expected FallbackDenied, got {other}", s.name),
+            Ok(_) => panic!("{}: Deny built a net that falls back", s.name),
+        }
+        assert_eq!(
+            warnings.warnings(),
+            0,
+            "{}: Deny must not also warn",
+            s.name
+        );
+    }
+}
+
+#[test]
+fn allow_is_quiet_but_recorded() {
+    let expected = reference_output();
+    for s in scenarios() {
+        let (net, warnings) = count_warnings(|| build(&s, FallbackPolicy::Allow));
+        let net = net.unwrap_or_else(|e| panic!("{}: build failed under Allow: {e}", s.name));
+        assert_eq!(warnings.warnings(), 0, "{}: Allow must be quiet", s.name);
+        assert!(
+            net.placement().notices.iter().any(|n| n.cause == s.cause),
+            "{}",
+            s.name
+        );
+        let y = net.forward([("x", small_input())]).expect("forward");
+        assert!(
+            y.get("y").expect("y").bit_identical(&expected),
+            "{}",
+            s.name
+        );
+    }
+}
+
+#[test]
+fn no_fallback_means_no_notice_and_deny_builds() {
+    let (net, warnings) = count_warnings(|| {
+        NetBuilder::from_graph(small_cnn())
+            .fallback(FallbackPolicy::Deny)
+            .overrides(Overrides::default())
+            .build()
+    });
+    let net = net.expect("cpu under Deny builds");
+    assert_eq!(warnings.warnings(), 0);
+    assert!(net.placement().notices.is_empty());
+    assert_eq!(net.placement().partitions.len(), 1);
+    assert_eq!(net.placement().transfer_count(), 0);
+}
+
+#[test]
+fn partial_support_cuts_partitions_and_counts_transfers() {
+    let s = scenarios()
+        .into_iter()
+        .find(|s| s.name == "node unsupported")
+        .expect("scenario");
+    let net = build(&s, FallbackPolicy::Allow).expect("builds");
+    let p = net.placement();
+    let on: Vec<(&str, &str)> = p
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), n.executor.as_str()))
+        .collect();
+    assert_eq!(
+        on,
+        vec![
+            ("conv", "partial"),
+            ("relu", "partial"),
+            ("gap", "cpu"),
+            ("flatten", "cpu"),
+            ("fc", "cpu")
+        ]
+    );
+    assert_eq!(p.partitions.len(), 2);
+    // x (1·3·8·8 f32) goes up, r (1·4·8·8 f32) comes back.
+    assert_eq!(p.transfer_count(), 2);
+    assert_eq!(p.transfer_bytes(), (3 * 64 + 4 * 64) * 4);
+    insta::assert_snapshot!("placement_partial", p.to_string());
+    insta::assert_snapshot!("warning_partial", p.fallback_summary().unwrap_or_default());
+    let json = serde_json::to_value(p).expect("placement serialises");
+    assert_eq!(json["partitions"].as_array().map(|a| a.len()), Some(2));
+    assert_eq!(json["requested_target"], "opencl");
+}
+
+#[test]
+fn environment_overrides_win() {
+    // CONCORD_FALLBACK=deny turns a Warn build into a refusal.
+    let s = scenarios().into_iter().next().expect("scenario");
+    let strict = Overrides {
+        fallback: Some(FallbackPolicy::Deny),
+        require: Vec::new(),
+    };
+    let result = (s.configure)(NetBuilder::from_graph(small_cnn()))
+        .overrides(strict)
+        .build();
+    assert!(matches!(result, Err(Error::FallbackDenied { .. })));
+
+    // CONCORD_REQUIRE=opencl refuses even under Allow.
+    let require = Overrides {
+        fallback: None,
+        require: vec!["opencl".into()],
+    };
+    let result = (s.configure)(NetBuilder::from_graph(small_cnn()))
+        .fallback(FallbackPolicy::Allow)
+        .overrides(require)
+        .build();
+    match result {
+        Err(Error::Required {
+            requirement,
+            reasons,
+        }) => {
+            assert_eq!(requirement, "opencl");
+            assert!(reasons.iter().any(|r| r.contains("opencl")), "{reasons:?}");
+        }
+        other => panic!("expected Required, got {other:?}"),
+    }
+
+    // A requirement for a backend that was not asked for does not apply.
+    let require_cuda = Overrides {
+        fallback: None,
+        require: vec!["cuda".into()],
+    };
+    let ok = NetBuilder::from_graph(small_cnn())
+        .overrides(require_cuda)
+        .build();
+    assert!(ok.is_ok());
+}
+
+#[test]
+fn environment_values_are_parsed_strictly() {
+    assert_eq!(concord::parse_policy("Deny"), Some(FallbackPolicy::Deny));
+    assert_eq!(concord::parse_policy("strict"), None);
+    assert_eq!(
+        concord::parse_require("cuda, opencl-fp16").ok(),
+        Some(vec!["cuda".to_string(), "opencl-fp16".to_string()])
+    );
+    assert_eq!(
+        concord::parse_require("cuda,vulkan").err(),
+        Some("vulkan".to_string())
+    );
+}

@@ -1,0 +1,90 @@
+//! The reference executor as an [`Executor`]: always available, one target (Cpu), every
+//! op supported, partitions run by [`ReferenceExecutor`].
+
+use crate::runner::ReferenceExecutor;
+use concord_core::{
+    Availability, Backend, DeviceInfo, Error, Executor, Graph, Node, PreparedPartition,
+    ProfileSink, Support, Target, Tensor,
+};
+use std::collections::BTreeMap;
+
+/// The executor a net falls back to, and the oracle the conformance suite compares with.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuExecutor;
+
+/// A partition prepared for the reference executor: the sub-graph itself.
+#[derive(Debug)]
+pub struct CpuPartition {
+    graph: Graph,
+}
+
+impl CpuExecutor {
+    pub fn new() -> Self {
+        CpuExecutor
+    }
+}
+
+impl Executor for CpuExecutor {
+    fn name(&self) -> &str {
+        "cpu"
+    }
+
+    fn backend(&self) -> Backend {
+        Backend::Cpu
+    }
+
+    fn probe(&self) -> Availability {
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        let mut details = BTreeMap::new();
+        details.insert("arch".to_string(), std::env::consts::ARCH.to_string());
+        details.insert("threads".to_string(), threads.to_string());
+        Availability::Available {
+            devices: vec![DeviceInfo {
+                name: "host".to_string(),
+                vendor: String::new(),
+                driver_version: env!("CARGO_PKG_VERSION").to_string(),
+                compute_capability: None,
+                fp16: false,
+                details,
+            }],
+        }
+    }
+
+    fn targets(&self) -> Vec<Target> {
+        vec![Target::Cpu]
+    }
+
+    fn supports(&self, _graph: &Graph, _node: &Node, target: Target) -> Support {
+        // Every op of the IR has a reference kernel; the reference only runs on the host.
+        if target == Target::Cpu {
+            Support::Yes
+        } else {
+            Support::No(format!(
+                "the reference executor runs on the host only, not {target}"
+            ))
+        }
+    }
+
+    fn prepare(
+        &self,
+        partition: &Graph,
+        _target: Target,
+    ) -> Result<Box<dyn PreparedPartition>, Error> {
+        Ok(Box::new(CpuPartition {
+            graph: partition.clone(),
+        }))
+    }
+}
+
+impl PreparedPartition for CpuPartition {
+    fn run(
+        &self,
+        inputs: &BTreeMap<String, Tensor>,
+        profile: Option<&dyn ProfileSink>,
+    ) -> Result<Vec<Tensor>, Error> {
+        let outputs = ReferenceExecutor::new().run_profiled(&self.graph, inputs, profile)?;
+        Ok(outputs.into_iter().map(|(_, t)| t).collect())
+    }
+}

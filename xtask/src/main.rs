@@ -1,1 +1,80 @@
-fn main() {}
+//! cargo xtask: Concord's developer tasks, run as `cargo xtask <command>`.
+//!
+//! The dispatcher stays small on purpose: each command lives in its own module and is one
+//! entry in [`COMMANDS`], so adding one (conformance matrix, ONNX node tests, GPU bundle)
+//! touches this file in two lines.
+
+mod golden;
+
+use anyhow::{bail, Result};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// One `cargo xtask` command: its name, a one-line summary for `help`, and what it runs.
+struct Command {
+    name: &'static str,
+    usage: &'static str,
+    summary: &'static str,
+    run: fn(&[String]) -> Result<()>,
+}
+
+const COMMANDS: &[Command] = &[
+    Command {
+        name: "golden",
+        usage: "golden [--check]",
+        summary: "regenerate golden/ from onnxruntime in a pinned Python venv \
+                  (--check: regenerate elsewhere and compare with golden/)",
+        run: golden::run,
+    },
+    Command {
+        name: "help",
+        usage: "help",
+        summary: "list the commands",
+        run: help,
+    },
+];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(name) = args.first() else {
+        print_help();
+        return ExitCode::FAILURE;
+    };
+    let Some(command) = COMMANDS.iter().find(|c| c.name == name.as_str()) else {
+        eprintln!("xtask: unknown command `{name}`");
+        print_help();
+        return ExitCode::FAILURE;
+    };
+    match (command.run)(&args[1..]) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("xtask {}: error: {error:#}", command.name);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn help(args: &[String]) -> Result<()> {
+    if let Some(extra) = args.first() {
+        bail!("`help` takes no arguments, got `{extra}`");
+    }
+    print_help();
+    Ok(())
+}
+
+fn print_help() {
+    println!("usage: cargo xtask <command> [args]\n\ncommands:");
+    for command in COMMANDS {
+        println!("  {:<18} {}", command.usage, command.summary);
+    }
+}
+
+/// The workspace root: xtask is always built from its own directory inside the workspace.
+fn workspace_root() -> PathBuf {
+    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // xtask/Cargo.toml sits one level below the root, so its parent always exists.
+    manifest_dir
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or(manifest_dir)
+}

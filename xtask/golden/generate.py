@@ -1,0 +1,1193 @@
+"""Generates Concord's golden cases: ONNX models whose expected outputs come from onnxruntime.
+
+Run it through `cargo xtask golden`, which creates the pinned virtual environment first.
+Every case is built with onnx.helper, checked with the ONNX checker (full check, which runs
+strict shape inference), run once by onnxruntime's CPUExecutionProvider with graph
+optimisations off and one thread, and written under <out>/cases/<case>/ as model.onnx,
+inputs/<name>.npy and expected/<name>.npy. <out>/manifest.json lists every case, the oracle's
+versions and the tolerance levels.
+
+The output is deterministic: inputs come from numpy's default_rng seeded by a CRC-32 of the
+case name (so adding a case leaves the others' data alone), models are serialised from
+protobuf messages without maps, and the manifest is written with sorted keys. Running the
+generator twice gives byte-identical files.
+"""
+
+import argparse
+import json
+import math
+import platform
+import shutil
+import sys
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+# Tolerance levels, by name. Cases refer to a level by name; the Rust test compares each
+# element as |actual - expected| <= abs + rel * |expected|. A later issue replaces these with
+# a derived tolerance model, so the names stay stable.
+TOLERANCES = {
+    "exact": {
+        "abs": 0.0,
+        "rel": 0.0,
+        "reason": "Data movement, integer arithmetic, comparisons, selections (Relu, Neg, Abs, "
+        "Clip, Max) and IEEE basic operations (+ - * / sqrt of f32 operands are correctly "
+        "rounded, and f64-then-round-to-f32 is an innocuous double rounding) must agree bit "
+        "for bit.",
+    },
+    "pointwise": {
+        "abs": 2.5e-7,
+        "rel": 2e-6,
+        "reason": "Transcendental elementwise f32 ops: onnxruntime uses vectorised approximations "
+        "(MLAS exp, erf, tanh, logistic) accurate to about one ulp of 1 in absolute terms (1.2e-7 "
+        "seen for tanh and HardSwish, 6e-8 for sigmoid near 3e-4, i.e. 2e-4 relative), while the "
+        "reference rounds the f64 value once; about two ulps of 1 absolute plus 16 ulps relative.",
+    },
+    "accumulate": {
+        "abs": 5e-6,
+        "rel": 1e-5,
+        "reason": "Reductions, matmul, conv, averaging pools, linear Resize and normalisations over "
+        "at most ~100 terms of magnitude ~1: onnxruntime accumulates in f32 (blocked, with FMA) "
+        "where the reference accumulates in f64; the a-priori bound n * 2^-24 * sum|terms| is a "
+        "few 1e-6 for these shapes (4.8e-7 abs seen), and abs covers sums that cancel to ~0.",
+    },
+    "composite": {
+        "abs": 2e-5,
+        "rel": 1e-5,
+        "reason": "Whole models chain several accumulating ops (conv or matmul, then batch or "
+        "layer normalisation, softmax, GELU), so each layer's f32 rounding in onnxruntime is "
+        "carried into and amplified by the next (1.4e-6 abs seen); four times 'accumulate'.",
+    },
+    "f16": {
+        "abs": 6e-8,
+        "rel": 9.8e-4,
+        "reason": "f16 results: onnxruntime's CPU kernels compute in f32 and round to f16, which "
+        "can differ from a single rounding of the exact value by one f16 ulp (2^-10 relative); "
+        "6e-8 is the smallest f16 subnormal.",
+    },
+}
+
+ONNX_TYPES = {
+    np.dtype(np.float32): TensorProto.FLOAT,
+    np.dtype(np.float16): TensorProto.FLOAT16,
+    np.dtype(np.int64): TensorProto.INT64,
+    np.dtype(np.bool_): TensorProto.BOOL,
+}
+
+
+@dataclass
+class Case:
+    """One golden case: a graph, its inputs, and how closely the reference must match."""
+
+    name: str
+    kind: str  # "op" or "model"
+    opset: int
+    description: str
+    tolerance: str
+    nodes: list
+    # (name, array) or (name, array, symbolic dims) for the runtime inputs, in graph order.
+    inputs: list
+    # (name, array) for initializers.
+    initializers: list = field(default_factory=list)
+    # Output names, or (name, symbolic dims) where the declared shape should stay symbolic.
+    outputs: list = field(default_factory=lambda: ["Y"])
+
+
+def rng_for(name):
+    """A generator seeded by the case name, stable across Python runs and case order."""
+    return np.random.default_rng(zlib.crc32(name.encode("utf-8")))
+
+
+def normal(rng, shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def uniform(rng, shape, lo, hi):
+    return rng.uniform(lo, hi, shape).astype(np.float32)
+
+
+def i64(values):
+    return np.array(values, dtype=np.int64)
+
+
+def f32(values):
+    return np.array(values, dtype=np.float32)
+
+
+def node(op_type, inputs, outputs, **attrs):
+    return helper.make_node(op_type, inputs, outputs, **attrs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Single-op cases.
+# ---------------------------------------------------------------------------------------------
+
+
+def op_cases():
+    cases = []
+
+    def add(name, opset, tolerance, description, nodes, inputs, initializers=(), outputs=("Y",)):
+        cases.append(
+            Case(
+                name=name,
+                kind="op",
+                opset=opset,
+                description=description,
+                tolerance=tolerance,
+                nodes=nodes,
+                inputs=list(inputs),
+                initializers=list(initializers),
+                outputs=list(outputs),
+            )
+        )
+
+    # Convolution.
+    r = rng_for("conv_pads_bias")
+    add(
+        "conv_pads_bias", 13, "accumulate", "3x3 Conv with symmetric pads and a bias",
+        [node("Conv", ["X", "W", "B"], ["Y"], pads=[1, 1, 1, 1])],
+        [("X", normal(r, (1, 3, 6, 6)))],
+        [("W", normal(r, (4, 3, 3, 3), 0.3)), ("B", normal(r, (4,)))],
+    )
+    r = rng_for("conv_strides_dilations_asym_pads")
+    add(
+        "conv_strides_dilations_asym_pads", 17, "accumulate",
+        "Conv with strides 2, dilations 2 and asymmetric pads, no bias",
+        [node("Conv", ["X", "W"], ["Y"], strides=[2, 2], dilations=[2, 2], pads=[1, 0, 2, 1])],
+        [("X", normal(r, (2, 2, 9, 8)))],
+        [("W", normal(r, (3, 2, 3, 3), 0.3))],
+    )
+    r = rng_for("conv_group")
+    add(
+        "conv_group", 18, "accumulate", "Grouped Conv, group=2, 4 -> 6 channels, explicit kernel_shape",
+        [node("Conv", ["X", "W", "B"], ["Y"], group=2, kernel_shape=[3, 3], pads=[0, 1, 0, 1])],
+        [("X", normal(r, (1, 4, 5, 6)))],
+        [("W", normal(r, (6, 2, 3, 3), 0.3)), ("B", normal(r, (6,)))],
+    )
+    r = rng_for("conv_depthwise")
+    add(
+        "conv_depthwise", 21, "accumulate", "Depthwise Conv (group = channels) with stride 2",
+        [node("Conv", ["X", "W", "B"], ["Y"], group=4, strides=[2, 2], pads=[1, 1, 1, 1])],
+        [("X", normal(r, (1, 4, 7, 7)))],
+        [("W", normal(r, (4, 1, 3, 3), 0.3)), ("B", normal(r, (4,)))],
+    )
+    r = rng_for("conv_auto_pad_same_upper")
+    add(
+        "conv_auto_pad_same_upper", 19, "accumulate",
+        "Conv auto_pad=SAME_UPPER with an even kernel and stride 2, so padding is odd",
+        [node("Conv", ["X", "W"], ["Y"], auto_pad="SAME_UPPER", strides=[2, 2])],
+        [("X", normal(r, (1, 2, 7, 7)))],
+        [("W", normal(r, (3, 2, 4, 4), 0.3))],
+    )
+    r = rng_for("conv_1d")
+    add(
+        "conv_1d", 15, "accumulate", "1-D Conv over (N, C, L) with pads and stride",
+        [node("Conv", ["X", "W", "B"], ["Y"], pads=[2, 1], strides=[2])],
+        [("X", normal(r, (2, 3, 10)))],
+        [("W", normal(r, (4, 3, 3), 0.3)), ("B", normal(r, (4,)))],
+    )
+
+    # Gemm and MatMul.
+    r = rng_for("gemm_bias_broadcast")
+    add(
+        "gemm_bias_broadcast", 13, "accumulate", "Gemm with a 1-D bias broadcast over rows",
+        [node("Gemm", ["A", "B", "C"], ["Y"])],
+        [("A", normal(r, (3, 4)))],
+        [("B", normal(r, (4, 5))), ("C", normal(r, (5,)))],
+    )
+    r = rng_for("gemm_trans_alpha_beta")
+    add(
+        "gemm_trans_alpha_beta", 17, "accumulate",
+        "Gemm with transA, transB, alpha=0.5, beta=2 and a column bias (3, 1)",
+        [node("Gemm", ["A", "B", "C"], ["Y"], transA=1, transB=1, alpha=0.5, beta=2.0)],
+        [("A", normal(r, (4, 3))), ("B", normal(r, (5, 4)))],
+        [("C", normal(r, (3, 1)))],
+    )
+    r = rng_for("gemm_no_c")
+    add(
+        "gemm_no_c", 21, "accumulate", "Gemm without the optional C input",
+        [node("Gemm", ["A", "B"], ["Y"], alpha=1.5)],
+        [("A", normal(r, (2, 6))), ("B", normal(r, (6, 3)))],
+    )
+    r = rng_for("matmul_2d")
+    add(
+        "matmul_2d", 13, "accumulate", "Plain 2-D MatMul",
+        [node("MatMul", ["A", "B"], ["Y"])],
+        [("A", normal(r, (3, 7))), ("B", normal(r, (7, 5)))],
+    )
+    r = rng_for("matmul_batched_broadcast")
+    add(
+        "matmul_batched_broadcast", 16, "accumulate",
+        "Batched MatMul broadcasting (2, 1, 3, 4) with (3, 4, 5)",
+        [node("MatMul", ["A", "B"], ["Y"])],
+        [("A", normal(r, (2, 1, 3, 4))), ("B", normal(r, (3, 4, 5)))],
+    )
+    r = rng_for("matmul_vector_operands")
+    add(
+        "matmul_vector_operands", 20, "accumulate",
+        "MatMul with a 1-D left operand (prepended 1 removed) and a 1-D right operand",
+        [node("MatMul", ["A", "B"], ["Y"]), node("MatMul", ["B", "V"], ["Z"])],
+        [("A", normal(r, (4,))), ("B", normal(r, (2, 4, 3))), ("V", normal(r, (3,)))],
+        outputs=["Y", "Z"],
+    )
+
+    # Elementwise binary ops, with multidirectional broadcasting.
+    r = rng_for("add_broadcast")
+    add(
+        "add_broadcast", 14, "exact", "Add broadcasting (2, 3, 4) with (4,)",
+        [node("Add", ["A", "B"], ["Y"])],
+        [("A", normal(r, (2, 3, 4))), ("B", normal(r, (4,)))],
+    )
+    r = rng_for("sub_broadcast_both")
+    add(
+        "sub_broadcast_both", 13, "exact", "Sub broadcasting both ways: (2, 1, 4) - (3, 1)",
+        [node("Sub", ["A", "B"], ["Y"])],
+        [("A", normal(r, (2, 1, 4))), ("B", normal(r, (3, 1)))],
+    )
+    r = rng_for("mul_broadcast_both")
+    add(
+        "mul_broadcast_both", 14, "exact", "Mul broadcasting (1, 3, 1) with (2, 1, 5)",
+        [node("Mul", ["A", "B"], ["Y"])],
+        [("A", normal(r, (1, 3, 1))), ("B", normal(r, (2, 1, 5)))],
+    )
+    r = rng_for("div_broadcast")
+    add(
+        "div_broadcast", 14, "exact", "Div by a column (2, 1) bounded away from zero",
+        [node("Div", ["A", "B"], ["Y"])],
+        [("A", normal(r, (2, 3))), ("B", uniform(r, (2, 1), 0.5, 2.0) * f32([[1.0], [-1.0]]))],
+    )
+    r = rng_for("div_scalar_initializer")
+    add(
+        "div_scalar_initializer", 19, "exact", "Div by a rank-0 initializer, as attention scales do",
+        [node("Div", ["A", "S"], ["Y"])],
+        [("A", normal(r, (2, 3, 4)))],
+        [("S", np.array(math.sqrt(8.0), dtype=np.float32))],
+    )
+    r = rng_for("pow_broadcast")
+    add(
+        "pow_broadcast", 15, "pointwise", "Pow of positive bases by a broadcast exponent row",
+        [node("Pow", ["X", "E"], ["Y"])],
+        [("X", uniform(r, (2, 3, 4), 0.2, 3.0)), ("E", f32([-1.5, 0.5, 2.0, 3.0]))],
+    )
+    r = rng_for("pow_square_scalar")
+    add(
+        "pow_square_scalar", 18, "pointwise", "Pow by a rank-0 exponent 2 (signed bases)",
+        [node("Pow", ["X", "E"], ["Y"])],
+        [("X", normal(r, (3, 5)))],
+        [("E", np.array(2.0, dtype=np.float32))],
+    )
+    r = rng_for("mod_int64")
+    b = r.integers(1, 8, (4,)) * np.array([1, -1, 1, -1])
+    add(
+        "mod_int64", 13, "exact", "Integer Mod with fmod=0: the result takes the divisor's sign",
+        [node("Mod", ["A", "B"], ["Y"])],
+        [("A", r.integers(-20, 21, (2, 3, 4)).astype(np.int64)), ("B", b.astype(np.int64))],
+    )
+    r = rng_for("mod_fmod_f32")
+    add(
+        "mod_fmod_f32", 13, "exact", "Float Mod with fmod=1: the result takes the dividend's sign",
+        [node("Mod", ["A", "B"], ["Y"], fmod=1)],
+        [("A", uniform(r, (3, 4), -10.0, 10.0)), ("B", f32([1.5, -2.25, 3.0, -0.75]))],
+    )
+    r = rng_for("equal_f32_broadcast")
+    add(
+        "equal_f32_broadcast", 19, "exact", "Equal on small integer-valued floats, broadcast, bool output",
+        [node("Equal", ["A", "B"], ["Y"])],
+        [
+            ("A", r.integers(0, 3, (2, 3, 4)).astype(np.float32)),
+            ("B", r.integers(0, 3, (3, 1)).astype(np.float32)),
+        ],
+    )
+    r = rng_for("equal_int64")
+    add(
+        "equal_int64", 13, "exact", "Equal on int64 with a rank-0 right operand",
+        [node("Equal", ["A", "B"], ["Y"])],
+        [("A", r.integers(-2, 3, (2, 5)).astype(np.int64))],
+        [("B", np.array(1, dtype=np.int64))],
+    )
+
+    # Elementwise unary ops.
+    def unary(name, op, opset, tolerance, description, x, **attrs):
+        add(name, opset, tolerance, description, [node(op, ["X"], ["Y"], **attrs)], [("X", x)])
+
+    unary("sqrt", "Sqrt", 13, "exact", "Sqrt of positive values", uniform(rng_for("sqrt"), (2, 3, 4), 0.01, 9.0))
+    unary("exp", "Exp", 13, "pointwise", "Exp over [-6, 6]", uniform(rng_for("exp"), (3, 8), -6.0, 6.0))
+    unary("neg", "Neg", 13, "exact", "Neg", normal(rng_for("neg"), (2, 3, 4)))
+    unary("abs", "Abs", 13, "exact", "Abs", normal(rng_for("abs"), (2, 3, 4)))
+    unary("erf", "Erf", 13, "pointwise", "Erf over [-3, 3]", uniform(rng_for("erf"), (4, 8), -3.0, 3.0))
+    unary("relu", "Relu", 14, "exact", "Relu", normal(rng_for("relu"), (2, 3, 4)))
+    unary(
+        "leaky_relu", "LeakyRelu", 16, "exact", "LeakyRelu with alpha=0.1",
+        normal(rng_for("leaky_relu"), (2, 3, 4)), alpha=0.1,
+    )
+    unary("sigmoid", "Sigmoid", 13, "pointwise", "Sigmoid over [-8, 8]", uniform(rng_for("sigmoid"), (3, 8), -8.0, 8.0))
+    unary("tanh", "Tanh", 13, "pointwise", "Tanh over [-4, 4]", uniform(rng_for("tanh"), (3, 8), -4.0, 4.0))
+    unary(
+        "hard_sigmoid", "HardSigmoid", 13, "pointwise", "HardSigmoid with alpha=0.25, beta=0.4",
+        uniform(rng_for("hard_sigmoid"), (3, 8), -4.0, 4.0), alpha=0.25, beta=0.4,
+    )
+    unary("hard_swish", "HardSwish", 14, "pointwise", "HardSwish over [-5, 5]", uniform(rng_for("hard_swish"), (3, 8), -5.0, 5.0))
+
+    r = rng_for("clip_min_max")
+    add(
+        "clip_min_max", 13, "exact", "Clip with min and max as rank-0 initializers",
+        [node("Clip", ["X", "lo", "hi"], ["Y"])],
+        [("X", normal(r, (3, 5)))],
+        [("lo", np.array(-0.5, dtype=np.float32)), ("hi", np.array(0.7, dtype=np.float32))],
+    )
+    r = rng_for("clip_max_only")
+    add(
+        "clip_max_only", 17, "exact", "Clip with min omitted (empty input name) and max given",
+        [node("Clip", ["X", "", "hi"], ["Y"])],
+        [("X", normal(r, (3, 5)))],
+        [("hi", np.array(0.25, dtype=np.float32))],
+    )
+    r = rng_for("clip_no_bounds")
+    add(
+        "clip_no_bounds", 21, "exact", "Clip with neither bound: identity",
+        [node("Clip", ["X"], ["Y"])],
+        [("X", normal(r, (2, 4)))],
+    )
+
+    # Normalisation.
+    r = rng_for("softmax_negative_axis")
+    add(
+        "softmax_negative_axis", 13, "accumulate", "Softmax over axis=-2 of a rank-3 tensor",
+        [node("Softmax", ["X"], ["Y"], axis=-2)],
+        [("X", normal(r, (2, 4, 5), 2.0))],
+    )
+    r = rng_for("softmax_default_axis")
+    add(
+        "softmax_default_axis", 19, "accumulate", "Softmax with the default axis (-1)",
+        [node("Softmax", ["X"], ["Y"])],
+        [("X", normal(r, (3, 6), 3.0))],
+    )
+    r = rng_for("layer_norm_last_axis")
+    add(
+        "layer_norm_last_axis", 17, "accumulate", "LayerNormalization over the last axis with bias",
+        [node("LayerNormalization", ["X", "S", "B"], ["Y"], axis=-1, epsilon=1e-5)],
+        [("X", normal(r, (2, 3, 8), 2.0) + 0.5)],
+        [("S", normal(r, (8,))), ("B", normal(r, (8,)))],
+    )
+    r = rng_for("layer_norm_two_axes")
+    add(
+        "layer_norm_two_axes", 18, "accumulate",
+        "LayerNormalization over the last two axes (axis=1), no bias, default epsilon",
+        [node("LayerNormalization", ["X", "S"], ["Y"], axis=1)],
+        [("X", normal(r, (2, 3, 4)))],
+        [("S", normal(r, (3, 4)))],
+    )
+    r = rng_for("batch_norm")
+    add(
+        "batch_norm", 15, "accumulate", "BatchNormalization in inference mode, epsilon=1e-3",
+        [node("BatchNormalization", ["X", "scale", "bias", "mean", "var"], ["Y"], epsilon=1e-3)],
+        [("X", normal(r, (2, 3, 4, 4)))],
+        [
+            ("scale", normal(r, (3,))),
+            ("bias", normal(r, (3,))),
+            ("mean", normal(r, (3,), 0.5)),
+            ("var", uniform(r, (3,), 0.5, 2.0)),
+        ],
+    )
+
+    # Pooling.
+    r = rng_for("maxpool_pads_dilations")
+    add(
+        "maxpool_pads_dilations", 13, "exact", "MaxPool 3x3, stride 2, pads 1, dilations 2",
+        [node("MaxPool", ["X"], ["Y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], dilations=[2, 2])],
+        [("X", normal(r, (1, 2, 9, 9)))],
+    )
+    r = rng_for("maxpool_ceil_mode")
+    add(
+        "maxpool_ceil_mode", 18, "exact", "MaxPool 2x2 stride 2 with ceil_mode on a 7x7 input",
+        [node("MaxPool", ["X"], ["Y"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)],
+        [("X", normal(r, (1, 2, 7, 7)))],
+    )
+    r = rng_for("avgpool_count_include_pad")
+    add(
+        "avgpool_count_include_pad", 19, "accumulate",
+        "AveragePool 3x3 stride 2 pads 1 with count_include_pad=1",
+        [node("AveragePool", ["X"], ["Y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1)],
+        [("X", normal(r, (1, 2, 6, 6)))],
+    )
+    r = rng_for("avgpool_exclude_pad")
+    add(
+        "avgpool_exclude_pad", 13, "accumulate",
+        "AveragePool 3x3 stride 1 with asymmetric pads, padded cells not counted",
+        [node("AveragePool", ["X"], ["Y"], kernel_shape=[3, 3], pads=[1, 0, 0, 1])],
+        [("X", normal(r, (1, 2, 5, 5)))],
+    )
+    r = rng_for("avgpool_ceil_mode")
+    add(
+        "avgpool_ceil_mode", 19, "accumulate", "AveragePool 3x3 stride 2 with ceil_mode on a 6x6 input",
+        [node("AveragePool", ["X"], ["Y"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)],
+        [("X", normal(r, (1, 2, 6, 6)))],
+    )
+    r = rng_for("global_average_pool")
+    add(
+        "global_average_pool", 13, "accumulate", "GlobalAveragePool over a 5x4 plane",
+        [node("GlobalAveragePool", ["X"], ["Y"])],
+        [("X", normal(r, (2, 3, 5, 4)))],
+    )
+
+    # Reductions: the attribute form at opset 13, the input form at opset 18.
+    r = rng_for("reduce_mean_attr_axes")
+    add(
+        "reduce_mean_attr_axes", 13, "accumulate", "ReduceMean, axes attribute [-1], keepdims=0",
+        [node("ReduceMean", ["X"], ["Y"], axes=[-1], keepdims=0)],
+        [("X", normal(r, (2, 3, 6)))],
+    )
+    r = rng_for("reduce_mean_input_axes")
+    add(
+        "reduce_mean_input_axes", 18, "accumulate", "ReduceMean, axes input [0, -1], keepdims=1",
+        [node("ReduceMean", ["X", "axes"], ["Y"], keepdims=1)],
+        [("X", normal(r, (2, 3, 4)))],
+        [("axes", i64([0, -1]))],
+    )
+    r = rng_for("reduce_max_attr_axes")
+    add(
+        "reduce_max_attr_axes", 13, "exact", "ReduceMax, axes attribute [1], keepdims default (1)",
+        [node("ReduceMax", ["X"], ["Y"], axes=[1])],
+        [("X", normal(r, (2, 5, 3)))],
+    )
+    r = rng_for("reduce_max_input_axes")
+    add(
+        "reduce_max_input_axes", 18, "exact", "ReduceMax, axes input [-2], keepdims=0",
+        [node("ReduceMax", ["X", "axes"], ["Y"], keepdims=0)],
+        [("X", normal(r, (2, 5, 3)))],
+        [("axes", i64([-2]))],
+    )
+    r = rng_for("reduce_sum_axes")
+    add(
+        "reduce_sum_axes", 13, "accumulate", "ReduceSum, axes input [0, 2], keepdims=0",
+        [node("ReduceSum", ["X", "axes"], ["Y"], keepdims=0)],
+        [("X", normal(r, (3, 2, 5)))],
+        [("axes", i64([0, 2]))],
+    )
+    r = rng_for("reduce_sum_all")
+    add(
+        "reduce_sum_all", 21, "accumulate", "ReduceSum with no axes: every axis, keepdims=0 gives a scalar",
+        [node("ReduceSum", ["X"], ["Y"], keepdims=0)],
+        [("X", normal(r, (2, 3, 4)))],
+    )
+
+    # Data movement.
+    r = rng_for("concat_negative_axis")
+    add(
+        "concat_negative_axis", 13, "exact", "Concat of three tensors along axis=-1",
+        [node("Concat", ["A", "B", "C"], ["Y"], axis=-1)],
+        [("A", normal(r, (2, 3, 1))), ("B", normal(r, (2, 3, 4))), ("C", normal(r, (2, 3, 2)))],
+    )
+    r = rng_for("split_sizes_input")
+    add(
+        "split_sizes_input", 13, "exact", "Split along axis 1 by a split input [2, 4]",
+        [node("Split", ["X", "split"], ["Y0", "Y1"], axis=1)],
+        [("X", normal(r, (2, 6, 3)))],
+        [("split", i64([2, 4]))],
+        outputs=["Y0", "Y1"],
+    )
+    r = rng_for("split_num_outputs_uneven")
+    add(
+        "split_num_outputs_uneven", 18, "exact",
+        "Split along axis=-1 into num_outputs=3 of a length-8 axis (3, 3, 2)",
+        [node("Split", ["X"], ["Y0", "Y1", "Y2"], axis=-1, num_outputs=3)],
+        [("X", normal(r, (2, 8)))],
+        outputs=["Y0", "Y1", "Y2"],
+    )
+    r = rng_for("split_equal_default")
+    add(
+        "split_equal_default", 15, "exact", "Split with no split input: equal parts along axis 0",
+        [node("Split", ["X"], ["Y0", "Y1"])],
+        [("X", normal(r, (4, 3)))],
+        outputs=["Y0", "Y1"],
+    )
+    r = rng_for("slice_negative_steps")
+    add(
+        "slice_negative_steps", 13, "exact",
+        "Slice reversing axis 0 fully (end = -INT64_MAX) and axis -1 with step -2",
+        [node("Slice", ["X", "starts", "ends", "axes", "steps"], ["Y"])],
+        [("X", normal(r, (5, 6)))],
+        [
+            ("starts", i64([-1, 4])),
+            ("ends", i64([-(2**63 - 1), 0])),
+            ("axes", i64([0, -1])),
+            ("steps", i64([-1, -2])),
+        ],
+    )
+    r = rng_for("slice_clamped_ends")
+    add(
+        "slice_clamped_ends", 18, "exact",
+        "Slice without axes or steps, ends past the dims (clamped) and a negative start",
+        [node("Slice", ["X", "starts", "ends"], ["Y"])],
+        [("X", normal(r, (4, 5, 3)))],
+        [("starts", i64([1, -3])), ("ends", i64([100, 2**63 - 1]))],
+    )
+    r = rng_for("gather_axis0_negative_indices")
+    add(
+        "gather_axis0_negative_indices", 13, "exact",
+        "Gather along axis 0 with a (2, 3) index input holding negative indices",
+        [node("Gather", ["X", "I"], ["Y"], axis=0)],
+        [("X", normal(r, (5, 4))), ("I", i64([[0, -1, 2], [-5, 4, 1]]))],
+    )
+    r = rng_for("gather_scalar_index_negative_axis")
+    add(
+        "gather_scalar_index_negative_axis", 20, "exact",
+        "Gather along axis=-1 with a rank-0 index initializer: the axis disappears",
+        [node("Gather", ["X", "I"], ["Y"], axis=-1)],
+        [("X", normal(r, (2, 3, 4)))],
+        [("I", np.array(2, dtype=np.int64))],
+    )
+    r = rng_for("reshape_zero_and_minus_one")
+    add(
+        "reshape_zero_and_minus_one", 14, "exact", "Reshape (2, 3, 4) by [0, 2, -1]: 0 copies, -1 infers",
+        [node("Reshape", ["X", "shape"], ["Y"])],
+        [("X", normal(r, (2, 3, 4)))],
+        [("shape", i64([0, 2, -1]))],
+    )
+    r = rng_for("reshape_minus_one_first")
+    add(
+        "reshape_minus_one_first", 21, "exact", "Reshape (2, 3, 4) by [-1, 0]",
+        [node("Reshape", ["X", "shape"], ["Y"])],
+        [("X", normal(r, (2, 3, 4)))],
+        [("shape", i64([-1, 0]))],
+    )
+    r = rng_for("flatten_negative_axis")
+    add(
+        "flatten_negative_axis", 13, "exact", "Flatten (2, 3, 4, 5) at axis=-2 to (6, 20)",
+        [node("Flatten", ["X"], ["Y"], axis=-2)],
+        [("X", normal(r, (2, 3, 4, 5)))],
+    )
+    r = rng_for("flatten_axis_zero")
+    add(
+        "flatten_axis_zero", 21, "exact", "Flatten at axis=0 gives (1, N)",
+        [node("Flatten", ["X"], ["Y"], axis=0)],
+        [("X", normal(r, (2, 3, 2)))],
+    )
+    r = rng_for("transpose_perm")
+    add(
+        "transpose_perm", 13, "exact", "Transpose NCHW -> NHWC (perm [0, 2, 3, 1])",
+        [node("Transpose", ["X"], ["Y"], perm=[0, 2, 3, 1])],
+        [("X", normal(r, (2, 3, 4, 5)))],
+    )
+    r = rng_for("transpose_default")
+    add(
+        "transpose_default", 21, "exact", "Transpose without perm reverses the axes",
+        [node("Transpose", ["X"], ["Y"])],
+        [("X", normal(r, (2, 3, 4)))],
+    )
+    r = rng_for("squeeze_negative_axis")
+    add(
+        "squeeze_negative_axis", 13, "exact", "Squeeze with an axes input [-1]",
+        [node("Squeeze", ["X", "axes"], ["Y"])],
+        [("X", normal(r, (1, 3, 1, 4, 1)))],
+        [("axes", i64([-1]))],
+    )
+    r = rng_for("squeeze_all_ones")
+    add(
+        "squeeze_all_ones", 21, "exact", "Squeeze without axes removes every size-1 axis",
+        [node("Squeeze", ["X"], ["Y"])],
+        [("X", normal(r, (1, 3, 1, 4)))],
+    )
+    r = rng_for("unsqueeze_negative_axes")
+    add(
+        "unsqueeze_negative_axes", 13, "exact", "Unsqueeze with axes [0, -1] (relative to the output rank)",
+        [node("Unsqueeze", ["X", "axes"], ["Y"])],
+        [("X", normal(r, (3, 4)))],
+        [("axes", i64([0, -1]))],
+    )
+    r = rng_for("shape_full")
+    add(
+        "shape_full", 13, "exact", "Shape of a rank-4 input (int64 output)",
+        [node("Shape", ["X"], ["Y"])],
+        [("X", normal(r, (2, 3, 1, 5)))],
+    )
+    r = rng_for("shape_start_end")
+    add(
+        "shape_start_end", 15, "exact", "Shape with start=1, end=-1",
+        [node("Shape", ["X"], ["Y"], start=1, end=-1)],
+        [("X", normal(r, (2, 3, 4, 5)))],
+    )
+    r = rng_for("cast_f32_to_i64")
+    add(
+        "cast_f32_to_i64", 13, "exact", "Cast f32 -> i64 truncates toward zero",
+        [node("Cast", ["X"], ["Y"], to=TensorProto.INT64)],
+        [("X", np.concatenate([uniform(r, (10,), -50.0, 50.0), f32([2.5, -2.5, 0.999, -0.999, 7.0, -0.0])]))],
+    )
+    r = rng_for("cast_i64_to_f32")
+    add(
+        "cast_i64_to_f32", 19, "exact", "Cast i64 -> f32 (values exactly representable)",
+        [node("Cast", ["X"], ["Y"], to=TensorProto.FLOAT)],
+        [("X", r.integers(-1000, 1000, (3, 4)).astype(np.int64))],
+    )
+    r = rng_for("cast_f32_to_f16")
+    add(
+        "cast_f32_to_f16", 13, "exact", "Cast f32 -> f16 rounds to nearest even",
+        [node("Cast", ["X"], ["Y"], to=TensorProto.FLOAT16)],
+        [("X", normal(r, (3, 5), 4.0))],
+    )
+    r = rng_for("cast_f32_to_bool")
+    add(
+        "cast_f32_to_bool", 21, "exact", "Cast f32 -> bool: non-zero is true",
+        [node("Cast", ["X"], ["Y"], to=TensorProto.BOOL)],
+        [("X", r.integers(-1, 2, (2, 5)).astype(np.float32) * 0.5)],
+    )
+    r = rng_for("identity")
+    add(
+        "identity", 21, "exact", "Identity",
+        [node("Identity", ["X"], ["Y"])],
+        [("X", normal(r, (2, 3)))],
+    )
+    r = rng_for("dropout_inference")
+    add(
+        "dropout_inference", 13, "exact", "Dropout with a ratio input and no training_mode is identity",
+        [node("Dropout", ["X", "ratio"], ["Y"])],
+        [("X", normal(r, (2, 3, 4)))],
+        [("ratio", np.array(0.3, dtype=np.float32))],
+    )
+    r = rng_for("constant_tensor")
+    add(
+        "constant_tensor", 13, "exact", "A Constant node with a tensor value as the graph output",
+        [node("Constant", [], ["Y"], value=numpy_helper.from_array(normal(r, (2, 3)), "value"))],
+        [],
+    )
+    add(
+        "constant_value_ints", 17, "exact", "A Constant node with value_ints, as shape operands are written",
+        [node("Constant", [], ["Y"], value_ints=[3, -1, 0, 7])],
+        [],
+    )
+    r = rng_for("pad_constant")
+    add(
+        "pad_constant", 13, "exact", "Pad constant mode with asymmetric pads and constant_value 0.5",
+        [node("Pad", ["X", "pads", "value"], ["Y"], mode="constant")],
+        [("X", normal(r, (1, 2, 3, 3)))],
+        [("pads", i64([0, 0, 1, 2, 0, 0, 2, 1])), ("value", np.array(0.5, dtype=np.float32))],
+    )
+    r = rng_for("pad_axes_input")
+    add(
+        "pad_axes_input", 18, "exact", "Pad with an axes input [-1] and the default constant 0",
+        [node("Pad", ["X", "pads", "", "axes"], ["Y"])],
+        [("X", normal(r, (2, 3, 4)))],
+        [("pads", i64([2, 1])), ("axes", i64([-1]))],
+    )
+    r = rng_for("resize_nearest_scales")
+    add(
+        "resize_nearest_scales", 13, "exact",
+        "Resize nearest, scales [1, 1, 2, 2], default half_pixel / round_prefer_floor",
+        [node("Resize", ["X", "", "scales"], ["Y"], mode="nearest")],
+        [("X", normal(r, (1, 2, 3, 4)))],
+        [("scales", f32([1.0, 1.0, 2.0, 2.0]))],
+    )
+    r = rng_for("resize_nearest_sizes_asymmetric_floor")
+    add(
+        "resize_nearest_sizes_asymmetric_floor", 18, "exact",
+        "Resize nearest by sizes (1, 2, 5, 7), asymmetric / floor as PyTorch exports",
+        [
+            node(
+                "Resize", ["X", "", "", "sizes"], ["Y"], mode="nearest",
+                coordinate_transformation_mode="asymmetric", nearest_mode="floor",
+            )
+        ],
+        [("X", normal(r, (1, 2, 3, 4)))],
+        [("sizes", i64([1, 2, 5, 7]))],
+    )
+    r = rng_for("resize_linear_scales")
+    add(
+        "resize_linear_scales", 19, "accumulate",
+        "Resize linear (bilinear on H, W), half_pixel, scales [1, 1, 2, 1.5]",
+        [node("Resize", ["X", "", "scales"], ["Y"], mode="linear")],
+        [("X", normal(r, (1, 2, 3, 4)))],
+        [("scales", f32([1.0, 1.0, 2.0, 1.5]))],
+    )
+    r = rng_for("resize_linear_sizes_align_corners")
+    add(
+        "resize_linear_sizes_align_corners", 13, "accumulate",
+        "Resize linear by sizes (2, 1, 5, 3), align_corners (downsampling W)",
+        [node("Resize", ["X", "", "", "sizes"], ["Y"], mode="linear", coordinate_transformation_mode="align_corners")],
+        [("X", normal(r, (2, 1, 4, 4)))],
+        [("sizes", i64([2, 1, 5, 3]))],
+    )
+    r = rng_for("where_broadcast")
+    add(
+        "where_broadcast", 16, "exact", "Where with a bool condition (2, 1, 4), X (2, 3, 4), Y (4,)",
+        [node("Where", ["C", "A", "B"], ["Y"])],
+        [("C", r.integers(0, 2, (2, 1, 4)).astype(np.bool_)), ("A", normal(r, (2, 3, 4))), ("B", normal(r, (4,)))],
+    )
+    r = rng_for("expand_broadcast")
+    add(
+        "expand_broadcast", 13, "exact", "Expand (3, 1) to shape [2, 1, 4]: the result is (2, 3, 4)",
+        [node("Expand", ["X", "shape"], ["Y"])],
+        [("X", normal(r, (3, 1)))],
+        [("shape", i64([2, 1, 4]))],
+    )
+    r = rng_for("expand_shorter_shape")
+    add(
+        "expand_shorter_shape", 18, "exact", "Expand (2, 1, 3) by a shorter shape [4, 1]",
+        [node("Expand", ["X", "shape"], ["Y"])],
+        [("X", normal(r, (2, 1, 3)))],
+        [("shape", i64([4, 1]))],
+    )
+
+    # f16 cases, only for ops onnxruntime's CPU provider has f16 kernels for.
+    r = rng_for("add_f16")
+    add(
+        "add_f16", 14, "f16", "Add on f16 with broadcasting",
+        [node("Add", ["A", "B"], ["Y"])],
+        [("A", normal(r, (2, 3, 4)).astype(np.float16)), ("B", normal(r, (4,)).astype(np.float16))],
+    )
+    r = rng_for("relu_f16")
+    add(
+        "relu_f16", 14, "exact", "Relu on f16",
+        [node("Relu", ["X"], ["Y"])],
+        [("X", normal(r, (3, 5)).astype(np.float16))],
+    )
+    r = rng_for("cast_f16_to_f32")
+    add(
+        "cast_f16_to_f32", 13, "exact", "Cast f16 -> f32 is exact",
+        [node("Cast", ["X"], ["Y"], to=TensorProto.FLOAT)],
+        [("X", normal(r, (3, 5), 10.0).astype(np.float16))],
+    )
+    return cases
+
+
+# ---------------------------------------------------------------------------------------------
+# Multi-op models.
+# ---------------------------------------------------------------------------------------------
+
+
+def bn_params(r, prefix, channels):
+    """Inference-mode BatchNormalization parameters with a positive variance."""
+    return [
+        (f"{prefix}_scale", uniform(r, (channels,), 0.5, 1.5)),
+        (f"{prefix}_bias", normal(r, (channels,), 0.2)),
+        (f"{prefix}_mean", normal(r, (channels,), 0.2)),
+        (f"{prefix}_var", uniform(r, (channels,), 0.5, 1.5)),
+    ]
+
+
+def bn_node(prefix, x, y):
+    return node(
+        "BatchNormalization",
+        [x, f"{prefix}_scale", f"{prefix}_bias", f"{prefix}_mean", f"{prefix}_var"],
+        [y],
+        epsilon=1e-5,
+    )
+
+
+def residual_block():
+    name = "residual_block"
+    r = rng_for(name)
+    inits = [("w1", normal(r, (4, 4, 3, 3), 0.2)), ("w2", normal(r, (4, 4, 3, 3), 0.2))]
+    inits += bn_params(r, "bn1", 4) + bn_params(r, "bn2", 4)
+    nodes = [
+        node("Conv", ["X", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+        bn_node("bn1", "c1", "b1"),
+        node("Relu", ["b1"], ["r1"]),
+        node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+        bn_node("bn2", "c2", "b2"),
+        node("Add", ["b2", "X"], ["s"]),
+        node("Relu", ["s"], ["Y"]),
+    ]
+    return Case(
+        name, "model", 13, "ResNet basic block: Conv-BN-Relu-Conv-BN, identity skip Add, Relu",
+        "composite", nodes, [("X", normal(r, (1, 4, 6, 6)))], inits,
+    )
+
+
+def depthwise_separable_block():
+    name = "depthwise_separable_block"
+    r = rng_for(name)
+    inits = [("dw_w", normal(r, (4, 1, 3, 3), 0.6)), ("pw_w", normal(r, (8, 4, 1, 1), 0.6)), ("pw_b", normal(r, (8,)))]
+    inits += bn_params(r, "bn1", 4) + bn_params(r, "bn2", 8)
+    inits += [("zero", np.array(0.0, dtype=np.float32)), ("six", np.array(6.0, dtype=np.float32))]
+    nodes = [
+        node("Conv", ["X", "dw_w"], ["d"], group=4, pads=[1, 1, 1, 1], strides=[2, 2]),
+        bn_node("bn1", "d", "b1"),
+        node("Clip", ["b1", "zero", "six"], ["r1"]),
+        node("Conv", ["r1", "pw_w", "pw_b"], ["p"]),
+        bn_node("bn2", "p", "b2"),
+        node("Clip", ["b2", "zero", "six"], ["Y"]),
+    ]
+    return Case(
+        name, "model", 17,
+        "MobileNet block: depthwise Conv-BN-ReLU6, pointwise Conv-BN-ReLU6 (ReLU6 as Clip(0, 6))",
+        "composite", nodes, [("X", normal(r, (1, 4, 8, 8), 3.0))], inits,
+    )
+
+
+def squeeze_excite_block():
+    name = "squeeze_excite_block"
+    r = rng_for(name)
+    inits = [
+        ("w_reduce", normal(r, (2, 8, 1, 1), 0.5)),
+        ("b_reduce", normal(r, (2,), 0.2)),
+        ("w_expand", normal(r, (8, 2, 1, 1), 0.8)),
+        ("b_expand", normal(r, (8,), 0.2)),
+    ]
+    nodes = [
+        node("GlobalAveragePool", ["X"], ["g"]),
+        node("Conv", ["g", "w_reduce", "b_reduce"], ["c1"]),
+        node("Relu", ["c1"], ["r1"]),
+        node("Conv", ["r1", "w_expand", "b_expand"], ["c2"]),
+        node("HardSigmoid", ["c2"], ["s"], alpha=1.0 / 6.0, beta=0.5),
+        node("Mul", ["X", "s"], ["Y"]),
+    ]
+    return Case(
+        name, "model", 14,
+        "Squeeze-excite: GlobalAveragePool, 1x1 Conv-Relu-Conv, HardSigmoid gate, Mul",
+        "composite", nodes, [("X", normal(r, (1, 8, 5, 5)) + 0.5)], inits,
+    )
+
+
+def classifier_head():
+    name = "classifier_head"
+    r = rng_for(name)
+    inits = [("fc_w", normal(r, (10, 8), 0.5)), ("fc_b", normal(r, (10,), 0.1))]
+    nodes = [
+        node("GlobalAveragePool", ["X"], ["g"]),
+        node("Flatten", ["g"], ["f"]),
+        node("Gemm", ["f", "fc_w", "fc_b"], ["logits"], transB=1),
+        node("Softmax", ["logits"], ["Y"], axis=1),
+    ]
+    return Case(
+        name, "model", 13, "Classifier head: GlobalAveragePool, Flatten, Gemm (transB), Softmax",
+        "composite", nodes, [("X", normal(r, (2, 8, 4, 4)))], inits,
+    )
+
+
+def transformer_encoder_block():
+    name = "transformer_encoder_block"
+    r = rng_for(name)
+    batch, seq, d, heads, ffn = 2, 5, 8, 2, 16
+    dh = d // heads
+    scale = 1.0 / math.sqrt(d)
+    inits = [
+        ("ln1_s", uniform(r, (d,), 0.8, 1.2)), ("ln1_b", normal(r, (d,), 0.1)),
+        ("wq", normal(r, (d, d), scale)), ("bq", normal(r, (d,), 0.1)),
+        ("wk", normal(r, (d, d), scale)), ("bk", normal(r, (d,), 0.1)),
+        ("wv", normal(r, (d, d), scale)), ("bv", normal(r, (d,), 0.1)),
+        ("wo", normal(r, (d, d), scale)), ("bo", normal(r, (d,), 0.1)),
+        ("ln2_s", uniform(r, (d,), 0.8, 1.2)), ("ln2_b", normal(r, (d,), 0.1)),
+        ("w1", normal(r, (d, ffn), scale)), ("b1", normal(r, (ffn,), 0.1)),
+        ("w2", normal(r, (ffn, d), 1.0 / math.sqrt(ffn))), ("b2", normal(r, (d,), 0.1)),
+        ("heads_shape", i64([0, 0, heads, dh])),
+        ("merge_shape", i64([0, 0, d])),
+        ("sqrt_dh", np.array(math.sqrt(dh), dtype=np.float32)),
+        ("zero_i64", np.array(0, dtype=np.int64)),
+        ("mask_axes", i64([1, 2])),
+        ("neg_big", np.array(-1e9, dtype=np.float32)),
+        ("sqrt2", np.array(math.sqrt(2.0), dtype=np.float32)),
+        ("one", np.array(1.0, dtype=np.float32)),
+        ("half", np.array(0.5, dtype=np.float32)),
+    ]
+    nodes = [
+        node("LayerNormalization", ["X", "ln1_s", "ln1_b"], ["h1"], axis=-1, epsilon=1e-5),
+    ]
+    for p in ("q", "k", "v"):
+        nodes += [
+            node("MatMul", ["h1", f"w{p}"], [f"{p}0"]),
+            node("Add", [f"{p}0", f"b{p}"], [f"{p}1"]),
+            node("Reshape", [f"{p}1", "heads_shape"], [f"{p}2"]),
+        ]
+    nodes += [
+        node("Transpose", ["q2"], ["qt"], perm=[0, 2, 1, 3]),
+        node("Transpose", ["k2"], ["kt"], perm=[0, 2, 3, 1]),
+        node("Transpose", ["v2"], ["vt"], perm=[0, 2, 1, 3]),
+        node("MatMul", ["qt", "kt"], ["s0"]),
+        node("Div", ["s0", "sqrt_dh"], ["s1"]),
+        # Padding mask: positions whose mask is 0 get a large negative score.
+        node("Equal", ["mask", "zero_i64"], ["pad"]),
+        node("Unsqueeze", ["pad", "mask_axes"], ["pad4"]),
+        node("Where", ["pad4", "neg_big", "s1"], ["s2"]),
+        node("Softmax", ["s2"], ["p"], axis=-1),
+        node("MatMul", ["p", "vt"], ["c0"]),
+        node("Transpose", ["c0"], ["c1"], perm=[0, 2, 1, 3]),
+        node("Reshape", ["c1", "merge_shape"], ["c2"]),
+        node("MatMul", ["c2", "wo"], ["o0"]),
+        node("Add", ["o0", "bo"], ["o1"]),
+        node("Add", ["X", "o1"], ["x1"]),
+        node("LayerNormalization", ["x1", "ln2_s", "ln2_b"], ["h2"], axis=-1, epsilon=1e-5),
+        node("MatMul", ["h2", "w1"], ["f0"]),
+        node("Add", ["f0", "b1"], ["f1"]),
+        # GELU, erf form: 0.5 * x * (1 + erf(x / sqrt(2))).
+        node("Div", ["f1", "sqrt2"], ["g0"]),
+        node("Erf", ["g0"], ["g1"]),
+        node("Add", ["g1", "one"], ["g2"]),
+        node("Mul", ["f1", "g2"], ["g3"]),
+        node("Mul", ["g3", "half"], ["g4"]),
+        node("MatMul", ["g4", "w2"], ["f2"]),
+        node("Add", ["f2", "b2"], ["f3"]),
+        node("Add", ["x1", "f3"], ["Y"]),
+    ]
+    mask = i64([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    return Case(
+        name, "model", 17,
+        "Pre-norm transformer encoder block: LayerNorm, 2-head attention with a padding mask "
+        "(Equal/Unsqueeze/Where), Softmax, erf-GELU MLP, residual Adds",
+        "composite", nodes, [("X", normal(r, (batch, seq, d))), ("mask", mask)], inits,
+    )
+
+
+def shape_computation_chain():
+    name = "shape_computation_chain"
+    r = rng_for(name)
+
+    def const(out, value):
+        return node("Constant", [], [out], value=numpy_helper.from_array(value, out))
+
+    nodes = [
+        const("c_zero", np.array(0, dtype=np.int64)),
+        const("c_two", np.array(2, dtype=np.int64)),
+        const("c_axes0", i64([0])),
+        const("c_minus_one", i64([-1])),
+        const("c_start", i64([0])),
+        const("c_axis2", i64([2])),
+        node("Shape", ["X"], ["x_shape"]),
+        node("Gather", ["x_shape", "c_zero"], ["n"], axis=0),
+        node("Unsqueeze", ["n", "c_axes0"], ["n1"]),
+        node("Concat", ["n1", "c_minus_one"], ["flat_shape"], axis=0),
+        node("Gather", ["x_shape", "c_two"], ["h"], axis=0),
+        node("Unsqueeze", ["h", "c_axes0"], ["h1"]),
+        node("Slice", ["S", "c_start", "h1", "c_axis2"], ["s_cut"]),
+        node("Add", ["X", "s_cut"], ["z"]),
+        node("Reshape", ["z", "flat_shape"], ["Y"]),
+    ]
+    return Case(
+        name, "model", 16,
+        "Shape arithmetic as PyTorch exports it, with a symbolic batch: Shape -> Gather -> "
+        "Unsqueeze -> Concat -> Reshape, and a Slice whose end comes from Shape",
+        "exact", nodes,
+        [("X", normal(r, (2, 3, 4, 4)), ["N", 3, 4, 4]), ("S", normal(r, (2, 3, 6, 4)), ["N", 3, 6, 4])],
+        [], [("Y", ["N", 48])],
+    )
+
+
+def tiny_fpn():
+    name = "tiny_fpn"
+    r = rng_for(name)
+    inits = [
+        ("w1", normal(r, (4, 3, 3, 3), 0.3)), ("b1", normal(r, (4,), 0.1)),
+        ("w2", normal(r, (4, 4, 3, 3), 0.3)), ("b2", normal(r, (4,), 0.1)),
+        ("up", f32([1.0, 1.0, 2.0, 2.0])),
+    ]
+    nodes = [
+        node("Conv", ["X", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        node("Relu", ["c1"], ["r1"]),
+        node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+        node("Conv", ["p1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+        node("Relu", ["c2"], ["r2"]),
+        node("Resize", ["r2", "", "up"], ["u"], mode="nearest"),
+        node("Add", ["r1", "u"], ["a"]),
+        node("Concat", ["a", "r1"], ["cat"], axis=1),
+        node("AveragePool", ["cat"], ["Y"], kernel_shape=[2, 2], strides=[2, 2]),
+    ]
+    return Case(
+        name, "model", 19,
+        "Tiny feature pyramid: Conv-Relu, MaxPool, Conv-Relu, nearest Resize x2, skip Add, "
+        "Concat, AveragePool",
+        "composite", nodes, [("X", normal(r, (1, 3, 8, 8)))], inits,
+    )
+
+
+def model_cases():
+    return [
+        residual_block(),
+        depthwise_separable_block(),
+        squeeze_excite_block(),
+        classifier_head(),
+        transformer_encoder_block(),
+        shape_computation_chain(),
+        tiny_fpn(),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Building, running and writing.
+# ---------------------------------------------------------------------------------------------
+
+
+def split_input(entry):
+    """(name, array, dims): dims are the array's shape unless the case gives symbolic ones."""
+    if len(entry) == 3:
+        return entry
+    name, array = entry
+    return name, array, list(array.shape)
+
+
+def split_output(entry):
+    return (entry, None) if isinstance(entry, str) else entry
+
+
+def build_model(case, output_infos):
+    inputs = []
+    for entry in case.inputs:
+        name, array, dims = split_input(entry)
+        inputs.append(helper.make_tensor_value_info(name, ONNX_TYPES[array.dtype], dims))
+    initializers = [numpy_helper.from_array(np.array(a, order="C"), n) for n, a in case.initializers]
+    graph = helper.make_graph(case.nodes, case.name, inputs, output_infos, initializer=initializers)
+    opsets = [helper.make_opsetid("", case.opset)]
+    model = helper.make_model(
+        graph,
+        opset_imports=opsets,
+        producer_name="concord-golden",
+        ir_version=helper.find_min_ir_version_for(opsets),
+    )
+    return model
+
+
+def output_types(case):
+    """Element types of the case's outputs, from ONNX shape inference on an output-less graph."""
+    probe = build_model(case, [])
+    inferred = onnx.shape_inference.infer_shapes(probe, strict_mode=True)
+    types = {vi.name: vi.type.tensor_type.elem_type for vi in inferred.graph.value_info}
+    # A Constant node's output may not appear in value_info when it is nothing but an output.
+    for n in case.nodes:
+        if n.op_type == "Constant":
+            for a in n.attribute:
+                if a.name == "value":
+                    types.setdefault(n.output[0], a.t.data_type)
+                elif a.name == "value_ints":
+                    types.setdefault(n.output[0], TensorProto.INT64)
+    result = []
+    for entry in case.outputs:
+        name, _ = split_output(entry)
+        if name not in types:
+            raise SystemExit(f"case {case.name}: shape inference gave no type for output {name}")
+        result.append(types[name])
+    return result
+
+
+def run_oracle(model, case):
+    options = ort.SessionOptions()
+    # One thread and no graph rewrites: the oracle runs the graph as written (no Conv+BN
+    # fusion that would change rounding), and runs it the same way every time.
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    feed = {}
+    for entry in case.inputs:
+        name, array, _ = split_input(entry)
+        feed[name] = array
+    names = [split_output(e)[0] for e in case.outputs]
+    return dict(zip(names, session.run(names, feed)))
+
+
+def make_case(case):
+    """Builds the final model (outputs typed and shaped) and its oracle outputs."""
+    elem_types = output_types(case)
+    # First run: typed outputs without shapes, to learn the shapes onnxruntime produces.
+    untyped = [
+        helper.make_tensor_value_info(split_output(e)[0], t, None) for e, t in zip(case.outputs, elem_types)
+    ]
+    first = run_oracle(build_model(case, untyped), case)
+    infos = []
+    for entry, t in zip(case.outputs, elem_types):
+        name, dims = split_output(entry)
+        infos.append(helper.make_tensor_value_info(name, t, dims if dims is not None else list(first[name].shape)))
+    model = build_model(case, infos)
+    onnx.checker.check_model(model, full_check=True)
+    results = run_oracle(model, case)
+    for name, value in results.items():
+        if value.dtype != first[name].dtype or value.shape != first[name].shape or value.tobytes() != first[name].tobytes():
+            raise SystemExit(f"case {case.name}: onnxruntime gave different results for {name} on two runs")
+    return model, results
+
+
+def save_npy(path, array):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # np.save writes a fixed header for a given dtype and shape, so the bytes are reproducible.
+    np.save(path, np.array(array, order="C"), allow_pickle=False)
+
+
+def check_case(case):
+    if case.kind not in ("op", "model"):
+        raise SystemExit(f"case {case.name}: kind must be op or model")
+    if case.tolerance not in TOLERANCES:
+        raise SystemExit(f"case {case.name}: unknown tolerance level {case.tolerance}")
+    if not 13 <= case.opset <= 21:
+        raise SystemExit(f"case {case.name}: opset {case.opset} is outside 13..21")
+    names = [split_input(e)[0] for e in case.inputs] + [split_output(e)[0] for e in case.outputs]
+    for name in names:
+        if not name.replace("_", "").isalnum():
+            raise SystemExit(f"case {case.name}: value name {name!r} is not a safe file name")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, type=Path, help="the golden/ directory to write")
+    args = parser.parse_args()
+    out = args.out
+    cases = op_cases() + model_cases()
+    seen = set()
+    for case in cases:
+        check_case(case)
+        if case.name in seen:
+            raise SystemExit(f"duplicate case name {case.name}")
+        seen.add(case.name)
+
+    cases_dir = out / "cases"
+    # The generator owns cases/ entirely: stale cases must not survive a regeneration.
+    if cases_dir.exists():
+        shutil.rmtree(cases_dir)
+    entries = []
+    for case in sorted(cases, key=lambda c: (c.kind, c.name)):
+        model, results = make_case(case)
+        case_dir = cases_dir / case.name
+        case_dir.mkdir(parents=True)
+        (case_dir / "model.onnx").write_bytes(model.SerializeToString())
+        inputs = {}
+        for entry in case.inputs:
+            name, array, _ = split_input(entry)
+            rel = f"cases/{case.name}/inputs/{name}.npy"
+            save_npy(out / rel, array)
+            inputs[name] = rel
+        outputs = {}
+        for name, value in results.items():
+            rel = f"cases/{case.name}/expected/{name}.npy"
+            save_npy(out / rel, value)
+            outputs[name] = rel
+        entries.append(
+            {
+                "name": case.name,
+                "kind": case.kind,
+                "description": case.description,
+                "opset": case.opset,
+                "op_types": sorted({n.op_type for n in case.nodes}),
+                "model": f"cases/{case.name}/model.onnx",
+                "inputs": inputs,
+                "outputs": outputs,
+                "tolerance": case.tolerance,
+            }
+        )
+        print(f"  {case.kind:5} {case.name} (opset {case.opset}, {case.tolerance})")
+
+    manifest = {
+        "generator": "xtask/golden/generate.py",
+        "regenerate": "cargo xtask golden",
+        "oracle": {
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "onnx": onnx.__version__,
+            "onnxruntime": ort.__version__,
+            "execution_provider": "CPUExecutionProvider",
+            "graph_optimization_level": "ORT_DISABLE_ALL",
+            "intra_op_num_threads": 1,
+        },
+        "comparison": "an element passes when |actual - expected| <= abs + rel * |expected|; "
+        "dtype and shape must match exactly; NaN must meet NaN and infinities must be equal",
+        "tolerances": TOLERANCES,
+        "cases": entries,
+    }
+    text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+    (out / "manifest.json").write_text(text, encoding="utf-8")
+    ops = len([e for e in entries if e["kind"] == "op"])
+    print(f"wrote {ops} op cases and {len(entries) - ops} model cases to {out}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+//! `cargo xtask golden`: regenerates the golden cases in golden/ with onnxruntime as the
+//! oracle, inside a Python virtual environment pinned by xtask/golden/requirements.txt.
+//!
+//! Steps, each printed as it runs: create target/xtask-venv with `python3 -m venv` if it is
+//! missing; `pip install -r` the pinned requirements when they changed since the last install
+//! (a stamp file in the venv remembers what was installed); run xtask/golden/generate.py.
+//! With `--check`, the generator writes to target/golden-check instead and every file is
+//! compared byte for byte with golden/, so a CI job with Python can prove the committed data
+//! is what the pinned oracle produces.
+
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Where `--check` regenerates, under target/ so it is never committed.
+const CHECK_DIR: &str = "target/golden-check";
+const VENV_DIR: &str = "target/xtask-venv";
+const REQUIREMENTS: &str = "xtask/golden/requirements.txt";
+const GENERATOR: &str = "xtask/golden/generate.py";
+/// The venv's record of the requirements it was last installed from.
+const STAMP: &str = "concord-requirements.txt";
+
+/// Which mode `golden` runs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Rewrite golden/ in place.
+    Write,
+    /// Generate elsewhere and compare with golden/.
+    Check,
+}
+
+pub fn run(args: &[String]) -> Result<()> {
+    let mode = match args {
+        [] => Mode::Write,
+        [flag] if flag == "--check" => Mode::Check,
+        _ => bail!(
+            "usage: cargo xtask golden [--check]; got `{}`",
+            args.join(" ")
+        ),
+    };
+    let root = crate::workspace_root();
+    let python = ensure_venv(&root)?;
+    let out = match mode {
+        Mode::Write => root.join("golden"),
+        Mode::Check => root.join(CHECK_DIR),
+    };
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    println!("xtask golden: running {GENERATOR} --out {}", out.display());
+    let status = Command::new(&python)
+        .arg(root.join(GENERATOR))
+        .arg("--out")
+        .arg(&out)
+        .current_dir(&root)
+        .status()
+        .with_context(|| format!("starting {}", python.display()))?;
+    if !status.success() {
+        bail!("{GENERATOR} failed ({status}); its output above says which case and why");
+    }
+    match mode {
+        Mode::Write => {
+            println!(
+                "xtask golden: done. Read the diff before committing: git status golden/ && git diff --stat golden/"
+            );
+            Ok(())
+        }
+        Mode::Check => compare_trees(&root.join("golden"), &out),
+    }
+}
+
+/// Makes sure the pinned venv exists and is up to date; returns its Python interpreter.
+fn ensure_venv(root: &Path) -> Result<PathBuf> {
+    let venv = root.join(VENV_DIR);
+    let python = venv.join("bin").join("python");
+    if !python.exists() {
+        println!("xtask golden: creating Python venv {}", venv.display());
+        let status = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .context(
+                "could not run python3: install Python 3 (Debian: apt-get install python3 python3-venv)",
+            )?;
+        if !status.success() {
+            bail!(
+                "`python3 -m venv {}` failed ({status}); on Debian the venv module is in the \
+                 python3-venv package",
+                venv.display()
+            );
+        }
+    }
+    let requirements_path = root.join(REQUIREMENTS);
+    let requirements = std::fs::read_to_string(&requirements_path)
+        .with_context(|| format!("reading {}", requirements_path.display()))?;
+    let stamp = venv.join(STAMP);
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(requirements.as_str()) {
+        println!(
+            "xtask golden: venv {} already has the pinned packages",
+            venv.display()
+        );
+        return Ok(python);
+    }
+    println!("xtask golden: pip install -r {REQUIREMENTS}");
+    let status = Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--no-input",
+            "-r",
+        ])
+        .arg(&requirements_path)
+        .status()
+        .with_context(|| format!("starting {}", python.display()))?;
+    if !status.success() {
+        bail!(
+            "pip install -r {REQUIREMENTS} failed ({status}): check that PyPI is reachable and \
+             that the pinned versions have wheels for this Python ({})",
+            python.display()
+        );
+    }
+    std::fs::write(&stamp, &requirements)
+        .with_context(|| format!("writing {}", stamp.display()))?;
+    Ok(python)
+}
+
+/// Compares two directory trees file by file and fails naming every difference.
+fn compare_trees(committed: &Path, fresh: &Path) -> Result<()> {
+    let left = list_files(committed)?;
+    let right = list_files(fresh)?;
+    let mut problems = Vec::new();
+    for path in left.union(&right) {
+        match (left.contains(path), right.contains(path)) {
+            (true, false) => problems.push(format!("only in golden/: {path}")),
+            (false, true) => problems.push(format!("missing from golden/: {path}")),
+            _ => {
+                let a = std::fs::read(committed.join(path))?;
+                let b = std::fs::read(fresh.join(path))?;
+                if a != b {
+                    problems.push(format!("differs: {path}"));
+                }
+            }
+        }
+    }
+    if problems.is_empty() {
+        println!(
+            "xtask golden --check: golden/ matches a fresh generation ({} files)",
+            left.len()
+        );
+        Ok(())
+    } else {
+        bail!(
+            "golden/ does not match a fresh generation in {}:\n  {}\nrun `cargo xtask golden` and read the diff",
+            fresh.display(),
+            problems.join("\n  ")
+        )
+    }
+}
+
+/// Every file the generator owns under `dir` (the manifest and cases/), relative to `dir`.
+/// Hand-written files such as golden/README.md are not the generator's and are left out.
+fn list_files(dir: &Path) -> Result<BTreeSet<String>> {
+    let mut files = BTreeSet::new();
+    if dir.join("manifest.json").exists() {
+        files.insert("manifest.json".to_string());
+    }
+    let mut stack = vec![dir.join("cases")];
+    while let Some(current) = stack.pop() {
+        if !current.exists() {
+            continue;
+        }
+        for entry in
+            std::fs::read_dir(&current).with_context(|| format!("listing {}", current.display()))?
+        {
+            let path = entry?.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(relative) = path.strip_prefix(dir) {
+                files.insert(relative.to_string_lossy().into_owned());
+            }
+        }
+    }
+    Ok(files)
+}

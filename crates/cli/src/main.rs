@@ -1,6 +1,7 @@
 //! The `concord` command: run models (and, as they land, report backends and run the
 //! conformance suite). Every error prints one line and exits non-zero; it never panics.
 
+mod info;
 mod npy;
 mod run;
 
@@ -23,6 +24,8 @@ enum Command {
     /// Run a model on inputs from .npy files (or seeded random inputs) and write every
     /// output to DIR/<output name>.npy.
     Run(run::RunArgs),
+    /// Show the backends compiled in and what their runtime probes found.
+    Info(info::InfoArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Info(args) => info::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

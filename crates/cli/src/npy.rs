@@ -4,6 +4,7 @@
 use concord::core::TensorData;
 use concord::{Shape, Tensor};
 use half::f16;
+use npyz::WriterBuilder;
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::Path;
@@ -65,7 +66,7 @@ fn write_vec<T: npyz::Serialize + npyz::AutoSerialize + Clone>(
     shape: &[u64],
     values: &[T],
 ) -> std::io::Result<()> {
-    let mut writer = npyz::WriteOptions::new()
+    let mut writer = npyz::WriteOptions::<T>::new()
         .default_dtype()
         .shape(shape)
         .writer(out)

@@ -1,8 +1,9 @@
-//! `concord run`: load a model, feed it inputs, write its outputs.
+//! `concord run`: load a model, feed it inputs, write its outputs; optionally print the
+//! placement report and a profile.
 
 use crate::npy;
 use clap::Args;
-use concord::{DType, Dim, Net, Shape, Tensor};
+use concord::{parse_policy, Backend, DType, Dim, Net, NetBuilder, Shape, Target, Tensor};
 use rand::{Rng, SeedableRng};
 use std::path::PathBuf;
 
@@ -19,32 +20,84 @@ pub struct RunArgs {
     pub random_seed: Option<u64>,
     /// Where to write <output name>.npy for every model output (created if missing).
     #[arg(long, value_name = "DIR")]
-    pub output_dir: PathBuf,
+    pub output_dir: Option<PathBuf>,
+    /// The backend to ask for: cpu, opencl, cuda.
+    #[arg(long, default_value = "cpu")]
+    pub backend: String,
+    /// The target to ask for: cpu, opencl, opencl-fp16, cuda, cuda-fp16 (default: the
+    /// backend's own).
+    #[arg(long)]
+    pub target: Option<String>,
+    /// What to do if the request cannot be met: deny, warn, allow (CONCORD_FALLBACK wins).
+    #[arg(long, default_value = "warn")]
+    pub fallback: String,
+    /// Print the placement report (where every node runs, and why).
+    #[arg(long)]
+    pub placement: bool,
+    /// Run N more forwards after a warm-up and print the per-node profile.
+    #[arg(long, value_name = "N")]
+    pub profile: Option<u32>,
 }
 
 pub fn run(args: RunArgs) -> Result<(), String> {
-    let net =
-        Net::from_onnx_file(&args.model).map_err(|e| format!("{}: {e}", args.model.display()))?;
+    let policy = parse_policy(&args.fallback).ok_or_else(|| {
+        format!(
+            "--fallback `{}`: expected deny, warn or allow",
+            args.fallback
+        )
+    })?;
+    let mut builder = NetBuilder::from_onnx_file(&args.model)
+        .backend(Backend::parse(&args.backend))
+        .fallback(policy)
+        .profiling(args.profile.is_some());
+    if let Some(t) = &args.target {
+        let target = Target::parse(t).ok_or_else(|| {
+            format!("--target `{t}`: expected cpu, opencl, opencl-fp16, cuda or cuda-fp16")
+        })?;
+        builder = builder.target(target);
+    }
+    let net = builder
+        .build()
+        .map_err(|e| format!("{}: {e}", args.model.display()))?;
+    if args.placement {
+        println!("{}", net.placement());
+    }
     let inputs = match args.random_seed {
         Some(seed) => vec![random_input(&net, seed)?],
         None => read_inputs(&net, &args.inputs)?,
     };
-    let outputs = net.forward(inputs).map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(&args.output_dir).map_err(|e| {
-        format!(
-            "{}: cannot create directory: {e}",
-            args.output_dir.display()
-        )
-    })?;
-    for (name, tensor) in outputs.iter() {
-        let path = args.output_dir.join(format!("{}.npy", file_stem(name)));
-        npy::write(&path, tensor)?;
-        println!(
-            "{name}: {}{} -> {}",
-            tensor.dtype(),
-            tensor.shape(),
-            path.display()
-        );
+    let outputs = net.forward(inputs.clone()).map_err(|e| e.to_string())?;
+    if let Some(n) = args.profile {
+        // The forward above was the warm-up; these are the measured ones.
+        for _ in 0..n {
+            net.forward(inputs.clone()).map_err(|e| e.to_string())?;
+        }
+        println!("{}", net.profile());
+    }
+    match &args.output_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("{}: cannot create directory: {e}", dir.display()))?;
+            for (name, tensor) in outputs.iter() {
+                let path = dir.join(format!("{}.npy", file_stem(name)));
+                npy::write(&path, tensor)?;
+                println!(
+                    "{name}: {}{} -> {}",
+                    tensor.dtype(),
+                    tensor.shape(),
+                    path.display()
+                );
+            }
+        }
+        None => {
+            for (name, tensor) in outputs.iter() {
+                println!(
+                    "{name}: {}{} (not written: no --output-dir)",
+                    tensor.dtype(),
+                    tensor.shape()
+                );
+            }
+        }
     }
     Ok(())
 }

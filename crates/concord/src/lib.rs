@@ -12,6 +12,7 @@
 //! - Every failure is a typed [`Error`] naming the input, node, op or file involved.
 
 mod error;
+pub mod info;
 mod net;
 mod planner;
 mod profile;

@@ -1,0 +1,149 @@
+//! What this build can do on this machine: the backends compiled in and what each one's
+//! runtime probe found. Backs `concord info` and its `--require` start-up assertion.
+
+use crate::registry::{ExecutorRegistry, BUILTIN_BACKENDS};
+use concord_core::{Availability, Backend, Target};
+use serde::Serialize;
+use std::fmt;
+
+/// The backends of this build and their probes.
+#[derive(Clone, Debug, Serialize)]
+pub struct SystemInfo {
+    pub concord_version: &'static str,
+    pub backends: Vec<BackendInfo>,
+}
+
+/// One backend: compiled in or not, and what its probe found.
+#[derive(Clone, Debug, Serialize)]
+pub struct BackendInfo {
+    pub name: String,
+    /// The cargo feature that compiles it in ("(always)" for the reference).
+    pub feature: String,
+    pub compiled_in: bool,
+    /// None when not compiled in.
+    pub probe: Option<Availability>,
+    pub targets: Vec<Target>,
+}
+
+impl SystemInfo {
+    /// Probes every executor of `registry`, and lists the built-ins this build lacks.
+    pub fn probe(registry: &ExecutorRegistry) -> SystemInfo {
+        let mut backends = Vec::new();
+        for builtin in BUILTIN_BACKENDS {
+            let backend = Backend::parse(builtin.backend);
+            let executor = registry.get(&backend);
+            backends.push(BackendInfo {
+                name: builtin.backend.to_string(),
+                feature: builtin.feature.to_string(),
+                compiled_in: executor.is_some(),
+                probe: executor.map(|e| e.probe()),
+                targets: executor.map(|e| e.targets()).unwrap_or_default(),
+            });
+        }
+        for executor in registry.executors() {
+            if BUILTIN_BACKENDS
+                .iter()
+                .any(|b| b.backend == executor.name())
+            {
+                continue;
+            }
+            backends.push(BackendInfo {
+                name: executor.name().to_string(),
+                feature: "(registered)".to_string(),
+                compiled_in: true,
+                probe: Some(executor.probe()),
+                targets: executor.targets(),
+            });
+        }
+        SystemInfo {
+            concord_version: env!("CARGO_PKG_VERSION"),
+            backends,
+        }
+    }
+
+    /// Checks a requirement written `BACKEND` or `BACKEND:TARGET` (as `concord info
+    /// --require` takes it): Ok when a net asking for it would get it without fallback,
+    /// else the reason.
+    pub fn check_requirement(&self, requirement: &str) -> Result<(), String> {
+        let (backend_name, target_name) = match requirement.split_once(':') {
+            Some((b, t)) => (b.trim(), Some(t.trim())),
+            None => (requirement.trim(), None),
+        };
+        let backend = Backend::parse(backend_name);
+        let Some(info) = self.backends.iter().find(|b| b.name == backend.name()) else {
+            return Err(format!("no backend named `{backend_name}` in this build"));
+        };
+        if !info.compiled_in {
+            return Err(format!(
+                "{} is not compiled in (rebuild with cargo feature `{}`)",
+                info.name, info.feature
+            ));
+        }
+        let devices = match &info.probe {
+            Some(Availability::Available { devices }) if !devices.is_empty() => devices,
+            Some(Availability::Available { .. }) => {
+                return Err(format!("{} found no device", info.name))
+            }
+            Some(Availability::Unavailable { reason, .. }) => {
+                return Err(format!("{} is unavailable: {reason}", info.name))
+            }
+            None => return Err(format!("{} was not probed", info.name)),
+        };
+        let Some(target_name) = target_name else {
+            return Ok(());
+        };
+        let target = Target::parse(target_name).ok_or_else(|| {
+            format!("unknown target `{target_name}` (targets: cpu, opencl, opencl-fp16, cuda, cuda-fp16)")
+        })?;
+        if !backend.valid_targets().contains(&target) || !info.targets.contains(&target) {
+            return Err(format!(
+                "target {target} is not valid for backend {}",
+                info.name
+            ));
+        }
+        if target.is_fp16() && !devices.iter().any(|d| d.fp16) {
+            return Err(format!("no {} device supports fp16", info.name));
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for SystemInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "concord {}", self.concord_version)?;
+        for b in &self.backends {
+            write!(f, "{}: ", b.name)?;
+            if !b.compiled_in {
+                writeln!(f, "not compiled in (cargo feature `{}`)", b.feature)?;
+                continue;
+            }
+            let targets: Vec<&str> = b.targets.iter().map(|t| t.name()).collect();
+            match &b.probe {
+                Some(Availability::Available { devices }) => {
+                    writeln!(f, "available, targets {}", targets.join(", "))?;
+                    for d in devices {
+                        write!(f, "  device `{}`", d.name)?;
+                        if !d.vendor.is_empty() {
+                            write!(f, " by {}", d.vendor)?;
+                        }
+                        if !d.driver_version.is_empty() {
+                            write!(f, ", driver {}", d.driver_version)?;
+                        }
+                        if let Some(cc) = &d.compute_capability {
+                            write!(f, ", compute capability {cc}")?;
+                        }
+                        writeln!(f, ", fp16 {}", if d.fp16 { "yes" } else { "no" })?;
+                        for (k, v) in &d.details {
+                            writeln!(f, "    {k}: {v}")?;
+                        }
+                    }
+                }
+                Some(Availability::Unavailable { cause, reason }) => {
+                    writeln!(f, "unavailable ({cause:?}): {reason}")?;
+                }
+                None => writeln!(f, "not probed")?,
+            }
+        }
+        Ok(())
+    }
+}

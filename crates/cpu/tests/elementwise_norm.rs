@@ -1,0 +1,289 @@
+//! Reference kernels for Softmax, LayerNormalization and BatchNormalization (inference):
+//! hand-computed values, axis handling, numerical stability and typed errors.
+
+mod elementwise_support;
+
+use concord_core::{DType, Op};
+use elementwise_support::{
+    check_err, check_float, f16s, f32s, i64s, ok, run, run_opt, Failure,
+    Tolerance::{Exact, RoundedOnce},
+};
+
+/// softmax([1, 2, 3]) = [e^-2, e^-1, 1] / (1 + e^-1 + e^-2).
+const SOFTMAX_123: [f64; 3] = [0.09003057317038046, 0.24472847105479764, 0.6652409557748218];
+/// σ(1) and 1 - σ(1): the softmax of [1, 0].
+const SIGMOID_1: f64 = 0.7310585786300049;
+const SIGMOID_MINUS_1: f64 = 0.2689414213699951;
+
+#[test]
+fn softmax_along_the_last_axis() {
+    let x = f32s(&[2, 3], &[1.0, 2.0, 3.0, 1.0, 1.0, 1.0]);
+    let y = ok(&Op::Softmax { axis: -1 }, &[&x]);
+    let third = 1.0 / 3.0;
+    let want = [
+        SOFTMAX_123[0],
+        SOFTMAX_123[1],
+        SOFTMAX_123[2],
+        third,
+        third,
+        third,
+    ];
+    check_float(&y, DType::F32, &[2, 3], &want, RoundedOnce);
+}
+
+#[test]
+fn softmax_along_leading_and_middle_axes() {
+    let x = f32s(&[2, 2], &[0.0, 1.0, 1.0, 1.0]);
+    let y = ok(&Op::Softmax { axis: 0 }, &[&x]);
+    check_float(
+        &y,
+        DType::F32,
+        &[2, 2],
+        &[SIGMOID_MINUS_1, 0.5, SIGMOID_1, 0.5],
+        RoundedOnce,
+    );
+    // Shape [1, 2, 2], axis 1 (written as -2): columns (0, 0) and (1, 0).
+    let x = f32s(&[1, 2, 2], &[0.0, 1.0, 0.0, 0.0]);
+    let y = ok(&Op::Softmax { axis: -2 }, &[&x]);
+    check_float(
+        &y,
+        DType::F32,
+        &[1, 2, 2],
+        &[0.5, SIGMOID_1, 0.5, SIGMOID_MINUS_1],
+        RoundedOnce,
+    );
+}
+
+#[test]
+fn softmax_is_stable_for_large_inputs() {
+    // Shifting by 1e4 changes nothing; a naive exp(1e4) would be inf and give NaN.
+    let x = f32s(&[3], &[10000.0, 10001.0, 10002.0]);
+    check_float(
+        &ok(&Op::Softmax { axis: 0 }, &[&x]),
+        DType::F32,
+        &[3],
+        &SOFTMAX_123,
+        RoundedOnce,
+    );
+    let x = f32s(&[2], &[1e4, -1e4]);
+    check_float(
+        &ok(&Op::Softmax { axis: 0 }, &[&x]),
+        DType::F32,
+        &[2],
+        &[1.0, 0.0],
+        Exact,
+    );
+    let x = f32s(&[2], &[f32::NEG_INFINITY, 0.0]);
+    check_float(
+        &ok(&Op::Softmax { axis: 0 }, &[&x]),
+        DType::F32,
+        &[2],
+        &[0.0, 1.0],
+        Exact,
+    );
+}
+
+#[test]
+fn softmax_nan_poisons_only_its_slice() {
+    let x = f32s(&[2, 2], &[f32::NAN, 0.0, 0.0, 0.0]);
+    let y = ok(&Op::Softmax { axis: 1 }, &[&x]);
+    check_float(
+        &y,
+        DType::F32,
+        &[2, 2],
+        &[f64::NAN, f64::NAN, 0.5, 0.5],
+        Exact,
+    );
+    // A slice of only -inf has no maximum to subtract: 0/0, NaN, as numpy gives.
+    let x = f32s(&[2], &[f32::NEG_INFINITY, f32::NEG_INFINITY]);
+    let y = ok(&Op::Softmax { axis: 0 }, &[&x]);
+    check_float(&y, DType::F32, &[2], &[f64::NAN, f64::NAN], Exact);
+}
+
+#[test]
+fn softmax_f16_empty_and_errors() {
+    let y = ok(&Op::Softmax { axis: -1 }, &[&f16s(&[1, 2], &[0.0, 0.0])]);
+    check_float(&y, DType::F16, &[1, 2], &[0.5, 0.5], Exact);
+    let y = ok(&Op::Softmax { axis: 1 }, &[&f32s(&[2, 0], &[])]);
+    check_float(&y, DType::F32, &[2, 0], &[], Exact);
+    check_err(
+        run(&Op::Softmax { axis: 0 }, &[&f32s(&[], &[1.0])]),
+        Failure::Attribute,
+        "rank 0",
+    );
+    check_err(
+        run(&Op::Softmax { axis: 2 }, &[&f32s(&[1, 1], &[1.0])]),
+        Failure::Attribute,
+        "axis 2",
+    );
+    check_err(
+        run(&Op::Softmax { axis: -1 }, &[&i64s(&[1], &[1])]),
+        Failure::DType { index: 0 },
+        "i64",
+    );
+}
+
+#[test]
+fn layer_norm_over_the_last_axis_with_scale_and_bias() {
+    // Rows [1, 2, 3] and [2, 4, 6] both normalise to [-√1.5, 0, √1.5] (biased variance
+    // 2/3 and 8/3); then · [1, 2, 0.5] + [0, 1, -1].
+    let x = f32s(&[2, 3], &[1.0, 2.0, 3.0, 2.0, 4.0, 6.0]);
+    let scale = f32s(&[3], &[1.0, 2.0, 0.5]);
+    let bias = f32s(&[3], &[0.0, 1.0, -1.0]);
+    let op = Op::LayerNormalization {
+        axis: -1,
+        epsilon: 0.0,
+    };
+    let y = ok(&op, &[&x, &scale, &bias]);
+    let row = [-1.224744871391589, 1.0, -0.38762756430420553];
+    let want: Vec<f64> = row.iter().chain(&row).copied().collect();
+    check_float(&y, DType::F32, &[2, 3], &want, RoundedOnce);
+}
+
+#[test]
+fn layer_norm_uses_epsilon_and_broadcasts_scale() {
+    // [1, 2, 3, 4]: mean 2.5, variance 1.25; ε = f32(1e-5) inside the square root.
+    let x = f32s(&[1, 4], &[1.0, 2.0, 3.0, 4.0]);
+    let op = Op::LayerNormalization {
+        axis: 1,
+        epsilon: 1e-5,
+    };
+    let y = run_opt(&op, &[Some(&x), Some(&f32s(&[1], &[1.0])), None]).expect("LayerNorm");
+    let want = [
+        -1.3416354199690625,
+        -0.4472118066563542,
+        0.4472118066563542,
+        1.3416354199690625,
+    ];
+    check_float(&y, DType::F32, &[1, 4], &want, RoundedOnce);
+}
+
+#[test]
+fn layer_norm_over_several_axes() {
+    // Axis 0 normalises the whole [2, 2]: mean 1, variance 1.
+    let x = f32s(&[2, 2], &[0.0, 0.0, 2.0, 2.0]);
+    let scale = f32s(&[2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let op = Op::LayerNormalization {
+        axis: 0,
+        epsilon: 0.0,
+    };
+    check_float(
+        &ok(&op, &[&x, &scale]),
+        DType::F32,
+        &[2, 2],
+        &[-1.0, -2.0, 3.0, 4.0],
+        Exact,
+    );
+    let y = ok(&op, &[&f16s(&[1, 2], &[1.0, 3.0]), &f16s(&[], &[1.0])]);
+    check_float(&y, DType::F16, &[1, 2], &[-1.0, 1.0], Exact);
+}
+
+#[test]
+fn layer_norm_empty_and_errors() {
+    let op = Op::LayerNormalization {
+        axis: -1,
+        epsilon: 1e-5,
+    };
+    let y = ok(&op, &[&f32s(&[0, 4], &[]), &f32s(&[4], &[1.0; 4])]);
+    check_float(&y, DType::F32, &[0, 4], &[], Exact);
+    let y = ok(&op, &[&f32s(&[2, 0], &[]), &f32s(&[0], &[])]);
+    check_float(&y, DType::F32, &[2, 0], &[], Exact);
+    let x = f32s(&[2, 3], &[0.0; 6]);
+    check_err(
+        run(&op, &[&x, &f32s(&[2], &[1.0; 2])]),
+        Failure::Shape,
+        "input 1 (Scale)",
+    );
+    // A Scale of the full [2, 3] does not fit the normalised shape [3].
+    check_err(
+        run(&op, &[&x, &f32s(&[2, 3], &[1.0; 6])]),
+        Failure::Shape,
+        "normalised shape [3]",
+    );
+    check_err(
+        run(&op, &[&x, &f32s(&[3], &[1.0; 3]), &f16s(&[3], &[0.0; 3])]),
+        Failure::DType { index: 2 },
+        "B",
+    );
+    check_err(
+        run_opt(&op, &[Some(&x)]),
+        Failure::Missing { index: 1 },
+        "Scale",
+    );
+    check_err(
+        run(
+            &Op::LayerNormalization {
+                axis: 2,
+                epsilon: 0.0,
+            },
+            &[&x, &x],
+        ),
+        Failure::Attribute,
+        "axis 2",
+    );
+}
+
+#[test]
+fn batch_norm_normalises_each_channel() {
+    // X (1, 2, 1, 2) = channel 0: [1, 2], channel 1: [3, 4].
+    // Channel 0: (x - 1) / √4 · 2 + 0.5; channel 1: (x - 3) / √0.25 · 1 - 1.
+    let x = f32s(&[1, 2, 1, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let scale = f32s(&[2], &[2.0, 1.0]);
+    let bias = f32s(&[2], &[0.5, -1.0]);
+    let mean = f32s(&[2], &[1.0, 3.0]);
+    let var = f32s(&[2], &[4.0, 0.25]);
+    let y = ok(
+        &Op::BatchNormalization { epsilon: 0.0 },
+        &[&x, &scale, &bias, &mean, &var],
+    );
+    check_float(&y, DType::F32, &[1, 2, 1, 2], &[0.5, 1.5, -1.0, 1.0], Exact);
+    // ε = 1 inside the square root: √(3 + 1) = 2 and √(0 + 1) = 1.
+    let var = f32s(&[2], &[3.0, 0.0]);
+    let y = ok(
+        &Op::BatchNormalization { epsilon: 1.0 },
+        &[&x, &scale, &bias, &mean, &var],
+    );
+    check_float(&y, DType::F32, &[1, 2, 1, 2], &[0.5, 1.5, -1.0, 0.0], Exact);
+}
+
+#[test]
+fn batch_norm_on_rank2_and_f16_with_f32_parameters() {
+    // (N, C) = (2, 2), the output of a Gemm; parameters may have another float dtype.
+    let x = f16s(&[2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let one = f32s(&[2], &[1.0, 1.0]);
+    let zero = f32s(&[2], &[0.0, 0.0]);
+    let mean = f32s(&[2], &[1.0, 2.0]);
+    let y = ok(
+        &Op::BatchNormalization { epsilon: 0.0 },
+        &[&x, &one, &zero, &mean, &one],
+    );
+    check_float(&y, DType::F16, &[2, 2], &[0.0, 0.0, 2.0, 2.0], Exact);
+}
+
+#[test]
+fn batch_norm_errors() {
+    let op = Op::BatchNormalization { epsilon: 1e-5 };
+    let p = f32s(&[2], &[1.0, 1.0]);
+    let x = f32s(&[1, 2, 2], &[0.0; 4]);
+    check_err(
+        run(&op, &[&f32s(&[2], &[0.0; 2]), &p, &p, &p, &p]),
+        Failure::Shape,
+        "rank 2",
+    );
+    let bad = f32s(&[3], &[1.0; 3]);
+    check_err(
+        run(&op, &[&x, &p, &p, &bad, &p]),
+        Failure::Shape,
+        "input 3 (input_mean)",
+    );
+    check_err(
+        run(&op, &[&x, &p, &p, &p, &i64s(&[2], &[1, 1])]),
+        Failure::DType { index: 4 },
+        "input_var",
+    );
+    check_err(
+        run(&op, &[&x, &p, &p, &p]),
+        Failure::Missing { index: 4 },
+        "input_var",
+    );
+}

@@ -95,6 +95,15 @@ fn reshape_solves_minus_one_around_named_dims() {
         e.to_string().contains("[2, 3]") && e.to_string().contains("[4]"),
         "{e}"
     );
+    // A copied named dim might be 0 at run time, when any target fits: no error yet.
+    assert_eq!(infer(&reshape, &[x(), ints(&[0, 5])]), Ok(vec![b(), f(5)]));
+    let empty = || data(DType::F32, vec![f(0), f(3)]);
+    assert_eq!(
+        infer(&reshape, &[empty(), ints(&[0, 4])]),
+        Ok(vec![f(0), f(4)])
+    );
+    let e = infer(&reshape, &[empty(), ints(&[0, -1])]).expect_err("ambiguous -1");
+    assert!(e.to_string().contains("ambiguous"), "{e}");
     // Unknown values of a known length give the rank.
     assert_eq!(infer(&reshape, &[x(), unknown_ints(3)]), Ok(vec![U, U, U]));
     let unknown_len = data(DType::I64, vec![U]);

@@ -50,6 +50,11 @@ fn reshape_allowzero_keeps_zero_literal() {
     // Without allowzero the 0 copies input dim 1 (3), and 9 elements cannot come from 0.
     let e = reshape(&empty, &[3, 0], false).expect_err("[3, 3] from 0 elements");
     assert_mentions(&e, &["[0, 3]", "[3, 0]"]);
+    // A copied 0 makes any target with the same zero fit, but leaves -1 ambiguous.
+    let got = reshape(&empty, &[0, 4], false).expect("reshape");
+    assert_same(&got, &f32s(&[0, 4], &[]));
+    let e = reshape(&empty, &[0, -1], false).expect_err("-1 next to a 0");
+    assert_mentions(&e, &["ambiguous"]);
     // allowzero forbids mixing 0 and -1.
     let e = reshape(&empty, &[0, -1], true).expect_err("0 with -1");
     assert_mentions(&e, &["allowzero"]);

@@ -361,11 +361,14 @@ fn reshape(allowzero: bool, inputs: &[Option<ValueFact>]) -> Result<OutputFact, 
             _ => None,
         })
         .fold(1u128, |acc, n| acc.saturating_mul(n));
-    let all_fixed = in_symbols.is_empty();
-
     let inferred = if out.contains(&None) {
-        if all_fixed {
-            if out_fixed == 0 || in_fixed % out_fixed != 0 {
+        // With another dim 0 the element count says nothing about -1; the kernel refuses
+        // it, so inference does too.
+        if out.iter().flatten().any(|d| *d == Dim::Fixed(0)) {
+            return Err(mismatch("-1 is ambiguous when another dim is 0"));
+        }
+        if in_symbols.is_empty() {
+            if in_fixed % out_fixed != 0 {
                 return Err(mismatch(&format!(
                     "{in_fixed} elements cannot be arranged with the other dims' product \
                      {out_fixed}"
@@ -387,10 +390,16 @@ fn reshape(allowzero: bool, inputs: &[Option<ValueFact>]) -> Result<OutputFact, 
             Dim::Unknown
         }
     } else {
-        if all_fixed && in_fixed != out_fixed {
-            return Err(mismatch(&format!(
-                "the input has {in_fixed} elements, the target {out_fixed}"
-            )));
+        // Without -1 a mismatch is certain only when the input is fully known (a copied
+        // symbolic dim could be 0 at run time and make any target fit).
+        let in_total = fixed_product(input.iter().map(Some));
+        let out_total = fixed_product(out.iter().map(|d| d.as_ref()));
+        if let (Some(i), Some(o)) = (in_total, out_total) {
+            if i != o {
+                return Err(mismatch(&format!(
+                    "the input has {i} elements, the target {o}"
+                )));
+            }
         }
         Dim::Unknown
     };
@@ -707,6 +716,18 @@ fn product_dims(dims: &[Dim]) -> Dim {
         [one] if fixed == 1 => (*one).clone(),
         _ => Dim::Unknown,
     }
+}
+
+/// The product of dims when every one is present and fixed.
+fn fixed_product<'a>(dims: impl Iterator<Item = Option<&'a Dim>>) -> Option<u128> {
+    let mut product: u128 = 1;
+    for d in dims {
+        match d {
+            Some(Dim::Fixed(n)) => product = product.saturating_mul(*n as u128),
+            _ => return None,
+        }
+    }
+    Some(product)
 }
 
 /// The sum of dims: fixed when all are, the single symbolic dim when the others are 0,

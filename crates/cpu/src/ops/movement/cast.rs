@@ -69,9 +69,10 @@ pub(super) fn cast(to: DType, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpEr
 /// Truncates toward zero, refusing values with no i64 counterpart.
 fn float_to_i64(x: f64, index: usize) -> Result<i64, OpError> {
     let t = x.trunc();
-    // -2^63 is representable exactly; 2^63 is the first value past i64::MAX.
+    // -2^63 is representable exactly; 2^63 is the first value past i64::MAX. NaN is in no
+    // range, so it is refused too.
     const LIMIT: f64 = 9_223_372_036_854_775_808.0;
-    if t.is_nan() || t < -LIMIT || t >= LIMIT {
+    if !(-LIMIT..LIMIT).contains(&t) {
         return Err(OpError::Unsupported(format!(
             "Cast to i64: element {index} is {x}, which has no i64 value (the ONNX spec leaves \
              NaN, infinities and out-of-range values undefined)"

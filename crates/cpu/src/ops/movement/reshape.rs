@@ -48,7 +48,10 @@ fn reshape_dims(input: &[usize], spec: &[i64], allowzero: bool) -> Result<Vec<us
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))
         .ok_or_else(|| mismatch("the target has too many elements"))?;
     let inferred = if out.contains(&None) {
-        if known == 0 || count % known != 0 {
+        if known == 0 {
+            return Err(mismatch("-1 is ambiguous when another dim is 0"));
+        }
+        if count % known != 0 {
             return Err(mismatch(&format!(
                 "{count} elements cannot be arranged with the other dims' product {known}"
             )));

@@ -932,20 +932,27 @@ def transformer_encoder_block():
     )
 
 
-def shape_computation_chain():
-    name = "shape_computation_chain"
+def shape_computation_chain(constants_as="nodes"):
+    """The PyTorch shape chain; its constant operands as Constant nodes or as initializers."""
+    name = "shape_computation_chain" if constants_as == "nodes" else "shape_computation_chain_initializers"
     r = rng_for(name)
-
-    def const(out, value):
-        return node("Constant", [], [out], value=numpy_helper.from_array(value, out))
-
-    nodes = [
-        const("c_zero", np.array(0, dtype=np.int64)),
-        const("c_two", np.array(2, dtype=np.int64)),
-        const("c_axes0", i64([0])),
-        const("c_minus_one", i64([-1])),
-        const("c_start", i64([0])),
-        const("c_axis2", i64([2])),
+    constants = [
+        ("c_zero", np.array(0, dtype=np.int64)),
+        ("c_two", np.array(2, dtype=np.int64)),
+        ("c_axes0", i64([0])),
+        ("c_minus_one", i64([-1])),
+        ("c_start", i64([0])),
+        ("c_axis2", i64([2])),
+    ]
+    if constants_as == "nodes":
+        nodes = [node("Constant", [], [n], value=numpy_helper.from_array(v, n)) for n, v in constants]
+        initializers = []
+        how = "constant operands as Constant nodes, as torch.onnx writes them"
+    else:
+        nodes = []
+        initializers = constants
+        how = "constant operands as initializers"
+    nodes += [
         node("Shape", ["X"], ["x_shape"]),
         node("Gather", ["x_shape", "c_zero"], ["n"], axis=0),
         node("Unsqueeze", ["n", "c_axes0"], ["n1"]),
@@ -959,10 +966,10 @@ def shape_computation_chain():
     return Case(
         name, "model", 16,
         "Shape arithmetic as PyTorch exports it, with a symbolic batch: Shape -> Gather -> "
-        "Unsqueeze -> Concat -> Reshape, and a Slice whose end comes from Shape",
+        f"Unsqueeze -> Concat -> Reshape, and a Slice whose end comes from Shape; {how}",
         "exact", nodes,
         [("X", normal(r, (2, 3, 4, 4)), ["N", 3, 4, 4]), ("S", normal(r, (2, 3, 6, 4)), ["N", 3, 6, 4])],
-        [], [("Y", ["N", 48])],
+        initializers, [("Y", ["N", 48])],
     )
 
 
@@ -1000,7 +1007,8 @@ def model_cases():
         squeeze_excite_block(),
         classifier_head(),
         transformer_encoder_block(),
-        shape_computation_chain(),
+        shape_computation_chain("nodes"),
+        shape_computation_chain("initializers"),
         tiny_fpn(),
     ]
 

@@ -175,6 +175,12 @@ fn squeeze_and_unsqueeze_with_symbolic_dims() {
         infer(&Op::Unsqueeze, &[x(), unknown_ints(2)]),
         Ok(vec![U, U, U, U, U])
     );
+    // A scalar (PyTorch's Gather of a Shape) becomes [1] wherever the axis goes.
+    let scalar = || data(DType::I64, vec![]);
+    assert_eq!(
+        infer(&Op::Unsqueeze, &[scalar(), unknown_ints(1)]),
+        Ok(vec![f(1)])
+    );
 }
 
 #[test]

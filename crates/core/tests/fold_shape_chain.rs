@@ -315,3 +315,43 @@ fn symbolic_graph_folds_the_parts_that_do_not_depend_on_the_batch() {
     }
     assert_eq!(after[2].1.dims(), &[2, 60]);
 }
+
+#[test]
+fn constant_nodes_instead_of_initializers_infer_and_fold() {
+    // PyTorch writes the axes and the -1 as Constant nodes. Before folding, inference must
+    // still get through the chain (Unsqueeze of a scalar is [1] whatever its axes), and
+    // folding then removes the Constant nodes along with the chain.
+    let mut g = shape_chain(ValueInfo::fixed("X", DType::F32, &[2, 3, 4, 5]));
+    for name in ["zero", "axes0", "minus_one"] {
+        let value = g.initializers.remove(name).expect("initializer");
+        g.nodes.insert(
+            0,
+            Node::new(
+                format!("const_{name}"),
+                Op::Constant { value },
+                &[],
+                &[name],
+            ),
+        );
+    }
+    let mut inferred = g.clone();
+    inferred.infer_shapes().expect("inference succeeds");
+    assert_eq!(inferred.values["batch_1d"].shape, fixed(&[1]));
+    assert_eq!(inferred.values["target"].shape, fixed(&[2]));
+    assert_eq!(inferred.values["Y"].shape, vec![Dim::Unknown, Dim::Unknown]);
+
+    let mut folded = g.clone();
+    let summary = folded
+        .fold_constants(&ReferenceEvaluator)
+        .expect("folding succeeds");
+    assert_eq!(summary.folded_nodes, 8);
+    assert_eq!(op_names(&folded), vec!["Reshape", "Slice"]);
+    assert_eq!(folded.values["Y"].shape, fixed(&[2, 60]));
+
+    let inputs = iota_input(&[2, 3, 4, 5]);
+    let before = run(&inferred, &inputs);
+    let after = run(&folded, &inputs);
+    for ((_, b), (name, a)) in before.iter().zip(&after) {
+        assert!(b.bit_identical(a), "{name} changed after folding");
+    }
+}

@@ -515,7 +515,15 @@ fn unsqueeze(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
             index: 1,
             name: "axes",
         })?;
-        return Ok(OutputFact::new(data.dtype, vec![Dim::Unknown; rank + n]));
+        // Where the axes go is unknown, but when every input dim is 1 (a scalar, as in
+        // PyTorch's `Unsqueeze(Gather(Shape(x)))`) every output dim is 1 wherever they go.
+        let all_ones = data.shape.iter().all(|d| *d == Dim::Fixed(1));
+        let dim = if all_ones {
+            Dim::Fixed(1)
+        } else {
+            Dim::Unknown
+        };
+        return Ok(OutputFact::new(data.dtype, vec![dim; rank + n]));
     };
     let out_rank = rank + axes.len();
     let axes = axes_in_rank(&axes, out_rank)?;

@@ -111,6 +111,17 @@ fn slice_with_negative_steps() {
 }
 
 #[test]
+fn slice_with_extreme_steps_takes_one_element() {
+    // x[1::INT64_MAX, :] and x[1::INT64_MIN, :] on [[0,1],[2,3],[4,5]]: only row 1.
+    let x = i64s(&[3, 2], &[0, 1, 2, 3, 4, 5]);
+    for step in [i64::MAX, i64::MIN] {
+        let end = if step > 0 { i64::MAX } else { i64::MIN };
+        let got = slice(&x, &[1], &[end], Some(&[0]), Some(&[step])).expect("slice");
+        assert_same(&got, &i64s(&[1, 2], &[2, 3]));
+    }
+}
+
+#[test]
 fn slice_handles_empty_dims() {
     let x = f32s(&[0, 3], &[]);
     let got = slice(&x, &[0], &[2], Some(&[1]), None).expect("slice");

@@ -154,14 +154,17 @@ fn strided_sources(out_dims: &[usize], base: i64, strides: &[i64]) -> Result<Vec
             })?,
         );
         // Odometer step: bump the last axis and carry into earlier ones, keeping `offset`
-        // equal to base + Σ coord·stride without recomputing the sum.
+        // equal to base + Σ coord·stride without recomputing the sum. The arithmetic
+        // wraps: a step past the last element (a huge Slice step) may leave i64 for a
+        // moment, but every offset that is read is a real index, and wrapping is exact
+        // modulo 2^64.
         for k in (0..out_dims.len()).rev() {
             coord[k] += 1;
-            offset += strides[k];
+            offset = offset.wrapping_add(strides[k]);
             if coord[k] < out_dims[k] {
                 break;
             }
-            offset -= strides[k] * out_dims[k] as i64;
+            offset = offset.wrapping_sub(strides[k].wrapping_mul(out_dims[k] as i64));
             coord[k] = 0;
         }
     }

@@ -118,11 +118,10 @@ pub(super) fn pad(mode: PadMode, inputs: &[Option<&Tensor>]) -> Result<Tensor, O
     for _ in 0..n {
         let mut flat = Some(0usize);
         for k in 0..rank {
-            let c = coord[k] as i64 - begins[k];
+            // i128: a begin pad may be as extreme as INT64_MIN when the end pad offsets it.
+            let c = coord[k] as i128 - begins[k] as i128;
             flat = match flat {
-                Some(f) if c >= 0 && (c as usize) < in_dims[k] => {
-                    Some(f + c as usize * in_strides[k])
-                }
+                Some(f) if c >= 0 && c < in_dims[k] as i128 => Some(f + c as usize * in_strides[k]),
                 _ => None,
             };
         }

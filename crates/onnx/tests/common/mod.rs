@@ -1,6 +1,6 @@
 //! Builders for hand-made ONNX models, shared by the integration tests.
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::panic)]
 
 use concord_onnx::proto::tensor_proto::DataType;
 use concord_onnx::proto::tensor_shape_proto::{dimension, Dimension};
@@ -196,6 +196,14 @@ pub fn relu_model(opset: i64) -> ModelProto {
             vec![],
         ),
     )
+}
+
+/// A core f32 tensor; panics on a test's own bad dims.
+pub fn f32s(dims: &[usize], values: &[f32]) -> concord_core::Tensor {
+    match concord_core::Tensor::from_f32(dims.to_vec(), values.to_vec()) {
+        Ok(t) => t,
+        Err(e) => panic!("bad test tensor: {e}"),
+    }
 }
 
 /// Asserts that `result` is an error satisfying `pred` whose message contains every needle.

@@ -1,0 +1,120 @@
+//! Every model in golden/ (built with onnx.helper and checked by onnx.checker, so written by
+//! an implementation that shares no code with this one) reads as its manifest describes,
+//! survives a save and a second read, and loads (validation and shape inference) with a type
+//! for every output.
+
+// Tests fail by panicking; the workspace's production lint does not apply here.
+#![allow(clippy::panic)]
+
+use concord_core::Graph;
+use concord_onnx::{load_file, read_graph, save};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../golden")
+}
+
+#[test]
+fn every_golden_model_loads_as_its_manifest_describes() {
+    let manifest_path = golden_dir().join("manifest.json");
+    let text = match std::fs::read_to_string(&manifest_path) {
+        Ok(t) => t,
+        Err(e) => panic!("cannot read {}: {e}", manifest_path.display()),
+    };
+    let manifest: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => panic!("manifest is not JSON: {e}"),
+    };
+    let cases = manifest["cases"].as_array().cloned().unwrap_or_default();
+    // A floor, so that a manifest that lost its cases does not pass vacuously.
+    assert!(cases.len() >= 50, "only {} golden cases", cases.len());
+    let mut failures = Vec::new();
+    for case in &cases {
+        let name = case["name"].as_str().unwrap_or("?");
+        let Some(model) = case["model"].as_str() else {
+            failures.push(format!("{name}: no model path"));
+            continue;
+        };
+        let path = golden_dir().join(model);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) => {
+                failures.push(format!("{name}: cannot read {}: {e}", path.display()));
+                continue;
+            }
+        };
+        let graph: Graph = match read_graph(&bytes) {
+            Ok(g) => g,
+            Err(e) => {
+                failures.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        if Some(graph.opset) != case["opset"].as_i64() {
+            failures.push(format!(
+                "{name}: opset {} vs manifest {}",
+                graph.opset, case["opset"]
+            ));
+        }
+        let ops: BTreeSet<&str> = graph.nodes.iter().map(|n| n.op.name()).collect();
+        let listed: BTreeSet<&str> = case["op_types"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+            .unwrap_or_default();
+        if ops != listed {
+            failures.push(format!("{name}: ops {ops:?} vs manifest {listed:?}"));
+        }
+        let inputs: BTreeSet<&str> = graph.inputs.iter().map(|i| i.name.as_str()).collect();
+        let listed_inputs: BTreeSet<&str> = case["inputs"]
+            .as_object()
+            .map(|o| o.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        if inputs != listed_inputs {
+            failures.push(format!(
+                "{name}: inputs {inputs:?} vs manifest {listed_inputs:?}"
+            ));
+        }
+        let outputs: BTreeSet<&str> = graph.outputs.iter().map(String::as_str).collect();
+        let listed_outputs: BTreeSet<&str> = case["outputs"]
+            .as_object()
+            .map(|o| o.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        if outputs != listed_outputs {
+            failures.push(format!(
+                "{name}: outputs {outputs:?} vs manifest {listed_outputs:?}"
+            ));
+        }
+        match save(&graph)
+            .map_err(|e| e.to_string())
+            .and_then(|b| read_graph(&b).map_err(|e| e.to_string()))
+        {
+            Ok(back) => {
+                if back.nodes != graph.nodes
+                    || back.inputs != graph.inputs
+                    || back.initializers != graph.initializers
+                    || back.outputs != graph.outputs
+                {
+                    failures.push(format!("{name}: save and read changed the graph"));
+                }
+            }
+            Err(e) => failures.push(format!("{name}: save and read failed: {e}")),
+        }
+        match load_file(&path) {
+            Ok(loaded) => {
+                for output in &loaded.outputs {
+                    if !loaded.values.contains_key(output) {
+                        failures.push(format!("{name}: output {output} has no inferred type"));
+                    }
+                }
+            }
+            Err(e) => failures.push(format!("{name}: load failed: {e}")),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

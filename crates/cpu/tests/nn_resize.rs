@@ -1,0 +1,335 @@
+//! Resize kernel tests: small hand-computed examples for nearest and linear modes under
+//! each coordinate transformation and nearest rounding mode, `scales` and `sizes` targets,
+//! and the typed errors for what the reference does not implement.
+
+mod nn_support;
+
+use concord_core::op::{CoordinateTransform, NearestMode, Resize, ResizeMode};
+use concord_core::{DType, Op, OpError, Tensor};
+use nn_support::{check, check_error, f16s, f32s, i64s, ok, run, Tolerance};
+
+fn resize(mode: ResizeMode, transform: CoordinateTransform, nearest: NearestMode) -> Op {
+    Op::Resize(Resize {
+        mode,
+        coordinate_transformation_mode: transform,
+        nearest_mode: nearest,
+        ..Resize::default()
+    })
+}
+
+fn linear(transform: CoordinateTransform) -> Op {
+    resize(ResizeMode::Linear, transform, NearestMode::RoundPreferFloor)
+}
+
+fn nearest(transform: CoordinateTransform, mode: NearestMode) -> Op {
+    resize(ResizeMode::Nearest, transform, mode)
+}
+
+/// Runs Resize with a `scales` input.
+fn with_scales(op: &Op, x: &Tensor, scales: &[f32]) -> Tensor {
+    let s = f32s(&[scales.len()], scales);
+    ok(op, &[Some(x), None, Some(&s)])
+}
+
+/// Runs Resize with a `sizes` input.
+fn with_sizes(op: &Op, x: &Tensor, sizes: &[i64]) -> Tensor {
+    let s = i64s(&[sizes.len()], sizes);
+    ok(op, &[Some(x), None, None, Some(&s)])
+}
+
+#[test]
+fn nearest_half_pixel_doubling_repeats_each_pixel() {
+    // Defaults: half_pixel, round_prefer_floor. Output o maps to o/2 − 0.25:
+    // −0.25, 0.25, 0.75, 1.25 → 0, 0, 1, 1.
+    let x = f32s(&[1, 1, 2, 2], &[1., 2., 3., 4.]);
+    let op = Op::Resize(Resize::default());
+    let y = with_scales(&op, &x, &[1., 1., 2., 2.]);
+    #[rustfmt::skip]
+    let want = [
+        1., 1., 2., 2.,
+        1., 1., 2., 2.,
+        3., 3., 4., 4.,
+        3., 3., 4., 4.,
+    ];
+    check(&y, DType::F32, &[1, 1, 4, 4], &want, Tolerance::Exact);
+}
+
+#[test]
+fn nearest_asymmetric_under_each_rounding_mode() {
+    // [1, 2, 3] scaled by 1.5 → floor(4.5) = 4 outputs at o / 1.5 = 0, 0.67, 1.33, 2.
+    let x = f32s(&[1, 1, 1, 3], &[1., 2., 3.]);
+    let scales = [1., 1., 1., 1.5];
+    let cases = [
+        (NearestMode::Floor, [1., 1., 2., 3.]),
+        (NearestMode::Ceil, [1., 2., 3., 3.]),
+        (NearestMode::RoundPreferFloor, [1., 2., 2., 3.]),
+        (NearestMode::RoundPreferCeil, [1., 2., 2., 3.]),
+    ];
+    for (mode, want) in cases {
+        let y = with_scales(&nearest(CoordinateTransform::Asymmetric, mode), &x, &scales);
+        check(&y, DType::F32, &[1, 1, 1, 4], &want, Tolerance::Exact);
+    }
+}
+
+#[test]
+fn nearest_round_prefer_floor_and_ceil_split_exact_halves() {
+    // [1, 2] doubled, asymmetric: o / 2 = 0, 0.5, 1, 1.5; the halves go down or up
+    // (and 2 clamps to the last input).
+    let x = f32s(&[1, 1, 1, 2], &[1., 2.]);
+    let scales = [1., 1., 1., 2.];
+    let floor = nearest(
+        CoordinateTransform::Asymmetric,
+        NearestMode::RoundPreferFloor,
+    );
+    let y = with_scales(&floor, &x, &scales);
+    check(
+        &y,
+        DType::F32,
+        &[1, 1, 1, 4],
+        &[1., 1., 2., 2.],
+        Tolerance::Exact,
+    );
+    let ceil = nearest(
+        CoordinateTransform::Asymmetric,
+        NearestMode::RoundPreferCeil,
+    );
+    let y = with_scales(&ceil, &x, &scales);
+    check(
+        &y,
+        DType::F32,
+        &[1, 1, 1, 4],
+        &[1., 2., 2., 2.],
+        Tolerance::Exact,
+    );
+}
+
+#[test]
+fn nearest_from_sizes_uses_out_over_in_as_the_scale() {
+    // [1, 2] to 3 outputs: scale 1.5, half_pixel (o + 0.5) / 1.5 − 0.5 = −0.17, 0.5, 1.17.
+    let x = f32s(&[1, 1, 1, 2], &[1., 2.]);
+    let floor = nearest(
+        CoordinateTransform::HalfPixel,
+        NearestMode::RoundPreferFloor,
+    );
+    let y = with_sizes(&floor, &x, &[1, 1, 1, 3]);
+    check(
+        &y,
+        DType::F32,
+        &[1, 1, 1, 3],
+        &[1., 1., 2.],
+        Tolerance::Exact,
+    );
+    let ceil = nearest(CoordinateTransform::HalfPixel, NearestMode::RoundPreferCeil);
+    let y = with_sizes(&ceil, &x, &[1, 1, 1, 3]);
+    check(
+        &y,
+        DType::F32,
+        &[1, 1, 1, 3],
+        &[1., 2., 2.],
+        Tolerance::Exact,
+    );
+}
+
+#[test]
+fn nearest_downsampling_picks_rounded_centres() {
+    // 4x4 (1..16) to 2x2, half_pixel: o maps to 2o + 0.5 → 0 (tie, prefer floor) and 2.
+    let x = f32s(
+        &[1, 1, 4, 4],
+        &(1..=16).map(|v| v as f32).collect::<Vec<_>>(),
+    );
+    let op = Op::Resize(Resize::default());
+    let y = with_sizes(&op, &x, &[1, 1, 2, 2]);
+    check(
+        &y,
+        DType::F32,
+        &[1, 1, 2, 2],
+        &[1., 3., 9., 11.],
+        Tolerance::Exact,
+    );
+}
+
+#[test]
+fn bilinear_half_pixel_doubling() {
+    // Input plane 1 + x + 2y; half_pixel maps outputs to −0.25, 0.25, 0.75, 1.25, clamped to
+    // [0, 1], so each axis samples at 0, 0.25, 0.75, 1 and the value is 1 + fx + 2·fy.
+    let x = f32s(&[1, 1, 2, 2], &[1., 2., 3., 4.]);
+    let y = with_scales(
+        &linear(CoordinateTransform::HalfPixel),
+        &x,
+        &[1., 1., 2., 2.],
+    );
+    #[rustfmt::skip]
+    let want = [
+        1.0, 1.25, 1.75, 2.0,
+        1.5, 1.75, 2.25, 2.5,
+        2.5, 2.75, 3.25, 3.5,
+        3.0, 3.25, 3.75, 4.0,
+    ];
+    check(&y, DType::F32, &[1, 1, 4, 4], &want, Tolerance::Exact);
+}
+
+#[test]
+fn linear_under_each_coordinate_transform() {
+    // [1, 3] (the line 1 + 2i) to 4 outputs along the last axis.
+    let x = f32s(&[1, 1, 1, 2], &[1., 3.]);
+    let scales = [1., 1., 1., 2.];
+    // asymmetric: o / 2 = 0, 0.5, 1, 1.5 → clamped to 1.
+    let y = with_scales(&linear(CoordinateTransform::Asymmetric), &x, &scales);
+    check(
+        &y,
+        DType::F32,
+        &[1, 1, 1, 4],
+        &[1., 2., 3., 3.],
+        Tolerance::Exact,
+    );
+    // half_pixel and pytorch_half_pixel agree when the output is longer than 1.
+    for transform in [
+        CoordinateTransform::HalfPixel,
+        CoordinateTransform::PytorchHalfPixel,
+    ] {
+        let y = with_scales(&linear(transform), &x, &scales);
+        check(
+            &y,
+            DType::F32,
+            &[1, 1, 1, 4],
+            &[1., 1.5, 2.5, 3.],
+            Tolerance::Exact,
+        );
+    }
+    // align_corners: o · (2 − 1) / (4 − 1) = 0, 1/3, 2/3, 1.
+    let y = with_scales(&linear(CoordinateTransform::AlignCorners), &x, &scales);
+    check(
+        &y,
+        DType::F32,
+        &[1, 1, 1, 4],
+        &[1., 5. / 3., 7. / 3., 3.],
+        Tolerance::RoundedOnce,
+    );
+}
+
+#[test]
+fn pytorch_half_pixel_maps_a_single_output_to_zero() {
+    // [1, 2, 3, 4] to one output: pytorch_half_pixel reads coordinate 0; half_pixel reads
+    // (0.5 / 0.25) − 0.5 = 1.5, halfway between 2 and 3.
+    let x = f32s(&[1, 1, 1, 4], &[1., 2., 3., 4.]);
+    let y = with_sizes(
+        &linear(CoordinateTransform::PytorchHalfPixel),
+        &x,
+        &[1, 1, 1, 1],
+    );
+    check(&y, DType::F32, &[1, 1, 1, 1], &[1.], Tolerance::Exact);
+    let y = with_sizes(&linear(CoordinateTransform::HalfPixel), &x, &[1, 1, 1, 1]);
+    check(&y, DType::F32, &[1, 1, 1, 1], &[2.5], Tolerance::Exact);
+}
+
+#[test]
+fn half_pixel_symmetric_recentres_a_truncated_output() {
+    // [1, 4, 7] (the line 1 + 3i) scaled by 1.5: 4 outputs instead of 4.5, so the grid is
+    // shifted by 1.5·(1 − 4/4.5) = 1/6: coordinates 0, 2/3, 4/3, 2 → values 1, 3, 5, 7.
+    // The coordinates are computed in f32 (as onnxruntime does), a few f32 roundings off.
+    let x = f32s(&[1, 1, 1, 3], &[1., 4., 7.]);
+    let op = linear(CoordinateTransform::HalfPixelSymmetric);
+    let y = with_scales(&op, &x, &[1., 1., 1., 1.5]);
+    assert_eq!(y.dims(), [1, 1, 1, 4]);
+    let got = y.to_f64_vec();
+    for (g, w) in got.iter().zip([1., 3., 5., 7.]) {
+        assert!((g - w).abs() < 1e-5, "got {got:?}");
+    }
+}
+
+#[test]
+fn empty_scales_with_sizes_is_the_opset_11_form() {
+    let x = f32s(&[1, 1, 1, 2], &[1., 2.]);
+    let empty = f32s(&[0], &[]);
+    let sizes = i64s(&[4], &[1, 1, 1, 4]);
+    let op = Op::Resize(Resize::default());
+    let y = ok(&op, &[Some(&x), None, Some(&empty), Some(&sizes)]);
+    check(
+        &y,
+        DType::F32,
+        &[1, 1, 1, 4],
+        &[1., 1., 2., 2.],
+        Tolerance::Exact,
+    );
+}
+
+#[test]
+fn f16_input_gives_f16_output() {
+    let x = f16s(&[1, 1, 1, 2], &[1., 3.]);
+    let y = with_scales(
+        &linear(CoordinateTransform::HalfPixel),
+        &x,
+        &[1., 1., 1., 2.],
+    );
+    check(
+        &y,
+        DType::F16,
+        &[1, 1, 1, 4],
+        &[1., 1.5, 2.5, 3.],
+        Tolerance::Exact,
+    );
+}
+
+#[test]
+fn unsupported_modes_are_refused_by_name() {
+    let x = f32s(&[1, 1, 2, 2], &[1., 2., 3., 4.]);
+    let s = f32s(&[4], &[1., 1., 2., 2.]);
+    let cubic = resize(
+        ResizeMode::Cubic,
+        CoordinateTransform::HalfPixel,
+        NearestMode::RoundPreferFloor,
+    );
+    check_error(
+        run(&cubic, &[Some(&x), None, Some(&s)]),
+        |e| matches!(e, OpError::Unsupported(_)),
+        &["cubic"],
+    );
+    let crop = linear(CoordinateTransform::TfCropAndResize);
+    check_error(
+        run(&crop, &[Some(&x), None, Some(&s)]),
+        |e| matches!(e, OpError::Unsupported(_)),
+        &["tf_crop_and_resize"],
+    );
+}
+
+#[test]
+fn scales_and_sizes_errors() {
+    let x = f32s(&[1, 1, 2, 2], &[1., 2., 3., 4.]);
+    let op = Op::Resize(Resize::default());
+    let s = f32s(&[4], &[1., 1., 2., 2.]);
+    let z = i64s(&[4], &[1, 1, 4, 4]);
+    check_error(
+        run(&op, &[Some(&x), None, Some(&s), Some(&z)]),
+        |e| matches!(e, OpError::Shape(_)),
+        &["both"],
+    );
+    check_error(
+        run(&op, &[Some(&x)]),
+        |e| matches!(e, OpError::Shape(_)),
+        &["scales", "sizes"],
+    );
+    let short = f32s(&[2], &[2., 2.]);
+    check_error(
+        run(&op, &[Some(&x), None, Some(&short)]),
+        |e| matches!(e, OpError::Shape(_)),
+        &["[1, 1, 2, 2]"],
+    );
+    let negative = f32s(&[4], &[1., 1., -2., 2.]);
+    check_error(
+        run(&op, &[Some(&x), None, Some(&negative)]),
+        |e| matches!(e, OpError::Shape(_)),
+        &["greater than 0"],
+    );
+    let float_sizes = f32s(&[4], &[1., 1., 4., 4.]);
+    check_error(
+        run(&op, &[Some(&x), None, None, Some(&float_sizes)]),
+        |e| matches!(e, OpError::DType { index: 3, .. }),
+        &[],
+    );
+    let xi = i64s(&[1, 1, 1, 2], &[1, 2]);
+    check_error(
+        run(&op, &[Some(&xi), None, Some(&s)]),
+        |e| matches!(e, OpError::DType { index: 0, .. }),
+        &[],
+    );
+}

@@ -1,1 +1,34 @@
-//! concord-conformance (started by the foundation; the suite lands with its own issue).
+//! concord-conformance: the conformance suite as a library — what backend authors run and
+//! CI gates on.
+//!
+//! Given any [`concord::Executor`], the suite produces one trial per case and target, named
+//! `<executor>/<target>/<category>/<case>`: `op/` hand-written cases kept as data in
+//! conformance/cases/, `prop/` property cases compared with the reference, `golden/` and
+//! `model/` cases whose outputs came from an independent oracle.
+//!
+//! Invariants:
+//! - One suite for every executor: built-in executors use [`main`] exactly as a backend
+//!   author does; there is no per-backend copy.
+//! - Expected outputs come from the reference executor or the golden oracle, never from
+//!   the executor under test.
+//! - Tolerances, expected failures and skips are data with reasons (tolerances.toml,
+//!   expectations/<executor>.toml); malformed data fails the run, and an expected failure
+//!   that passes fails the run.
+//! - A case the executor declines is a visible skip with the planner's reason, never a pass.
+
+pub mod case;
+pub mod compare;
+pub mod error;
+pub mod expectations;
+pub mod golden;
+mod harness;
+pub mod outcome;
+pub mod prop;
+pub mod report;
+pub mod suite;
+pub mod tolerance;
+
+pub use error::SuiteError;
+pub use harness::{main, run_harness};
+pub use outcome::{Outcome, Record, Verdict};
+pub use suite::{Case, Suite, SuiteConfig};

@@ -76,12 +76,18 @@ fn infer_and_fold(graph: &mut Graph, evaluator: Option<&dyn Evaluator>) -> Resul
     let mut summary = FoldSummary::default();
     let nodes = std::mem::take(&mut graph.nodes);
     let mut kept = Vec::with_capacity(nodes.len());
+    // Values of Constant nodes, known even when nothing is folded: shape inference needs
+    // them (an exporter's Unsqueeze axes and Reshape shapes are often Constant nodes).
+    let mut constant_nodes: std::collections::HashMap<String, Tensor> = Default::default();
     for node in nodes {
         let constant = |name: &str| {
             if runtime_inputs.contains(name) {
                 None
             } else {
-                graph.initializers.get(name)
+                graph
+                    .initializers
+                    .get(name)
+                    .or_else(|| constant_nodes.get(name))
             }
         };
         let mut facts = Vec::with_capacity(node.inputs.len());
@@ -120,6 +126,9 @@ fn infer_and_fold(graph: &mut Graph, evaluator: Option<&dyn Evaluator>) -> Resul
         // producer; folding it would still be correct, but the placement report reads better.
         let folded = folded.filter(|_| !node.outputs.iter().any(|o| graph_outputs.contains(o)));
 
+        if let (Op::Constant { value }, Some(name)) = (&node.op, node.outputs.first()) {
+            constant_nodes.insert(name.clone(), value.clone());
+        }
         for (name, fact) in node.outputs.iter().zip(&out_facts) {
             graph.values.insert(
                 name.clone(),

@@ -9,10 +9,12 @@
 //!   every call to [`ReferenceExecutor::run`] is independent.
 //! - Never panics on bad operands: every kernel checks and returns [`OpError`].
 
+mod accumulation;
 mod executor;
 mod ops;
 mod runner;
 
+pub use accumulation::{accumulation, Accumulation};
 pub use executor::{CpuExecutor, CpuPartition};
 pub use ops::run_op;
 pub use runner::{ReferenceExecutor, RunOutputs};

@@ -1,0 +1,196 @@
+//! conformance/expectations/<executor>.toml: the expected failures and skips of one
+//! executor, each with a reason and a matcher, and the floor on executed cases. Strict: a
+//! malformed file is an error, an expected failure that passes fails its trial, and an
+//! entry that matches no trial fails an unfiltered run.
+
+use crate::error::SuiteError;
+use globset::{Glob, GlobMatcher};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// One executor's expectations.
+#[derive(Clone, Debug, Default)]
+pub struct Expectations {
+    pub path: Option<PathBuf>,
+    /// The run fails when fewer trials than this executed (passed or failed), unfiltered.
+    pub min_executed: usize,
+    /// When set: the executor may be unavailable on CI machines, and this says why (for
+    /// example "CI runners have no GPU; the GPU runner sets CONCORD_REQUIRE=cuda").
+    /// `CONCORD_REQUIRE` naming the executor still makes unavailability fail.
+    pub unavailable_in_ci: Option<String>,
+    pub expected_failures: Vec<Entry>,
+    pub skips: Vec<Entry>,
+}
+
+/// One expected failure or skip.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub pattern: String,
+    matcher: GlobMatcher,
+    pub target: Option<String>,
+    pub device: Option<String>,
+    pub reason: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    min_executed: usize,
+    #[serde(default)]
+    unavailable_in_ci: Option<String>,
+    #[serde(default)]
+    expected_failure: Vec<RawEntry>,
+    #[serde(default)]
+    skip: Vec<RawEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    case: String,
+    #[serde(default)]
+    target: Option<String>,
+    #[serde(default)]
+    device: Option<String>,
+    reason: String,
+}
+
+impl Expectations {
+    /// Loads `dir/<executor>.toml`. A missing file means no expectations and no floor.
+    pub fn load(dir: &Path, executor: &str) -> Result<Expectations, SuiteError> {
+        let path = dir.join(format!("{executor}.toml"));
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Self::parse(&text, path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Expectations::default()),
+            Err(e) => Err(SuiteError::Expectations {
+                path,
+                detail: e.to_string(),
+            }),
+        }
+    }
+
+    /// Parses an expectations file; any unknown key, empty reason, bad glob or unknown
+    /// target is an error naming the entry.
+    pub fn parse(text: &str, path: PathBuf) -> Result<Expectations, SuiteError> {
+        let fail = |detail: String| SuiteError::Expectations {
+            path: path.clone(),
+            detail,
+        };
+        let file: File = toml::from_str(text).map_err(|e| fail(e.to_string()))?;
+        let convert = |raw: RawEntry, kind: &str| -> Result<Entry, SuiteError> {
+            if raw.reason.trim().is_empty() {
+                return Err(fail(format!("{kind} `{}` has no reason", raw.case)));
+            }
+            if let Some(t) = &raw.target {
+                if concord_core::Target::parse(t).is_none() {
+                    return Err(fail(format!("{kind} `{}`: unknown target `{t}`", raw.case)));
+                }
+            }
+            let matcher = Glob::new(&raw.case)
+                .map_err(|e| fail(format!("{kind} `{}`: bad pattern: {e}", raw.case)))?
+                .compile_matcher();
+            Ok(Entry {
+                pattern: raw.case,
+                matcher,
+                target: raw.target,
+                device: raw.device,
+                reason: raw.reason,
+            })
+        };
+        Ok(Expectations {
+            path: Some(path.clone()),
+            min_executed: file.min_executed,
+            unavailable_in_ci: file.unavailable_in_ci,
+            expected_failures: file
+                .expected_failure
+                .into_iter()
+                .map(|r| convert(r, "expected_failure"))
+                .collect::<Result<_, _>>()?,
+            skips: file
+                .skip
+                .into_iter()
+                .map(|r| convert(r, "skip"))
+                .collect::<Result<_, _>>()?,
+        })
+    }
+
+    /// The expected-failure entry matching a trial, if any.
+    pub fn expected_failure(&self, trial: &str, target: &str, device: &str) -> Option<&Entry> {
+        self.expected_failures
+            .iter()
+            .find(|e| e.matches(trial, target, device))
+    }
+
+    /// The skip entry matching a trial, if any.
+    pub fn skip(&self, trial: &str, target: &str, device: &str) -> Option<&Entry> {
+        self.skips.iter().find(|e| e.matches(trial, target, device))
+    }
+
+    /// Entries that match none of `trials` ((name, target, device) triples).
+    pub fn stale<'a>(&'a self, trials: &[(String, String, String)]) -> Vec<&'a Entry> {
+        self.expected_failures
+            .iter()
+            .chain(&self.skips)
+            .filter(|e| !trials.iter().any(|(n, t, d)| e.matches(n, t, d)))
+            .collect()
+    }
+}
+
+impl Entry {
+    pub fn matches(&self, trial: &str, target: &str, device: &str) -> bool {
+        self.matcher.is_match(trial)
+            && self.target.as_deref().is_none_or(|t| t == target)
+            && self.device.as_deref().is_none_or(|d| device.contains(d))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_files_are_errors() {
+        let p = PathBuf::from("x.toml");
+        assert!(Expectations::parse("min_executed = 1\nbogus = 2\n", p.clone()).is_err());
+        assert!(Expectations::parse(
+            "min_executed = 1\n[[skip]]\ncase = \"a\"\nreason = \"\"\n",
+            p.clone()
+        )
+        .is_err());
+        assert!(Expectations::parse(
+            "min_executed = 1\n[[skip]]\ncase = \"a[\"\nreason = \"r\"\n",
+            p.clone()
+        )
+        .is_err());
+        assert!(Expectations::parse(
+            "min_executed = 1\n[[skip]]\ncase = \"a\"\ntarget = \"vulkan\"\nreason = \"r\"\n",
+            p.clone()
+        )
+        .is_err());
+        assert!(
+            Expectations::parse("[[skip]]\ncase = \"a\"\nreason = \"r\"\n", p).is_err(),
+            "min_executed is required"
+        );
+    }
+
+    #[test]
+    fn entries_match_by_glob_target_and_device() {
+        let text = "min_executed = 0\n[[expected_failure]]\ncase = \"x/*/op/Resize/*\"\ntarget = \"opencl-fp16\"\ndevice = \"pthread\"\nreason = \"r\"\n";
+        let e = Expectations::parse(text, PathBuf::from("x.toml")).expect("parses");
+        assert!(e
+            .expected_failure("x/opencl-fp16/op/Resize/a", "opencl-fp16", "pthread-cpu")
+            .is_some());
+        assert!(e
+            .expected_failure("x/opencl/op/Resize/a", "opencl", "pthread-cpu")
+            .is_none());
+        assert!(e
+            .expected_failure("x/opencl-fp16/op/Resize/a", "opencl-fp16", "nvidia")
+            .is_none());
+        let trials = vec![(
+            "x/opencl/op/Conv/a".to_string(),
+            "opencl".to_string(),
+            "d".to_string(),
+        )];
+        assert_eq!(e.stale(&trials).len(), 1);
+    }
+}

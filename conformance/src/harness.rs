@@ -1,0 +1,111 @@
+//! The libtest-mimic driver: one trial per case, named `<executor>/<target>/<category>/<case>`,
+//! so `cargo test`, `cargo nextest run` and name filters all work.
+
+use crate::outcome::Record;
+use crate::suite::{Suite, SuiteConfig};
+use concord::Executor;
+use libtest_mimic::{Arguments, Failed, Trial};
+use std::sync::{Arc, Mutex};
+
+/// The whole suite for one executor, as a test binary's `main`:
+///
+/// ```ignore
+/// // tests/conformance.rs, with `[[test]] name = "conformance"` and `harness = false`
+/// fn main() { concord_conformance::main(MyExecutor::new) }
+/// ```
+pub fn main<E: Executor + 'static>(make: impl FnOnce() -> E) {
+    let args = Arguments::from_args();
+    let code = run_harness(Arc::new(make()), &args);
+    std::process::exit(code);
+}
+
+/// Runs the suite under libtest-mimic; returns the process exit code.
+pub fn run_harness(executor: Arc<dyn Executor>, args: &Arguments) -> i32 {
+    let suite = match Suite::new(executor, SuiteConfig::from_env()) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            eprintln!("error: the conformance suite cannot start: {e}");
+            return 101;
+        }
+    };
+    let cases = suite.cases();
+    let records: Arc<Mutex<Vec<Record>>> = Arc::default();
+    let trials: Vec<Trial> = cases
+        .iter()
+        .cloned()
+        .map(|case| {
+            let skip = case.skip.clone();
+            let name = case.name.clone();
+            let suite = suite.clone();
+            let records = records.clone();
+            let trial = Trial::test(name, move || {
+                let record = suite.run_case(&case);
+                let message = record.verdict.message();
+                if let crate::outcome::Verdict::Skip { reason } = &record.verdict {
+                    println!("skipped: {reason}");
+                }
+                if let Ok(mut r) = records.lock() {
+                    r.push(record);
+                }
+                match message {
+                    Some(m) => Err(Failed::from(m)),
+                    None => Ok(()),
+                }
+            });
+            match skip {
+                Some(_) => trial.with_ignored_flag(true).with_kind("skip"),
+                None => trial,
+            }
+        })
+        .collect();
+    let listing = args.list;
+    let conclusion = libtest_mimic::run(args, trials);
+    if listing {
+        return 0;
+    }
+    let records = records.lock().map(|r| r.clone()).unwrap_or_default();
+    let filtered =
+        args.filter.is_some() || !args.skip.is_empty() || args.ignored || args.include_ignored;
+    let mut all_records = records.clone();
+    // Trials skipped up front never ran their closure; record them for the reports.
+    for case in &cases {
+        if case.skip.is_some() && !all_records.iter().any(|r| r.name == case.name) {
+            all_records.push(suite.run_case(case));
+        }
+    }
+    let run_failures = suite.finish(&cases, &all_records, filtered);
+    print_skips(&all_records);
+    if let Some(dir) = std::env::var_os("CONCORD_REPORT_DIR") {
+        let dir = std::path::PathBuf::from(dir);
+        if let Err(e) = crate::report::write_all(&dir, &all_records) {
+            eprintln!("error: writing reports to {}: {e}", dir.display());
+            return 101;
+        }
+        println!("reports written to {}", dir.display());
+    }
+    for f in &run_failures {
+        eprintln!("error: {f}");
+    }
+    if conclusion.has_failed() || !run_failures.is_empty() {
+        101
+    } else {
+        0
+    }
+}
+
+/// Lists every skip with its reason once, grouped, so a skip is never silent.
+fn print_skips(records: &[Record]) {
+    let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
+    for r in records {
+        if let crate::outcome::Verdict::Skip { reason } = &r.verdict {
+            *reasons.entry(reason.clone()).or_default() += 1;
+        }
+    }
+    if reasons.is_empty() {
+        return;
+    }
+    println!("skipped cases, by reason:");
+    for (reason, n) in reasons {
+        println!("  {n:5}  {reason}");
+    }
+}

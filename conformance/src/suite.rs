@@ -1,0 +1,739 @@
+//! The suite object: given an executor, the list of cases for each of its targets, and how
+//! to run one. Both drivers — the libtest-mimic harness ([`crate::main`]) and
+//! `concord conform` ([`crate::run`]) — go through here, so there is one suite.
+
+use crate::case::{load_cases, OpCase};
+use crate::compare::{compare, Comparison};
+use crate::error::SuiteError;
+use crate::expectations::Expectations;
+use crate::golden::{read_npy, GoldenCase, Manifest};
+use crate::outcome::{Outcome, Record, Verdict};
+use crate::tolerance::{allowance, Level, ToleranceTable};
+use concord::{
+    Availability, Executor, ExecutorRegistry, FallbackPolicy, Net, NetBuilder, Overrides, Support,
+    Target, Tensor,
+};
+use concord_core::DType;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Where the suite's data lives, and how much property testing to do.
+#[derive(Clone, Debug)]
+pub struct SuiteConfig {
+    /// conformance/ (cases/, expectations/, regressions/).
+    pub conformance_dir: PathBuf,
+    /// golden/ (manifest.json and the cases).
+    pub golden_dir: PathBuf,
+    /// Generated cases per property trial.
+    pub prop_cases: u32,
+    /// Where failing property cases are written as standalone repros.
+    pub repro_dir: PathBuf,
+}
+
+impl Default for SuiteConfig {
+    fn default() -> Self {
+        Self::from_env()
+    }
+}
+
+impl SuiteConfig {
+    /// The data next to this crate's sources, unless `CONCORD_CONFORMANCE_DIR` /
+    /// `CONCORD_GOLDEN_DIR` point elsewhere (a GPU bundle without the source tree).
+    pub fn from_env() -> SuiteConfig {
+        let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let conformance_dir = std::env::var_os("CONCORD_CONFORMANCE_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| here.clone());
+        let golden_dir = std::env::var_os("CONCORD_GOLDEN_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| here.join("..").join("golden"));
+        let prop_cases = std::env::var("CONCORD_PROP_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(24);
+        let repro_dir = std::env::var_os("CONCORD_REPRO_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| std::env::temp_dir().join("concord-repro"));
+        SuiteConfig {
+            conformance_dir,
+            golden_dir,
+            prop_cases,
+            repro_dir,
+        }
+    }
+}
+
+/// One executor's suite.
+#[derive(Debug)]
+pub struct Suite {
+    pub executor: Arc<dyn Executor>,
+    registry: ExecutorRegistry,
+    reference: ExecutorRegistry,
+    pub availability: Availability,
+    /// The first device's name ("" when unavailable), for expectation matchers.
+    pub device: String,
+    pub tolerances: ToleranceTable,
+    pub expectations: Expectations,
+    pub op_cases: Vec<Arc<OpCase>>,
+    pub golden: Vec<Arc<GoldenCase>>,
+    golden_manifest: Manifest,
+    pub config: SuiteConfig,
+}
+
+/// What a case does when run.
+#[derive(Clone, Debug)]
+pub enum Job {
+    Op(Arc<OpCase>),
+    Golden(Arc<GoldenCase>),
+    Prop(&'static str),
+    /// The executor (or this target) cannot run here: a visible skip locally, a failure
+    /// when `CI` is set or `CONCORD_REQUIRE` names it.
+    Unavailable(String),
+}
+
+/// One trial of the suite.
+#[derive(Clone, Debug)]
+pub struct Case {
+    /// `<executor>/<target>/<category>/<case>`.
+    pub name: String,
+    pub target: Target,
+    pub category: &'static str,
+    pub subject: String,
+    pub job: Job,
+    /// Known before running: the reason this trial will not execute.
+    pub skip: Option<String>,
+}
+
+impl Suite {
+    /// Loads the suite's data and probes the executor.
+    pub fn new(executor: Arc<dyn Executor>, config: SuiteConfig) -> Result<Suite, SuiteError> {
+        let availability = executor.probe();
+        let device = match &availability {
+            Availability::Available { devices } => {
+                devices.first().map(|d| d.name.clone()).unwrap_or_default()
+            }
+            Availability::Unavailable { .. } => String::new(),
+        };
+        let registry = ExecutorRegistry::reference_only().with(executor.clone());
+        let golden_manifest = Manifest::load(&config.golden_dir)?;
+        Ok(Suite {
+            registry,
+            reference: ExecutorRegistry::reference_only(),
+            availability,
+            device,
+            tolerances: ToleranceTable::builtin()?,
+            expectations: Expectations::load(
+                &config.conformance_dir.join("expectations"),
+                executor.name(),
+            )?,
+            op_cases: load_cases(&config.conformance_dir.join("cases"))?
+                .into_iter()
+                .map(Arc::new)
+                .collect(),
+            golden: golden_manifest
+                .cases
+                .iter()
+                .cloned()
+                .map(Arc::new)
+                .collect(),
+            golden_manifest,
+            executor,
+            config,
+        })
+    }
+
+    /// Every trial, for every target of the executor.
+    pub fn cases(&self) -> Vec<Case> {
+        let name = self.executor.name().to_string();
+        let mut out = Vec::new();
+        for target in self.executor.targets() {
+            let prefix = format!("{name}/{target}");
+            if let Some(reason) = self.target_unavailable(target) {
+                out.push(Case {
+                    name: format!("{prefix}/unavailable/probe"),
+                    target,
+                    category: "unavailable",
+                    subject: String::new(),
+                    job: Job::Unavailable(reason),
+                    skip: None,
+                });
+                continue;
+            }
+            for case in &self.op_cases {
+                let trial = format!("{prefix}/op/{}/{}", case.op, case.name);
+                let skip = self
+                    .known_skip(&trial, target)
+                    .or_else(|| self.unsupported_op(case, target));
+                out.push(Case {
+                    name: trial,
+                    target,
+                    category: "op",
+                    subject: case.op.clone(),
+                    job: Job::Op(case.clone()),
+                    skip,
+                });
+            }
+            for op in crate::prop::OPS {
+                let trial = format!("{prefix}/prop/{op}");
+                let skip = self.known_skip(&trial, target);
+                out.push(Case {
+                    name: trial,
+                    target,
+                    category: "prop",
+                    subject: op.to_string(),
+                    job: Job::Prop(op),
+                    skip,
+                });
+            }
+            for g in &self.golden {
+                let category = if g.kind == "model" { "model" } else { "golden" };
+                let trial = format!("{prefix}/{category}/{}", g.name);
+                let skip = self.known_skip(&trial, target);
+                let subject = if g.kind == "model" {
+                    g.name.clone()
+                } else {
+                    g.op_types.join("+")
+                };
+                out.push(Case {
+                    name: trial,
+                    target,
+                    category,
+                    subject,
+                    job: Job::Golden(g.clone()),
+                    skip,
+                });
+            }
+        }
+        out
+    }
+
+    /// Runs one trial and applies the expectations.
+    pub fn run_case(&self, case: &Case) -> Record {
+        let started = Instant::now();
+        let mut notices = Vec::new();
+        let (outcome, skip) = match (&case.skip, &case.job) {
+            (Some(reason), _) => (None, Some(reason.clone())),
+            (None, Job::Unavailable(reason)) => {
+                if let Some(why) = required_here(
+                    self.executor.name(),
+                    case.target,
+                    self.expectations.unavailable_in_ci.as_deref(),
+                ) {
+                    let message =
+                        format!("{reason} — and {why}, so an unavailable executor fails the run");
+                    (
+                        Some(Outcome::Fail {
+                            message,
+                            comparisons: Vec::new(),
+                        }),
+                        None,
+                    )
+                } else {
+                    (None, Some(reason.clone()))
+                }
+            }
+            (None, Job::Op(op_case)) => (
+                Some(self.check_op_case(op_case, case.target, &mut notices)),
+                None,
+            ),
+            (None, Job::Golden(g)) => (Some(self.check_golden(g, case.target, &mut notices)), None),
+            (None, Job::Prop(op)) => (Some(crate::prop::run(self, op, case.target)), None),
+        };
+        let verdict = match (outcome.as_ref(), skip) {
+            (_, Some(reason)) => Verdict::Skip { reason },
+            (Some(Outcome::Unsupported { reason }), None) => Verdict::Skip {
+                reason: reason.clone(),
+            },
+            (Some(o), None) => self.judge(&case.name, case.target, o),
+            (None, None) => Verdict::Skip {
+                reason: "not run".into(),
+            },
+        };
+        let comparisons = match outcome {
+            Some(Outcome::Pass { comparisons }) | Some(Outcome::Fail { comparisons, .. }) => {
+                comparisons
+            }
+            _ => Vec::new(),
+        };
+        Record {
+            name: case.name.clone(),
+            executor: self.executor.name().to_string(),
+            target: case.target.name().to_string(),
+            device: self.device.clone(),
+            category: case.category.to_string(),
+            subject: case.subject.clone(),
+            verdict,
+            comparisons,
+            notices,
+            duration_ms: started.elapsed().as_secs_f64() * 1e3,
+        }
+    }
+
+    /// Run-level failures after all trials: too few executed, stale expectations.
+    /// `filtered` is true when a name filter selected only some trials.
+    pub fn finish(&self, cases: &[Case], records: &[Record], filtered: bool) -> Vec<String> {
+        let mut failures = Vec::new();
+        if filtered {
+            return failures;
+        }
+        let executed = records.iter().filter(|r| r.verdict.executed()).count();
+        if executed < self.expectations.min_executed {
+            failures.push(format!(
+                "{}: only {executed} cases executed, below the floor of {} in {}: the suite shrank (fix the cause, or lower the floor in the same change with a reason)",
+                self.executor.name(),
+                self.expectations.min_executed,
+                self.expectations.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
+            ));
+        }
+        let trials: Vec<(String, String, String)> = cases
+            .iter()
+            .map(|c| {
+                (
+                    c.name.clone(),
+                    c.target.name().to_string(),
+                    self.device.clone(),
+                )
+            })
+            .collect();
+        for entry in self.expectations.stale(&trials) {
+            failures.push(format!(
+                "{}: expectation `{}` ({}) matches no trial: remove it",
+                self.executor.name(),
+                entry.pattern,
+                entry.reason
+            ));
+        }
+        failures
+    }
+
+    fn judge(&self, trial: &str, target: Target, outcome: &Outcome) -> Verdict {
+        let expected = self
+            .expectations
+            .expected_failure(trial, target.name(), &self.device);
+        match (outcome, expected) {
+            (Outcome::Pass { .. }, None) => Verdict::Pass,
+            (Outcome::Pass { .. }, Some(e)) => Verdict::UnexpectedPass {
+                reason: e.reason.clone(),
+            },
+            (Outcome::Fail { .. }, Some(e)) => Verdict::ExpectedFail {
+                reason: e.reason.clone(),
+            },
+            (Outcome::Fail { message, .. }, None) => Verdict::Fail {
+                message: message.clone(),
+            },
+            (Outcome::Unsupported { reason }, _) => Verdict::Skip {
+                reason: reason.clone(),
+            },
+        }
+    }
+
+    fn known_skip(&self, trial: &str, target: Target) -> Option<String> {
+        self.expectations
+            .skip(trial, target.name(), &self.device)
+            .map(|e| format!("skipped by expectations: {}", e.reason))
+    }
+
+    /// Why this target cannot run here, if it cannot.
+    pub fn target_unavailable(&self, target: Target) -> Option<String> {
+        match &self.availability {
+            Availability::Unavailable { reason, .. } => {
+                Some(format!("{} is unavailable: {reason}", self.executor.name()))
+            }
+            Availability::Available { devices } if devices.is_empty() => {
+                Some(format!("{} found no device", self.executor.name()))
+            }
+            Availability::Available { devices } => {
+                if target.is_fp16() && !devices.iter().any(|d| d.fp16) {
+                    Some(format!(
+                        "unsupported: no {} device supports fp16 (target {target})",
+                        self.executor.name()
+                    ))
+                } else {
+                    None
+                }
+            }
+        }
+    }
+
+    /// Why the executor declines this case's node, decided before running.
+    fn unsupported_op(&self, case: &OpCase, target: Target) -> Option<String> {
+        let built = case.build().ok()?;
+        let bytes = prost::Message::encode_to_vec(&built.model);
+        let net = self.reference_net(&bytes).ok()?;
+        let graph = net.graph();
+        for node in &graph.nodes {
+            if let Support::No(why) = self.executor.supports(graph, node, target) {
+                return Some(format!(
+                    "unsupported: {} declines {}: {why}",
+                    self.executor.name(),
+                    node.op.name()
+                ));
+            }
+        }
+        None
+    }
+
+    fn reference_net(&self, model: &[u8]) -> Result<Net, concord::Error> {
+        NetBuilder::from_onnx_bytes(model.to_vec())
+            .registry(self.reference.clone())
+            .overrides(Overrides::default())
+            .fallback(FallbackPolicy::Deny)
+            .build()
+    }
+
+    /// Builds the executor's net for `target`, checking that every node really runs on the
+    /// executor; a node placed elsewhere makes the case unsupported (named, never a pass).
+    pub fn executor_net(
+        &self,
+        model: &[u8],
+        target: Target,
+        notices: &mut Vec<String>,
+    ) -> Result<Net, Outcome> {
+        let net = NetBuilder::from_onnx_bytes(model.to_vec())
+            .registry(self.registry.clone())
+            .backend(self.executor.backend())
+            .target(target)
+            .fallback(FallbackPolicy::Allow)
+            .overrides(Overrides::default())
+            .build()
+            .map_err(|e| Outcome::Fail {
+                message: format!("building the net failed: {e}"),
+                comparisons: Vec::new(),
+            })?;
+        notices.extend(
+            net.placement()
+                .notices
+                .iter()
+                .map(|n| format!("{}: {} ({} nodes)", n.asked, n.reason, n.nodes)),
+        );
+        if let Some(node) = net
+            .placement()
+            .nodes
+            .iter()
+            .find(|n| n.executor != self.executor.name() || n.target != target)
+        {
+            return Err(Outcome::Unsupported {
+                reason: format!(
+                    "unsupported: node `{}` ({}) was placed on {}/{}: {}",
+                    node.name,
+                    node.op,
+                    node.executor,
+                    node.target,
+                    node.reason.as_deref().unwrap_or("no reason given")
+                ),
+            });
+        }
+        Ok(net)
+    }
+
+    /// Runs a single-node case against the reference, with the op's tolerance level.
+    pub fn check_op_case(
+        &self,
+        case: &OpCase,
+        target: Target,
+        notices: &mut Vec<String>,
+    ) -> Outcome {
+        let built = match case.build() {
+            Ok(b) => b,
+            Err(e) => {
+                return Outcome::Fail {
+                    message: e.to_string(),
+                    comparisons: Vec::new(),
+                }
+            }
+        };
+        if built.inputs.is_empty() {
+            return Outcome::Fail {
+                message: "the case has no runtime input: constant folding would run it at build time, not on the executor".into(),
+                comparisons: Vec::new(),
+            };
+        }
+        let bytes = prost::Message::encode_to_vec(&built.model);
+        self.check_against_reference(&bytes, &built.inputs, &case.op, target, notices)
+    }
+
+    /// Runs a model on the executor and on the reference and compares every output under
+    /// the tolerance level of `op` (or the model level for multi-node graphs).
+    pub fn check_against_reference(
+        &self,
+        model: &[u8],
+        inputs: &[(String, Tensor)],
+        op: &str,
+        target: Target,
+        notices: &mut Vec<String>,
+    ) -> Outcome {
+        let reference = match self.reference_net(model) {
+            Ok(n) => n,
+            Err(e) => {
+                return Outcome::Fail {
+                    message: format!("the reference cannot build the case: {e}"),
+                    comparisons: Vec::new(),
+                }
+            }
+        };
+        let net = match self.executor_net(model, target, notices) {
+            Ok(n) => n,
+            Err(outcome) => return outcome,
+        };
+        // On a half-precision target the executor stores inputs and weights in f16; the
+        // reference sees the same rounded values, so only computation error is measured.
+        let reference_inputs: Vec<(String, Tensor)> = inputs
+            .iter()
+            .map(|(n, t)| {
+                (
+                    n.clone(),
+                    if target.is_fp16() {
+                        round_through_f16(t)
+                    } else {
+                        t.clone()
+                    },
+                )
+            })
+            .collect();
+        let reference = if target.is_fp16() {
+            rounded_reference(&reference).unwrap_or(reference)
+        } else {
+            reference
+        };
+        let expected = match reference.forward(reference_inputs.clone()) {
+            Ok(o) => o,
+            Err(e) => {
+                return Outcome::Fail {
+                    message: format!("the reference failed: {e}"),
+                    comparisons: Vec::new(),
+                }
+            }
+        };
+        let actual = match net.forward(inputs.to_vec()) {
+            Ok(o) => o,
+            Err(e) => {
+                return Outcome::Fail {
+                    message: format!("forward failed: {e}"),
+                    comparisons: Vec::new(),
+                }
+            }
+        };
+        let graph = reference.graph();
+        let single = graph.nodes.len() == 1;
+        let level: &Level = match if single {
+            self.tolerances.level_for(op, target)
+        } else {
+            self.tolerances.level("model")
+        } {
+            Some(c) => c.level,
+            None => {
+                return Outcome::Fail {
+                    message: format!("no tolerance level for {op} in tolerances.toml"),
+                    comparisons: Vec::new(),
+                }
+            }
+        };
+        let accumulation = if single {
+            node_accumulation(graph, &reference_inputs)
+        } else {
+            None
+        };
+        let mut comparisons = Vec::new();
+        for ((name, want), (_, got)) in expected.iter().zip(actual.iter()) {
+            let allowed = match allowance(
+                level,
+                target,
+                want,
+                if single { accumulation.as_ref() } else { None },
+            ) {
+                Ok(a) => a,
+                Err(e) => {
+                    return Outcome::Fail {
+                        message: e,
+                        comparisons,
+                    }
+                }
+            };
+            comparisons.push(compare(name, got, want, &|i, _| {
+                allowed.get(i).copied().unwrap_or(0.0)
+            }));
+        }
+        verdict_of(comparisons)
+    }
+
+    /// Runs a golden case and compares with the oracle's outputs: the allowance is the
+    /// oracle's own level plus the executor's level against the exact result.
+    pub fn check_golden(
+        &self,
+        case: &GoldenCase,
+        target: Target,
+        notices: &mut Vec<String>,
+    ) -> Outcome {
+        let fail = |message: String| Outcome::Fail {
+            message,
+            comparisons: Vec::new(),
+        };
+        let model = match std::fs::read(&case.model) {
+            Ok(b) => b,
+            Err(e) => return fail(format!("{}: {e}", case.model.display())),
+        };
+        let mut inputs = Vec::new();
+        for (name, path) in &case.inputs {
+            match read_npy(path) {
+                Ok(t) => inputs.push((name.clone(), t)),
+                Err(e) => return fail(e),
+            }
+        }
+        let net = match self.executor_net(&model, target, notices) {
+            Ok(n) => n,
+            Err(outcome) => return outcome,
+        };
+        let actual = match net.forward(inputs.clone()) {
+            Ok(o) => o,
+            Err(e) => return fail(format!("forward failed: {e}")),
+        };
+        let Some(oracle) = self.golden_manifest.tolerances.get(&case.tolerance) else {
+            return fail(format!("unknown golden tolerance {}", case.tolerance));
+        };
+        let single_op = case.kind != "model" && case.op_types.len() == 1;
+        let level = if single_op {
+            self.tolerances.level_for(&case.op_types[0], target)
+        } else {
+            self.tolerances.level("model")
+        };
+        let Some(level) = level else {
+            return fail(format!("no tolerance level for {:?}", case.op_types));
+        };
+        let accumulation = if single_op && net.graph().nodes.len() == 1 {
+            node_accumulation(net.graph(), &inputs)
+        } else {
+            None
+        };
+        let mut comparisons = Vec::new();
+        for (name, path) in &case.outputs {
+            let want = match read_npy(path) {
+                Ok(t) => t,
+                Err(e) => return fail(e),
+            };
+            let Some(got) = actual.get(name) else {
+                return fail(format!("no output `{name}`"));
+            };
+            // The executor's own allowance needs accumulation figures; without them (a
+            // multi-node model) the fixed model level applies.
+            let executor_allowance = if self.executor.name() == "cpu" {
+                vec![0.0; want.len()]
+            } else {
+                match allowance(level.level, target, &want, accumulation.as_ref()) {
+                    Ok(a) => a,
+                    Err(_) => allowance(
+                        self.tolerances
+                            .level("model")
+                            .map(|c| c.level)
+                            .unwrap_or(level.level),
+                        target,
+                        &want,
+                        None,
+                    )
+                    .unwrap_or_else(|_| vec![0.0; want.len()]),
+                }
+            };
+            let (abs, rel) = (oracle.abs, oracle.rel);
+            comparisons.push(compare(name, got, &want, &|i, y| {
+                abs + rel * y.abs() + executor_allowance.get(i).copied().unwrap_or(0.0)
+            }));
+        }
+        verdict_of(comparisons)
+    }
+
+    /// The registry the suite builds executor nets from (reference + the executor).
+    pub fn registry(&self) -> &ExecutorRegistry {
+        &self.registry
+    }
+}
+
+fn verdict_of(comparisons: Vec<Comparison>) -> Outcome {
+    let failures: Vec<String> = comparisons
+        .iter()
+        .filter(|c| !c.passed())
+        .map(|c| c.describe())
+        .collect();
+    if failures.is_empty() {
+        Outcome::Pass { comparisons }
+    } else {
+        Outcome::Fail {
+            message: failures.join("\n"),
+            comparisons,
+        }
+    }
+}
+
+/// Accumulation figures for the single node of `graph`.
+fn node_accumulation(
+    graph: &concord::Graph,
+    inputs: &[(String, Tensor)],
+) -> Option<concord_cpu::Accumulation> {
+    let node = graph.nodes.first()?;
+    let operands: Vec<Option<&Tensor>> = node
+        .inputs
+        .iter()
+        .map(|i| {
+            i.as_ref().and_then(|name| {
+                inputs
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, t)| t)
+                    .or_else(|| graph.initializers.get(name))
+            })
+        })
+        .collect();
+    concord_cpu::accumulation(&node.op, &operands)
+        .ok()
+        .flatten()
+}
+
+/// The same values rounded to f16 and back (f32 tensors only).
+pub fn round_through_f16(t: &Tensor) -> Tensor {
+    match t.as_f32() {
+        Some(v) => Tensor::from_f32(
+            t.shape().clone(),
+            v.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect(),
+        )
+        .unwrap_or_else(|_| t.clone()),
+        None => t.clone(),
+    }
+}
+
+/// The reference net with its float initializers rounded through f16.
+fn rounded_reference(net: &Net) -> Option<Net> {
+    let mut graph = net.graph().clone();
+    for t in graph.initializers.values_mut() {
+        if t.dtype() == DType::F32 {
+            *t = round_through_f16(t);
+        }
+    }
+    NetBuilder::from_graph(graph)
+        .registry(ExecutorRegistry::reference_only())
+        .overrides(Overrides::default())
+        .build()
+        .ok()
+}
+
+/// Why an unavailable executor must fail the run here, if it must.
+pub fn required_here(
+    executor: &str,
+    target: Target,
+    unavailable_in_ci: Option<&str>,
+) -> Option<String> {
+    if let Ok(list) = std::env::var("CONCORD_REQUIRE") {
+        let named = list
+            .split(',')
+            .map(|s| s.trim().to_ascii_lowercase())
+            .any(|s| s == executor || s == target.name());
+        if named {
+            return Some(format!("CONCORD_REQUIRE={list} names it"));
+        }
+    }
+    // An fp16 target on a device without fp16 is a capability the device lacks, not a
+    // broken installation; only CONCORD_REQUIRE naming the target makes it fail.
+    let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0");
+    if ci && !target.is_fp16() && unavailable_in_ci.is_none() {
+        return Some("CI is set".to_string());
+    }
+    None
+}

@@ -1,0 +1,110 @@
+//! What the tolerance model needs from the oracle: for each output element of an op that
+//! sums terms, the accumulation length K and the magnitude Σ|terms|. A backend that sums
+//! in its own order and precision may differ from the exact sum by about K·u·Σ|terms|
+//! (u the unit roundoff of its arithmetic), so that is what the suite allows.
+//!
+//! Σ|terms| comes from the reference kernels themselves: every op here is multilinear in
+//! its operands, so running it on |inputs| (and |alpha|, |beta|) gives Σ|terms| exactly.
+
+use crate::ops::run_op;
+use concord_core::op::{Gemm, Pool, Reduce};
+use concord_core::{Op, OpError, Shape, Tensor};
+
+/// Accumulation figures of one op's (first) output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Accumulation {
+    /// Terms summed per output element (the largest, where it varies).
+    pub k: usize,
+    /// Σ|terms| per output element, row-major like the output.
+    pub magnitude: Vec<f64>,
+}
+
+/// The accumulation figures of `op` on `inputs`, or None for ops that do not sum terms
+/// (their tolerance is a fixed level).
+pub fn accumulation(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Option<Accumulation>, OpError> {
+    let k = match op {
+        Op::Conv(attrs) => {
+            let w = operand(inputs, 1)?;
+            let per_group_in = w.dims().get(1).copied().unwrap_or(1);
+            let kernel: usize = w.dims().iter().skip(2).product();
+            let _ = attrs;
+            per_group_in * kernel + usize::from(present(inputs, 2))
+        }
+        Op::Gemm(Gemm { trans_a, .. }) => {
+            let a = operand(inputs, 0)?;
+            let inner = if *trans_a {
+                a.dims().first()
+            } else {
+                a.dims().get(1)
+            };
+            inner.copied().unwrap_or(1) + usize::from(present(inputs, 2))
+        }
+        Op::MatMul => {
+            let a = operand(inputs, 0)?;
+            a.dims().last().copied().unwrap_or(1)
+        }
+        Op::ReduceSum(_) | Op::ReduceMean(_) => {
+            let x = operand(inputs, 0)?;
+            let out = run_op(op, inputs, 1)?;
+            let out_n = out.first().map(|t| t.len()).unwrap_or(1).max(1);
+            (x.len() / out_n).max(1)
+        }
+        Op::GlobalAveragePool => {
+            let x = operand(inputs, 0)?;
+            x.dims().iter().skip(2).product::<usize>().max(1)
+        }
+        Op::AveragePool(Pool { kernel_shape, .. }) => kernel_shape.iter().product::<usize>().max(1),
+        _ => return Ok(None),
+    };
+    let abs_inputs: Vec<Option<Tensor>> = inputs
+        .iter()
+        .map(|t| t.map(abs_tensor).transpose())
+        .collect::<Result<_, _>>()?;
+    let refs: Vec<Option<&Tensor>> = abs_inputs.iter().map(|t| t.as_ref()).collect();
+    let abs_op = match op {
+        Op::Gemm(g) => Op::Gemm(Gemm {
+            alpha: g.alpha.abs(),
+            beta: g.beta.abs(),
+            ..g.clone()
+        }),
+        Op::ReduceSum(r) | Op::ReduceMean(r) => {
+            let r: Reduce = r.clone();
+            if matches!(op, Op::ReduceSum(_)) {
+                Op::ReduceSum(r)
+            } else {
+                Op::ReduceMean(r)
+            }
+        }
+        other => other.clone(),
+    };
+    let magnitude = run_op(&abs_op, &refs, 1)?
+        .into_iter()
+        .next()
+        .map(|t| t.to_f64_vec())
+        .unwrap_or_default();
+    Ok(Some(Accumulation { k, magnitude }))
+}
+
+fn operand<'a>(inputs: &[Option<&'a Tensor>], i: usize) -> Result<&'a Tensor, OpError> {
+    inputs
+        .get(i)
+        .copied()
+        .flatten()
+        .ok_or(OpError::MissingInput {
+            index: i,
+            name: "operand",
+        })
+}
+
+fn present(inputs: &[Option<&Tensor>], i: usize) -> bool {
+    inputs.get(i).copied().flatten().is_some()
+}
+
+/// |t| for float tensors; integer operands (axes) pass through unchanged.
+fn abs_tensor(t: &Tensor) -> Result<Tensor, OpError> {
+    if !t.dtype().is_float() {
+        return Ok(t.clone());
+    }
+    let v: Vec<f64> = t.to_f64_vec().into_iter().map(f64::abs).collect();
+    Tensor::from_f64(t.dtype(), Shape::from(t.dims()), v)
+}

@@ -105,7 +105,10 @@ impl<'a> Attrs<'a> {
 
     /// An INT attribute.
     pub fn int(&self, name: &str) -> Result<Option<i64>, Error> {
-        Ok(self.expect(name, AttributeType::Int)?.map(|a| a.i))
+        // A proto3 writer leaves out an `i` of 0; the type says it is an INT, so it is 0.
+        Ok(self
+            .expect(name, AttributeType::Int)?
+            .map(|a| a.i.unwrap_or(0)))
     }
 
     pub fn int_or(&self, name: &str, default: i64) -> Result<i64, Error> {
@@ -240,7 +243,7 @@ pub fn int(name: &str, value: i64) -> AttributeProto {
     AttributeProto {
         name: name.to_string(),
         r#type: AttributeType::Int as i32,
-        i: value,
+        i: Some(value),
         ..AttributeProto::default()
     }
 }

@@ -111,8 +111,12 @@ pub struct AttributeProto {
     pub r#type: i32,
     #[prost(float, tag = "2")]
     pub f: f32,
-    #[prost(int64, tag = "3")]
-    pub i: i64,
+    /// Optional with presence, as in onnx.proto (proto2): a zero is still written on the
+    /// wire. ONNX's C++ shape inference treats an INT attribute without `i` as absent and
+    /// falls back to the default, so `axis = 0` written proto3-style would read as the
+    /// default axis there.
+    #[prost(int64, optional, tag = "3")]
+    pub i: Option<i64>,
     /// A UTF-8 string, stored as bytes.
     #[prost(bytes = "vec", tag = "4")]
     pub s: Vec<u8>,

@@ -1189,3 +1189,30 @@ fn ir_version_follows_the_onnx_release_table() {
         assert_eq!(ir_version_for(opset), ir, "opset {opset}");
     }
 }
+
+#[test]
+fn zero_valued_int_attributes_are_written_explicitly() {
+    // onnx.proto declares `optional int64 i = 3` (proto2): ONNX's own shape inference reads
+    // an INT attribute without `i` as absent, so Flatten's axis 0 must be on the wire.
+    let graph = Graph {
+        name: "g".to_string(),
+        inputs: vec![ValueInfo::fixed("x", DType::F32, &[2, 3])],
+        outputs: vec!["y".to_string()],
+        nodes: vec![n("flat", Op::Flatten { axis: 0 }, &["x"], &["y"])],
+        opset: 13,
+        ..Graph::default()
+    };
+    let bytes = match save(&graph) {
+        Ok(b) => b,
+        Err(e) => panic!("{e}"),
+    };
+    // AttributeProto { name (1) = "axis", i (3) = 0, type (20) = INT (2) }.
+    let attribute = [
+        0x0a, 0x04, b'a', b'x', b'i', b's', 0x18, 0x00, 0xa0, 0x01, 0x02,
+    ];
+    assert!(
+        bytes.windows(attribute.len()).any(|w| w == attribute),
+        "axis = 0 must be encoded with its i field"
+    );
+    assert_same_graph(&graph, &round_trip(&graph));
+}

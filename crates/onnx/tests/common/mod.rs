@@ -135,7 +135,7 @@ pub fn attr_int(name: &str, v: i64) -> AttributeProto {
     AttributeProto {
         name: name.to_string(),
         r#type: AttributeType::Int as i32,
-        i: v,
+        i: Some(v),
         ..AttributeProto::default()
     }
 }

@@ -7,8 +7,11 @@
 //! `AttributeProto.ints`, `AttributeProto.floats`) are written unpacked, as the reference
 //! implementation writes them; prost reads both encodings of every repeated scalar.
 //!
-//! proto2 `optional` scalars are plain fields here: an absent field reads as its zero value,
-//! which is also the ONNX default of every scalar Concord looks at.
+//! proto2 `optional` scalars are plain fields here (an absent field reads as its zero value,
+//! which is also the ONNX default of every scalar Concord looks at), except
+//! `AttributeProto.i`, which keeps its presence so that an INT attribute of 0 is written.
+//! `AttributeProto.f` should follow once nothing outside this crate assigns it directly: a
+//! FLOAT attribute of 0.0 is written without its value today (readers still get 0.0).
 
 /// A whole model: the IR version, the opsets it imports and the main graph.
 #[derive(Clone, PartialEq, prost::Message)]

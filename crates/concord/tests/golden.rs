@@ -1,0 +1,605 @@
+//! Golden tests: every case in golden/manifest.json, run through `Net` on the reference
+//! executor and compared with the outputs onnxruntime computed (see golden/README.md).
+//!
+//! The data is made by `cargo xtask golden`; this test needs no Python. It runs every case,
+//! collects every failure, and panics once at the end with all of them, so one run shows the
+//! whole picture. A second test guards the manifest itself: enough cases, and every op the IR
+//! supports covered, so the suite cannot shrink silently.
+
+// A test reports a broken manifest or data file by panicking with what is wrong.
+#![allow(clippy::panic)]
+
+use concord::core::{Op, TensorData};
+use concord::{Net, Tensor};
+use npyz::half::f16;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The floors below which the manifest is considered to have lost cases.
+const MIN_OP_CASES: usize = 40;
+const MIN_MODEL_CASES: usize = 5;
+
+/// A case that fails today for a known reason: data, with the reason, never a skip.
+///
+/// Strict: the case still runs, its failure message must contain `message`, and a known
+/// failure that passes fails the run, so the entry is removed in the change that fixes it.
+#[derive(Debug)]
+struct KnownFailure {
+    case: &'static str,
+    message: &'static str,
+    reason: &'static str,
+}
+
+// Empty today. The first entry, shape_computation_chain (a Reshape whose shape came through
+// Unsqueeze axes held in Constant nodes, which load-time inference could not see), was removed
+// when Constant-node values started feeding shape inference.
+const KNOWN_FAILURES: &[KnownFailure] = &[];
+
+#[derive(Debug, Deserialize)]
+struct Manifest {
+    oracle: Oracle,
+    tolerances: BTreeMap<String, Tolerance>,
+    cases: Vec<Case>,
+}
+
+/// The versions of the oracle that produced the expected outputs.
+#[derive(Debug, Deserialize)]
+struct Oracle {
+    python: String,
+    numpy: String,
+    onnx: String,
+    onnxruntime: String,
+}
+
+/// A named tolerance level: an element passes when |actual - expected| <= abs + rel·|expected|.
+#[derive(Debug, Deserialize)]
+struct Tolerance {
+    abs: f64,
+    rel: f64,
+    reason: String,
+}
+
+#[derive(Debug, Deserialize, PartialEq, Eq, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum Kind {
+    Op,
+    Model,
+}
+
+#[derive(Debug, Deserialize)]
+struct Case {
+    name: String,
+    kind: Kind,
+    opset: i64,
+    op_types: Vec<String>,
+    model: String,
+    inputs: BTreeMap<String, String>,
+    outputs: BTreeMap<String, String>,
+    tolerance: String,
+}
+
+/// How far one output is from the oracle's, and where it is worst.
+#[derive(Debug, Default)]
+struct Deviation {
+    max_abs: f64,
+    max_rel: f64,
+    /// Flat index of the element that exceeds its bound by the largest factor.
+    worst: Option<usize>,
+    worst_ratio: f64,
+    failing_elements: usize,
+    /// Why an element failed in a way no magnitude describes (NaN or infinity mismatch).
+    special: Option<String>,
+}
+
+fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../golden")
+}
+
+fn load_manifest() -> Manifest {
+    let path = golden_dir().join("manifest.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "cannot read {}: {e}; run `cargo xtask golden`",
+            path.display()
+        )
+    });
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not a valid manifest: {e}", path.display()))
+}
+
+#[test]
+fn golden_cases_match_onnxruntime() {
+    let manifest = load_manifest();
+    let mut failures = Vec::new();
+    let mut known = 0;
+    for case in &manifest.cases {
+        let result = run_case(&manifest, case);
+        if let Some(expected) = KNOWN_FAILURES.iter().find(|k| k.case == case.name) {
+            match result {
+                Err(message) if message.contains(expected.message) => {
+                    known += 1;
+                    println!("golden: {} fails as known: {}", case.name, expected.reason);
+                }
+                Err(message) => failures.push(format!(
+                    "{} is a known failure ({}), but it failed differently:\n    {}",
+                    case.name,
+                    expected.message,
+                    message.replace('\n', "\n    ")
+                )),
+                Ok(()) => failures.push(format!(
+                    "{} is listed as a known failure but now passes: remove it from KNOWN_FAILURES",
+                    case.name
+                )),
+            }
+            continue;
+        }
+        if let Err(message) = result {
+            failures.push(format!(
+                "{} ({:?}, opset {}, ops {}, tolerance {}):\n    {}",
+                case.name,
+                case.kind,
+                case.opset,
+                case.op_types.join("+"),
+                case.tolerance,
+                message.replace('\n', "\n    ")
+            ));
+        }
+    }
+    let total = manifest.cases.len();
+    println!(
+        "golden: {} of {total} cases match onnxruntime {} (onnx {}, numpy {}, python {}); {known} known failures",
+        total - failures.len() - known,
+        manifest.oracle.onnxruntime,
+        manifest.oracle.onnx,
+        manifest.oracle.numpy,
+        manifest.oracle.python
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {total} golden cases failed:\n\n{}\n",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn golden_manifest_covers_every_supported_op() {
+    let manifest = load_manifest();
+    let ops = manifest.cases.iter().filter(|c| c.kind == Kind::Op).count();
+    let models = manifest
+        .cases
+        .iter()
+        .filter(|c| c.kind == Kind::Model)
+        .count();
+    assert!(
+        ops >= MIN_OP_CASES,
+        "golden has {ops} op cases, at least {MIN_OP_CASES} expected"
+    );
+    assert!(
+        models >= MIN_MODEL_CASES,
+        "golden has {models} model cases, at least {MIN_MODEL_CASES} expected"
+    );
+
+    let uncovered: Vec<&str> = Op::SUPPORTED
+        .iter()
+        .copied()
+        .filter(|op| {
+            !manifest
+                .cases
+                .iter()
+                .any(|c| c.op_types.iter().any(|t| t == op))
+        })
+        .collect();
+    assert!(
+        uncovered.is_empty(),
+        "no golden case uses these supported ops: {}",
+        uncovered.join(", ")
+    );
+
+    for known in KNOWN_FAILURES {
+        assert!(
+            manifest.cases.iter().any(|c| c.name == known.case),
+            "KNOWN_FAILURES names {}, which is not a golden case",
+            known.case
+        );
+    }
+    for (name, level) in &manifest.tolerances {
+        assert!(
+            level.abs >= 0.0 && level.rel >= 0.0 && !level.reason.trim().is_empty(),
+            "tolerance level {name} needs non-negative abs and rel and a reason"
+        );
+    }
+    let root = golden_dir();
+    for case in &manifest.cases {
+        assert!(
+            manifest.tolerances.contains_key(&case.tolerance),
+            "case {} names an unknown tolerance level {}",
+            case.name,
+            case.tolerance
+        );
+        assert!(
+            !case.outputs.is_empty(),
+            "case {} has no outputs",
+            case.name
+        );
+        let files = std::iter::once(&case.model)
+            .chain(case.inputs.values())
+            .chain(case.outputs.values());
+        for file in files {
+            assert!(
+                root.join(file).is_file(),
+                "case {}: {file} is missing",
+                case.name
+            );
+        }
+    }
+}
+
+/// Runs one case; Err describes everything that went wrong with it.
+fn run_case(manifest: &Manifest, case: &Case) -> Result<(), String> {
+    let root = golden_dir();
+    let tolerance = manifest
+        .tolerances
+        .get(&case.tolerance)
+        .ok_or_else(|| format!("unknown tolerance level `{}`", case.tolerance))?;
+    let net = Net::from_onnx_file(root.join(&case.model))
+        .map_err(|e| format!("building the net failed: {e}"))?;
+    let mut inputs = Vec::new();
+    for (name, file) in &case.inputs {
+        inputs.push((name.clone(), read_npy(&root.join(file))?));
+    }
+    let outputs = net
+        .forward(inputs)
+        .map_err(|e| format!("forward failed: {e}"))?;
+    let mut problems = Vec::new();
+    for (name, file) in &case.outputs {
+        let expected = read_npy(&root.join(file))?;
+        let Some(actual) = outputs.get(name) else {
+            let produced: Vec<&str> = outputs.iter().map(|(n, _)| n).collect();
+            problems.push(format!(
+                "output `{name}` missing; the net produced [{}]",
+                produced.join(", ")
+            ));
+            continue;
+        };
+        if let Err(message) = compare(actual, &expected, tolerance) {
+            problems.push(format!("output `{name}`: {message}"));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+/// Compares dtype, shape, then every element within the tolerance.
+fn compare(actual: &Tensor, expected: &Tensor, tolerance: &Tolerance) -> Result<(), String> {
+    if actual.dtype() != expected.dtype() {
+        return Err(format!(
+            "dtype {} but onnxruntime gives {}",
+            actual.dtype(),
+            expected.dtype()
+        ));
+    }
+    if actual.dims() != expected.dims() {
+        return Err(format!(
+            "shape {:?} but onnxruntime gives {:?}",
+            actual.dims(),
+            expected.dims()
+        ));
+    }
+    let deviation = match (actual.data(), expected.data()) {
+        (TensorData::F32(a), TensorData::F32(e)) => float_deviation(
+            a.iter().map(|&v| f64::from(v)),
+            e.iter().map(|&v| f64::from(v)),
+            tolerance,
+        ),
+        (TensorData::F16(a), TensorData::F16(e)) => float_deviation(
+            a.iter().map(|v| v.to_f64()),
+            e.iter().map(|v| v.to_f64()),
+            tolerance,
+        ),
+        // Integer and bool outputs carry no rounding, so they must match whatever the level.
+        (TensorData::I64(a), TensorData::I64(e)) => exact_deviation(a, e),
+        (TensorData::Bool(a), TensorData::Bool(e)) => exact_deviation(a, e),
+        _ => return Err("dtype mismatch in the data".to_string()),
+    };
+    if deviation.failing_elements == 0 {
+        return Ok(());
+    }
+    let mut message = format!(
+        "{} of {} elements out of tolerance (abs {:e}, rel {:e}); max abs error {:e}, max rel error {:e}",
+        deviation.failing_elements,
+        expected.len(),
+        tolerance.abs,
+        tolerance.rel,
+        deviation.max_abs,
+        deviation.max_rel
+    );
+    if let Some(flat) = deviation.worst {
+        let index = unravel(flat, expected.dims());
+        let _ = write!(
+            message,
+            "; worst at {index:?}: got {}, expected {}",
+            element(actual, flat),
+            element(expected, flat)
+        );
+    }
+    if let Some(special) = deviation.special {
+        let _ = write!(message, "; {special}");
+    }
+    Err(message)
+}
+
+fn float_deviation(
+    actual: impl Iterator<Item = f64>,
+    expected: impl Iterator<Item = f64>,
+    tolerance: &Tolerance,
+) -> Deviation {
+    let mut d = Deviation::default();
+    for (i, (a, e)) in actual.zip(expected).enumerate() {
+        if e.is_nan() || a.is_nan() || e.is_infinite() || a.is_infinite() {
+            // NaN must meet NaN and an infinity must meet the same infinity.
+            let same = (e.is_nan() && a.is_nan()) || a == e;
+            if !same {
+                d.failing_elements += 1;
+                d.max_abs = f64::INFINITY;
+                d.max_rel = f64::INFINITY;
+                if d.special.is_none() {
+                    d.special = Some(format!("element {i} is {a} where onnxruntime gives {e}"));
+                }
+                if d.worst_ratio < f64::INFINITY {
+                    d.worst_ratio = f64::INFINITY;
+                    d.worst = Some(i);
+                }
+            }
+            continue;
+        }
+        let err = (a - e).abs();
+        let bound = tolerance.abs + tolerance.rel * e.abs();
+        d.max_abs = d.max_abs.max(err);
+        if err > 0.0 {
+            let rel = if e == 0.0 {
+                f64::INFINITY
+            } else {
+                err / e.abs()
+            };
+            d.max_rel = d.max_rel.max(rel);
+        }
+        if err > bound {
+            d.failing_elements += 1;
+            let ratio = if bound == 0.0 {
+                f64::INFINITY
+            } else {
+                err / bound
+            };
+            if d.worst.is_none() || ratio > d.worst_ratio {
+                d.worst_ratio = ratio;
+                d.worst = Some(i);
+            }
+        }
+    }
+    d
+}
+
+fn exact_deviation<T: PartialEq + Copy + Into<Numeric>>(actual: &[T], expected: &[T]) -> Deviation {
+    let mut d = Deviation::default();
+    for (i, (&a, &e)) in actual.iter().zip(expected).enumerate() {
+        if a != e {
+            d.failing_elements += 1;
+            let err = a.into().distance(e.into());
+            if d.worst.is_none() || err > d.max_abs {
+                d.worst = Some(i);
+            }
+            d.max_abs = d.max_abs.max(err);
+            d.max_rel = d
+                .max_rel
+                .max(err / e.into().magnitude().max(f64::MIN_POSITIVE));
+        }
+    }
+    d
+}
+
+/// An integer or bool element seen as a number, for reporting how far apart two are.
+#[derive(Clone, Copy)]
+struct Numeric(f64);
+
+impl Numeric {
+    fn distance(self, other: Numeric) -> f64 {
+        (self.0 - other.0).abs()
+    }
+    fn magnitude(self) -> f64 {
+        self.0.abs()
+    }
+}
+
+impl From<i64> for Numeric {
+    fn from(v: i64) -> Numeric {
+        // Precision loss above 2^53 only affects the reported error size, not pass or fail.
+        Numeric(v as f64)
+    }
+}
+
+impl From<bool> for Numeric {
+    fn from(v: bool) -> Numeric {
+        Numeric(if v { 1.0 } else { 0.0 })
+    }
+}
+
+/// One element of a tensor, printed.
+fn element(t: &Tensor, flat: usize) -> String {
+    match t.data() {
+        TensorData::F32(v) => v.get(flat).map(|x| format!("{x:e}")),
+        TensorData::F16(v) => v.get(flat).map(|x| format!("{:e} (f16)", x.to_f32())),
+        TensorData::I64(v) => v.get(flat).map(|x| x.to_string()),
+        TensorData::Bool(v) => v.get(flat).map(|x| x.to_string()),
+    }
+    .unwrap_or_else(|| "?".to_string())
+}
+
+/// A flat row-major index as per-axis coordinates.
+fn unravel(mut flat: usize, dims: &[usize]) -> Vec<usize> {
+    let mut index = vec![0; dims.len()];
+    for (axis, &dim) in dims.iter().enumerate().rev() {
+        if dim > 0 {
+            index[axis] = flat % dim;
+            flat /= dim;
+        }
+    }
+    index
+}
+
+/// Reads a C-order .npy file of f32, f16, i64 or bool into a tensor.
+fn read_npy(path: &Path) -> Result<Tensor, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let npy = npyz::NpyFile::new(&bytes[..])
+        .map_err(|e| format!("{} is not .npy: {e}", path.display()))?;
+    if npy.order() != npyz::Order::C {
+        return Err(format!(
+            "{} is Fortran-ordered; the generator writes C order",
+            path.display()
+        ));
+    }
+    let shape: Vec<usize> = npy
+        .shape()
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| format!("{}: dim {d} too large", path.display())))
+        .collect::<Result<_, _>>()?;
+    let descr = match npy.dtype() {
+        npyz::DType::Plain(type_str) => type_str.to_string(),
+        other => {
+            return Err(format!(
+                "{}: unsupported dtype {}",
+                path.display(),
+                other.descr()
+            ))
+        }
+    };
+    let read_err = |e: std::io::Error| format!("reading data of {}: {e}", path.display());
+    let tensor = match descr.as_str() {
+        "<f4" => Tensor::from_f32(shape, npy.into_vec::<f32>().map_err(read_err)?),
+        "<f2" => Tensor::from_f16(shape, npy.into_vec::<f16>().map_err(read_err)?),
+        "<i8" => Tensor::from_i64(shape, npy.into_vec::<i64>().map_err(read_err)?),
+        "|b1" => Tensor::from_bool(shape, npy.into_vec::<bool>().map_err(read_err)?),
+        other => {
+            return Err(format!(
+                "{}: dtype {other} is not one of f32, f16, i64, bool",
+                path.display()
+            ))
+        }
+    };
+    tensor.map_err(|e| format!("{}: {e}", path.display()))
+}
+
+// The comparison is what makes the golden test able to fail, so it is checked on hand-made
+// tensors with hand-computed verdicts.
+
+fn level(abs: f64, rel: f64) -> Tolerance {
+    Tolerance {
+        abs,
+        rel,
+        reason: "test".to_string(),
+    }
+}
+
+fn f32s(shape: &[usize], values: &[f32]) -> Tensor {
+    Tensor::from_f32(shape.to_vec(), values.to_vec()).expect("hand-made tensor is consistent")
+}
+
+#[test]
+fn compare_applies_abs_plus_rel_bound_and_names_the_worst_element() {
+    let expected = f32s(&[2, 2], &[1.0, 2.0, 100.0, 0.0]);
+    // Bound per element: 1e-3 + 1e-2 * |e| = 0.011, 0.021, 1.001, 0.001.
+    let within = f32s(&[2, 2], &[1.01, 1.98, 101.0, -0.0009]);
+    assert_eq!(compare(&within, &expected, &level(1e-3, 1e-2)), Ok(()));
+
+    let beyond = f32s(&[2, 2], &[1.01, 1.9, 101.0, 0.0]);
+    let message =
+        compare(&beyond, &expected, &level(1e-3, 1e-2)).expect_err("0.1 off exceeds 0.021");
+    assert!(message.starts_with("1 of 4 elements"), "{message}");
+    assert!(message.contains("worst at [0, 1]"), "{message}");
+}
+
+#[test]
+fn compare_exact_level_rejects_one_ulp() {
+    let expected = f32s(&[3], &[1.0, 2.0, 3.0]);
+    let one_ulp = f32s(&[3], &[1.0, 2.0, f32::from_bits(3.0f32.to_bits() + 1)]);
+    let message =
+        compare(&one_ulp, &expected, &level(0.0, 0.0)).expect_err("exact means bit-equal");
+    assert!(message.contains("worst at [2]"), "{message}");
+}
+
+#[test]
+fn compare_requires_nan_and_infinities_to_match() {
+    let expected = f32s(&[3], &[f32::NAN, f32::INFINITY, 1.0]);
+    assert_eq!(
+        compare(
+            &f32s(&[3], &[f32::NAN, f32::INFINITY, 1.0]),
+            &expected,
+            &level(1.0, 1.0)
+        ),
+        Ok(())
+    );
+    assert!(compare(
+        &f32s(&[3], &[0.0, f32::INFINITY, 1.0]),
+        &expected,
+        &level(1.0, 1.0)
+    )
+    .is_err());
+    assert!(compare(
+        &f32s(&[3], &[f32::NAN, f32::NEG_INFINITY, 1.0]),
+        &expected,
+        &level(1.0, 1.0)
+    )
+    .is_err());
+    assert!(compare(
+        &f32s(&[3], &[f32::NAN, f32::INFINITY, f32::NAN]),
+        &expected,
+        &level(1.0, 1.0)
+    )
+    .is_err());
+}
+
+#[test]
+fn compare_requires_same_dtype_shape_and_integers() {
+    let expected = f32s(&[2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let reshaped = f32s(&[4], &[1.0, 2.0, 3.0, 4.0]);
+    assert!(compare(&reshaped, &expected, &level(1.0, 1.0)).is_err());
+    let as_i64 = Tensor::from_i64(vec![2, 2], vec![1, 2, 3, 4]).expect("consistent");
+    assert!(compare(&as_i64, &expected, &level(1.0, 1.0)).is_err());
+    // Integer outputs must match exactly even under a loose level.
+    let expected_i64 = Tensor::from_i64(vec![2], vec![5, -7]).expect("consistent");
+    let off_by_one = Tensor::from_i64(vec![2], vec![5, -6]).expect("consistent");
+    let message =
+        compare(&off_by_one, &expected_i64, &level(1.0, 1.0)).expect_err("integers are exact");
+    assert!(
+        message.contains("worst at [1]: got -6, expected -7"),
+        "{message}"
+    );
+}
+
+#[test]
+fn npy_reader_reads_every_golden_dtype() {
+    let root = golden_dir().join("cases");
+    let cases = [
+        ("add_f16/inputs/A.npy", concord::DType::F16, vec![2, 3, 4]),
+        ("mod_int64/inputs/A.npy", concord::DType::I64, vec![2, 3, 4]),
+        (
+            "where_broadcast/inputs/C.npy",
+            concord::DType::Bool,
+            vec![2, 1, 4],
+        ),
+        ("reduce_sum_all/expected/Y.npy", concord::DType::F32, vec![]),
+    ];
+    for (file, dtype, dims) in cases {
+        let tensor = read_npy(&root.join(file)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (tensor.dtype(), tensor.dims().to_vec()),
+            (dtype, dims),
+            "{file}"
+        );
+    }
+}

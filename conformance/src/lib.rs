@@ -18,11 +18,13 @@
 
 pub mod case;
 pub mod compare;
+pub mod concurrency;
 pub mod error;
 pub mod expectations;
 pub mod golden;
 mod harness;
 pub mod outcome;
+pub mod progress;
 pub mod prop;
 pub mod report;
 pub mod suite;

@@ -87,6 +87,7 @@ pub enum Job {
     Op(Arc<OpCase>),
     Golden(Arc<GoldenCase>),
     Prop(&'static str),
+    Concurrency(&'static str),
     /// The executor (or this target) cannot run here: a visible skip locally, a failure
     /// when `CI` is set or `CONCORD_REQUIRE` names it.
     Unavailable(String),
@@ -186,6 +187,18 @@ impl Suite {
                     skip,
                 });
             }
+            for scenario in crate::concurrency::SCENARIOS {
+                let trial = format!("{prefix}/concurrency/{scenario}");
+                let skip = self.known_skip(&trial, target);
+                out.push(Case {
+                    name: trial,
+                    target,
+                    category: "concurrency",
+                    subject: scenario.to_string(),
+                    job: Job::Concurrency(scenario),
+                    skip,
+                });
+            }
             for g in &self.golden {
                 let category = if g.kind == "model" { "model" } else { "golden" };
                 let trial = format!("{prefix}/{category}/{}", g.name);
@@ -239,6 +252,15 @@ impl Suite {
             ),
             (None, Job::Golden(g)) => (Some(self.check_golden(g, case.target, &mut notices)), None),
             (None, Job::Prop(op)) => (Some(crate::prop::run(self, op, case.target)), None),
+            (None, Job::Concurrency(scenario)) => (
+                Some(crate::concurrency::run(
+                    self,
+                    scenario,
+                    case.target,
+                    &mut notices,
+                )),
+                None,
+            ),
         };
         let verdict = match (outcome.as_ref(), skip) {
             (_, Some(reason)) => Verdict::Skip { reason },

@@ -19,7 +19,7 @@ mod profile;
 mod registry;
 
 pub use error::Error;
-pub use net::{Net, NetBuilder, Outputs};
+pub use net::{Net, NetBuilder, Outputs, Pending};
 pub use planner::{parse_policy, parse_require, Overrides};
 pub use profile::{Profile, ProfileEntry};
 pub use registry::{BuiltinBackend, ExecutorRegistry, BUILTIN_BACKENDS};

@@ -12,16 +12,40 @@ use concord_core::{
 use concord_cpu::ReferenceEvaluator;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 
 /// A model ready to run. Share it (`Arc<Net>` or `&Net`) and call [`Net::forward`] from as
-/// many threads as you like.
+/// many threads as you like, or [`Net::forward_async`] to run on the net's worker pool.
 #[derive(Debug)]
 pub struct Net {
+    inner: Arc<NetInner>,
+    /// Started on the first `forward_async`; its threads end when the net is dropped.
+    pool: OnceLock<WorkerPool>,
+}
+
+/// Everything a forward reads; shared with the worker pool.
+#[derive(Debug)]
+struct NetInner {
     graph: Graph,
     partitions: Vec<PlannedPartition>,
     placement: Placement,
     profiler: Option<Profiler>,
+}
+
+/// A forward running on the net's worker pool; [`Pending::wait`] returns its outputs.
+#[derive(Debug)]
+#[must_use = "a Pending does nothing unless waited for"]
+pub struct Pending {
+    receiver: mpsc::Receiver<Result<Outputs, Error>>,
+}
+
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// A fixed set of threads taking forwards from a queue.
+#[derive(Debug)]
+struct WorkerPool {
+    sender: Mutex<Option<mpsc::Sender<Job>>>,
+    workers: Vec<std::thread::JoinHandle<()>>,
 }
 
 /// Where a [`NetBuilder`] takes its model from.
@@ -67,32 +91,34 @@ impl Net {
 
     /// The model's runtime inputs.
     pub fn inputs(&self) -> &[ValueInfo] {
-        &self.graph.inputs
+        &self.inner.graph.inputs
     }
 
     /// The model's outputs with their inferred types.
     pub fn outputs(&self) -> Vec<ValueInfo> {
-        self.graph
+        self.inner
+            .graph
             .outputs
             .iter()
-            .filter_map(|name| self.graph.values.get(name).cloned())
+            .filter_map(|name| self.inner.graph.values.get(name).cloned())
             .collect()
     }
 
     /// The graph as built: validated, sorted, shape-inferred and constant-folded.
     pub fn graph(&self) -> &Graph {
-        &self.graph
+        &self.inner.graph
     }
 
     /// Where every node runs and why, decided when the net was built.
     pub fn placement(&self) -> &Placement {
-        &self.placement
+        &self.inner.placement
     }
 
     /// Per-node and per-transfer times since the last [`Net::reset_profile`] (the first,
     /// warm-up forward reported separately). Empty unless built with profiling on.
     pub fn profile(&self) -> Profile {
-        self.profiler
+        self.inner
+            .profiler
             .as_ref()
             .map(Profiler::snapshot)
             .unwrap_or_default()
@@ -100,7 +126,7 @@ impl Net {
 
     /// Starts a new profile; the next forward is the warm-up again.
     pub fn reset_profile(&self) {
-        if let Some(p) = &self.profiler {
+        if let Some(p) = &self.inner.profiler {
             p.reset();
         }
     }
@@ -112,7 +138,38 @@ impl Net {
         &self,
         inputs: impl IntoIterator<Item = (S, Tensor)>,
     ) -> Result<Outputs, Error> {
+        self.inner.forward(inputs)
+    }
+
+    /// Starts a forward on the net's worker pool and returns at once; the inputs are
+    /// checked before it is queued. Any number may be in flight, interleaved with
+    /// [`Net::forward`] calls from other threads.
+    pub fn forward_async<S: Into<String>>(
+        &self,
+        inputs: impl IntoIterator<Item = (S, Tensor)>,
+    ) -> Result<Pending, Error> {
+        let inputs = self.inner.check_inputs(inputs)?;
+        let (sender, receiver) = mpsc::channel();
+        let inner = self.inner.clone();
+        let job: Job = Box::new(move || {
+            // The receiver may have been dropped; the result is then not wanted.
+            let _ = sender.send(inner.run_checked(inputs));
+        });
+        self.pool.get_or_init(WorkerPool::start).submit(job)?;
+        Ok(Pending { receiver })
+    }
+}
+
+impl NetInner {
+    fn forward<S: Into<String>>(
+        &self,
+        inputs: impl IntoIterator<Item = (S, Tensor)>,
+    ) -> Result<Outputs, Error> {
         let inputs = self.check_inputs(inputs)?;
+        self.run_checked(inputs)
+    }
+
+    fn run_checked(&self, inputs: BTreeMap<String, Tensor>) -> Result<Outputs, Error> {
         match &self.profiler {
             None => self.run_partitions(inputs, None),
             Some(profiler) => {
@@ -365,11 +422,88 @@ impl NetBuilder {
             Profiler::new(labels)
         });
         Ok(Net {
-            graph,
-            partitions: planned.partitions,
-            placement: planned.placement,
-            profiler,
+            inner: Arc::new(NetInner {
+                graph,
+                partitions: planned.partitions,
+                placement: planned.placement,
+                profiler,
+            }),
+            pool: OnceLock::new(),
         })
+    }
+}
+
+impl Pending {
+    /// Blocks until the forward is done.
+    pub fn wait(self) -> Result<Outputs, Error> {
+        self.receiver.recv().unwrap_or_else(|_| {
+            Err(Error::Contract {
+                executor: "worker pool".into(),
+                detail: "the worker running this forward stopped before finishing it".into(),
+            })
+        })
+    }
+}
+
+impl WorkerPool {
+    fn start() -> WorkerPool {
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+            .clamp(2, 8);
+        let (sender, receiver) = mpsc::channel::<Job>();
+        let receiver = Arc::new(Mutex::new(receiver));
+        let workers = (0..threads)
+            .filter_map(|i| {
+                let receiver = receiver.clone();
+                std::thread::Builder::new()
+                    .name(format!("concord-forward-{i}"))
+                    .spawn(move || loop {
+                        // Hold the lock only to take a job, not while running it.
+                        let job = match receiver.lock() {
+                            Ok(r) => r.recv(),
+                            Err(_) => return,
+                        };
+                        match job {
+                            Ok(job) => job(),
+                            Err(_) => return,
+                        }
+                    })
+                    .ok()
+            })
+            .collect();
+        WorkerPool {
+            sender: Mutex::new(Some(sender)),
+            workers,
+        }
+    }
+
+    fn submit(&self, job: Job) -> Result<(), Error> {
+        let unavailable = || Error::Contract {
+            executor: "worker pool".into(),
+            detail: "no worker thread could be started for forward_async".into(),
+        };
+        if self.workers.is_empty() {
+            return Err(unavailable());
+        }
+        let guard = self.sender.lock().map_err(|_| unavailable())?;
+        guard
+            .as_ref()
+            .ok_or_else(unavailable)?
+            .send(job)
+            .map_err(|_| unavailable())
+    }
+}
+
+impl Drop for WorkerPool {
+    fn drop(&mut self) {
+        // Closing the queue lets each worker finish its job and exit.
+        if let Ok(mut s) = self.sender.lock() {
+            s.take();
+        }
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
     }
 }
 

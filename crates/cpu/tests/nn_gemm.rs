@@ -91,6 +91,9 @@ fn gemm_every_transpose_combination_matches_the_definition() {
     }
 }
 
+/// Which of C's values lands at output (i, j) under unidirectional broadcasting.
+type CElement = fn(&[f64], usize, usize) -> f64;
+
 #[test]
 fn gemm_c_broadcasts_from_scalar_row_column_and_full() {
     let (m, k, n) = (3, 4, 5);
@@ -99,8 +102,8 @@ fn gemm_c_broadcasts_from_scalar_row_column_and_full() {
     let ab = product(&a, &b, m, k, n);
     let at = f64s_as_f32(&[m, k], &a);
     let bt = f64s_as_f32(&[k, n], &b);
-    // (shape of C, C's values, C[i, j] as a function of its values)
-    let cases: Vec<(Vec<usize>, fn(&[f64], usize, usize) -> f64)> = vec![
+    // (shape of C, C[i, j] as a function of C's values)
+    let cases: Vec<(Vec<usize>, CElement)> = vec![
         (vec![], |c, _, _| c[0]),
         (vec![1], |c, _, _| c[0]),
         (vec![5], |c, _, j| c[j]),

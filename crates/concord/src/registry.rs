@@ -49,7 +49,10 @@ impl Default for ExecutorRegistry {
 impl ExecutorRegistry {
     /// The built-in executors compiled into this build.
     pub fn with_builtins() -> Self {
-        let executors: Vec<Arc<dyn Executor>> = vec![Arc::new(CpuExecutor::new())];
+        #[allow(unused_mut)]
+        let mut executors: Vec<Arc<dyn Executor>> = vec![Arc::new(CpuExecutor::new())];
+        #[cfg(feature = "opencl")]
+        executors.push(Arc::new(concord_opencl::OpenClExecutor::new()));
         ExecutorRegistry { executors }
     }
 

@@ -1,0 +1,87 @@
+// common.cl: prepended to every program. Storage and compute types per variant, and the
+// index helpers the families share.
+//
+// Variants (one -D per build): T_F32 stores and computes float; T_F16 stores half and
+// computes float through vload_half/vstore_half_rte, which are core OpenCL and need no
+// cl_khr_fp16; T_I64 stores and computes long. USE_FP64 (set when the device has
+// cl_khr_fp64) lets transcendental functions and long reductions run in double, so their
+// results round once, like the reference's.
+
+// Contraction would let the compiler fuse a*b+c and change results that must match the
+// reference bit for bit; kernels that want fused multiply-add call fma() explicitly.
+#pragma OPENCL FP_CONTRACT OFF
+
+#ifdef USE_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef double acc_t;
+#else
+typedef float acc_t;
+#endif
+
+#if defined(T_F32)
+typedef float C;
+#define TPTR __global float*
+#define CTPTR __global const float*
+#define LD(p, i) ((p)[(i)])
+#define ST(p, i, v) ((p)[(i)] = (v))
+#elif defined(T_F16)
+typedef float C;
+#define TPTR __global half*
+#define CTPTR __global const half*
+#define LD(p, i) vload_half((i), (p))
+#define ST(p, i, v) vstore_half_rte((v), (i), (p))
+#elif defined(T_I64)
+typedef long C;
+#define TPTR __global long*
+#define CTPTR __global const long*
+#define LD(p, i) ((p)[(i)])
+#define ST(p, i, v) ((p)[(i)] = (v))
+#endif
+
+// The flat offsets into two operands of the output element `i`, given the output dims and
+// each operand's strides (0 on broadcast axes), innermost axis last.
+inline void offsets2(int i, int rank, int8 dims, int8 s0, int8 s1, int* o0, int* o1) {
+    int d[8], a[8], b[8];
+    vstore8(dims, 0, d);
+    vstore8(s0, 0, a);
+    vstore8(s1, 0, b);
+    int r0 = 0, r1 = 0;
+    for (int k = rank - 1; k >= 0; --k) {
+        int c = i % d[k];
+        i /= d[k];
+        r0 += c * a[k];
+        r1 += c * b[k];
+    }
+    *o0 = r0;
+    *o1 = r1;
+}
+
+inline int offset1(int i, int rank, int8 dims, int8 s0) {
+    int d[8], a[8];
+    vstore8(dims, 0, d);
+    vstore8(s0, 0, a);
+    int r0 = 0;
+    for (int k = rank - 1; k >= 0; --k) {
+        int c = i % d[k];
+        i /= d[k];
+        r0 += c * a[k];
+    }
+    return r0;
+}
+
+// NaN-propagating max and min (OpenCL's fmax/fmin drop a NaN operand).
+inline float nan_max(float a, float b) { return (isnan(a) || isnan(b)) ? NAN : (a >= b ? a : b); }
+inline float nan_min(float a, float b) { return (isnan(a) || isnan(b)) ? NAN : (a <= b ? a : b); }
+
+// The fused epilogue's activation: 0 none, 1 Relu, 2 Clip(a, b), 3 LeakyRelu(a),
+// 4 HardSigmoid(a, b), 5 HardSwish.
+inline float activate(float v, int act, float a, float b) {
+    switch (act) {
+    case 1: return (v > 0.0f || isnan(v)) ? v : 0.0f;
+    case 2: return nan_min(nan_max(v, a), b);
+    case 3: return v < 0.0f ? a * v : v;
+    case 4: { float h = a * v + b; return isnan(h) ? h : clamp(h, 0.0f, 1.0f); }
+    case 5: { float h = v / 6.0f + 0.5f; return v * (isnan(h) ? h : clamp(h, 0.0f, 1.0f)); }
+    default: return v;
+    }
+}

@@ -1,0 +1,59 @@
+// movement.cl: data movement that only moves bits, built per element size (ELEM is uchar,
+// ushort, uint or ulong), so one build serves every dtype of that size: Transpose, Slice,
+// Expand, Concat and Split are strided copies; Pad and Gather have their own kernels.
+
+// For every index of the iteration space `dims` (rank ≤ 8): dst[dst_off + Σ c·ds] =
+// src[src_off + Σ c·ss]. Strides may be negative (Slice with negative steps) or 0 (Expand).
+// rank == 0 is a flat copy of n elements.
+__kernel void copy_nd(__global const ELEM* src, __global ELEM* dst, int n, int rank,
+                      int8 dims, int8 ss, int8 ds, int src_off, int dst_off) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int is = i, id = i;
+    if (rank > 0) offsets2(i, rank, dims, ss, ds, &is, &id);
+    dst[dst_off + id] = src[src_off + is];
+}
+
+// Constant Pad: the output element at coordinate c comes from the input at c - begin when
+// that is inside the input, and is `fill` (the constant's bits) otherwise. Negative begin
+// pads crop.
+__kernel void pad_constant(__global const ELEM* src, __global ELEM* dst, int n, int rank,
+                           int8 out_dims, int8 in_dims, int8 begin, int8 in_strides,
+                           long fill) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int od[8], id[8], b[8], s[8];
+    vstore8(out_dims, 0, od);
+    vstore8(in_dims, 0, id);
+    vstore8(begin, 0, b);
+    vstore8(in_strides, 0, s);
+    int rest = i, offset = 0, inside = 1;
+    for (int k = rank - 1; k >= 0; --k) {
+        int c = rest % od[k] - b[k];
+        rest /= od[k];
+        inside = inside && c >= 0 && c < id[k];
+        offset += c * s[k];
+    }
+    dst[i] = inside ? src[offset] : (ELEM)fill;
+}
+
+// Gather along one axis: data viewed as (outer, axis_len, inner), indices flattened to
+// n_idx entries (negative ones count from the end); out is (outer, n_idx, inner). An index
+// out of range sets status[0] and writes 0.
+__kernel void gather(__global const ELEM* data, __global const long* indices,
+                     __global ELEM* out, int n, int n_idx, int axis_len, int inner,
+                     __global int* status) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int k = i % inner;
+    int j = (i / inner) % n_idx;
+    int o = i / (inner * n_idx);
+    long idx = indices[j];
+    if (idx < 0) idx += axis_len;
+    if (idx < 0 || idx >= axis_len) {
+        status[0] = 2;
+        out[i] = (ELEM)0;
+        return;
+    }
+    out[i] = data[((long)o * axis_len + idx) * inner + k];
+}

@@ -1,0 +1,73 @@
+// pool.cl: MaxPool and AveragePool over 1-D and 2-D windows (one work-item per output
+// element), and GlobalAveragePool (one work-item per (image, channel) plane).
+//
+// geo0 = (H, W, KH, KW, SH, SW, PH, PW), geo1 = (DH, DW, OH, OW, PEH, PEW, include_pad).
+// Global size (OW, OH, planes).
+
+#if defined(T_F16)
+#define LOWEST -65504.0f
+#else
+#define LOWEST -FLT_MAX
+#endif
+
+__kernel void max_pool(CTPTR X, TPTR Y, int8 geo0, int8 geo1) {
+    const int ow = get_global_id(0), oh = get_global_id(1), plane = get_global_id(2);
+    const int OH = geo1.s2, OW = geo1.s3;
+    if (ow >= OW || oh >= OH) return;
+    const int H = geo0.s0, W = geo0.s1;
+    const long base = (long)plane * H * W;
+    float best = 0.0f;
+    int any = 0;
+    for (int kh = 0; kh < geo0.s2; ++kh) {
+        const int ih = oh * geo0.s4 - geo0.s6 + kh * geo1.s0;
+        if (ih < 0 || ih >= H) continue;
+        for (int kw = 0; kw < geo0.s3; ++kw) {
+            const int iw = ow * geo0.s5 - geo0.s7 + kw * geo1.s1;
+            if (iw < 0 || iw >= W) continue;
+            const float v = LD(X, base + (long)ih * W + iw);
+            // The first NaN wins, as in the reference.
+            if (!any) { best = v; any = 1; }
+            else if (!(isnan(best) || best >= v)) best = v;
+        }
+    }
+    ST(Y, ((long)plane * OH + oh) * OW + ow, any ? best : LOWEST);
+}
+
+__kernel void average_pool(CTPTR X, TPTR Y, int8 geo0, int8 geo1) {
+    const int ow = get_global_id(0), oh = get_global_id(1), plane = get_global_id(2);
+    const int OH = geo1.s2, OW = geo1.s3;
+    if (ow >= OW || oh >= OH) return;
+    const int H = geo0.s0, W = geo0.s1;
+    const long base = (long)plane * H * W;
+    acc_t sum = 0;
+    int count = 0, padded_h = 0, padded_w = 0;
+    for (int kh = 0; kh < geo0.s2; ++kh) {
+        const int ph = oh * geo0.s4 + kh * geo1.s0;  // coordinate in the padded input
+        if (ph < geo0.s6 + H + geo1.s4) padded_h++;
+    }
+    for (int kw = 0; kw < geo0.s3; ++kw) {
+        const int pw = ow * geo0.s5 + kw * geo1.s1;
+        if (pw < geo0.s7 + W + geo1.s5) padded_w++;
+    }
+    for (int kh = 0; kh < geo0.s2; ++kh) {
+        const int ih = oh * geo0.s4 - geo0.s6 + kh * geo1.s0;
+        if (ih < 0 || ih >= H) continue;
+        for (int kw = 0; kw < geo0.s3; ++kw) {
+            const int iw = ow * geo0.s5 - geo0.s7 + kw * geo1.s1;
+            if (iw < 0 || iw >= W) continue;
+            sum += LD(X, base + (long)ih * W + iw);
+            count++;
+        }
+    }
+    const int divisor = geo1.s6 ? padded_h * padded_w : count;
+    ST(Y, ((long)plane * OH + oh) * OW + ow, count == 0 ? 0.0f : (float)(sum / divisor));
+}
+
+__kernel void global_average_pool(CTPTR X, TPTR Y, int planes, int size) {
+    const int plane = get_global_id(0);
+    if (plane >= planes) return;
+    const long base = (long)plane * size;
+    acc_t sum = 0;
+    for (int i = 0; i < size; ++i) sum += LD(X, base + i);
+    ST(Y, plane, (float)(sum / size));
+}

@@ -1,0 +1,452 @@
+//! A thin, panic-free layer over the OpenCL C API as opencl3 (through cl3) exposes it:
+//! owned handles whose `Drop` releases without panicking, and every call returning
+//! [`ClError`] with the API call's name and the CL error name.
+//!
+//! opencl3's own wrapper types are not used: their `Drop` impls `expect` on release and
+//! `ExecuteKernel` panics on argument mistakes, and an executor must never panic on a
+//! device error. All `unsafe` of the crate that touches OpenCL lives in this file.
+
+use opencl3::command_queue as cq;
+use opencl3::context::context as ctx;
+use opencl3::device as dev;
+use opencl3::error_codes::error_text;
+use opencl3::kernel as kn;
+use opencl3::memory as mem;
+use opencl3::platform::platform as plat;
+use opencl3::program as prog;
+use opencl3::types::{
+    cl_command_queue, cl_context, cl_device_id, cl_event, cl_int, cl_kernel, cl_mem,
+    cl_platform_id, cl_program, cl_uint, CL_BLOCKING,
+};
+use std::ffi::{c_void, CString};
+use std::fmt;
+use std::ptr;
+
+/// A failed OpenCL API call: which call, and the error code with its CL name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClError {
+    /// The OpenCL C function that failed ("clEnqueueNDRangeKernel").
+    pub call: &'static str,
+    /// The OpenCL error code (negative), or cl3's -2000/-2001 for a library that did not
+    /// load or a function it lacks.
+    pub code: i32,
+}
+
+impl ClError {
+    pub fn new(call: &'static str, code: cl_int) -> Self {
+        ClError { call, code }
+    }
+
+    /// The CL name of the error code ("CL_OUT_OF_RESOURCES", "DLOPEN_RUNTIME_LOAD_FAILED").
+    pub fn name(&self) -> &'static str {
+        error_text(self.code)
+    }
+}
+
+impl fmt::Display for ClError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} failed with {} ({})",
+            self.call,
+            self.name(),
+            self.code
+        )
+    }
+}
+
+impl std::error::Error for ClError {}
+
+/// cl3's error code for "the OpenCL library could not be loaded".
+pub const LIBRARY_NOT_LOADED: i32 = opencl3::error_codes::DLOPEN_RUNTIME_LOAD_FAILED;
+/// cl3's error code for "the library lacks this function".
+pub const FUNCTION_MISSING: i32 = opencl3::error_codes::DLOPEN_FUNCTION_NOT_AVAILABLE;
+/// The ICD loader's "no platform" code (CL_PLATFORM_NOT_FOUND_KHR).
+pub const PLATFORM_NOT_FOUND: i32 = -1001;
+
+fn check<T>(call: &'static str, r: Result<T, cl_int>) -> Result<T, ClError> {
+    r.map_err(|code| ClError::new(call, code))
+}
+
+/// Every platform the ICD loader knows.
+pub fn platforms() -> Result<Vec<cl_platform_id>, ClError> {
+    check("clGetPlatformIDs", plat::get_platform_ids())
+}
+
+/// A string property of a platform (CL_PLATFORM_NAME, …), without its trailing NUL.
+pub fn platform_string(platform: cl_platform_id, param: cl_uint) -> Result<String, ClError> {
+    let bytes = check(
+        "clGetPlatformInfo",
+        plat::get_platform_data(platform, param),
+    )?;
+    Ok(c_bytes_to_string(&bytes))
+}
+
+/// Every device of a platform, of any type. A platform with none gives an empty list.
+pub fn devices(platform: cl_platform_id) -> Result<Vec<cl_device_id>, ClError> {
+    check(
+        "clGetDeviceIDs",
+        dev::get_device_ids(platform, dev::CL_DEVICE_TYPE_ALL),
+    )
+}
+
+/// A string property of a device (CL_DEVICE_NAME, …).
+pub fn device_string(device: cl_device_id, param: cl_uint) -> Result<String, ClError> {
+    let bytes = check("clGetDeviceInfo", dev::get_device_data(device, param))?;
+    Ok(c_bytes_to_string(&bytes))
+}
+
+/// An integer property of a device (cl_uint, cl_ulong, size_t or a bitfield), widened.
+pub fn device_u64(device: cl_device_id, param: cl_uint) -> Result<u64, ClError> {
+    let bytes = check("clGetDeviceInfo", dev::get_device_data(device, param))?;
+    let mut buf = [0u8; 8];
+    let n = bytes.len().min(8);
+    buf[..n].copy_from_slice(&bytes[..n]);
+    Ok(u64::from_ne_bytes(buf))
+}
+
+fn c_bytes_to_string(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).trim().to_string()
+}
+
+/// An OpenCL context on one device.
+#[derive(Debug)]
+pub struct Context {
+    raw: cl_context,
+    device: cl_device_id,
+}
+
+// SAFETY: OpenCL contexts may be used from any thread: every OpenCL API call except
+// clSetKernelArg on one kernel object is thread-safe (OpenCL 1.1+, "Thread safety").
+unsafe impl Send for Context {}
+// SAFETY: as above; the context is only passed to thread-safe API calls.
+unsafe impl Sync for Context {}
+
+impl Context {
+    pub fn new(device: cl_device_id) -> Result<Context, ClError> {
+        let raw = check(
+            "clCreateContext",
+            ctx::create_context(&[device], ptr::null(), None, ptr::null_mut()),
+        )?;
+        Ok(Context { raw, device })
+    }
+
+    pub fn device(&self) -> cl_device_id {
+        self.device
+    }
+
+    /// A new in-order command queue on the context's device.
+    pub fn queue(&self) -> Result<Queue, ClError> {
+        // SAFETY: the device is the one the context was created for, and properties 0
+        // asks for a plain in-order queue.
+        let raw = unsafe { cq::create_command_queue(self.raw, self.device, 0) };
+        let raw = check("clCreateCommandQueue", raw)?;
+        Ok(Queue { raw })
+    }
+
+    /// A device buffer of `bytes` bytes (at least one element's worth, as OpenCL refuses
+    /// empty buffers), read-write, uninitialised.
+    pub fn buffer(&self, bytes: usize) -> Result<Buffer, ClError> {
+        let size = bytes.max(8);
+        // SAFETY: no host pointer is passed, so the flags only ask for device memory.
+        let raw =
+            unsafe { mem::create_buffer(self.raw, mem::CL_MEM_READ_WRITE, size, ptr::null_mut()) };
+        let raw = check("clCreateBuffer", raw)?;
+        Ok(Buffer { raw, bytes })
+    }
+
+    /// Creates and builds a program from source for the context's device. On a build
+    /// failure the error carries the compiler's log.
+    pub fn build_program(&self, source: &str, options: &str) -> Result<Program, BuildError> {
+        let raw = check(
+            "clCreateProgramWithSource",
+            prog::create_program_with_source(self.raw, &[source]),
+        )
+        .map_err(BuildError::Api)?;
+        let program = Program { raw };
+        let options = CString::new(options.replace('\0', " ")).unwrap_or_default();
+        let built =
+            prog::build_program(program.raw, &[self.device], &options, None, ptr::null_mut());
+        if let Err(code) = built {
+            let log =
+                prog::get_program_build_data(program.raw, self.device, prog::CL_PROGRAM_BUILD_LOG)
+                    .map(|b| c_bytes_to_string(&b))
+                    .unwrap_or_default();
+            return Err(BuildError::Compile {
+                error: ClError::new("clBuildProgram", code),
+                log,
+            });
+        }
+        Ok(program)
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: `raw` was created by clCreateContext and is released exactly once here.
+        // A failed release cannot be acted on in Drop; it leaks the context at worst.
+        let _ = unsafe { ctx::release_context(self.raw) };
+    }
+}
+
+/// Why a program did not build.
+#[derive(Clone, Debug)]
+pub enum BuildError {
+    Api(ClError),
+    Compile { error: ClError, log: String },
+}
+
+/// A built OpenCL program.
+#[derive(Debug)]
+pub struct Program {
+    raw: cl_program,
+}
+
+// SAFETY: program objects are thread-safe to share; kernels are created per user.
+unsafe impl Send for Program {}
+// SAFETY: as above: clCreateKernel on one program from several threads is allowed.
+unsafe impl Sync for Program {}
+
+impl Program {
+    /// A new kernel object for `name`. Each caller gets its own, since setting arguments
+    /// on one kernel object from two threads is not safe.
+    pub fn kernel(&self, name: &str) -> Result<Kernel, ClError> {
+        let cname = CString::new(name).map_err(|_| ClError::new("clCreateKernel", -46))?;
+        let raw = check("clCreateKernel", kn::create_kernel(self.raw, &cname))?;
+        Ok(Kernel { raw })
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from clCreateProgramWithSource and is released once.
+        let _ = unsafe { prog::release_program(self.raw) };
+    }
+}
+
+/// One kernel object. `Send` but deliberately not `Sync`: whoever holds it sets its
+/// arguments and enqueues it, and nobody else can at the same time.
+#[derive(Debug)]
+pub struct Kernel {
+    raw: cl_kernel,
+}
+
+// SAFETY: a kernel object may move between threads; it is never shared (not Sync), so
+// clSetKernelArg is never called on it from two threads at once.
+unsafe impl Send for Kernel {}
+
+/// One kernel argument value.
+#[derive(Clone, Copy, Debug)]
+pub enum ArgValue<'a> {
+    Buffer(&'a Buffer),
+    I32(i32),
+    F32(f32),
+    I64(i64),
+    /// An `int8` vector argument.
+    Int8([i32; 8]),
+    /// `__local` memory of this many bytes.
+    Local(usize),
+}
+
+impl Kernel {
+    /// Sets argument `index`. Takes `&mut self` so that the borrow checker enforces the
+    /// one-setter rule.
+    pub fn set_arg(&mut self, index: u32, value: ArgValue<'_>) -> Result<(), ClError> {
+        let r = match value {
+            // SAFETY (all arms): the pointer and size describe a live value of the
+            // argument's declared kernel type; OpenCL copies the bytes before returning.
+            ArgValue::Buffer(b) => unsafe {
+                kn::set_kernel_arg(
+                    self.raw,
+                    index,
+                    std::mem::size_of::<cl_mem>(),
+                    (&b.raw as *const cl_mem).cast::<c_void>(),
+                )
+            },
+            ArgValue::I32(v) => unsafe {
+                kn::set_kernel_arg(self.raw, index, 4, (&v as *const i32).cast::<c_void>())
+            },
+            ArgValue::F32(v) => unsafe {
+                kn::set_kernel_arg(self.raw, index, 4, (&v as *const f32).cast::<c_void>())
+            },
+            ArgValue::I64(v) => unsafe {
+                kn::set_kernel_arg(self.raw, index, 8, (&v as *const i64).cast::<c_void>())
+            },
+            ArgValue::Int8(v) => unsafe {
+                kn::set_kernel_arg(self.raw, index, 32, v.as_ptr().cast::<c_void>())
+            },
+            // SAFETY: a NULL value with a size asks for local memory, as the spec allows.
+            ArgValue::Local(bytes) => unsafe {
+                kn::set_kernel_arg(self.raw, index, bytes.max(4), ptr::null())
+            },
+        };
+        check("clSetKernelArg", r)
+    }
+}
+
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from clCreateKernel and is released once.
+        let _ = unsafe { kn::release_kernel(self.raw) };
+    }
+}
+
+/// A device buffer.
+#[derive(Debug)]
+pub struct Buffer {
+    raw: cl_mem,
+    bytes: usize,
+}
+
+// SAFETY: memory objects are thread-safe handles; data races on their contents are
+// prevented by the executor (read-only weights, one workspace per run).
+unsafe impl Send for Buffer {}
+// SAFETY: as above.
+unsafe impl Sync for Buffer {}
+
+impl Buffer {
+    /// The usable size in bytes (what was asked for).
+    pub fn len(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes == 0
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from clCreateBuffer and is released once. Every command that
+        // used it was finished by its queue before the owner let go of it.
+        let _ = unsafe { mem::release_mem_object(self.raw) };
+    }
+}
+
+/// An in-order command queue.
+#[derive(Debug)]
+pub struct Queue {
+    raw: cl_command_queue,
+}
+
+// SAFETY: command queues are thread-safe OpenCL objects; the executor additionally gives
+// each queue to one run at a time.
+unsafe impl Send for Queue {}
+// SAFETY: as above.
+unsafe impl Sync for Queue {}
+
+/// An event returned by an enqueue call, released when dropped.
+struct Event(cl_event);
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: the event came from an enqueue call and is released once.
+            let _ = unsafe { opencl3::event::release_event(self.0) };
+        }
+    }
+}
+
+impl Queue {
+    /// Copies `data` into the start of `buffer` and waits until the copy is done, so the
+    /// host slice may be freed as soon as this returns.
+    pub fn write(&self, buffer: &Buffer, data: &[u8]) -> Result<(), ClError> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        if data.len() > buffer.bytes.max(8) {
+            return Err(ClError::new("clEnqueueWriteBuffer", -30));
+        }
+        // SAFETY: a blocking write of `data.len()` bytes from a live slice into a buffer at
+        // least that large (checked above); the slice outlives the call.
+        let r = unsafe {
+            cq::enqueue_write_buffer(
+                self.raw,
+                buffer.raw,
+                CL_BLOCKING,
+                0,
+                data.len(),
+                data.as_ptr().cast::<c_void>(),
+                0,
+                ptr::null(),
+            )
+        };
+        let _event = Event(check("clEnqueueWriteBuffer", r)?);
+        Ok(())
+    }
+
+    /// Copies the start of `buffer` into `out`, waiting for every earlier command of this
+    /// in-order queue and for the copy itself.
+    pub fn read(&self, buffer: &Buffer, out: &mut [u8]) -> Result<(), ClError> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        if out.len() > buffer.bytes.max(8) {
+            return Err(ClError::new("clEnqueueReadBuffer", -30));
+        }
+        // SAFETY: a blocking read into a live, exclusively borrowed slice no larger than the
+        // buffer (checked above).
+        let r = unsafe {
+            cq::enqueue_read_buffer(
+                self.raw,
+                buffer.raw,
+                CL_BLOCKING,
+                0,
+                out.len(),
+                out.as_mut_ptr().cast::<c_void>(),
+                0,
+                ptr::null(),
+            )
+        };
+        let _event = Event(check("clEnqueueReadBuffer", r)?);
+        Ok(())
+    }
+
+    /// Enqueues a kernel whose arguments are all set. `global` entries must be multiples of
+    /// the matching `local` entries when `local` is given.
+    pub fn launch(
+        &self,
+        kernel: &Kernel,
+        global: &[usize],
+        local: Option<&[usize]>,
+    ) -> Result<(), ClError> {
+        if global.is_empty() || global.len() > 3 || local.is_some_and(|l| l.len() != global.len()) {
+            return Err(ClError::new("clEnqueueNDRangeKernel", -53));
+        }
+        if global.contains(&0) {
+            return Ok(());
+        }
+        // SAFETY: the kernel's arguments were all set by its owner, the work sizes point to
+        // `global.len()` values that live across the call, and no wait list is passed.
+        let r = unsafe {
+            cq::enqueue_nd_range_kernel(
+                self.raw,
+                kernel.raw,
+                global.len() as cl_uint,
+                ptr::null(),
+                global.as_ptr(),
+                local.map_or(ptr::null(), |l| l.as_ptr()),
+                0,
+                ptr::null(),
+            )
+        };
+        let _event = Event(check("clEnqueueNDRangeKernel", r)?);
+        Ok(())
+    }
+
+    /// Waits for every command enqueued so far.
+    pub fn finish(&self) -> Result<(), ClError> {
+        check("clFinish", cq::finish(self.raw))
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        // Wait for anything still queued so no command outlives the buffers it uses; a
+        // failure here cannot be reported from Drop.
+        let _ = cq::finish(self.raw);
+        // SAFETY: `raw` came from clCreateCommandQueue and is released once.
+        let _ = unsafe { cq::release_command_queue(self.raw) };
+    }
+}

@@ -1,0 +1,54 @@
+//! [`OpenClError`]: what can go wrong on the device, typed, with the OpenCL error name; and
+//! its conversion to the executor contract's [`concord_core::Error`].
+
+use crate::cl::ClError;
+use concord_core::{Error, Node, OpError};
+use thiserror::Error;
+
+/// A device-side failure of the OpenCL executor.
+#[derive(Clone, Debug, Error, PartialEq)]
+pub enum OpenClError {
+    /// An OpenCL API call failed (out of memory, out of resources, a lost device…).
+    #[error("{0}")]
+    Cl(#[from] ClError),
+    /// A kernel family did not compile for this device; the log is the compiler's.
+    #[error("the {family} kernels ({variant}) did not build: {error}\n{log}")]
+    Build {
+        family: &'static str,
+        variant: String,
+        error: ClError,
+        log: String,
+    },
+    /// A kernel reported bad operand values it can only see at run time.
+    #[error("{0}")]
+    Runtime(String),
+    /// The executor's device could not be opened.
+    #[error("the OpenCL device is unavailable: {0}")]
+    Unavailable(String),
+    /// A lock was poisoned by a thread that panicked while holding it.
+    #[error("an internal lock was poisoned by a panicking thread")]
+    Poisoned,
+}
+
+impl OpenClError {
+    /// The OpenCL error name, when the failure came from an API call.
+    pub fn cl_name(&self) -> Option<&'static str> {
+        match self {
+            OpenClError::Cl(e) | OpenClError::Build { error: e, .. } => Some(e.name()),
+            _ => None,
+        }
+    }
+
+    /// As the contract's error, attributed to `node`.
+    pub fn at_node(&self, node: &Node) -> Error {
+        Error::at_node(
+            node,
+            OpError::Unsupported(format!("OpenCL executor: {self}")),
+        )
+    }
+
+    /// As the contract's error for a failure not tied to one node (transfers, setup).
+    pub fn in_partition(&self, what: &str) -> Error {
+        Error::InvalidGraph(format!("OpenCL executor, {what}: {self}"))
+    }
+}

@@ -1,0 +1,116 @@
+//! [`OpenClExecutor`]: the OpenCL backend as an [`Executor`]. It answers the planner's
+//! questions (probe, targets, supports) and prepares partitions; it never decides fallback.
+
+use crate::device::{self, Device, Discovery, Unavailable};
+use crate::error::OpenClError;
+use crate::partition::OpenClPartition;
+use crate::programs::ProgramCache;
+use concord_core::{
+    Availability, Backend, Error, Executor, FallbackCause, Graph, Node, PreparedPartition, Support,
+    Target,
+};
+use std::sync::{Arc, OnceLock};
+
+/// The OpenCL executor. Cheap to create: nothing is loaded until the first probe or
+/// prepare. Everything it caches (the device context, built programs) belongs to this
+/// instance; share it (it is what `ExecutorRegistry` holds in an `Arc`) to share caches.
+#[derive(Debug, Default)]
+pub struct OpenClExecutor {
+    discovery: OnceLock<Result<Discovery, Unavailable>>,
+    runtime: OnceLock<Result<Arc<Runtime>, Unavailable>>,
+}
+
+/// What a prepared partition shares with the executor: the device and the programs.
+#[derive(Debug)]
+pub struct Runtime {
+    pub device: Device,
+    pub programs: ProgramCache,
+}
+
+impl OpenClExecutor {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn discovery(&self) -> &Result<Discovery, Unavailable> {
+        self.discovery.get_or_init(device::discover)
+    }
+
+    /// The device and program cache, opened on first use.
+    pub fn runtime(&self) -> Result<Arc<Runtime>, Unavailable> {
+        self.runtime
+            .get_or_init(|| {
+                let discovery = self.discovery().as_ref().map_err(Clone::clone)?;
+                let device = device::open(discovery).map_err(|e| Unavailable {
+                    cause: FallbackCause::NoDevice,
+                    reason: format!(
+                        "opening OpenCL device {}: {e}",
+                        discovery
+                            .devices
+                            .get(discovery.chosen)
+                            .map(|d| d.name.as_str())
+                            .unwrap_or("?")
+                    ),
+                })?;
+                Ok(Arc::new(Runtime {
+                    device,
+                    programs: ProgramCache::default(),
+                }))
+            })
+            .clone()
+    }
+
+    /// How many programs this instance has built (or is building); a test of cache sharing.
+    pub fn programs_built(&self) -> usize {
+        match self.runtime.get() {
+            Some(Ok(rt)) => rt.programs.len(),
+            _ => 0,
+        }
+    }
+}
+
+impl Executor for OpenClExecutor {
+    fn name(&self) -> &str {
+        "opencl"
+    }
+
+    fn backend(&self) -> Backend {
+        Backend::OpenCl
+    }
+
+    fn probe(&self) -> Availability {
+        match self.discovery() {
+            Err(unavailable) => unavailable.clone().into_availability(),
+            Ok(discovery) => match self.runtime() {
+                Ok(_) => Availability::Available {
+                    devices: discovery.devices.clone(),
+                },
+                Err(unavailable) => unavailable.into_availability(),
+            },
+        }
+    }
+
+    fn targets(&self) -> Vec<Target> {
+        vec![Target::OpenCl, Target::OpenClFp16]
+    }
+
+    fn supports(&self, graph: &Graph, node: &Node, target: Target) -> Support {
+        if !matches!(target, Target::OpenCl | Target::OpenClFp16) {
+            return Support::No(format!(
+                "the OpenCL executor runs the opencl and opencl-fp16 targets, not {target}"
+            ));
+        }
+        crate::ops::supports(graph, node, target)
+    }
+
+    fn prepare(
+        &self,
+        partition: &Graph,
+        target: Target,
+    ) -> Result<Box<dyn PreparedPartition>, Error> {
+        let runtime = self.runtime().map_err(|u| {
+            OpenClError::Unavailable(u.reason).in_partition("preparing a partition")
+        })?;
+        Ok(Box::new(OpenClPartition::new(runtime, partition, target)?))
+    }
+}

@@ -1,0 +1,286 @@
+//! Fusion at prepare time: a convolution absorbs the BatchNormalization after it (folded
+//! into its weights and bias on the host, in f64), a same-shape residual Add, and a
+//! pointwise activation, so that a ResNet or MobileNet block is one kernel per conv.
+//!
+//! A value is only fused away when exactly one node reads it and it is not a partition
+//! output; the fused nodes are still reported to the profile (with zero time, theirs being
+//! part of the conv's).
+
+use concord_core::op::Conv;
+use concord_core::{Graph, Node, Op, Tensor, TensorData};
+use std::collections::{HashMap, HashSet};
+
+/// A pointwise activation applied in a kernel's epilogue.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub enum Activation {
+    #[default]
+    None,
+    Relu,
+    /// Clip with these bounds (±inf when absent).
+    Clip(f32, f32),
+    LeakyRelu(f32),
+    HardSigmoid(f32, f32),
+    HardSwish,
+}
+
+/// What a fused kernel does after its main computation: add a residual, then activate.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Epilogue {
+    /// A value of the output's shape added before the activation.
+    pub residual: Option<String>,
+    pub activation: Activation,
+}
+
+/// A node of the fused partition.
+#[derive(Clone, Debug)]
+pub struct FusedNode {
+    pub node: Node,
+    pub epilogue: Epilogue,
+    /// Names of the nodes folded into this one.
+    pub fused: Vec<String>,
+}
+
+impl Activation {
+    /// The activation code and its two parameters, as the kernels take them.
+    pub fn code(self) -> (i32, f32, f32) {
+        match self {
+            Activation::None => (0, 0.0, 0.0),
+            Activation::Relu => (1, 0.0, 0.0),
+            Activation::Clip(lo, hi) => (2, lo, hi),
+            Activation::LeakyRelu(a) => (3, a, 0.0),
+            Activation::HardSigmoid(a, b) => (4, a, b),
+            Activation::HardSwish => (5, 0.0, 0.0),
+        }
+    }
+}
+
+impl FusedNode {
+    /// Every value the node reads, the residual included.
+    pub fn reads(&self) -> impl Iterator<Item = &str> {
+        self.node
+            .present_inputs()
+            .chain(self.epilogue.residual.as_deref())
+    }
+}
+
+/// Fuses `graph`'s nodes (adding folded weights to its initializers).
+pub fn fuse(graph: &mut Graph) -> Vec<FusedNode> {
+    let mut nodes: Vec<FusedNode> = graph
+        .nodes
+        .iter()
+        .map(|n| FusedNode {
+            node: n.clone(),
+            epilogue: Epilogue::default(),
+            fused: Vec::new(),
+        })
+        .collect();
+    let outputs: HashSet<String> = graph.outputs.iter().cloned().collect();
+    let mut i = 0;
+    while i < nodes.len() {
+        if matches!(nodes[i].node.op, Op::Conv(_)) {
+            // Each absorption removes the consumer, so keep trying until none applies.
+            while absorb_next(graph, &mut nodes, i, &outputs) {}
+        }
+        i += 1;
+    }
+    nodes
+}
+
+/// Tries to absorb the single consumer of node `i`'s output; true when it did.
+fn absorb_next(
+    graph: &mut Graph,
+    nodes: &mut Vec<FusedNode>,
+    i: usize,
+    outputs: &HashSet<String>,
+) -> bool {
+    let Some(value) = nodes[i].node.outputs.first().cloned() else {
+        return false;
+    };
+    if nodes[i].node.outputs.len() != 1 || outputs.contains(&value) {
+        return false;
+    }
+    let readers: Vec<usize> = (0..nodes.len())
+        .filter(|&j| nodes[j].reads().any(|r| r == value))
+        .collect();
+    let reads: usize = nodes
+        .iter()
+        .map(|n| n.reads().filter(|r| *r == value).count())
+        .sum();
+    let [j] = readers[..] else { return false };
+    if reads != 1 || j <= i {
+        return false;
+    }
+    let consumer = nodes[j].node.clone();
+    let head = &nodes[i];
+    let no_epilogue_yet =
+        head.epilogue.residual.is_none() && head.epilogue.activation == Activation::None;
+    let absorbed = match &consumer.op {
+        Op::BatchNormalization { epsilon } if no_epilogue_yet && input_is(&consumer, 0, &value) => {
+            fold_batch_norm(graph, &mut nodes[i].node, &consumer, *epsilon)
+        }
+        Op::Add
+            if head.epilogue.activation == Activation::None && head.epilogue.residual.is_none() =>
+        {
+            let other = consumer
+                .inputs
+                .iter()
+                .flatten()
+                .find(|n| **n != value)
+                .cloned();
+            match other {
+                // The residual must exist when the conv runs, i.e. be made before it.
+                Some(other)
+                    if same_known_shape(graph, &value, &other)
+                        && !nodes[i..].iter().any(|n| n.node.outputs.contains(&other)) =>
+                {
+                    nodes[i].epilogue.residual = Some(other);
+                    true
+                }
+                _ => false,
+            }
+        }
+        op if head.epilogue.activation == Activation::None => {
+            match activation_of(graph, op, &consumer) {
+                Some(act) if input_is(&consumer, 0, &value) => {
+                    nodes[i].epilogue.activation = act;
+                    true
+                }
+                _ => false,
+            }
+        }
+        _ => false,
+    };
+    if !absorbed {
+        return false;
+    }
+    let Some(out) = consumer.outputs.first().cloned() else {
+        return false;
+    };
+    nodes[i].node.outputs = vec![out];
+    nodes[i].fused.push(consumer.name.clone());
+    let inner = nodes[j].fused.clone();
+    nodes[i].fused.extend(inner);
+    nodes.remove(j);
+    true
+}
+
+fn input_is(node: &Node, index: usize, value: &str) -> bool {
+    node.inputs.get(index).and_then(|i| i.as_deref()) == Some(value)
+}
+
+fn same_known_shape(graph: &Graph, a: &str, b: &str) -> bool {
+    match (graph.values.get(a), graph.values.get(b)) {
+        (Some(x), Some(y)) => {
+            x.dtype == y.dtype
+                && x.shape == y.shape
+                && x.shape
+                    .iter()
+                    .all(|d| !matches!(d, concord_core::Dim::Unknown))
+        }
+        _ => false,
+    }
+}
+
+/// The activation a node computes, when its parameters are known now.
+fn activation_of(graph: &Graph, op: &Op, node: &Node) -> Option<Activation> {
+    Some(match op {
+        Op::Relu => Activation::Relu,
+        Op::LeakyRelu { alpha } => Activation::LeakyRelu(*alpha),
+        Op::HardSigmoid { alpha, beta } => Activation::HardSigmoid(*alpha, *beta),
+        Op::HardSwish => Activation::HardSwish,
+        Op::Clip => {
+            let bound = |index: usize, default: f32| -> Option<f32> {
+                match node.inputs.get(index).and_then(|i| i.as_deref()) {
+                    None => Some(default),
+                    Some(name) => match graph.initializers.get(name)?.data() {
+                        TensorData::F32(v) if v.len() == 1 => Some(v[0]),
+                        _ => None,
+                    },
+                }
+            };
+            Activation::Clip(bound(1, f32::NEG_INFINITY)?, bound(2, f32::INFINITY)?)
+        }
+        _ => return None,
+    })
+}
+
+/// Folds BatchNormalization into the conv: W'[o] = W[o]·s[o], b'[o] = (b[o] - mean[o])·s[o]
+/// + beta[o] with s = scale / sqrt(var + eps), computed in f64 and rounded once.
+fn fold_batch_norm(graph: &mut Graph, conv: &mut Node, bn: &Node, epsilon: f32) -> bool {
+    let Op::Conv(Conv { .. }) = conv.op else {
+        return false;
+    };
+    let get = |graph: &Graph, index: usize| -> Option<Vec<f64>> {
+        let name = bn.inputs.get(index)?.as_deref()?;
+        let t = graph.initializers.get(name)?;
+        t.as_f32()
+            .map(|v| v.iter().map(|&x| f64::from(x)).collect())
+    };
+    let (Some(scale), Some(beta), Some(mean), Some(var)) =
+        (get(graph, 1), get(graph, 2), get(graph, 3), get(graph, 4))
+    else {
+        return false;
+    };
+    let Some(w_name) = conv.inputs.get(1).and_then(|i| i.clone()) else {
+        return false;
+    };
+    let Some(w) = graph.initializers.get(&w_name) else {
+        return false;
+    };
+    let Some(w_data) = w.as_f32() else {
+        return false;
+    };
+    let out_channels = w.dims().first().copied().unwrap_or(0);
+    if out_channels == 0
+        || [&scale, &beta, &mean, &var]
+            .iter()
+            .any(|v| v.len() != out_channels)
+    {
+        return false;
+    }
+    let per = w_data.len() / out_channels;
+    let bias: Vec<f64> = match conv.inputs.get(2).and_then(|i| i.as_deref()) {
+        None => vec![0.0; out_channels],
+        Some(name) => match graph.initializers.get(name).and_then(|t| t.as_f32()) {
+            Some(b) if b.len() == out_channels => b.iter().map(|&x| f64::from(x)).collect(),
+            _ => return false,
+        },
+    };
+    let s: Vec<f64> = (0..out_channels)
+        .map(|o| scale[o] / (var[o] + f64::from(epsilon)).sqrt())
+        .collect();
+    let new_w: Vec<f32> = w_data
+        .iter()
+        .enumerate()
+        .map(|(k, &x)| (f64::from(x) * s[k / per]) as f32)
+        .collect();
+    let new_b: Vec<f32> = (0..out_channels)
+        .map(|o| ((bias[o] - mean[o]) * s[o] + beta[o]) as f32)
+        .collect();
+    let (Ok(w_t), Ok(b_t)) = (
+        Tensor::from_f32(w.shape().clone(), new_w),
+        Tensor::from_f32([out_channels], new_b),
+    ) else {
+        return false;
+    };
+    let w_new_name = format!("{}::bn_folded_weight", conv.name);
+    let b_new_name = format!("{}::bn_folded_bias", conv.name);
+    let mut values: HashMap<String, concord_core::ValueInfo> = HashMap::new();
+    values.insert(
+        w_new_name.clone(),
+        concord_core::ValueInfo::new(w_new_name.clone(), w_t.dtype(), w_t.shape().to_sym()),
+    );
+    values.insert(
+        b_new_name.clone(),
+        concord_core::ValueInfo::new(b_new_name.clone(), b_t.dtype(), b_t.shape().to_sym()),
+    );
+    graph.values.extend(values);
+    graph.initializers.insert(w_new_name.clone(), w_t);
+    graph.initializers.insert(b_new_name.clone(), b_t);
+    conv.inputs = vec![
+        conv.inputs.first().cloned().flatten(),
+        Some(w_new_name),
+        Some(b_new_name),
+    ];
+    true
+}

@@ -1,0 +1,39 @@
+//! concord-opencl: the OpenCL executor.
+//!
+//! It runs Concord partitions on an OpenCL device through opencl3 with dynamic loading:
+//! libOpenCL is opened at run time, so a machine without it builds, starts and gets a probe
+//! that says `Unavailable { LibraryMissing }` (and the planner falls back and says so).
+//! Kernels are OpenCL C files under `kernels/`, embedded with `include_str!` and built per
+//! family and storage variant the first time a partition needs them.
+//!
+//! Targets: `opencl` (f32 storage and compute) and `opencl-fp16` (f16 storage through
+//! `vload_half`/`vstore_half`, f32 accumulation). The probe reports fp16 only for devices
+//! with `cl_khr_fp16`, so the planner asks for the f16 target only there.
+//!
+//! Invariants:
+//! - Executors report, the planner decides: `supports` answers per node with a reason, and
+//!   nothing here falls back by itself.
+//! - No process-global mutable state: the device context and the program cache belong to
+//!   one [`OpenClExecutor`]; a prepared partition owns its weights and plans, and each run
+//!   borrows a workspace (queue, buffers, kernel objects with their arguments) that no other
+//!   run touches, because `clSetKernelArg` is not thread-safe.
+//! - No panics on device errors: opencl3's panicking wrappers are not used; every OpenCL
+//!   call goes through [`cl`], whose errors carry the call and the CL error name.
+//! - `unsafe` is allowed in this crate only, each block with a `// SAFETY:` comment.
+
+#![allow(unsafe_code)]
+
+pub mod cl;
+mod device;
+mod error;
+mod executor;
+mod fuse;
+mod ops;
+mod partition;
+mod plan;
+mod programs;
+
+pub use device::{DEFAULT_LIBRARY, DYLIB_PATH_VAR};
+pub use error::OpenClError;
+pub use executor::OpenClExecutor;
+pub use partition::OpenClPartition;

@@ -1,0 +1,212 @@
+//! Elementwise ops (kernels/elementwise.cl): unary maths and activations, broadcasting
+//! binary arithmetic and Equal, Clip, Where.
+
+use super::{broadcast_strides, input, optional_input, output};
+use crate::plan::{i32_arg, int8, Arg, Builder, Storage};
+use crate::programs::Family;
+use concord_core::{DType, Node, Op, OpError};
+
+pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
+    match &node.op {
+        Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Pow | Op::Mod { .. } | Op::Equal => {
+            binary(b, node)
+        }
+        Op::Clip => clip(b, node),
+        Op::Where => select(b, node),
+        _ => unary(b, node),
+    }
+}
+
+fn binary(b: &mut Builder, node: &Node) -> Result<(), OpError> {
+    let (a_name, b_name, y) = (input(node, 0, "A")?, input(node, 1, "B")?, output(node)?);
+    let dtype = b.dtype(a_name)?;
+    let storage = b.storage(dtype);
+    let integer = dtype == DType::I64;
+    let kernel = match (&node.op, integer) {
+        (Op::Add, _) => "binary_add",
+        (Op::Sub, _) => "binary_sub",
+        (Op::Mul, _) => "binary_mul",
+        (Op::Div, _) => "binary_div",
+        (Op::Pow, false) => "binary_pow",
+        (Op::Mod { fmod: true }, _) => "binary_fmod",
+        (Op::Mod { fmod: false }, true) => "binary_mod",
+        (Op::Equal, _) => "binary_equal",
+        (op, _) => {
+            return Err(OpError::Unsupported(format!(
+                "{} on {dtype} has no OpenCL kernel",
+                op.name()
+            )))
+        }
+    };
+    let out = b.shape(y)?.clone();
+    let (sa, sb) = (b.shape(a_name)?.clone(), b.shape(b_name)?.clone());
+    let n = out.numel();
+    let (rank, sa, sb) = if sa == out && sb == out {
+        (0, [0; 8], [0; 8])
+    } else {
+        (
+            out.rank(),
+            int8(&broadcast_strides(sa.dims(), out.dims()))?,
+            int8(&broadcast_strides(sb.dims(), out.dims()))?,
+        )
+    };
+    let dims: Vec<i64> = out.dims().iter().map(|&d| d as i64).collect();
+    let program = b.program(Family::Elementwise, storage.variant())?;
+    let a = b.input(a_name)?;
+    let bb = b.input(b_name)?;
+    let yl = b.alloc(y)?;
+    let status = if integer && matches!(node.op, Op::Div | Op::Mod { .. }) {
+        Arg::Status
+    } else {
+        Arg::Buf(yl.clone())
+    };
+    b.launch_1d(
+        &program,
+        kernel,
+        n,
+        vec![
+            Arg::Buf(a),
+            Arg::Buf(bb),
+            Arg::Buf(yl),
+            Arg::I32(i32_arg(n, "element count")?),
+            Arg::I32(rank as i32),
+            Arg::Int8(int8(&dims)?),
+            Arg::Int8(sa),
+            Arg::Int8(sb),
+            status,
+        ],
+    );
+    Ok(())
+}
+
+fn unary(b: &mut Builder, node: &Node) -> Result<(), OpError> {
+    let (x, y) = (input(node, 0, "X")?, output(node)?);
+    let dtype = b.dtype(x)?;
+    let (kernel, alpha, beta) = match node.op {
+        Op::Sqrt => ("unary_sqrt", 0.0, 0.0),
+        Op::Exp => ("unary_exp", 0.0, 0.0),
+        Op::Neg => ("unary_neg", 0.0, 0.0),
+        Op::Abs => ("unary_abs", 0.0, 0.0),
+        Op::Erf => ("unary_erf", 0.0, 0.0),
+        Op::Relu => ("unary_relu", 0.0, 0.0),
+        Op::Sigmoid => ("unary_sigmoid", 0.0, 0.0),
+        Op::Tanh => ("unary_tanh", 0.0, 0.0),
+        Op::HardSwish => ("unary_hard_swish", 0.0, 0.0),
+        Op::LeakyRelu { alpha } => ("unary_leaky_relu", alpha, 0.0),
+        Op::HardSigmoid { alpha, beta } => ("unary_hard_sigmoid", alpha, beta),
+        ref other => {
+            return Err(OpError::Unsupported(format!(
+                "{} is not a unary op",
+                other.name()
+            )))
+        }
+    };
+    if dtype == DType::I64 && !matches!(node.op, Op::Neg | Op::Abs | Op::Relu) {
+        return Err(OpError::Unsupported(format!(
+            "{} on i64 has no OpenCL kernel",
+            node.op.name()
+        )));
+    }
+    let n = b.shape(y)?.numel();
+    let program = b.program(Family::Elementwise, b.storage(dtype).variant())?;
+    let xl = b.input(x)?;
+    let yl = b.alloc(y)?;
+    b.launch_1d(
+        &program,
+        kernel,
+        n,
+        vec![
+            Arg::Buf(xl),
+            Arg::Buf(yl),
+            Arg::I32(i32_arg(n, "element count")?),
+            Arg::F32(alpha),
+            Arg::F32(beta),
+        ],
+    );
+    Ok(())
+}
+
+fn clip(b: &mut Builder, node: &Node) -> Result<(), OpError> {
+    let (x, y) = (input(node, 0, "input")?, output(node)?);
+    let dtype = b.dtype(x)?;
+    let n = b.shape(y)?.numel();
+    let program = b.program(Family::Elementwise, b.storage(dtype).variant())?;
+    let xl = b.input(x)?;
+    let bound = |b: &mut Builder, index: usize| -> Result<(Arg, i32), OpError> {
+        match optional_input(node, index) {
+            Some(name) => {
+                if b.shape(name)?.numel() != 1 {
+                    return Err(OpError::Shape(format!(
+                        "Clip: input {index} must hold one element, it has shape {}",
+                        b.shape(name)?
+                    )));
+                }
+                Ok((Arg::Buf(b.input(name)?), 1))
+            }
+            // Never read: the flag says the bound is absent.
+            None => Ok((Arg::Buf(xl.clone()), 0)),
+        }
+    };
+    let (lo, has_lo) = bound(b, 1)?;
+    let (hi, has_hi) = bound(b, 2)?;
+    let yl = b.alloc(y)?;
+    b.launch_1d(
+        &program,
+        "clip",
+        n,
+        vec![
+            Arg::Buf(xl.clone()),
+            Arg::Buf(yl),
+            Arg::I32(i32_arg(n, "element count")?),
+            lo,
+            hi,
+            Arg::I32(has_lo),
+            Arg::I32(has_hi),
+        ],
+    );
+    Ok(())
+}
+
+fn select(b: &mut Builder, node: &Node) -> Result<(), OpError> {
+    let (c, x, yv) = (
+        input(node, 0, "condition")?,
+        input(node, 1, "X")?,
+        input(node, 2, "Y")?,
+    );
+    let out_name = output(node)?;
+    let dtype = b.dtype(x)?;
+    let storage = b.storage(dtype);
+    if storage == Storage::U8 {
+        return Err(OpError::Unsupported(
+            "Where choosing between bool tensors has no OpenCL kernel".into(),
+        ));
+    }
+    let out = b.shape(out_name)?.clone();
+    let n = out.numel();
+    let dims: Vec<i64> = out.dims().iter().map(|&d| d as i64).collect();
+    let strides = |b: &Builder, name: &str| -> Result<[i32; 8], OpError> {
+        int8(&broadcast_strides(b.shape(name)?.dims(), out.dims()))
+    };
+    let (sc, sx, sy) = (strides(b, c)?, strides(b, x)?, strides(b, yv)?);
+    let program = b.program(Family::Elementwise, storage.variant())?;
+    let (cl, xl, yl) = (b.input(c)?, b.input(x)?, b.input(yv)?);
+    let ol = b.alloc(out_name)?;
+    b.launch_1d(
+        &program,
+        "where_select",
+        n,
+        vec![
+            Arg::Buf(cl),
+            Arg::Buf(xl),
+            Arg::Buf(yl),
+            Arg::Buf(ol),
+            Arg::I32(i32_arg(n, "element count")?),
+            Arg::I32(out.rank() as i32),
+            Arg::Int8(int8(&dims)?),
+            Arg::Int8(sc),
+            Arg::Int8(sx),
+            Arg::Int8(sy),
+        ],
+    );
+    Ok(())
+}

@@ -1,0 +1,576 @@
+//! Convolution and matrix multiplication (kernels/gemm.cl, kernels/conv.cl). Every
+//! non-depthwise Conv is an implicit GEMM (im2col on the fly in the tile loads; a 1×1
+//! stride-1 unpadded conv reads the image directly as the B matrix); depthwise Conv has its
+//! own kernel; Gemm and MatMul are the same tiled GEMM with strided operands.
+
+use super::{input, optional_input, output};
+use crate::fuse::{Activation, Epilogue, FusedNode};
+use crate::plan::{i32_arg, int8, Arg, Builder, Loc};
+use crate::programs::Family;
+use concord_core::op::{AutoPad, Conv, Gemm};
+use concord_core::{Dim, Graph, Node, OpError};
+
+/// Tile shape of the GEMM kernel, as build options; the work-group is
+/// (TSN / WPTN) × (TSM / WPTM).
+#[derive(Clone, Copy, Debug)]
+struct Tiles {
+    tsm: usize,
+    tsn: usize,
+    tsk: usize,
+    wptm: usize,
+    wptn: usize,
+}
+
+const TILES: Tiles = Tiles {
+    tsm: 64,
+    tsn: 64,
+    tsk: 16,
+    wptm: 4,
+    wptn: 4,
+};
+
+impl Tiles {
+    fn defines(&self) -> String {
+        format!(
+            "-DTSM={} -DTSN={} -DTSK={} -DWPTM={} -DWPTN={}",
+            self.tsm, self.tsn, self.tsk, self.wptm, self.wptn
+        )
+    }
+
+    fn local(&self) -> [usize; 3] {
+        [self.tsn / self.wptn, self.tsm / self.wptm, 1]
+    }
+}
+
+pub(super) fn check_conv(graph: &Graph, node: &Node, attrs: &Conv) -> Result<(), String> {
+    let rank = node
+        .inputs
+        .first()
+        .and_then(|i| i.as_deref())
+        .and_then(|x| graph.values.get(x))
+        .map(|v| v.shape.len());
+    match rank {
+        Some(3 | 4) | None => {}
+        Some(r) => {
+            return Err(format!(
+                "{}-D convolution is not implemented (1-D and 2-D are)",
+                r.saturating_sub(2)
+            ))
+        }
+    }
+    if attrs.kernel_shape.len() > 2 {
+        return Err("3-D convolution is not implemented (1-D and 2-D are)".into());
+    }
+    Ok(())
+}
+
+pub(super) fn check_matmul(graph: &Graph, node: &Node) -> Result<(), String> {
+    let rank = |i: usize| {
+        node.inputs
+            .get(i)
+            .and_then(|v| v.as_deref())
+            .and_then(|v| graph.values.get(v))
+            .map(|v| v.shape.len())
+    };
+    let batch = rank(0)
+        .unwrap_or(2)
+        .max(rank(1).unwrap_or(2))
+        .saturating_sub(2);
+    if batch > 2 {
+        return Err(format!(
+            "MatMul with {batch} batch dims is not implemented (at most 2 are)"
+        ));
+    }
+    let _ = Dim::Unknown;
+    Ok(())
+}
+
+/// The arguments of one GEMM launch, before they are bound.
+struct GemmCall {
+    a: Loc,
+    b: Loc,
+    y: Loc,
+    m: usize,
+    n: usize,
+    k: usize,
+    /// (a_sm, a_sk, a_s0, a_s1)
+    sa: [i64; 4],
+    /// (b_sk, b_sn, b_s0, b_s1)
+    sb: [i64; 4],
+    batch: usize,
+    batch1: usize,
+    bias: Option<(Loc, [i64; 3])>,
+    alpha: f32,
+    beta: f32,
+    epilogue: (Option<Loc>, Activation),
+    /// (geo0, geo1) for an implicit-GEMM convolution.
+    conv: Option<([i64; 8], [i64; 8])>,
+}
+
+fn launch_gemm(b: &mut Builder, dtype_variant: &str, call: GemmCall) -> Result<(), OpError> {
+    let tiles = TILES;
+    let variant = format!("{dtype_variant} {}", tiles.defines());
+    let program = b.program(Family::Gemm, &variant)?;
+    let local = tiles.local();
+    let global = [
+        call.n.div_ceil(tiles.tsn) * local[0],
+        call.m.div_ceil(tiles.tsm) * local[1],
+        call.batch,
+    ];
+    let (bias, sbias, has_bias) = match call.bias {
+        Some((loc, s)) => (loc, [s[0], s[1], s[2], 1], true),
+        None => (call.y.clone(), [0, 0, 0, 0], false),
+    };
+    let _ = has_bias;
+    let (res, has_res) = match call.epilogue.0 {
+        Some(loc) => (loc, 1),
+        None => (call.y.clone(), 0),
+    };
+    let (act, act_a, act_b) = call.epilogue.1.code();
+    let (geo0, geo1, conv) = match call.conv {
+        Some((g0, g1)) => (g0, g1, 1),
+        None => ([0; 8], [0; 8], 0),
+    };
+    let args = vec![
+        Arg::Buf(call.a),
+        Arg::Buf(call.b),
+        Arg::Buf(call.y),
+        Arg::I32(i32_arg(call.m, "M")?),
+        Arg::I32(i32_arg(call.n, "N")?),
+        Arg::I32(i32_arg(call.k, "K")?),
+        Arg::Int8(int8(&call.sa)?),
+        Arg::Int8(int8(&call.sb)?),
+        Arg::I32(i32_arg(call.batch1.max(1), "batch")?),
+        Arg::Buf(bias),
+        Arg::Int8(int8(&sbias)?),
+        Arg::F32(call.alpha),
+        Arg::F32(call.beta),
+        Arg::Buf(res),
+        Arg::I32(has_res),
+        Arg::I32(act),
+        Arg::F32(act_a),
+        Arg::F32(act_b),
+        Arg::I32(conv),
+        Arg::Int8(int8(&geo0)?),
+        Arg::Int8(int8(&geo1)?),
+    ];
+    b.launch(&program, "gemm_tiled", &global, Some(&local), args);
+    Ok(())
+}
+
+/// One spatial axis of a sliding window, resolved.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Axis {
+    pub input: usize,
+    pub kernel: usize,
+    pub stride: usize,
+    pub dilation: usize,
+    pub pad_begin: usize,
+    pub pad_end: usize,
+    pub output: usize,
+}
+
+/// Resolves kernel, stride, dilation and padding per spatial axis, as the reference does
+/// (explicit pads, SAME_UPPER/SAME_LOWER, VALID, ceil mode).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn resolve_axes(
+    input: &[usize],
+    kernel: &[usize],
+    strides: &[usize],
+    dilations: &[usize],
+    pads: &[usize],
+    auto_pad: AutoPad,
+    ceil_mode: bool,
+) -> Result<Vec<Axis>, OpError> {
+    let n = input.len();
+    let per = |v: &[usize], name: &'static str| -> Result<Vec<usize>, OpError> {
+        if v.is_empty() {
+            Ok(vec![1; n])
+        } else if v.len() == n && !v.contains(&0) {
+            Ok(v.to_vec())
+        } else {
+            Err(OpError::Attribute {
+                name,
+                detail: format!("{v:?} does not give one positive value per spatial axis ({n})"),
+            })
+        }
+    };
+    let kernel = per(kernel, "kernel_shape")?;
+    let strides = per(strides, "strides")?;
+    let dilations = per(dilations, "dilations")?;
+    let pads = if pads.is_empty() {
+        vec![0; 2 * n]
+    } else if pads.len() == 2 * n {
+        pads.to_vec()
+    } else {
+        return Err(OpError::Attribute {
+            name: "pads",
+            detail: format!("{pads:?} does not have 2 values per spatial axis ({n})"),
+        });
+    };
+    let mut axes = Vec::with_capacity(n);
+    for i in 0..n {
+        let (len, k, s, d) = (input[i], kernel[i], strides[i], dilations[i]);
+        let dilated = (k - 1) * d + 1;
+        let (pb, pe, out) = match auto_pad {
+            AutoPad::SameUpper | AutoPad::SameLower => {
+                let out = len.div_ceil(s);
+                let needed = ((out.max(1) - 1) * s + dilated).saturating_sub(len);
+                let (small, large) = (needed / 2, needed - needed / 2);
+                if auto_pad == AutoPad::SameUpper {
+                    (small, large, out)
+                } else {
+                    (large, small, out)
+                }
+            }
+            AutoPad::NotSet | AutoPad::Valid => {
+                let (pb, pe) = if auto_pad == AutoPad::Valid {
+                    (0, 0)
+                } else {
+                    (pads[i], pads[i + n])
+                };
+                let padded = len + pb + pe;
+                if padded < dilated {
+                    return Err(OpError::Shape(format!(
+                        "spatial axis {i}: input {len} plus pads {pb}+{pe} is smaller than the \
+                         dilated kernel {dilated}"
+                    )));
+                }
+                let span = padded - dilated;
+                let out = if ceil_mode {
+                    let mut o = span.div_ceil(s) + 1;
+                    if (o - 1) * s >= len + pb {
+                        o -= 1;
+                    }
+                    o
+                } else {
+                    span / s + 1
+                };
+                (pb, pe, out)
+            }
+        };
+        axes.push(Axis {
+            input: len,
+            kernel: k,
+            stride: s,
+            dilation: d,
+            pad_begin: pb,
+            pad_end: pe,
+            output: out,
+        });
+    }
+    Ok(axes)
+}
+
+/// A 1-D axis list as 2-D with a unit height axis in front.
+pub(super) fn as_2d(axes: &[Axis]) -> Result<(Axis, Axis), OpError> {
+    match axes {
+        [w] => Ok((
+            Axis {
+                input: 1,
+                kernel: 1,
+                stride: 1,
+                dilation: 1,
+                pad_begin: 0,
+                pad_end: 0,
+                output: 1,
+            },
+            *w,
+        )),
+        [h, w] => Ok((*h, *w)),
+        _ => Err(OpError::Unsupported(format!(
+            "{}-D windows are not implemented on OpenCL (1-D and 2-D are)",
+            axes.len()
+        ))),
+    }
+}
+
+pub(super) fn conv(b: &mut Builder, fused: &FusedNode, attrs: &Conv) -> Result<(), OpError> {
+    let node = &fused.node;
+    let (x, w, y) = (input(node, 0, "X")?, input(node, 1, "W")?, output(node)?);
+    let xd = b.shape(x)?.dims().to_vec();
+    let wd = b.shape(w)?.dims().to_vec();
+    if xd.len() < 3 || wd.len() != xd.len() {
+        return Err(OpError::Shape(format!(
+            "Conv needs X (N, C, spatial…) and W of the same rank, got X {xd:?} and W {wd:?}"
+        )));
+    }
+    let group = attrs.group.max(1);
+    let (batch, cin, cout) = (xd[0], xd[1], wd[0]);
+    if cin % group != 0 || cout % group != 0 || wd[1] * group != cin {
+        return Err(OpError::Shape(format!(
+            "Conv: X has {cin} channels and W {wd:?} with group {group}, which do not fit"
+        )));
+    }
+    let kernel: Vec<usize> = if attrs.kernel_shape.is_empty() {
+        wd[2..].to_vec()
+    } else {
+        attrs.kernel_shape.clone()
+    };
+    let axes = resolve_axes(
+        &xd[2..],
+        &kernel,
+        &attrs.strides,
+        &attrs.dilations,
+        &attrs.pads,
+        attrs.auto_pad,
+        false,
+    )?;
+    let (h, wa) = as_2d(&axes)?;
+    let dtype = b.dtype(x)?;
+    let variant = b.storage(dtype).variant();
+    let xl = b.input(x)?;
+    let wl = b.input(w)?;
+    let bias = match optional_input(node, 2) {
+        Some(name) => Some(b.input(name)?),
+        None => None,
+    };
+    let residual = match &fused.epilogue.residual {
+        Some(name) => Some(b.input(name)?),
+        None => None,
+    };
+    let yl = b.alloc(y)?;
+    let Epilogue { activation, .. } = fused.epilogue;
+    let geo0 = [
+        h.input as i64,
+        wa.input as i64,
+        h.kernel as i64,
+        wa.kernel as i64,
+        h.stride as i64,
+        wa.stride as i64,
+        h.pad_begin as i64,
+        wa.pad_begin as i64,
+    ];
+    if group == cin && cout % cin == 0 && group > 1 {
+        let program = b.program(Family::Conv, variant)?;
+        let geo1 = [
+            h.dilation as i64,
+            wa.dilation as i64,
+            h.output as i64,
+            wa.output as i64,
+            cin as i64,
+            (cout / cin) as i64,
+            0,
+            0,
+        ];
+        let (act, a, bb) = activation.code();
+        let args = vec![
+            Arg::Buf(xl),
+            Arg::Buf(wl),
+            Arg::Buf(yl.clone()),
+            Arg::Buf(bias.clone().unwrap_or(yl.clone())),
+            Arg::I32(bias.is_some() as i32),
+            Arg::Buf(residual.clone().unwrap_or(yl.clone())),
+            Arg::I32(residual.is_some() as i32),
+            Arg::I32(act),
+            Arg::F32(a),
+            Arg::F32(bb),
+            Arg::Int8(int8(&geo0)?),
+            Arg::Int8(int8(&geo1)?),
+        ];
+        b.launch(
+            &program,
+            "depthwise",
+            &[wa.output, h.output, batch * cout],
+            Some(&[16, 1, 1]),
+            args,
+        );
+        return Ok(());
+    }
+    let (m, cg) = (cout / group, cin / group);
+    let plane = h.input * wa.input;
+    let n = h.output * wa.output;
+    let k = cg * h.kernel * wa.kernel;
+    let pointwise = h.kernel == 1
+        && wa.kernel == 1
+        && h.stride == 1
+        && wa.stride == 1
+        && h.pad_begin + h.pad_end + wa.pad_begin + wa.pad_end == 0;
+    let conv_geo = if pointwise {
+        None
+    } else {
+        let geo1 = [
+            h.dilation as i64,
+            wa.dilation as i64,
+            wa.output as i64,
+            (h.kernel * wa.kernel) as i64,
+            0,
+            0,
+            0,
+            0,
+        ];
+        Some((geo0, geo1))
+    };
+    let call = GemmCall {
+        a: wl,
+        b: xl,
+        y: yl,
+        m,
+        n,
+        k,
+        sa: [k as i64, 1, 0, (m * k) as i64],
+        sb: [plane as i64, 1, (cin * plane) as i64, (cg * plane) as i64],
+        batch: batch * group,
+        batch1: group,
+        bias: bias.map(|l| (l, [1, 0, m as i64])),
+        alpha: 1.0,
+        beta: 1.0,
+        epilogue: (residual, activation),
+        conv: conv_geo,
+    };
+    launch_gemm(b, variant, call)
+}
+
+pub(super) fn gemm(b: &mut Builder, node: &Node, attrs: &Gemm) -> Result<(), OpError> {
+    let (a, bn, y) = (input(node, 0, "A")?, input(node, 1, "B")?, output(node)?);
+    let ad = b.shape(a)?.dims().to_vec();
+    let bd = b.shape(bn)?.dims().to_vec();
+    if ad.len() != 2 || bd.len() != 2 {
+        return Err(OpError::Shape(format!(
+            "Gemm needs 2-D A and B, got {ad:?} and {bd:?}"
+        )));
+    }
+    let (m, k) = if attrs.trans_a {
+        (ad[1], ad[0])
+    } else {
+        (ad[0], ad[1])
+    };
+    let n = if attrs.trans_b { bd[0] } else { bd[1] };
+    let sa = if attrs.trans_a {
+        [1, m as i64, 0, 0]
+    } else {
+        [k as i64, 1, 0, 0]
+    };
+    let sb = if attrs.trans_b {
+        [1, k as i64, 0, 0]
+    } else {
+        [n as i64, 1, 0, 0]
+    };
+    let dtype = b.dtype(a)?;
+    let variant = b.storage(dtype).variant();
+    let bias = match optional_input(node, 2) {
+        Some(c) => {
+            let cd = b.shape(c)?.dims().to_vec();
+            let (cm, cn) = match cd.len() {
+                0 => (1, 1),
+                1 => (1, cd[0]),
+                2 => (cd[0], cd[1]),
+                _ => {
+                    return Err(OpError::Shape(format!(
+                        "Gemm: C {cd:?} must have rank 2 at most"
+                    )))
+                }
+            };
+            if (cm != 1 && cm != m) || (cn != 1 && cn != n) {
+                return Err(OpError::Shape(format!(
+                    "Gemm: C {cd:?} does not broadcast to ({m}, {n})"
+                )));
+            }
+            let sm = if cm == 1 { 0 } else { cn as i64 };
+            let sn = if cn == 1 { 0 } else { 1 };
+            Some((b.input(c)?, [sm, sn, 0]))
+        }
+        None => None,
+    };
+    let al = b.input(a)?;
+    let bl = b.input(bn)?;
+    let yl = b.alloc(y)?;
+    let call = GemmCall {
+        a: al,
+        b: bl,
+        y: yl,
+        m,
+        n,
+        k,
+        sa,
+        sb,
+        batch: 1,
+        batch1: 1,
+        bias,
+        alpha: attrs.alpha,
+        beta: attrs.beta,
+        epilogue: (None, Activation::None),
+        conv: None,
+    };
+    launch_gemm(b, variant, call)
+}
+
+pub(super) fn matmul(b: &mut Builder, node: &Node) -> Result<(), OpError> {
+    let (a, bn, y) = (input(node, 0, "A")?, input(node, 1, "B")?, output(node)?);
+    let mut ad = b.shape(a)?.dims().to_vec();
+    let mut bd = b.shape(bn)?.dims().to_vec();
+    if ad.is_empty() || bd.is_empty() {
+        return Err(OpError::Shape(
+            "MatMul operands must have rank 1 or more".into(),
+        ));
+    }
+    if ad.len() == 1 {
+        ad.insert(0, 1);
+    }
+    if bd.len() == 1 {
+        bd.push(1);
+    }
+    let (m, k) = (ad[ad.len() - 2], ad[ad.len() - 1]);
+    let (k2, n) = (bd[bd.len() - 2], bd[bd.len() - 1]);
+    if k != k2 {
+        return Err(OpError::Shape(format!(
+            "MatMul: A {ad:?} and B {bd:?} disagree on the inner dim"
+        )));
+    }
+    let a_batch = &ad[..ad.len() - 2];
+    let b_batch = &bd[..bd.len() - 2];
+    let rank = a_batch.len().max(b_batch.len());
+    if rank > 2 {
+        return Err(OpError::Unsupported(format!(
+            "MatMul with {rank} batch dims is not implemented on OpenCL (at most 2 are)"
+        )));
+    }
+    // Batch dims padded to two, each operand with its own strides (0 where broadcast).
+    let pad = |dims: &[usize]| -> [usize; 2] {
+        let mut out = [1usize; 2];
+        for (i, &d) in dims.iter().rev().enumerate() {
+            out[1 - i] = d;
+        }
+        out
+    };
+    let (pa, pb) = (pad(a_batch), pad(b_batch));
+    let mut out_batch = [1usize; 2];
+    for i in 0..2 {
+        out_batch[i] = if pa[i] == 1 { pb[i] } else { pa[i] };
+        if pa[i] != 1 && pb[i] != 1 && pa[i] != pb[i] {
+            return Err(OpError::Shape(format!(
+                "MatMul batch dims {a_batch:?} and {b_batch:?} do not broadcast"
+            )));
+        }
+    }
+    let strides = |p: [usize; 2], mat: usize| -> [i64; 2] {
+        let s1 = if p[1] == 1 { 0 } else { mat as i64 };
+        let s0 = if p[0] == 1 { 0 } else { (mat * p[1]) as i64 };
+        [s0, s1]
+    };
+    let [a0, a1] = strides(pa, m * k);
+    let [b0, b1] = strides(pb, k * n);
+    let dtype = b.dtype(a)?;
+    let variant = b.storage(dtype).variant();
+    let al = b.input(a)?;
+    let bl = b.input(bn)?;
+    let yl = b.alloc(y)?;
+    let call = GemmCall {
+        a: al,
+        b: bl,
+        y: yl,
+        m,
+        n,
+        k,
+        sa: [k as i64, 1, a0, a1],
+        sb: [n as i64, 1, b0, b1],
+        batch: out_batch[0] * out_batch[1],
+        batch1: out_batch[1],
+        bias: None,
+        alpha: 1.0,
+        beta: 1.0,
+        epilogue: (None, Activation::None),
+        conv: None,
+    };
+    launch_gemm(b, variant, call)
+}

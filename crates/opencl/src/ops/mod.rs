@@ -1,0 +1,316 @@
+//! Per-op support answers and plan building, one file per op family; this file routes.
+//!
+//! `supports` is what the planner asks at build time, from the graph alone; `build` turns
+//! one (fused) node into kernel launches once shapes are concrete. Both agree on which
+//! operands must be known on the host (see [`host_operands`]).
+
+mod elementwise;
+mod linear;
+mod movement;
+mod norm;
+mod pool;
+mod reduce;
+mod resize;
+
+use crate::fuse::FusedNode;
+use crate::plan::Builder;
+use concord_core::op::PadMode;
+use concord_core::{DType, Graph, Node, Op, OpError, Support, Target};
+
+/// Operand positions whose values a kernel needs on the host when the plan is made (shape,
+/// axes, pads, sizes…): they must be initializers, or computable from shapes and
+/// initializers alone.
+pub fn host_operands(op: &Op) -> &'static [usize] {
+    match op {
+        Op::Reshape { .. } | Op::Squeeze | Op::Unsqueeze | Op::Split { .. } | Op::Expand => &[1],
+        Op::Slice => &[1, 2, 3, 4],
+        Op::Pad { .. } => &[1, 2, 3],
+        Op::Resize(_) => &[1, 2, 3],
+        Op::ReduceMean(_) | Op::ReduceSum(_) | Op::ReduceMax(_) => &[1],
+        Op::Dropout => &[1, 2],
+        _ => &[],
+    }
+}
+
+/// Whether the OpenCL executor can run `node` on `target`, and why not.
+pub fn supports(graph: &Graph, node: &Node, target: Target) -> Support {
+    match check(graph, node, target) {
+        Ok(()) => Support::Yes,
+        Err(reason) => Support::No(reason),
+    }
+}
+
+fn check(graph: &Graph, node: &Node, target: Target) -> Result<(), String> {
+    let names = operand_names(&node.op);
+    for &index in host_operands(&node.op) {
+        if let Some(Some(value)) = node.inputs.get(index) {
+            if !is_plan_known(graph, value, 0) {
+                let name = names.get(index).copied().unwrap_or("operand");
+                return Err(format!(
+                    "input {index} ({name}) must be a constant (an initializer, or computed \
+                     from shapes and initializers only), but `{value}` is computed at run time"
+                ));
+            }
+        }
+    }
+    for value in node
+        .present_inputs()
+        .chain(node.outputs.iter().map(String::as_str))
+    {
+        if let Some(info) = graph.values.get(value) {
+            if info.shape.len() > 8 {
+                return Err(format!(
+                    "`{value}` has rank {}; the OpenCL kernels handle rank 8 at most",
+                    info.shape.len()
+                ));
+            }
+        }
+    }
+    let dtype = |index: usize| -> Option<DType> {
+        let name = node.inputs.get(index)?.as_deref()?;
+        graph.values.get(name).map(|v| v.dtype)
+    };
+    let x = dtype(0);
+    let float = |what: &str| -> Result<(), String> {
+        match x {
+            Some(DType::F32 | DType::F16) | None => Ok(()),
+            Some(other) => Err(format!(
+                "{what} on {other} is not implemented (f32 and f16 are)"
+            )),
+        }
+    };
+    let _ = target;
+    match &node.op {
+        Op::Conv(attrs) => linear::check_conv(graph, node, attrs).and(float("Conv")),
+        Op::Gemm(_) => float("Gemm"),
+        Op::MatMul => linear::check_matmul(graph, node).and(float("MatMul")),
+        Op::Add | Op::Sub | Op::Mul | Op::Div => match x {
+            Some(DType::Bool) => Err(format!("{} on bool is not defined", node.op.name())),
+            _ => Ok(()),
+        },
+        Op::Pow => {
+            float("Pow")?;
+            if dtype(1) != x {
+                Err(
+                    "Pow with an exponent of a different dtype than the base is not \
+                     implemented"
+                        .into(),
+                )
+            } else {
+                Ok(())
+            }
+        }
+        Op::Mod { fmod } => match x {
+            Some(DType::I64) | None => Ok(()),
+            Some(DType::F32 | DType::F16) if *fmod => Ok(()),
+            Some(other) => Err(format!(
+                "Mod with fmod={} on {other} is not defined",
+                *fmod as u8
+            )),
+        },
+        Op::Equal => match x {
+            Some(DType::Bool) => Err("Equal on bool is not implemented".into()),
+            _ => Ok(()),
+        },
+        Op::Neg | Op::Abs | Op::Relu | Op::Clip => match x {
+            Some(DType::Bool) => Err(format!("{} on bool is not defined", node.op.name())),
+            _ => Ok(()),
+        },
+        Op::Sqrt
+        | Op::Exp
+        | Op::Erf
+        | Op::Sigmoid
+        | Op::Tanh
+        | Op::HardSwish
+        | Op::LeakyRelu { .. }
+        | Op::HardSigmoid { .. } => float(node.op.name()),
+        Op::Where => match dtype(1) {
+            Some(DType::Bool) => {
+                Err("Where choosing between bool tensors is not implemented".into())
+            }
+            _ => Ok(()),
+        },
+        Op::Softmax { .. } | Op::LayerNormalization { .. } | Op::BatchNormalization { .. } => {
+            float(node.op.name())
+        }
+        Op::MaxPool(p) | Op::AveragePool(p) => {
+            float(node.op.name())?;
+            pool::check(graph, node, p)
+        }
+        Op::GlobalAveragePool => float("GlobalAveragePool"),
+        Op::ReduceMean(_) | Op::ReduceSum(_) | Op::ReduceMax(_) => float(node.op.name()),
+        Op::Resize(attrs) => {
+            float("Resize")?;
+            resize::check(attrs)
+        }
+        Op::Pad { mode } => {
+            if *mode == PadMode::Constant {
+                Ok(())
+            } else {
+                Err(format!(
+                    "Pad mode {mode:?} is not implemented (constant is)"
+                ))
+            }
+        }
+        Op::Dropout => {
+            if node.outputs.len() > 1 && node.outputs.get(1).is_some_and(|o| !o.is_empty()) {
+                Err("Dropout's mask output is not implemented".into())
+            } else {
+                Ok(())
+            }
+        }
+        Op::Concat { .. }
+        | Op::Split { .. }
+        | Op::Slice
+        | Op::Gather { .. }
+        | Op::Reshape { .. }
+        | Op::Flatten { .. }
+        | Op::Transpose { .. }
+        | Op::Squeeze
+        | Op::Unsqueeze
+        | Op::Shape { .. }
+        | Op::Cast { .. }
+        | Op::Identity
+        | Op::Constant { .. }
+        | Op::Expand => Ok(()),
+    }
+}
+
+/// Whether a value is known when the plan is made: an initializer, a Shape or Constant
+/// result, or computed from such values only.
+fn is_plan_known(graph: &Graph, value: &str, depth: usize) -> bool {
+    if graph.inputs.iter().any(|i| i.name == value) {
+        return false;
+    }
+    if graph.initializers.contains_key(value) {
+        return true;
+    }
+    if depth > 64 {
+        return false;
+    }
+    let Some(producer) = graph
+        .nodes
+        .iter()
+        .find(|n| n.outputs.iter().any(|o| o == value))
+    else {
+        return false;
+    };
+    match producer.op {
+        Op::Shape { .. } | Op::Constant { .. } => true,
+        _ => producer
+            .present_inputs()
+            .all(|i| is_plan_known(graph, i, depth + 1)),
+    }
+}
+
+/// The ONNX names of an op's inputs, for messages.
+fn operand_names(op: &Op) -> &'static [&'static str] {
+    match op {
+        Op::Reshape { .. } | Op::Expand => &["data", "shape"],
+        Op::Squeeze | Op::Unsqueeze => &["data", "axes"],
+        Op::Split { .. } => &["input", "split"],
+        Op::Slice => &["data", "starts", "ends", "axes", "steps"],
+        Op::Pad { .. } => &["data", "pads", "constant_value", "axes"],
+        Op::Resize(_) => &["X", "roi", "scales", "sizes"],
+        Op::ReduceMean(_) | Op::ReduceSum(_) | Op::ReduceMax(_) => &["data", "axes"],
+        Op::Dropout => &["data", "ratio", "training_mode"],
+        _ => &[],
+    }
+}
+
+/// Turns one node into kernel launches.
+pub fn build(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> {
+    let node = &fused.node;
+    match &node.op {
+        Op::Conv(attrs) => linear::conv(b, fused, attrs),
+        Op::Gemm(attrs) => linear::gemm(b, node, attrs),
+        Op::MatMul => linear::matmul(b, node),
+        Op::Add
+        | Op::Sub
+        | Op::Mul
+        | Op::Div
+        | Op::Pow
+        | Op::Mod { .. }
+        | Op::Equal
+        | Op::Sqrt
+        | Op::Exp
+        | Op::Neg
+        | Op::Abs
+        | Op::Erf
+        | Op::Relu
+        | Op::Sigmoid
+        | Op::Tanh
+        | Op::HardSwish
+        | Op::LeakyRelu { .. }
+        | Op::HardSigmoid { .. }
+        | Op::Clip
+        | Op::Where => elementwise::build(b, node),
+        Op::Softmax { .. } | Op::LayerNormalization { .. } | Op::BatchNormalization { .. } => {
+            norm::build(b, node)
+        }
+        Op::MaxPool(_) | Op::AveragePool(_) | Op::GlobalAveragePool => pool::build(b, node),
+        Op::ReduceMean(_) | Op::ReduceSum(_) | Op::ReduceMax(_) => reduce::build(b, node),
+        Op::Resize(attrs) => resize::build(b, node, attrs),
+        Op::Concat { .. }
+        | Op::Split { .. }
+        | Op::Slice
+        | Op::Gather { .. }
+        | Op::Reshape { .. }
+        | Op::Flatten { .. }
+        | Op::Transpose { .. }
+        | Op::Squeeze
+        | Op::Unsqueeze
+        | Op::Shape { .. }
+        | Op::Cast { .. }
+        | Op::Identity
+        | Op::Dropout
+        | Op::Constant { .. }
+        | Op::Pad { .. }
+        | Op::Expand => movement::build(b, node),
+    }
+}
+
+/// The input at `index`, or a MissingInput error naming it.
+pub(crate) fn input<'n>(
+    node: &'n Node,
+    index: usize,
+    name: &'static str,
+) -> Result<&'n str, OpError> {
+    node.inputs
+        .get(index)
+        .and_then(|i| i.as_deref())
+        .ok_or(OpError::MissingInput { index, name })
+}
+
+/// The input at `index` if present.
+pub(crate) fn optional_input(node: &Node, index: usize) -> Option<&str> {
+    node.inputs.get(index).and_then(|i| i.as_deref())
+}
+
+/// The first output's name.
+pub(crate) fn output(node: &Node) -> Result<&str, OpError> {
+    node.outputs
+        .first()
+        .map(String::as_str)
+        .ok_or_else(|| OpError::Shape(format!("{} has no output", node.op.name())))
+}
+
+/// Strides of an operand of shape `dims` broadcast to `out` (0 on broadcast axes).
+pub(crate) fn broadcast_strides(dims: &[usize], out: &[usize]) -> Vec<i64> {
+    let own = crate::plan::strides_of(dims);
+    let offset = out.len() - dims.len().min(out.len());
+    (0..out.len())
+        .map(|axis| {
+            if axis < offset {
+                0
+            } else {
+                let d = dims[axis - offset];
+                if d == 1 {
+                    0
+                } else {
+                    own[axis - offset]
+                }
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,415 @@
+//! Data movement (kernels/movement.cl and cast.cl). Reshape, Flatten, Squeeze, Unsqueeze,
+//! Identity and Dropout move nothing: their output is another name for the input's
+//! buffer. Transpose, Slice, Expand, Concat and Split are strided copies; Pad, Gather and
+//! Cast have their own kernels.
+
+use super::{broadcast_strides, input, optional_input, output};
+use crate::plan::{i32_arg, int8, strides_of, Arg, Builder, Loc, Storage};
+use crate::programs::Family;
+use concord_core::shape::normalize_axis;
+use concord_core::{DType, Node, Op, OpError, Tensor, TensorData};
+use half::f16;
+
+pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
+    match &node.op {
+        Op::Reshape { .. }
+        | Op::Flatten { .. }
+        | Op::Squeeze
+        | Op::Unsqueeze
+        | Op::Identity
+        | Op::Dropout => {
+            let x = input(node, 0, "data")?;
+            b.alias(output(node)?, x)
+        }
+        Op::Transpose { perm } => transpose(b, node, perm.as_deref()),
+        Op::Slice => slice(b, node),
+        Op::Expand => expand(b, node),
+        Op::Concat { axis } => concat(b, node, *axis),
+        Op::Split { axis, .. } => split(b, node, *axis),
+        Op::Pad { .. } => pad(b, node),
+        Op::Gather { axis } => gather(b, node, *axis),
+        Op::Cast { to } => cast(b, node, *to),
+        other => Err(OpError::Unsupported(format!(
+            "{} is computed on the host when the plan is made and has no kernel",
+            other.name()
+        ))),
+    }
+}
+
+/// A strided copy: for every coordinate of `dims`, dst[dst_off + c·ds] = src[src_off + c·ss].
+#[allow(clippy::too_many_arguments)]
+fn copy_nd(
+    b: &mut Builder,
+    storage: Storage,
+    src: Loc,
+    dst: Loc,
+    dims: &[usize],
+    ss: &[i64],
+    ds: &[i64],
+    src_off: i64,
+    dst_off: i64,
+) -> Result<(), OpError> {
+    let n: usize = dims.iter().product();
+    if n == 0 {
+        return Ok(());
+    }
+    let program = b.program(Family::Movement, storage.bits_variant())?;
+    let dims64: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+    let offset = |v: i64| {
+        i32::try_from(v).map_err(|_| {
+            OpError::Unsupported(format!("offset {v} exceeds the kernels' 32-bit indexing"))
+        })
+    };
+    b.launch_1d(
+        &program,
+        "copy_nd",
+        n,
+        vec![
+            Arg::Buf(src),
+            Arg::Buf(dst),
+            Arg::I32(i32_arg(n, "element count")?),
+            Arg::I32(dims.len() as i32),
+            Arg::Int8(int8(&dims64)?),
+            Arg::Int8(int8(ss)?),
+            Arg::Int8(int8(ds)?),
+            Arg::I32(offset(src_off)?),
+            Arg::I32(offset(dst_off)?),
+        ],
+    );
+    Ok(())
+}
+
+fn transpose(b: &mut Builder, node: &Node, perm: Option<&[i64]>) -> Result<(), OpError> {
+    let (x, y) = (input(node, 0, "data")?, output(node)?);
+    let in_dims = b.shape(x)?.dims().to_vec();
+    let rank = in_dims.len();
+    let perm: Vec<usize> = match perm {
+        Some(p) => p
+            .iter()
+            .map(|&a| normalize_axis(a, rank))
+            .collect::<Result<_, _>>()?,
+        None => (0..rank).rev().collect(),
+    };
+    let in_strides = strides_of(&in_dims);
+    let out_dims = b.shape(y)?.dims().to_vec();
+    let ss: Vec<i64> = perm.iter().map(|&p| in_strides[p]).collect();
+    let storage = b.storage(b.dtype(x)?);
+    let src = b.input(x)?;
+    let dst = b.alloc(y)?;
+    copy_nd(
+        b,
+        storage,
+        src,
+        dst,
+        &out_dims,
+        &ss,
+        &strides_of(&out_dims),
+        0,
+        0,
+    )
+}
+
+/// Reads an i64 operand known on the host.
+fn host_ints(b: &Builder, name: &str, what: &str) -> Result<Vec<i64>, OpError> {
+    let t = b.host_value(name).ok_or_else(|| {
+        OpError::Unsupported(format!(
+            "{what} `{name}` must be a constant for the OpenCL executor"
+        ))
+    })?;
+    t.to_i64_vec().ok_or_else(|| {
+        OpError::Unsupported(format!("{what} `{name}` must be i64, it is {}", t.dtype()))
+    })
+}
+
+fn slice(b: &mut Builder, node: &Node) -> Result<(), OpError> {
+    let (x, y) = (input(node, 0, "data")?, output(node)?);
+    let in_dims = b.shape(x)?.dims().to_vec();
+    let rank = in_dims.len();
+    let starts = host_ints(b, input(node, 1, "starts")?, "Slice starts")?;
+    let ends = host_ints(b, input(node, 2, "ends")?, "Slice ends")?;
+    let axes = match optional_input(node, 3) {
+        Some(n) => host_ints(b, n, "Slice axes")?,
+        None => (0..starts.len() as i64).collect(),
+    };
+    let steps = match optional_input(node, 4) {
+        Some(n) => host_ints(b, n, "Slice steps")?,
+        None => vec![1; starts.len()],
+    };
+    if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
+        return Err(OpError::Shape(format!(
+            "Slice: starts, ends, axes and steps must have one entry each per sliced axis \
+             ({}, {}, {}, {})",
+            starts.len(),
+            ends.len(),
+            axes.len(),
+            steps.len()
+        )));
+    }
+    let in_strides = strides_of(&in_dims);
+    let mut first = vec![0i64; rank];
+    let mut step_of = vec![1i64; rank];
+    for i in 0..starts.len() {
+        let axis = normalize_axis(axes[i], rank)?;
+        let dim = in_dims[axis] as i64;
+        let step = steps[i];
+        if step == 0 {
+            return Err(OpError::Attribute {
+                name: "steps",
+                detail: "a step of 0 is not allowed".into(),
+            });
+        }
+        let mut start = starts[i];
+        if start < 0 {
+            start = start.saturating_add(dim);
+        }
+        start = if step > 0 {
+            start.clamp(0, dim)
+        } else {
+            start.clamp(0, (dim - 1).max(0))
+        };
+        first[axis] = start;
+        step_of[axis] = step;
+    }
+    let out_dims = b.shape(y)?.dims().to_vec();
+    let ss: Vec<i64> = (0..rank).map(|a| in_strides[a] * step_of[a]).collect();
+    let src_off: i64 = (0..rank).map(|a| first[a] * in_strides[a]).sum();
+    let storage = b.storage(b.dtype(x)?);
+    let src = b.input(x)?;
+    let dst = b.alloc(y)?;
+    copy_nd(
+        b,
+        storage,
+        src,
+        dst,
+        &out_dims,
+        &ss,
+        &strides_of(&out_dims),
+        src_off,
+        0,
+    )
+}
+
+fn expand(b: &mut Builder, node: &Node) -> Result<(), OpError> {
+    let (x, y) = (input(node, 0, "input")?, output(node)?);
+    let in_dims = b.shape(x)?.dims().to_vec();
+    let out_dims = b.shape(y)?.dims().to_vec();
+    let ss = broadcast_strides(&in_dims, &out_dims);
+    let storage = b.storage(b.dtype(x)?);
+    let src = b.input(x)?;
+    let dst = b.alloc(y)?;
+    copy_nd(
+        b,
+        storage,
+        src,
+        dst,
+        &out_dims,
+        &ss,
+        &strides_of(&out_dims),
+        0,
+        0,
+    )
+}
+
+fn concat(b: &mut Builder, node: &Node, axis: i64) -> Result<(), OpError> {
+    let y = output(node)?;
+    let out_dims = b.shape(y)?.dims().to_vec();
+    let axis = normalize_axis(axis, out_dims.len())?;
+    let out_strides = strides_of(&out_dims);
+    let dtype = b.dtype(y)?;
+    let storage = b.storage(dtype);
+    let dst = b.alloc(y)?;
+    let mut at = 0i64;
+    for name in node.present_inputs() {
+        let dims = b.shape(name)?.dims().to_vec();
+        let src = b.input(name)?;
+        copy_nd(
+            b,
+            storage,
+            src,
+            dst.clone(),
+            &dims,
+            &strides_of(&dims),
+            &out_strides,
+            0,
+            at * out_strides[axis],
+        )?;
+        at += dims.get(axis).copied().unwrap_or(0) as i64;
+    }
+    Ok(())
+}
+
+fn split(b: &mut Builder, node: &Node, axis: i64) -> Result<(), OpError> {
+    let x = input(node, 0, "input")?;
+    let in_dims = b.shape(x)?.dims().to_vec();
+    let axis = normalize_axis(axis, in_dims.len())?;
+    let in_strides = strides_of(&in_dims);
+    let storage = b.storage(b.dtype(x)?);
+    let src = b.input(x)?;
+    let mut at = 0i64;
+    for name in node.outputs.iter().filter(|o| !o.is_empty()) {
+        let dims = b.shape(name)?.dims().to_vec();
+        let dst = b.alloc(name)?;
+        copy_nd(
+            b,
+            storage,
+            src.clone(),
+            dst,
+            &dims,
+            &in_strides,
+            &strides_of(&dims),
+            at * in_strides[axis],
+            0,
+        )?;
+        at += dims.get(axis).copied().unwrap_or(0) as i64;
+    }
+    Ok(())
+}
+
+fn pad(b: &mut Builder, node: &Node) -> Result<(), OpError> {
+    let (x, y) = (input(node, 0, "data")?, output(node)?);
+    let in_dims = b.shape(x)?.dims().to_vec();
+    let rank = in_dims.len();
+    let pads = host_ints(b, input(node, 1, "pads")?, "Pad pads")?;
+    let axes: Vec<usize> = match optional_input(node, 3) {
+        Some(n) => host_ints(b, n, "Pad axes")?
+            .iter()
+            .map(|&a| normalize_axis(a, rank))
+            .collect::<Result<_, _>>()?,
+        None => (0..rank).collect(),
+    };
+    if pads.len() != 2 * axes.len() {
+        return Err(OpError::Shape(format!(
+            "Pad: pads has {} values, expected {} (begin and end for each padded axis)",
+            pads.len(),
+            2 * axes.len()
+        )));
+    }
+    let mut begin = vec![0i64; rank];
+    for (i, &axis) in axes.iter().enumerate() {
+        begin[axis] = pads[i];
+    }
+    let dtype = b.dtype(x)?;
+    let storage = b.storage(dtype);
+    let fill = match optional_input(node, 2) {
+        None => 0,
+        Some(name) => {
+            let t = b.host_value(name).ok_or_else(|| {
+                OpError::Unsupported("Pad constant_value must be a constant".into())
+            })?;
+            fill_bits(t, storage)?
+        }
+    };
+    let out_dims = b.shape(y)?.dims().to_vec();
+    let n: usize = out_dims.iter().product();
+    let program = b.program(Family::Movement, storage.bits_variant())?;
+    let src = b.input(x)?;
+    let dst = b.alloc(y)?;
+    let as64 = |d: &[usize]| d.iter().map(|&v| v as i64).collect::<Vec<_>>();
+    b.launch_1d(
+        &program,
+        "pad_constant",
+        n,
+        vec![
+            Arg::Buf(src),
+            Arg::Buf(dst),
+            Arg::I32(i32_arg(n, "element count")?),
+            Arg::I32(rank as i32),
+            Arg::Int8(int8(&as64(&out_dims))?),
+            Arg::Int8(int8(&as64(&in_dims))?),
+            Arg::Int8(int8(&begin)?),
+            Arg::Int8(int8(&strides_of(&in_dims))?),
+            Arg::I64(fill),
+        ],
+    );
+    Ok(())
+}
+
+/// The bits of a one-element constant in `storage` layout, for Pad's fill value.
+fn fill_bits(t: &Tensor, storage: Storage) -> Result<i64, OpError> {
+    let bits = match (t.data(), storage) {
+        (TensorData::F32(v), Storage::F32) => v.first().map(|x| i64::from(x.to_bits())),
+        (TensorData::F32(v), Storage::F16) => {
+            v.first().map(|x| i64::from(f16::from_f32(*x).to_bits()))
+        }
+        (TensorData::F16(v), Storage::F16) => v.first().map(|x| i64::from(x.to_bits())),
+        (TensorData::I64(v), Storage::I64) => v.first().copied(),
+        (TensorData::Bool(v), Storage::U8) => v.first().map(|&x| i64::from(x)),
+        _ => None,
+    };
+    Ok(bits.unwrap_or(0))
+}
+
+fn gather(b: &mut Builder, node: &Node, axis: i64) -> Result<(), OpError> {
+    let (data, indices, y) = (
+        input(node, 0, "data")?,
+        input(node, 1, "indices")?,
+        output(node)?,
+    );
+    let dims = b.shape(data)?.dims().to_vec();
+    let axis = normalize_axis(axis, dims.len())?;
+    let outer: usize = dims[..axis].iter().product();
+    let inner: usize = dims[axis + 1..].iter().product();
+    let n_idx = b.shape(indices)?.numel();
+    if b.dtype(indices)? != DType::I64 {
+        return Err(OpError::DType {
+            index: 1,
+            name: "indices",
+            expected: "i64".into(),
+            actual: b.dtype(indices)?,
+        });
+    }
+    let n = outer * n_idx * inner;
+    let storage = b.storage(b.dtype(data)?);
+    let program = b.program(Family::Movement, storage.bits_variant())?;
+    let src = b.input(data)?;
+    let idx = b.input(indices)?;
+    let dst = b.alloc(y)?;
+    b.launch_1d(
+        &program,
+        "gather",
+        n,
+        vec![
+            Arg::Buf(src),
+            Arg::Buf(idx),
+            Arg::Buf(dst),
+            Arg::I32(i32_arg(n, "element count")?),
+            Arg::I32(i32_arg(n_idx, "index count")?),
+            Arg::I32(i32_arg(dims[axis], "axis extent")?),
+            Arg::I32(i32_arg(inner.max(1), "inner extent")?),
+            Arg::Status,
+        ],
+    );
+    Ok(())
+}
+
+fn cast(b: &mut Builder, node: &Node, to: DType) -> Result<(), OpError> {
+    let (x, y) = (input(node, 0, "input")?, output(node)?);
+    let from = b.storage(b.dtype(x)?);
+    let into = b.storage(to);
+    if from == into {
+        // Same device layout (f32 and f16 are both half on the fp16 target): same bits.
+        return b.alias(y, x);
+    }
+    let name = |s: Storage| match s {
+        Storage::F32 => "F32",
+        Storage::F16 => "F16",
+        Storage::I64 => "I64",
+        Storage::U8 => "U8",
+    };
+    let variant = format!("-DSRC_{} -DDST_{}", name(from), name(into));
+    let n = b.shape(y)?.numel();
+    let program = b.program(Family::Cast, &variant)?;
+    let src = b.input(x)?;
+    let dst = b.alloc(y)?;
+    b.launch_1d(
+        &program,
+        "cast",
+        n,
+        vec![
+            Arg::Buf(src),
+            Arg::Buf(dst),
+            Arg::I32(i32_arg(n, "element count")?),
+        ],
+    );
+    Ok(())
+}

@@ -1,0 +1,126 @@
+//! Normalisation (kernels/norm.cl): Softmax, LayerNormalization and BatchNormalization in
+//! inference mode (a BatchNormalization after a Conv is folded into it instead, see
+//! fuse.rs).
+
+use super::{input, optional_input, output};
+use crate::plan::{i32_arg, Arg, Builder};
+use crate::programs::Family;
+use concord_core::shape::normalize_axis;
+use concord_core::{Node, Op, OpError};
+
+pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
+    let (x, y) = (input(node, 0, "X")?, output(node)?);
+    let xd = b.shape(x)?.dims().to_vec();
+    let variant = b.storage(b.dtype(x)?).variant();
+    let program = b.program(Family::Norm, variant)?;
+    match node.op {
+        Op::Softmax { axis } => {
+            let axis = normalize_axis(axis, xd.len())?;
+            let outer: usize = xd[..axis].iter().product();
+            let inner: usize = xd[axis + 1..].iter().product();
+            let xl = b.input(x)?;
+            let yl = b.alloc(y)?;
+            b.launch_1d(
+                &program,
+                "softmax",
+                outer * inner,
+                vec![
+                    Arg::Buf(xl),
+                    Arg::Buf(yl),
+                    Arg::I32(i32_arg(outer, "outer extent")?),
+                    Arg::I32(i32_arg(xd[axis], "axis extent")?),
+                    Arg::I32(i32_arg(inner, "inner extent")?),
+                ],
+            );
+        }
+        Op::LayerNormalization { axis, epsilon } => {
+            let axis = normalize_axis(axis, xd.len())?;
+            let rows: usize = xd[..axis].iter().product();
+            let cols: usize = xd[axis..].iter().product();
+            let scale = input(node, 1, "Scale")?;
+            let step = |b: &Builder, name: &str| -> Result<i32, OpError> {
+                match b.shape(name)?.numel() {
+                    1 => Ok(0),
+                    n if n == cols => Ok(1),
+                    _ => Err(OpError::Unsupported(format!(
+                        "LayerNormalization: `{name}` of shape {} is neither one value nor the \
+                         normalised shape {:?}; other broadcasts are not implemented on OpenCL",
+                        b.shape(name).map(|s| s.to_string()).unwrap_or_default(),
+                        &xd[axis..]
+                    ))),
+                }
+            };
+            let scale_step = step(b, scale)?;
+            let bias = optional_input(node, 2);
+            let bias_step = match bias {
+                Some(name) => step(b, name)?,
+                None => 0,
+            };
+            let xl = b.input(x)?;
+            let sl = b.input(scale)?;
+            let bl = match bias {
+                Some(name) => b.input(name)?,
+                None => sl.clone(),
+            };
+            let yl = b.alloc(y)?;
+            b.launch_1d(
+                &program,
+                "layer_norm",
+                rows,
+                vec![
+                    Arg::Buf(xl),
+                    Arg::Buf(sl),
+                    Arg::Buf(bl),
+                    Arg::Buf(yl),
+                    Arg::I32(i32_arg(rows, "rows")?),
+                    Arg::I32(i32_arg(cols, "normalised size")?),
+                    Arg::I32(scale_step),
+                    Arg::I32(bias_step),
+                    Arg::I32(bias.is_some() as i32),
+                    Arg::F32(epsilon),
+                ],
+            );
+        }
+        Op::BatchNormalization { epsilon } => {
+            if xd.len() < 2 {
+                return Err(OpError::Shape(format!(
+                    "BatchNormalization needs X of rank 2 or more, got {xd:?}"
+                )));
+            }
+            let channels = xd[1];
+            let inner: usize = xd[2..].iter().product();
+            let n: usize = xd.iter().product();
+            let mut params = Vec::new();
+            for (index, name) in [(1, "scale"), (2, "B"), (3, "input_mean"), (4, "input_var")] {
+                let p = input(node, index, name)?;
+                if b.shape(p)?.dims() != [channels] {
+                    return Err(OpError::Shape(format!(
+                        "BatchNormalization: input {index} ({name}) has shape {}, expected \
+                         [{channels}]",
+                        b.shape(p)?
+                    )));
+                }
+                params.push(b.input(p)?);
+            }
+            let xl = b.input(x)?;
+            let yl = b.alloc(y)?;
+            let mut args = vec![Arg::Buf(xl)];
+            args.extend(params.into_iter().map(Arg::Buf));
+            args.extend([
+                Arg::Buf(yl),
+                Arg::I32(i32_arg(n, "element count")?),
+                Arg::I32(i32_arg(channels, "channels")?),
+                Arg::I32(i32_arg(inner.max(1), "inner extent")?),
+                Arg::F32(epsilon),
+            ]);
+            b.launch_1d(&program, "batch_norm", n, args);
+        }
+        _ => {
+            return Err(OpError::Unsupported(format!(
+                "{} is not a normalisation",
+                node.op.name()
+            )))
+        }
+    }
+    Ok(())
+}

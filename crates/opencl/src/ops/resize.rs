@@ -1,0 +1,195 @@
+//! Resize (kernels/resize.cl), nearest and linear, one axis at a time with tap tables made
+//! on the host exactly as the reference computes them.
+
+use super::{input, optional_input, output};
+use crate::plan::{i32_arg, Arg, Builder, Storage};
+use crate::programs::Family;
+use concord_core::op::{CoordinateTransform, NearestMode, Resize, ResizeMode};
+use concord_core::{DType, Node, OpError, Tensor};
+
+pub(super) fn check(attrs: &Resize) -> Result<(), String> {
+    if attrs.mode == ResizeMode::Cubic {
+        return Err("Resize mode cubic is not implemented (nearest and linear are)".into());
+    }
+    if attrs.coordinate_transformation_mode == CoordinateTransform::TfCropAndResize {
+        return Err(
+            "Resize coordinate_transformation_mode tf_crop_and_resize is not implemented".into(),
+        );
+    }
+    Ok(())
+}
+
+pub(super) fn build(b: &mut Builder, node: &Node, attrs: &Resize) -> Result<(), OpError> {
+    let (x, y) = (input(node, 0, "X")?, output(node)?);
+    let xd = b.shape(x)?.dims().to_vec();
+    let out = b.shape(y)?.dims().to_vec();
+    let scales: Option<Vec<f32>> = optional_input(node, 2)
+        .and_then(|n| b.host_value(n))
+        .filter(|t| !t.is_empty())
+        .map(|t| t.to_f64_vec().into_iter().map(|v| v as f32).collect());
+    let variant = b.storage(b.dtype(x)?).variant();
+    let program = b.program(Family::Resize, variant)?;
+    let mut current = b.input(x)?;
+    let mut dims = xd.clone();
+    // Axes whose taps are the identity are skipped, as the reference skips them.
+    let mut plan = Vec::new();
+    for axis in 0..xd.len() {
+        let (in_len, out_len) = (xd[axis], out[axis]);
+        let scale = match &scales {
+            Some(s) => s.get(axis).copied().unwrap_or(1.0),
+            None => out_len as f32 / in_len.max(1) as f32,
+        };
+        let taps = taps(attrs, in_len, out_len, scale);
+        let identity = out_len == in_len
+            && taps
+                .iter()
+                .enumerate()
+                .all(|(i, t)| t.i0 == i && t.w1 == 0.0);
+        if !identity {
+            plan.push((axis, taps));
+        }
+    }
+    if plan.is_empty() {
+        return b.alias(y, x);
+    }
+    let steps = plan.len();
+    for (step, (axis, taps)) in plan.into_iter().enumerate() {
+        let (in_len, out_len) = (xd[axis], out[axis]);
+        let key = format!("{}::taps{axis}", node.name);
+        let col = |f: fn(&Tap) -> i64| Tensor::vec_i64(taps.iter().map(f).collect());
+        let i0 = b.constant(&format!("{key}.i0"), &col(|t| t.i0 as i64), Storage::I64)?;
+        let i1 = b.constant(&format!("{key}.i1"), &col(|t| t.i1 as i64), Storage::I64)?;
+        let w0 = Tensor::from_f32([taps.len()], taps.iter().map(|t| t.w0 as f32).collect())
+            .map_err(|e| OpError::Shape(e.to_string()))?;
+        let w1 = Tensor::from_f32([taps.len()], taps.iter().map(|t| t.w1 as f32).collect())
+            .map_err(|e| OpError::Shape(e.to_string()))?;
+        let w0 = b.constant(&format!("{key}.w0"), &w0, Storage::F32)?;
+        let w1 = b.constant(&format!("{key}.w1"), &w1, Storage::F32)?;
+        let outer: usize = dims[..axis].iter().product();
+        let inner: usize = dims[axis + 1..].iter().product();
+        dims[axis] = out_len;
+        let target = if step + 1 == steps {
+            b.alloc(y)?
+        } else {
+            let temp = format!("{}::resized{axis}", node.name);
+            b.shapes
+                .insert(temp.clone(), concord_core::Shape::new(dims.clone()));
+            b.dtypes
+                .insert(temp.clone(), b.dtype(x).unwrap_or(DType::F32));
+            b.alloc(&temp)?
+        };
+        let n = outer * out_len * inner;
+        b.launch_1d(
+            &program,
+            "resize_axis",
+            n,
+            vec![
+                Arg::Buf(current),
+                Arg::Buf(target.clone()),
+                Arg::Buf(i0),
+                Arg::Buf(i1),
+                Arg::Buf(w0),
+                Arg::Buf(w1),
+                Arg::I32(i32_arg(outer, "outer extent")?),
+                Arg::I32(i32_arg(in_len, "input extent")?),
+                Arg::I32(i32_arg(out_len, "output extent")?),
+                Arg::I32(i32_arg(inner, "inner extent")?),
+            ],
+        );
+        current = target;
+    }
+    Ok(())
+}
+
+/// One output coordinate's sources: value = w0·x[i0] + w1·x[i1] (nearest: w1 = 0).
+#[derive(Clone, Copy, Debug)]
+struct Tap {
+    i0: usize,
+    i1: usize,
+    w0: f64,
+    w1: f64,
+}
+
+fn taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> Vec<Tap> {
+    let last = in_len.saturating_sub(1);
+    (0..out_len)
+        .map(|o| {
+            let x = original(
+                attrs.coordinate_transformation_mode,
+                o as f32,
+                scale,
+                out_len as f32,
+                in_len as f32,
+            );
+            match attrs.mode {
+                ResizeMode::Nearest => {
+                    let r = nearest(attrs.nearest_mode, x);
+                    let i = if r <= 0.0 { 0 } else { (r as usize).min(last) };
+                    Tap {
+                        i0: i,
+                        i1: i,
+                        w0: 1.0,
+                        w1: 0.0,
+                    }
+                }
+                _ => {
+                    let x = x.clamp(0.0, last as f32);
+                    let i0 = (x.floor() as usize).min(last);
+                    let i1 = (i0 + 1).min(last);
+                    if i0 == i1 {
+                        return Tap {
+                            i0,
+                            i1,
+                            w0: 1.0,
+                            w1: 0.0,
+                        };
+                    }
+                    let w1 = x as f64 - i0 as f64;
+                    Tap {
+                        i0,
+                        i1,
+                        w0: 1.0 - w1,
+                        w1,
+                    }
+                }
+            }
+        })
+        .collect()
+}
+
+fn original(mode: CoordinateTransform, x: f32, scale: f32, out_len: f32, in_len: f32) -> f32 {
+    match mode {
+        CoordinateTransform::HalfPixel => (x + 0.5) / scale - 0.5,
+        CoordinateTransform::HalfPixelSymmetric => {
+            let adjustment = out_len / (scale * in_len);
+            let center = in_len / 2.0;
+            center * (1.0 - adjustment) + (x + 0.5) / scale - 0.5
+        }
+        CoordinateTransform::PytorchHalfPixel => {
+            if out_len > 1.0 {
+                (x + 0.5) / scale - 0.5
+            } else {
+                0.0
+            }
+        }
+        CoordinateTransform::AlignCorners => {
+            if out_len == 1.0 {
+                0.0
+            } else {
+                x * (in_len - 1.0) / (out_len - 1.0)
+            }
+        }
+        CoordinateTransform::Asymmetric | CoordinateTransform::TfCropAndResize => x / scale,
+    }
+}
+
+fn nearest(mode: NearestMode, x: f32) -> f32 {
+    let half = x - x.floor() == 0.5;
+    match mode {
+        NearestMode::RoundPreferFloor if half => x.floor(),
+        NearestMode::RoundPreferCeil if half => x.ceil(),
+        NearestMode::RoundPreferFloor | NearestMode::RoundPreferCeil => x.round(),
+        NearestMode::Floor => x.floor(),
+        NearestMode::Ceil => x.ceil(),
+    }
+}

@@ -1,0 +1,437 @@
+//! [`OpenClPartition`]: a prepared partition. Prepare fuses, uploads the weights and, when
+//! every input shape is fixed, builds the execution plan and one workspace, so the first
+//! forward only runs. `run(&self)` takes a workspace from the plan's pool (making one when
+//! every workspace is busy), uploads the inputs, enqueues the kernels on the workspace's
+//! own queue, downloads the outputs and gives the workspace back.
+
+use crate::error::OpenClError;
+use crate::executor::Runtime;
+use crate::fuse::{fuse, FusedNode};
+use crate::ops;
+use crate::plan::{
+    from_storage_bytes, shape_key, to_storage_bytes, Builder, ExecPlan, InputSpec, Loc, NodeSteps,
+    OutputSpec, Storage, WeightStore, Workspace,
+};
+use concord_core::infer::{infer_op, ValueFact};
+use concord_core::{Error, Graph, OpError, PreparedPartition, ProfileSink, Shape, Target, Tensor};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A partition prepared for the OpenCL device.
+#[derive(Debug)]
+pub struct OpenClPartition {
+    runtime: Arc<Runtime>,
+    graph: Graph,
+    nodes: Vec<FusedNode>,
+    target: Target,
+    weights: WeightStore,
+    /// Execution plans by input shapes.
+    plans: Mutex<HashMap<Vec<Vec<usize>>, Arc<ExecPlan>>>,
+}
+
+impl OpenClPartition {
+    pub fn new(runtime: Arc<Runtime>, partition: &Graph, target: Target) -> Result<Self, Error> {
+        let mut graph = partition.clone();
+        let nodes = fuse(&mut graph);
+        let this = OpenClPartition {
+            runtime,
+            graph,
+            nodes,
+            target,
+            weights: WeightStore::default(),
+            plans: Mutex::new(HashMap::new()),
+        };
+        this.upload_weights()?;
+        // With fixed input shapes everything can be decided now.
+        let fixed: Option<Vec<Shape>> = this
+            .graph
+            .inputs
+            .iter()
+            .map(|i| i.concrete_shape())
+            .collect();
+        if let Some(shapes) = fixed {
+            let key: Vec<Vec<usize>> = shapes.iter().map(|s| s.dims().to_vec()).collect();
+            let plan = Arc::new(this.build_plan(&shapes)?);
+            let workspace = plan
+                .new_workspace(&this.runtime.device)
+                .map_err(|e| e.in_partition("making a workspace"))?;
+            plan.pool
+                .lock()
+                .map_err(|_| OpenClError::Poisoned.in_partition("preparing"))?
+                .push(workspace);
+            this.plans
+                .lock()
+                .map_err(|_| OpenClError::Poisoned.in_partition("preparing"))?
+                .insert(key, plan);
+        }
+        Ok(this)
+    }
+
+    /// Uploads every initializer a kernel reads as data (not the shape, axes and similar
+    /// operands, which stay on the host).
+    fn upload_weights(&self) -> Result<(), Error> {
+        for fused in &self.nodes {
+            let host_only = ops::host_operands(&fused.node.op);
+            for (index, input) in fused.node.inputs.iter().enumerate() {
+                let Some(name) = input else { continue };
+                if host_only.contains(&index) {
+                    continue;
+                }
+                if let Some(t) = self.graph.initializers.get(name) {
+                    let storage = Storage::of(t.dtype(), self.target);
+                    self.weights
+                        .get_or_upload(&self.runtime.device, name, t, storage)
+                        .map_err(|e| e.at_node(&fused.node))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn build_plan(&self, input_shapes: &[Shape]) -> Result<ExecPlan, Error> {
+        let rt = &self.runtime;
+        let mut b = Builder::new(
+            &rt.device,
+            &rt.programs,
+            self.target,
+            &self.weights,
+            &self.graph.initializers,
+        );
+        for (name, t) in &self.graph.initializers {
+            b.shapes.insert(name.clone(), t.shape().clone());
+            b.dtypes.insert(name.clone(), t.dtype());
+        }
+        let mut inputs = Vec::new();
+        for (info, shape) in self.graph.inputs.iter().zip(input_shapes) {
+            b.shapes.insert(info.name.clone(), shape.clone());
+            b.dtypes.insert(info.name.clone(), info.dtype);
+            let loc = b
+                .alloc(&info.name)
+                .map_err(|e| Error::InvalidGraph(format!("input `{}`: {e}", info.name)))?;
+            let Loc::Slot(slot) = loc else {
+                return Err(Error::InvalidGraph(format!(
+                    "input `{}` did not get a slot",
+                    info.name
+                )));
+            };
+            inputs.push(InputSpec {
+                name: info.name.clone(),
+                slot,
+                storage: b.storage(info.dtype),
+            });
+        }
+        let outputs: HashSet<&str> = self.graph.outputs.iter().map(String::as_str).collect();
+        let mut last_use: HashMap<&str, usize> = HashMap::new();
+        for (i, fused) in self.nodes.iter().enumerate() {
+            for name in fused.reads() {
+                last_use.insert(name, i);
+            }
+        }
+        let mut steps = Vec::with_capacity(self.nodes.len());
+        for (i, fused) in self.nodes.iter().enumerate() {
+            let node = &fused.node;
+            let at = |e: OpError| Error::at_node(node, e);
+            infer_concrete(&mut b, node).map_err(at)?;
+            if host_evaluable(&b, node) {
+                evaluate_on_host(&mut b, node).map_err(at)?;
+            } else {
+                ops::build(&mut b, fused).map_err(at)?;
+            }
+            steps.push(NodeSteps {
+                node: node.name.clone(),
+                fused: fused.fused.clone(),
+                launches: b.take_launches(),
+            });
+            for name in fused.reads() {
+                if last_use.get(name) == Some(&i) && !outputs.contains(name) {
+                    b.release(name);
+                }
+            }
+        }
+        let mut output_specs = Vec::with_capacity(self.graph.outputs.len());
+        for name in &self.graph.outputs {
+            let spec = if let Some(t) = b.host_value(name) {
+                OutputSpec::Host(t.clone())
+            } else {
+                let loc = b
+                    .loc
+                    .get(name)
+                    .cloned()
+                    .ok_or_else(|| Error::DanglingOutput {
+                        value: name.clone(),
+                    })?;
+                let dtype = b
+                    .dtype(name)
+                    .map_err(|e| Error::InvalidGraph(e.to_string()))?;
+                let shape = b
+                    .shape(name)
+                    .map_err(|e| Error::InvalidGraph(e.to_string()))?
+                    .clone();
+                OutputSpec::Device {
+                    loc,
+                    dtype,
+                    storage: b.storage(dtype),
+                    shape,
+                }
+            };
+            output_specs.push(spec);
+        }
+        Ok(ExecPlan {
+            inputs,
+            outputs: output_specs,
+            nodes: steps,
+            slot_bytes: b.slot_bytes(),
+            needs_status: b.needs_status,
+            pool: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn plan_for(&self, inputs: &BTreeMap<String, Tensor>) -> Result<Arc<ExecPlan>, Error> {
+        let names: Vec<String> = self.graph.inputs.iter().map(|i| i.name.clone()).collect();
+        let key = shape_key(inputs, &names);
+        let mut plans = self
+            .plans
+            .lock()
+            .map_err(|_| OpenClError::Poisoned.in_partition("finding a plan"))?;
+        if let Some(plan) = plans.get(&key) {
+            return Ok(plan.clone());
+        }
+        let shapes: Vec<Shape> = key.iter().map(|d| Shape::new(d.clone())).collect();
+        let plan = Arc::new(self.build_plan(&shapes)?);
+        plans.insert(key, plan.clone());
+        Ok(plan)
+    }
+
+    fn execute(
+        &self,
+        plan: &ExecPlan,
+        ws: &Workspace,
+        inputs: &BTreeMap<String, Tensor>,
+        profile: Option<&dyn ProfileSink>,
+    ) -> Result<Vec<Tensor>, Error> {
+        let transfer_error = |what: &str, e: OpenClError| e.in_partition(what);
+        for spec in &plan.inputs {
+            let tensor = inputs.get(&spec.name).ok_or_else(|| Error::InvalidInput {
+                name: spec.name.clone(),
+                detail: "the OpenCL partition needs it and it was not given".into(),
+            })?;
+            let started = Instant::now();
+            let bytes =
+                to_storage_bytes(tensor, spec.storage).map_err(|e| Error::InvalidInput {
+                    name: spec.name.clone(),
+                    detail: e.to_string(),
+                })?;
+            let slot = ws.slots.get(spec.slot).ok_or_else(|| {
+                Error::InvalidGraph(format!("input slot {} is missing", spec.slot))
+            })?;
+            ws.queue
+                .write(slot, &bytes)
+                .map_err(|e| transfer_error(&format!("uploading `{}`", spec.name), e.into()))?;
+            if let Some(sink) = profile {
+                sink.record_transfer(&spec.name, bytes.len() as u64, started.elapsed());
+            }
+        }
+        if plan.needs_status {
+            ws.queue
+                .write(&ws.status, &0i32.to_ne_bytes())
+                .map_err(|e| transfer_error("clearing the status word", e.into()))?;
+        }
+        for (steps, kernels) in plan.nodes.iter().zip(&ws.kernels) {
+            let started = profile.map(|_| Instant::now());
+            for (launch, kernel) in steps.launches.iter().zip(kernels) {
+                ws.queue
+                    .launch(kernel, &launch.global, launch.local.as_deref())
+                    .map_err(|e| {
+                        OpenClError::from(e).in_partition(&format!(
+                            "node `{}`, kernel {}",
+                            steps.node, launch.kernel
+                        ))
+                    })?;
+            }
+            if let (Some(sink), Some(started)) = (profile, started) {
+                ws.queue.finish().map_err(|e| {
+                    OpenClError::from(e).in_partition(&format!("node `{}`", steps.node))
+                })?;
+                sink.record(&steps.node, started.elapsed());
+                for fused in &steps.fused {
+                    sink.record(fused, Duration::ZERO);
+                }
+            }
+        }
+        if plan.needs_status {
+            let mut word = [0u8; 4];
+            ws.queue
+                .read(&ws.status, &mut word)
+                .map_err(|e| transfer_error("reading the status word", e.into()))?;
+            match i32::from_ne_bytes(word) {
+                0 => {}
+                1 => {
+                    return Err(Error::InvalidGraph(
+                        "OpenCL executor: an integer Div or Mod divided by zero".into(),
+                    ))
+                }
+                2 => {
+                    return Err(Error::InvalidGraph(
+                        "OpenCL executor: a Gather index is out of range for its axis".into(),
+                    ))
+                }
+                other => {
+                    return Err(Error::InvalidGraph(format!(
+                        "OpenCL executor: a kernel reported status {other}"
+                    )))
+                }
+            }
+        }
+        let mut outputs = Vec::with_capacity(plan.outputs.len());
+        for (spec, name) in plan.outputs.iter().zip(&self.graph.outputs) {
+            match spec {
+                OutputSpec::Host(t) => outputs.push(t.clone()),
+                OutputSpec::Device {
+                    loc,
+                    dtype,
+                    storage,
+                    shape,
+                } => {
+                    let started = Instant::now();
+                    let mut bytes = vec![0u8; shape.numel() * storage.size()];
+                    let buffer = match loc {
+                        Loc::Slot(s) => ws.slots.get(*s).ok_or_else(|| {
+                            Error::InvalidGraph(format!("output slot {s} is missing"))
+                        })?,
+                        Loc::Const(b) => b,
+                    };
+                    ws.queue
+                        .read(buffer, &mut bytes)
+                        .map_err(|e| transfer_error(&format!("downloading `{name}`"), e.into()))?;
+                    let tensor = from_storage_bytes(&bytes, *storage, *dtype, shape.clone())
+                        .map_err(|e| Error::InvalidGraph(format!("output `{name}`: {e}")))?;
+                    if let Some(sink) = profile {
+                        sink.record_transfer(name, bytes.len() as u64, started.elapsed());
+                    }
+                    outputs.push(tensor);
+                }
+            }
+        }
+        Ok(outputs)
+    }
+}
+
+impl PreparedPartition for OpenClPartition {
+    fn run(
+        &self,
+        inputs: &BTreeMap<String, Tensor>,
+        profile: Option<&dyn ProfileSink>,
+    ) -> Result<Vec<Tensor>, Error> {
+        let plan = self.plan_for(inputs)?;
+        let pooled = plan
+            .pool
+            .lock()
+            .map_err(|_| OpenClError::Poisoned.in_partition("taking a workspace"))?
+            .pop();
+        let ws = match pooled {
+            Some(ws) => ws,
+            None => plan
+                .new_workspace(&self.runtime.device)
+                .map_err(|e| e.in_partition("making a workspace"))?,
+        };
+        let result = self.execute(&plan, &ws, inputs, profile);
+        // A workspace that saw a device error is dropped rather than reused.
+        if result.is_ok() {
+            if let Ok(mut pool) = plan.pool.lock() {
+                pool.push(ws);
+            }
+        }
+        result
+    }
+}
+
+/// Infers the node's output shapes from the (now concrete) input shapes and host-known
+/// values, and records them.
+fn infer_concrete(b: &mut Builder, node: &concord_core::Node) -> Result<(), OpError> {
+    let mut dims: Vec<Option<(concord_core::DType, Vec<concord_core::Dim>)>> = Vec::new();
+    for input in &node.inputs {
+        match input {
+            None => dims.push(None),
+            Some(name) => dims.push(Some((b.dtype(name)?, b.shape(name)?.to_sym()))),
+        }
+    }
+    let facts: Vec<Option<ValueFact>> = node
+        .inputs
+        .iter()
+        .zip(&dims)
+        .map(|(input, d)| {
+            let (name, (dtype, shape)) = (input.as_deref()?, d.as_ref()?);
+            Some(ValueFact {
+                dtype: *dtype,
+                shape,
+                value: b.host_value(name),
+            })
+        })
+        .collect();
+    let outs = infer_op(&node.op, &facts, node.outputs.len())?;
+    for (name, fact) in node.outputs.iter().zip(outs) {
+        let shape = Shape::from_sym(&fact.shape).ok_or_else(|| {
+            OpError::Shape(format!(
+                "the shape of `{name}` is not known even with concrete inputs \
+                 (an operand the OpenCL executor needs as a constant is computed at run time)"
+            ))
+        })?;
+        b.shapes.insert(name.clone(), shape);
+        b.dtypes.insert(name.clone(), fact.dtype);
+    }
+    Ok(())
+}
+
+/// Whether every value the node needs is known on the host (Shape needs only shapes).
+fn host_evaluable(b: &Builder, node: &concord_core::Node) -> bool {
+    match node.op {
+        concord_core::Op::Shape { .. } | concord_core::Op::Constant { .. } => true,
+        _ => node.present_inputs().all(|n| b.host_value(n).is_some()),
+    }
+}
+
+/// Computes a node whose inputs are all host-known with the reference kernels, once, when
+/// the plan is made: shape arithmetic never reaches the device.
+fn evaluate_on_host(b: &mut Builder, node: &concord_core::Node) -> Result<(), OpError> {
+    let results = if let concord_core::Op::Shape { start, end } = node.op {
+        let name = node
+            .inputs
+            .first()
+            .and_then(|i| i.as_deref())
+            .ok_or(OpError::MissingInput {
+                index: 0,
+                name: "data",
+            })?;
+        let dims: Vec<i64> = b.shape(name)?.dims().iter().map(|&d| d as i64).collect();
+        // Start and end clamp into [0, rank] after adding the rank to negative values.
+        let rank = dims.len() as i64;
+        let clamp = |v: i64| {
+            if v < 0 {
+                (v + rank).clamp(0, rank)
+            } else {
+                v.clamp(0, rank)
+            }
+        };
+        let (s, e) = (clamp(start) as usize, clamp(end.unwrap_or(rank)) as usize);
+        let slice = if s < e {
+            dims[s..e].to_vec()
+        } else {
+            Vec::new()
+        };
+        vec![Tensor::vec_i64(slice)]
+    } else {
+        let operands: Vec<Option<&Tensor>> = node
+            .inputs
+            .iter()
+            .map(|i| i.as_deref().and_then(|n| b.host_value(n)))
+            .collect();
+        concord_cpu::run_op(&node.op, &operands, node.outputs.len())?
+    };
+    for (name, t) in node.outputs.iter().zip(results) {
+        b.shapes.insert(name.clone(), t.shape().clone());
+        b.dtypes.insert(name.clone(), t.dtype());
+        b.host.insert(name.clone(), t);
+    }
+    Ok(())
+}

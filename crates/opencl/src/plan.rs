@@ -1,0 +1,590 @@
+//! Execution plans: a partition specialised to concrete input shapes. Building one infers
+//! every shape, evaluates what is known without the inputs (shape arithmetic), assigns
+//! every device value a slot (reusing slots whose values are dead), and lists the kernel
+//! launches with their arguments. A [`Workspace`] is one plan's device state for one run
+//! at a time: its own queue, slot buffers and kernel objects with their arguments set.
+
+use crate::cl::{ArgValue, Buffer, Kernel, Program, Queue};
+use crate::device::Device;
+use crate::error::OpenClError;
+use crate::programs::{Family, ProgramCache};
+use concord_core::{DType, Error, Node, OpError, Shape, Target, Tensor, TensorData};
+use half::f16;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+/// How a value's elements are laid out in device memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Storage {
+    F32,
+    F16,
+    I64,
+    U8,
+}
+
+/// Where a value lives on the device during a run.
+#[derive(Clone, Debug)]
+pub enum Loc {
+    /// A workspace slot, written by a kernel or by the input upload.
+    Slot(usize),
+    /// A read-only buffer shared by every workspace: a weight or a plan-time constant.
+    Const(Arc<Buffer>),
+}
+
+/// One kernel argument, before it is bound to a workspace.
+#[derive(Clone, Debug)]
+pub enum Arg {
+    Buf(Loc),
+    /// The run's status word, which kernels set when an operand is bad (index out of range,
+    /// integer division by zero).
+    Status,
+    I32(i32),
+    F32(f32),
+    I64(i64),
+    Int8([i32; 8]),
+    Local(usize),
+}
+
+/// One kernel launch.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    pub program: Arc<Program>,
+    pub kernel: &'static str,
+    pub global: Vec<usize>,
+    pub local: Option<Vec<usize>>,
+    pub args: Vec<Arg>,
+}
+
+/// The launches of one node, for profiling per node.
+#[derive(Debug)]
+pub struct NodeSteps {
+    pub node: String,
+    /// Nodes fused into this one: profiled with zero time, since theirs is included here.
+    pub fused: Vec<String>,
+    pub launches: Vec<Launch>,
+}
+
+/// A partition input as the plan expects it.
+#[derive(Debug)]
+pub struct InputSpec {
+    pub name: String,
+    pub slot: usize,
+    pub storage: Storage,
+}
+
+/// Where a partition output is read from.
+#[derive(Debug)]
+pub enum OutputSpec {
+    Device {
+        loc: Loc,
+        dtype: DType,
+        storage: Storage,
+        shape: Shape,
+    },
+    Host(Tensor),
+}
+
+/// A partition specialised to one set of input shapes.
+#[derive(Debug)]
+pub struct ExecPlan {
+    pub inputs: Vec<InputSpec>,
+    pub outputs: Vec<OutputSpec>,
+    pub nodes: Vec<NodeSteps>,
+    pub slot_bytes: Vec<usize>,
+    pub needs_status: bool,
+    /// Idle workspaces; a run takes one (or makes one) and gives it back.
+    pub pool: Mutex<Vec<Workspace>>,
+}
+
+/// One run's device state: used by one run at a time, so its kernel objects' arguments are
+/// set once, when it is made, and never touched concurrently.
+#[derive(Debug)]
+pub struct Workspace {
+    /// Declared first so that it is dropped (and finished) before the buffers.
+    pub queue: Queue,
+    pub kernels: Vec<Vec<Kernel>>,
+    pub slots: Vec<Buffer>,
+    pub status: Buffer,
+}
+
+/// Values a kernel builder may read and write while a plan is being made.
+pub struct Builder<'a> {
+    pub device: &'a Device,
+    pub programs: &'a ProgramCache,
+    pub target: Target,
+    pub weights: &'a WeightStore,
+    /// The partition's initializers, host-known from the start.
+    pub initializers: &'a BTreeMap<String, Tensor>,
+    pub shapes: HashMap<String, Shape>,
+    pub dtypes: HashMap<String, DType>,
+    /// Values known on the host without the inputs: initializers and plan-time results.
+    pub host: HashMap<String, Tensor>,
+    pub loc: HashMap<String, Loc>,
+    pub needs_status: bool,
+    slots: Slots,
+    /// Values each slot holds that are still live.
+    slot_values: Vec<HashSet<String>>,
+    launches: Vec<Launch>,
+}
+
+/// Device copies of host tensors (weights and plan-time constants), uploaded once and
+/// shared by every plan and workspace of a partition.
+#[derive(Debug, Default)]
+pub struct WeightStore {
+    buffers: Mutex<HashMap<(String, Storage), Arc<Buffer>>>,
+}
+
+#[derive(Debug, Default)]
+struct Slots {
+    bytes: Vec<usize>,
+    free: Vec<usize>,
+}
+
+impl Storage {
+    /// The device layout of `dtype` on `target`: floats are half on the fp16 target and
+    /// f16 values are half everywhere; bool is one byte.
+    pub fn of(dtype: DType, target: Target) -> Storage {
+        match dtype {
+            DType::F32 if target.is_fp16() => Storage::F16,
+            DType::F32 => Storage::F32,
+            DType::F16 => Storage::F16,
+            DType::I64 => Storage::I64,
+            DType::Bool => Storage::U8,
+        }
+    }
+
+    pub fn size(self) -> usize {
+        match self {
+            Storage::F32 => 4,
+            Storage::F16 => 2,
+            Storage::I64 => 8,
+            Storage::U8 => 1,
+        }
+    }
+
+    /// The define that builds a compute family for this storage.
+    pub fn variant(self) -> &'static str {
+        match self {
+            Storage::F32 => "-DT_F32",
+            Storage::F16 => "-DT_F16",
+            Storage::I64 => "-DT_I64",
+            Storage::U8 => "-DT_U8",
+        }
+    }
+
+    /// The movement family's element type of the same size.
+    pub fn bits_variant(self) -> &'static str {
+        match self {
+            Storage::F32 => "-DELEM=uint",
+            Storage::F16 => "-DELEM=ushort",
+            Storage::I64 => "-DELEM=ulong",
+            Storage::U8 => "-DELEM=uchar",
+        }
+    }
+}
+
+/// A tensor's elements as bytes in `storage` layout (rounding f32 to half where the
+/// storage is half).
+pub fn to_storage_bytes(t: &Tensor, storage: Storage) -> Result<Vec<u8>, OpError> {
+    let mut out = Vec::with_capacity(t.len() * storage.size());
+    match (t.data(), storage) {
+        (TensorData::F32(v), Storage::F32) => v.iter().for_each(|x| out.extend(x.to_ne_bytes())),
+        (TensorData::F32(v), Storage::F16) => v
+            .iter()
+            .for_each(|x| out.extend(f16::from_f32(*x).to_ne_bytes())),
+        (TensorData::F16(v), Storage::F16) => v.iter().for_each(|x| out.extend(x.to_ne_bytes())),
+        (TensorData::I64(v), Storage::I64) => v.iter().for_each(|x| out.extend(x.to_ne_bytes())),
+        (TensorData::Bool(v), Storage::U8) => out.extend(v.iter().map(|&b| u8::from(b))),
+        (_, storage) => {
+            return Err(OpError::Unsupported(format!(
+                "a {} tensor cannot be stored as {storage:?}",
+                t.dtype()
+            )))
+        }
+    }
+    Ok(out)
+}
+
+/// A tensor of `dtype` and `shape` from bytes in `storage` layout.
+pub fn from_storage_bytes(
+    bytes: &[u8],
+    storage: Storage,
+    dtype: DType,
+    shape: Shape,
+) -> Result<Tensor, OpError> {
+    let data = match (storage, dtype) {
+        (Storage::F32, DType::F32) => TensorData::F32(
+            bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+        ),
+        (Storage::F16, DType::F32) => TensorData::F32(
+            bytes
+                .chunks_exact(2)
+                .map(|c| f16::from_ne_bytes([c[0], c[1]]).to_f32())
+                .collect(),
+        ),
+        (Storage::F16, DType::F16) => TensorData::F16(
+            bytes
+                .chunks_exact(2)
+                .map(|c| f16::from_ne_bytes([c[0], c[1]]))
+                .collect(),
+        ),
+        (Storage::I64, DType::I64) => TensorData::I64(
+            bytes
+                .chunks_exact(8)
+                .map(|c| i64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                .collect(),
+        ),
+        (Storage::U8, DType::Bool) => TensorData::Bool(bytes.iter().map(|&b| b != 0).collect()),
+        (storage, dtype) => {
+            return Err(OpError::Unsupported(format!(
+                "{storage:?} device data cannot be read as {dtype}"
+            )))
+        }
+    };
+    Tensor::from_parts(shape, data)
+}
+
+impl WeightStore {
+    /// The device copy of `tensor` under `key`, uploading it on first use.
+    pub fn get_or_upload(
+        &self,
+        device: &Device,
+        key: &str,
+        tensor: &Tensor,
+        storage: Storage,
+    ) -> Result<Arc<Buffer>, OpenClError> {
+        let bytes = to_storage_bytes(tensor, storage)
+            .map_err(|e| OpenClError::Runtime(format!("uploading `{key}`: {e}")))?;
+        // The content is part of the key: plan-time constants of one name differ between
+        // input shapes (a Shape result, a Resize tap table).
+        let key = format!(
+            "{key}#{:016x}#{}",
+            crate::programs::fnv1a(&bytes),
+            tensor.shape()
+        );
+        let mut buffers = self.buffers.lock().map_err(|_| OpenClError::Poisoned)?;
+        if let Some(b) = buffers.get(&(key.clone(), storage)) {
+            return Ok(b.clone());
+        }
+        let buffer = device.context.buffer(bytes.len())?;
+        let queue = device.context.queue()?;
+        queue.write(&buffer, &bytes)?;
+        queue.finish()?;
+        let buffer = Arc::new(buffer);
+        buffers.insert((key, storage), buffer.clone());
+        Ok(buffer)
+    }
+
+    pub fn len(&self) -> usize {
+        self.buffers.lock().map(|b| b.len()).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Slots {
+    /// A free slot of at least `bytes` (the smallest that fits, else the largest grown).
+    fn take(&mut self, bytes: usize) -> usize {
+        let fit = self
+            .free
+            .iter()
+            .enumerate()
+            .filter(|(_, &s)| self.bytes[s] >= bytes)
+            .min_by_key(|(_, &s)| self.bytes[s])
+            .map(|(i, _)| i);
+        let pick = fit.or_else(|| {
+            self.free
+                .iter()
+                .enumerate()
+                .max_by_key(|(_, &s)| self.bytes[s])
+                .map(|(i, _)| i)
+        });
+        match pick {
+            Some(i) => {
+                let slot = self.free.swap_remove(i);
+                self.bytes[slot] = self.bytes[slot].max(bytes);
+                slot
+            }
+            None => {
+                self.bytes.push(bytes);
+                self.bytes.len() - 1
+            }
+        }
+    }
+}
+
+impl<'a> Builder<'a> {
+    pub fn new(
+        device: &'a Device,
+        programs: &'a ProgramCache,
+        target: Target,
+        weights: &'a WeightStore,
+        initializers: &'a BTreeMap<String, Tensor>,
+    ) -> Self {
+        Builder {
+            device,
+            programs,
+            target,
+            weights,
+            initializers,
+            shapes: HashMap::new(),
+            dtypes: HashMap::new(),
+            host: HashMap::new(),
+            loc: HashMap::new(),
+            needs_status: false,
+            slots: Slots::default(),
+            slot_values: Vec::new(),
+            launches: Vec::new(),
+        }
+    }
+
+    pub fn storage(&self, dtype: DType) -> Storage {
+        Storage::of(dtype, self.target)
+    }
+
+    pub fn shape(&self, name: &str) -> Result<&Shape, OpError> {
+        self.shapes
+            .get(name)
+            .ok_or_else(|| OpError::Shape(format!("the shape of `{name}` is not known")))
+    }
+
+    pub fn dtype(&self, name: &str) -> Result<DType, OpError> {
+        self.dtypes
+            .get(name)
+            .copied()
+            .ok_or_else(|| OpError::Shape(format!("the dtype of `{name}` is not known")))
+    }
+
+    /// The program of `family` for `variant`.
+    pub fn program(&self, family: Family, variant: &str) -> Result<Arc<Program>, OpError> {
+        self.programs
+            .get(self.device, family, variant)
+            .map_err(|e| OpError::Unsupported(format!("OpenCL executor: {e}")))
+    }
+
+    /// Gives `name` a fresh slot big enough for its shape and storage.
+    pub fn alloc(&mut self, name: &str) -> Result<Loc, OpError> {
+        let bytes = self.shape(name)?.numel() * self.storage(self.dtype(name)?).size();
+        let slot = self.slots.take(bytes);
+        if self.slot_values.len() <= slot {
+            self.slot_values.resize_with(slot + 1, HashSet::new);
+        }
+        self.slot_values[slot].insert(name.to_string());
+        let loc = Loc::Slot(slot);
+        self.loc.insert(name.to_string(), loc.clone());
+        Ok(loc)
+    }
+
+    /// Makes `alias` another name for `of`'s device data (Reshape and friends).
+    pub fn alias(&mut self, alias: &str, of: &str) -> Result<(), OpError> {
+        let loc = self.input(of)?;
+        if let Loc::Slot(s) = loc {
+            self.slot_values[s].insert(alias.to_string());
+        }
+        self.loc.insert(alias.to_string(), loc);
+        Ok(())
+    }
+
+    /// The device location of a value, uploading it first when it is host-known.
+    pub fn input(&mut self, name: &str) -> Result<Loc, OpError> {
+        if let Some(loc) = self.loc.get(name) {
+            return Ok(loc.clone());
+        }
+        let Some(tensor) = self.host_value(name) else {
+            return Err(OpError::Shape(format!(
+                "`{name}` is neither on the device nor known on the host"
+            )));
+        };
+        let storage = self.storage(tensor.dtype());
+        let buffer = self
+            .weights
+            .get_or_upload(self.device, name, tensor, storage)
+            .map_err(|e| OpError::Unsupported(format!("OpenCL executor: {e}")))?;
+        let loc = Loc::Const(buffer);
+        self.loc.insert(name.to_string(), loc.clone());
+        Ok(loc)
+    }
+
+    /// The value of `name` when it is known on the host (an initializer or a plan-time
+    /// result).
+    pub fn host_value(&self, name: &str) -> Option<&Tensor> {
+        self.host.get(name).or_else(|| self.initializers.get(name))
+    }
+
+    /// Uploads a tensor made at plan time (folded weights, tap tables) under `key`.
+    pub fn constant(
+        &mut self,
+        key: &str,
+        tensor: &Tensor,
+        storage: Storage,
+    ) -> Result<Loc, OpError> {
+        let buffer = self
+            .weights
+            .get_or_upload(self.device, key, tensor, storage)
+            .map_err(|e| OpError::Unsupported(format!("OpenCL executor: {e}")))?;
+        Ok(Loc::Const(buffer))
+    }
+
+    /// Adds a launch of `kernel` from `program` over `global` work items (rounded up to
+    /// multiples of `local`, which kernels guard against).
+    pub fn launch(
+        &mut self,
+        program: &Arc<Program>,
+        kernel: &'static str,
+        global: &[usize],
+        local: Option<&[usize]>,
+        args: Vec<Arg>,
+    ) {
+        let global = match local {
+            Some(l) => global
+                .iter()
+                .zip(l)
+                .map(|(&g, &l)| g.div_ceil(l.max(1)) * l.max(1))
+                .collect(),
+            None => global.to_vec(),
+        };
+        if args.iter().any(|a| matches!(a, Arg::Status)) {
+            self.needs_status = true;
+        }
+        self.launches.push(Launch {
+            program: program.clone(),
+            kernel,
+            global,
+            local: local.map(<[usize]>::to_vec),
+            args,
+        });
+    }
+
+    /// A 1-D launch over `n` items with the elementwise work-group size.
+    pub fn launch_1d(
+        &mut self,
+        program: &Arc<Program>,
+        kernel: &'static str,
+        n: usize,
+        args: Vec<Arg>,
+    ) {
+        self.launch(program, kernel, &[n], Some(&[64]), args);
+    }
+
+    /// The launches added since the last call.
+    pub fn take_launches(&mut self) -> Vec<Launch> {
+        std::mem::take(&mut self.launches)
+    }
+
+    /// Marks `name` dead: its slot is free once no live value shares it.
+    pub fn release(&mut self, name: &str) {
+        if let Some(Loc::Slot(s)) = self.loc.get(name) {
+            let s = *s;
+            if let Some(values) = self.slot_values.get_mut(s) {
+                values.remove(name);
+                if values.is_empty() && !self.slots.free.contains(&s) {
+                    self.slots.free.push(s);
+                }
+            }
+        }
+    }
+
+    pub fn slot_bytes(&self) -> Vec<usize> {
+        self.slots.bytes.clone()
+    }
+}
+
+/// Converts a 32-bit index argument, refusing sizes the kernels cannot address.
+pub fn i32_arg(v: usize, what: &str) -> Result<i32, OpError> {
+    i32::try_from(v).map_err(|_| {
+        OpError::Unsupported(format!(
+            "{what} ({v}) is larger than the OpenCL kernels' 32-bit indexing allows"
+        ))
+    })
+}
+
+/// Packs up to eight dims or strides into an `int8` argument.
+pub fn int8(values: &[i64]) -> Result<[i32; 8], OpError> {
+    if values.len() > 8 {
+        return Err(OpError::Unsupported(format!(
+            "rank {} is more than the 8 the OpenCL kernels handle",
+            values.len()
+        )));
+    }
+    let mut out = [0i32; 8];
+    for (o, &v) in out.iter_mut().zip(values) {
+        *o = i32::try_from(v).map_err(|_| {
+            OpError::Unsupported(format!(
+                "extent or stride {v} is larger than the OpenCL kernels' 32-bit indexing allows"
+            ))
+        })?;
+    }
+    Ok(out)
+}
+
+/// Row-major strides of `dims` as i64.
+pub fn strides_of(dims: &[usize]) -> Vec<i64> {
+    Shape::new(dims.to_vec())
+        .strides()
+        .into_iter()
+        .map(|s| s as i64)
+        .collect()
+}
+
+impl ExecPlan {
+    /// A fresh workspace: slot buffers, a queue and one kernel object per launch with every
+    /// argument bound.
+    pub fn new_workspace(&self, device: &Device) -> Result<Workspace, OpenClError> {
+        let queue = device.context.queue()?;
+        let mut slots = Vec::with_capacity(self.slot_bytes.len());
+        for &bytes in &self.slot_bytes {
+            slots.push(device.context.buffer(bytes)?);
+        }
+        let status = device.context.buffer(4)?;
+        let mut kernels = Vec::with_capacity(self.nodes.len());
+        for node in &self.nodes {
+            let mut node_kernels = Vec::with_capacity(node.launches.len());
+            for launch in &node.launches {
+                let mut kernel = launch.program.kernel(launch.kernel)?;
+                for (i, arg) in launch.args.iter().enumerate() {
+                    let value = match arg {
+                        Arg::Buf(Loc::Slot(s)) => {
+                            ArgValue::Buffer(slots.get(*s).ok_or_else(|| {
+                                OpenClError::Runtime(format!("slot {s} was never allocated"))
+                            })?)
+                        }
+                        Arg::Buf(Loc::Const(b)) => ArgValue::Buffer(b),
+                        Arg::Status => ArgValue::Buffer(&status),
+                        Arg::I32(v) => ArgValue::I32(*v),
+                        Arg::F32(v) => ArgValue::F32(*v),
+                        Arg::I64(v) => ArgValue::I64(*v),
+                        Arg::Int8(v) => ArgValue::Int8(*v),
+                        Arg::Local(b) => ArgValue::Local(*b),
+                    };
+                    kernel.set_arg(i as u32, value)?;
+                }
+                node_kernels.push(kernel);
+            }
+            kernels.push(node_kernels);
+        }
+        Ok(Workspace {
+            queue,
+            kernels,
+            slots,
+            status,
+        })
+    }
+}
+
+/// Attributes a plan-building failure to its node.
+pub fn node_error(node: &Node, e: OpError) -> Error {
+    Error::at_node(node, e)
+}
+
+/// The shapes of a run's inputs, as the plan cache key.
+pub fn shape_key(inputs: &BTreeMap<String, Tensor>, names: &[String]) -> Vec<Vec<usize>> {
+    names
+        .iter()
+        .map(|n| inputs.get(n).map(|t| t.dims().to_vec()).unwrap_or_default())
+        .collect()
+}

@@ -1,0 +1,162 @@
+//! The kernel sources (kernels/*.cl, embedded) and the program cache an executor instance
+//! owns: one program per kernel family and variant, built lazily the first time a prepared
+//! partition needs it, keyed by everything that changes the binary.
+
+use crate::cl::{BuildError, Program};
+use crate::device::Device;
+use crate::error::OpenClError;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock};
+
+const COMMON: &str = include_str!("../kernels/common.cl");
+
+/// A group of kernels compiled together as one program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    Elementwise,
+    Cast,
+    Movement,
+    Gemm,
+    Conv,
+    Pool,
+    Norm,
+    Reduce,
+    Resize,
+}
+
+/// Everything that makes two builds of a program differ.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ProgramKey {
+    pub family: Family,
+    /// The variant's defines ("-DT_F16", "-DELEM=ushort", "-DSRC_F32 -DDST_I64").
+    pub variant: String,
+    /// Device-dependent build options (fp64, rounding, tile sizes).
+    pub options: String,
+    pub device: usize,
+    /// A hash of the full source text, so an edited kernel never meets a stale binary.
+    pub source_hash: u64,
+}
+
+/// Built programs, shared by every partition an executor prepares (and so by every net
+/// built from one registry). Each key is built at most once; concurrent requests for the
+/// same key wait for the one build.
+#[derive(Default)]
+pub struct ProgramCache {
+    entries: Mutex<HashMap<ProgramKey, Arc<OnceLock<Result<Arc<Program>, OpenClError>>>>>,
+}
+
+impl fmt::Debug for ProgramCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.entries.lock().map(|e| e.len()).unwrap_or(0);
+        f.debug_struct("ProgramCache")
+            .field("programs", &n)
+            .finish()
+    }
+}
+
+impl Family {
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Elementwise => "elementwise",
+            Family::Cast => "cast",
+            Family::Movement => "movement",
+            Family::Gemm => "gemm",
+            Family::Conv => "conv",
+            Family::Pool => "pool",
+            Family::Norm => "norm",
+            Family::Reduce => "reduce",
+            Family::Resize => "resize",
+        }
+    }
+
+    fn source(self) -> &'static str {
+        match self {
+            Family::Elementwise => include_str!("../kernels/elementwise.cl"),
+            Family::Cast => include_str!("../kernels/cast.cl"),
+            Family::Movement => include_str!("../kernels/movement.cl"),
+            Family::Gemm => include_str!("../kernels/gemm.cl"),
+            Family::Conv => include_str!("../kernels/conv.cl"),
+            Family::Pool => include_str!("../kernels/pool.cl"),
+            Family::Norm => include_str!("../kernels/norm.cl"),
+            Family::Reduce => include_str!("../kernels/reduce.cl"),
+            Family::Resize => include_str!("../kernels/resize.cl"),
+        }
+    }
+}
+
+impl ProgramCache {
+    /// Number of programs built or being built, for tests and `Debug`.
+    pub fn len(&self) -> usize {
+        self.entries.lock().map(|e| e.len()).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The program for `family` in `variant`, built on first use.
+    pub fn get(
+        &self,
+        device: &Device,
+        family: Family,
+        variant: &str,
+    ) -> Result<Arc<Program>, OpenClError> {
+        let source = format!("{COMMON}\n{}", family.source());
+        let options = device_options(device);
+        let key = ProgramKey {
+            family,
+            variant: variant.to_string(),
+            options: options.clone(),
+            device: device.id,
+            source_hash: fnv1a(source.as_bytes()),
+        };
+        let slot = {
+            let mut entries = self.entries.lock().map_err(|_| OpenClError::Poisoned)?;
+            entries.entry(key).or_default().clone()
+        };
+        slot.get_or_init(|| {
+            let all_options = format!("{variant} {options}");
+            device
+                .context
+                .build_program(&source, &all_options)
+                .map(Arc::new)
+                .map_err(|e| match e {
+                    BuildError::Api(error) => OpenClError::Cl(error),
+                    BuildError::Compile { error, log } => OpenClError::Build {
+                        family: family.name(),
+                        variant: variant.to_string(),
+                        error,
+                        log,
+                    },
+                })
+        })
+        .clone()
+    }
+}
+
+/// Build options that depend on the device, not on the kernel.
+fn device_options(device: &Device) -> String {
+    let mut options = Vec::new();
+    if device.fp64 {
+        options.push("-DUSE_FP64");
+    }
+    if device.correctly_rounded_div_sqrt {
+        // Without it OpenCL allows 2.5 ulp for f32 division; the reference rounds once.
+        options.push("-cl-fp32-correctly-rounded-divide-sqrt");
+    }
+    if device.is_cpu {
+        options.push("-DCPU_DEVICE");
+    }
+    options.join(" ")
+}
+
+/// FNV-1a: a stable 64-bit hash of the source text for the cache key.
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}

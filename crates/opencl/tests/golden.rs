@@ -1,0 +1,152 @@
+//! Every golden case (golden/manifest.json) through `NetBuilder` on the OpenCL backend,
+//! compared with onnxruntime's outputs at the case's f32 tolerance level, with the
+//! placement checked: every node must run on opencl unless it is listed in
+//! [`EXPECTED_FALLBACKS`] with its reason (strictly: a listed fallback that no longer
+//! happens fails too).
+//!
+//! Without an OpenCL runtime the same cases are built and the test asserts the fallback
+//! instead: every node on the reference, one notice with the probe's cause, and outputs
+//! that still match.
+
+mod common;
+
+use common::{case_inputs, compare, golden_dir, load_manifest, opencl_here, read_npy, OpenClHere};
+use concord::{Backend, FallbackPolicy, NetBuilder, Overrides};
+
+/// A node that is expected to fall back to the reference, and why.
+struct ExpectedFallback {
+    case: &'static str,
+    op: &'static str,
+    /// Words the planner's reason must contain.
+    reason: &'static str,
+}
+
+/// Nodes of golden cases the OpenCL executor does not run, as data. Empty: every node of
+/// every case runs on OpenCL.
+const EXPECTED_FALLBACKS: &[ExpectedFallback] = &[];
+
+#[test]
+fn golden_cases_on_opencl() {
+    let here = opencl_here("golden_cases_on_opencl");
+    let manifest = load_manifest();
+    let registry = common::shared_registry();
+    let mut failures = Vec::new();
+    let mut on_device_nodes = 0;
+    for case in &manifest.cases {
+        let result = (|| -> Result<usize, String> {
+            let tolerance = manifest
+                .tolerances
+                .get(&case.tolerance)
+                .ok_or_else(|| format!("unknown tolerance {}", case.tolerance))?;
+            let net = NetBuilder::from_onnx_file(golden_dir().join(&case.model))
+                .registry(registry.clone())
+                .backend(Backend::OpenCl)
+                .fallback(FallbackPolicy::Allow)
+                .overrides(Overrides::default())
+                .build()
+                .map_err(|e| format!("build failed: {e}"))?;
+            let placement = net.placement();
+            let mut device_nodes = 0;
+            match &here {
+                OpenClHere::Available => {
+                    for node in &placement.nodes {
+                        let expected = EXPECTED_FALLBACKS
+                            .iter()
+                            .find(|f| f.case == case.name && f.op == node.op);
+                        match (node.executor.as_str(), expected) {
+                            ("opencl", None) => device_nodes += 1,
+                            ("opencl", Some(f)) => {
+                                return Err(format!(
+                                    "node {} ({}) ran on opencl but is listed as falling back \
+                                     ({}); remove it from EXPECTED_FALLBACKS",
+                                    node.name, node.op, f.reason
+                                ))
+                            }
+                            (_, Some(f)) => {
+                                let reason = node.reason.clone().unwrap_or_default();
+                                if !reason.contains(f.reason) {
+                                    return Err(format!(
+                                        "node {} ({}) fell back because `{reason}`, expected \
+                                         a reason containing `{}`",
+                                        node.name, node.op, f.reason
+                                    ));
+                                }
+                            }
+                            (other, None) => {
+                                return Err(format!(
+                                    "node {} ({}) ran on {other}: {}",
+                                    node.name,
+                                    node.op,
+                                    node.reason.clone().unwrap_or_default()
+                                ))
+                            }
+                        }
+                    }
+                }
+                OpenClHere::Unavailable { cause, .. } => {
+                    if placement.nodes.iter().any(|n| n.executor != "cpu") {
+                        return Err("a node is placed off the reference".into());
+                    }
+                    if !placement.notices.iter().any(|n| n.cause == *cause) {
+                        return Err(format!("no {cause:?} notice in {placement}"));
+                    }
+                }
+            }
+            let outputs = net
+                .forward(case_inputs(case)?)
+                .map_err(|e| format!("forward failed: {e}"))?;
+            for (name, file) in &case.outputs {
+                let expected = read_npy(&golden_dir().join(file))?;
+                let actual = outputs
+                    .get(name)
+                    .ok_or_else(|| format!("output {name} missing"))?;
+                compare(actual, &expected, tolerance).map_err(|m| format!("output {name}: {m}"))?;
+            }
+            Ok(device_nodes)
+        })();
+        match result {
+            Ok(n) => on_device_nodes += n,
+            Err(message) => failures.push(format!(
+                "{} ({}, tolerance {}): {message}",
+                case.name,
+                case.op_types.join("+"),
+                case.tolerance
+            )),
+        }
+    }
+    println!(
+        "golden on opencl: {} of {} cases pass, {on_device_nodes} nodes ran on the device",
+        manifest.cases.len() - failures.len(),
+        manifest.cases.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} golden cases failed on OpenCL:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    if matches!(here, OpenClHere::Available) {
+        assert!(
+            on_device_nodes > 100,
+            "only {on_device_nodes} nodes ran on OpenCL"
+        );
+    }
+}
+
+#[test]
+fn expected_fallbacks_name_real_cases() {
+    let manifest = load_manifest();
+    for f in EXPECTED_FALLBACKS {
+        let case = manifest
+            .cases
+            .iter()
+            .find(|c| c.name == f.case)
+            .unwrap_or_else(|| panic!("EXPECTED_FALLBACKS names unknown case {}", f.case));
+        assert!(
+            case.op_types.iter().any(|o| o == f.op),
+            "case {} has no {} node",
+            f.case,
+            f.op
+        );
+    }
+}

@@ -36,7 +36,12 @@ impl Executor for ToyExecutor {
     fn probe(&self) -> Availability {
         // A device backend would look for its library and devices here, and answer
         // Unavailable { cause, reason } naming what it looked for — never panic.
-        Availability::Available { devices: vec![DeviceInfo { name: "toy host".into(), ..DeviceInfo::default() }] }
+        Availability::Available {
+            devices: vec![DeviceInfo {
+                name: "toy host".into(),
+                ..DeviceInfo::default()
+            }],
+        }
     }
 
     fn targets(&self) -> Vec<Target> {
@@ -47,9 +52,11 @@ impl Executor for ToyExecutor {
         if !matches!(node.op, Op::Relu | Op::Add | Op::Mul) {
             return Support::No(format!("toy has no {} kernel", node.op.name()));
         }
-        let all_f32 = node
-            .present_inputs()
-            .all(|name| graph.value(name).is_some_and(|v| v.dtype == concord::DType::F32));
+        let all_f32 = node.present_inputs().all(|name| {
+            graph
+                .value(name)
+                .is_some_and(|v| v.dtype == concord::DType::F32)
+        });
         if all_f32 {
             Support::Yes
         } else {
@@ -57,8 +64,14 @@ impl Executor for ToyExecutor {
         }
     }
 
-    fn prepare(&self, partition: &Graph, _target: Target) -> Result<Box<dyn PreparedPartition>, Error> {
-        Ok(Box::new(ToyPartition { graph: partition.clone() }))
+    fn prepare(
+        &self,
+        partition: &Graph,
+        _target: Target,
+    ) -> Result<Box<dyn PreparedPartition>, Error> {
+        Ok(Box::new(ToyPartition {
+            graph: partition.clone(),
+        }))
     }
 }
 
@@ -80,33 +93,69 @@ impl PreparedPartition for ToyPartition {
                     .and_then(|n| n.as_ref())
                     .and_then(|n| values.get(n))
                     .and_then(|t| t.as_f32())
-                    .ok_or_else(|| Error::at_node(node, OpError::MissingInput { index: i, name: "f32 operand" }))
+                    .ok_or_else(|| {
+                        Error::at_node(
+                            node,
+                            OpError::MissingInput {
+                                index: i,
+                                name: "f32 operand",
+                            },
+                        )
+                    })
             };
-            let shape_of = |i: usize| node.inputs.get(i).and_then(|n| n.as_ref()).and_then(|n| values.get(n)).map(|t| t.shape().clone());
+            let shape_of = |i: usize| {
+                node.inputs
+                    .get(i)
+                    .and_then(|n| n.as_ref())
+                    .and_then(|n| values.get(n))
+                    .map(|t| t.shape().clone())
+            };
             let result = match node.op {
                 Op::Relu => {
                     let x = operand(0)?;
                     let shape = shape_of(0).unwrap_or_default();
                     // max(x, 0) would turn NaN into 0; the comparison keeps NaN as ONNX asks.
-                    Tensor::from_f32(shape, x.iter().map(|&v| if v < 0.0 { 0.0 } else { v }).collect())?
+                    Tensor::from_f32(
+                        shape,
+                        x.iter().map(|&v| if v < 0.0 { 0.0 } else { v }).collect(),
+                    )?
                 }
                 Op::Add | Op::Mul => {
                     let (a, b) = (operand(0)?, operand(1)?);
-                    let (sa, sb) = (shape_of(0).unwrap_or_default(), shape_of(1).unwrap_or_default());
+                    let (sa, sb) = (
+                        shape_of(0).unwrap_or_default(),
+                        shape_of(1).unwrap_or_default(),
+                    );
                     let out = broadcast_shapes(&[&sa, &sb]).map_err(|e| Error::at_node(node, e))?;
                     let strides = out.strides();
                     let mut data = Vec::with_capacity(out.numel());
                     for i in 0..out.numel() {
-                        let coords: Vec<usize> = strides.iter().zip(out.dims()).map(|(s, d)| i / s % d).collect();
-                        let (x, y) = (a[broadcast_index(&coords, &sa)], b[broadcast_index(&coords, &sb)]);
-                        data.push(if matches!(node.op, Op::Add) { x + y } else { x * y });
+                        let coords: Vec<usize> = strides
+                            .iter()
+                            .zip(out.dims())
+                            .map(|(s, d)| i / s % d)
+                            .collect();
+                        let (x, y) = (
+                            a[broadcast_index(&coords, &sa)],
+                            b[broadcast_index(&coords, &sb)],
+                        );
+                        data.push(if matches!(node.op, Op::Add) {
+                            x + y
+                        } else {
+                            x * y
+                        });
                     }
                     Tensor::from_f32(out, data)?
                 }
-                _ => return Err(Error::at_node(node, OpError::Unsupported("toy was handed a node it declined".into()))),
+                _ => {
+                    return Err(Error::at_node(
+                        node,
+                        OpError::Unsupported("toy was handed a node it declined".into()),
+                    ))
+                }
             };
             if let Some(sink) = profile {
-                sink.record(&node.name, started.elapsed());
+                sink.record_on(&node.name, "toy", started.elapsed());
             }
             if let Some(out) = node.outputs.first() {
                 values.insert(out.clone(), result);
@@ -115,7 +164,12 @@ impl PreparedPartition for ToyPartition {
         self.graph
             .outputs
             .iter()
-            .map(|o| values.get(o).cloned().ok_or_else(|| Error::DanglingOutput { value: o.clone() }))
+            .map(|o| {
+                values
+                    .get(o)
+                    .cloned()
+                    .ok_or_else(|| Error::DanglingOutput { value: o.clone() })
+            })
             .collect()
     }
 }

@@ -267,7 +267,6 @@ impl AttributeValue {
             AttributeValue::Floats(v) => {
                 let mut a = attrs::float(name, 0.0);
                 a.r#type = concord_onnx::proto::AttributeType::Floats as i32;
-                a.f = 0.0;
                 a.floats = v.iter().map(|&x| x as f32).collect();
                 a
             }

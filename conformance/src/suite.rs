@@ -88,6 +88,7 @@ pub enum Job {
     Golden(Arc<GoldenCase>),
     Prop(&'static str),
     Concurrency(&'static str),
+    Fallback(&'static str),
     /// The executor (or this target) cannot run here: a visible skip locally, a failure
     /// when `CI` is set or `CONCORD_REQUIRE` names it.
     Unavailable(String),
@@ -187,6 +188,18 @@ impl Suite {
                     skip,
                 });
             }
+            for scenario in crate::fallback::SCENARIOS {
+                let trial = format!("{prefix}/fallback/{scenario}");
+                let skip = self.known_skip(&trial, target);
+                out.push(Case {
+                    name: trial,
+                    target,
+                    category: "fallback",
+                    subject: scenario.to_string(),
+                    job: Job::Fallback(scenario),
+                    skip,
+                });
+            }
             for scenario in crate::concurrency::SCENARIOS {
                 let trial = format!("{prefix}/concurrency/{scenario}");
                 let skip = self.known_skip(&trial, target);
@@ -252,6 +265,15 @@ impl Suite {
             ),
             (None, Job::Golden(g)) => (Some(self.check_golden(g, case.target, &mut notices)), None),
             (None, Job::Prop(op)) => (Some(crate::prop::run(self, op, case.target)), None),
+            (None, Job::Fallback(scenario)) => (
+                Some(crate::fallback::run(
+                    self,
+                    scenario,
+                    case.target,
+                    &mut notices,
+                )),
+                None,
+            ),
             (None, Job::Concurrency(scenario)) => (
                 Some(crate::concurrency::run(
                     self,

@@ -29,8 +29,10 @@ pub struct ProfileEntry {
     pub name: String,
     /// Op type for nodes, empty for transfers.
     pub op: String,
-    /// Executor and target ("cpu/cpu"), or the transfer's direction.
+    /// Executor and target the planner chose ("cpu/cpu").
     pub placement: String,
+    /// The executor(s) that reported running the node; empty when the executor did not say.
+    pub ran_on: String,
     pub calls: u64,
     pub total_us: f64,
     pub mean_us: f64,
@@ -41,14 +43,20 @@ pub struct ProfileEntry {
 /// Collects one forward's timings; merged into the net's profile when the forward ends.
 #[derive(Debug, Default)]
 pub(crate) struct ForwardRecorder {
-    nodes: Mutex<Vec<(String, Duration)>>,
+    nodes: Mutex<Vec<(String, String, Duration)>>,
     transfers: Mutex<Vec<(String, u64, Duration)>>,
 }
 
 impl ProfileSink for ForwardRecorder {
     fn record(&self, node: &str, elapsed: Duration) {
         if let Ok(mut v) = self.nodes.lock() {
-            v.push((node.to_string(), elapsed));
+            v.push((node.to_string(), String::new(), elapsed));
+        }
+    }
+
+    fn record_on(&self, node: &str, executor: &str, elapsed: Duration) {
+        if let Ok(mut v) = self.nodes.lock() {
+            v.push((node.to_string(), executor.to_string(), elapsed));
         }
     }
 
@@ -65,6 +73,8 @@ struct Accumulated {
     forwards: u64,
     // (kind, name) -> (calls, total, bytes)
     totals: BTreeMap<(&'static str, String), (u64, Duration, u64)>,
+    /// Node name -> executors that said they ran it.
+    ran_on: BTreeMap<String, std::collections::BTreeSet<String>>,
 }
 
 /// The net's profile state, shared by concurrent forwards behind a mutex that is taken
@@ -90,17 +100,26 @@ impl Profiler {
         let Ok(mut state) = self.state.lock() else {
             return;
         };
+        for (name, executor, _) in &nodes {
+            if !executor.is_empty() {
+                state
+                    .ran_on
+                    .entry(name.clone())
+                    .or_default()
+                    .insert(executor.clone());
+            }
+        }
         if state.warmup_us.is_none() {
             let total: Duration = nodes
                 .iter()
-                .map(|(_, d)| *d)
+                .map(|(_, _, d)| *d)
                 .chain(transfers.iter().map(|(_, _, d)| *d))
                 .sum();
             state.warmup_us = Some(total.as_secs_f64() * 1e6);
             return;
         }
         state.forwards += 1;
-        for (name, d) in nodes {
+        for (name, _, d) in nodes {
             let e = state
                 .totals
                 .entry(("node", name))
@@ -117,6 +136,26 @@ impl Profiler {
             e.1 += d;
             e.2 = bytes;
         }
+    }
+
+    fn ran_on_label(&self, state: &Accumulated, kind: &str, name: &str) -> String {
+        if kind != "node" {
+            return String::new();
+        }
+        state
+            .ran_on
+            .get(name)
+            .map(|set| set.iter().cloned().collect::<Vec<_>>().join(","))
+            .unwrap_or_default()
+    }
+
+    /// Which executors reported running each node, over every forward including the
+    /// warm-up ("" entries are nodes whose executor did not say).
+    pub fn ran_on(&self) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+        self.state
+            .lock()
+            .map(|s| s.ran_on.clone())
+            .unwrap_or_default()
     }
 
     pub fn reset(&self) {
@@ -143,6 +182,7 @@ impl Profiler {
                     name: name.clone(),
                     op,
                     placement,
+                    ran_on: self.ran_on_label(&state, kind, name),
                     calls: *calls,
                     total_us,
                     mean_us: if *calls > 0 {

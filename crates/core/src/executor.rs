@@ -84,6 +84,15 @@ pub trait ProfileSink: Sync {
     /// Time spent running one node; `node` is the node's name in the partition's graph.
     fn record(&self, node: &str, elapsed: Duration);
 
+    /// Time spent running one node, saying which executor actually ran it. The reference
+    /// executor always attributes its work, so a backend that quietly hands a node it
+    /// claimed to the CPU path shows up in the profile (and in the suite's
+    /// `fallback/placement_honesty` case). Executors should prefer this over `record`.
+    fn record_on(&self, node: &str, executor: &str, elapsed: Duration) {
+        let _ = executor;
+        self.record(node, elapsed);
+    }
+
     /// Time spent moving one value between host and device memory.
     fn record_transfer(&self, value: &str, bytes: u64, elapsed: Duration);
 }

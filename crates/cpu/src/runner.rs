@@ -69,7 +69,7 @@ impl ReferenceExecutor {
             let results = run_op(&node.op, &operands, node.outputs.len())
                 .map_err(|e| Error::at_node(node, e))?;
             if let (Some(sink), Some(started)) = (profile, started) {
-                sink.record(&node.name, started.elapsed());
+                sink.record_on(&node.name, "cpu", started.elapsed());
             }
             drop(operands);
             for name in node.present_inputs() {

@@ -4,6 +4,7 @@
 //! entry in [`COMMANDS`], so adding one (conformance matrix, ONNX node tests, GPU bundle)
 //! touches this file in two lines.
 
+mod conformance;
 mod golden;
 
 use anyhow::{bail, Result};
@@ -25,6 +26,14 @@ const COMMANDS: &[Command] = &[
         summary: "regenerate golden/ from onnxruntime in a pinned Python venv \
                   (--check: regenerate elsewhere and compare with golden/)",
         run: golden::run,
+    },
+    Command {
+        name: "conformance",
+        usage: "conformance [flags]",
+        summary: "run `concord conform` from a release build with the same flags \
+                  (--executor, --target, --filter, --report-dir; --features goes to cargo) \
+                  and list the reports",
+        run: conformance::run,
     },
     Command {
         name: "help",

@@ -1,6 +1,7 @@
 //! The `concord` command: run models (and, as they land, report backends and run the
 //! conformance suite). Every error prints one line and exits non-zero; it never panics.
 
+mod conform;
 mod info;
 mod npy;
 mod run;
@@ -26,6 +27,8 @@ enum Command {
     Run(run::RunArgs),
     /// Show the backends compiled in and what their runtime probes found.
     Info(info::InfoArgs),
+    /// Run the conformance suite on the executors compiled in and write its reports.
+    Conform(conform::ConformArgs),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Info(args) => info::run(args),
+        Command::Conform(args) => conform::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

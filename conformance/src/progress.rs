@@ -1,0 +1,530 @@
+//! The main-job driver behind `concord conform` and `cargo xtask conformance`: runs the suite
+//! in-process for every chosen executor on a small thread pool, shows a progress bar, and
+//! writes every report. The libtest-mimic harness ([`crate::main`]) and this driver share
+//! [`Suite`], so both run the same trials and judge them the same way.
+
+use crate::outcome::{Record, Verdict};
+use crate::report::{self, Counts, Summary};
+use crate::suite::{required_here, Case, Suite, SuiteConfig};
+use concord::{Backend, Executor, ExecutorRegistry, Target, BUILTIN_BACKENDS};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::fmt::Write;
+use std::num::NonZeroUsize;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What to run and where to write the reports.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// The executors to choose from; every one runs unless `executors` names some.
+    pub registry: ExecutorRegistry,
+    /// Executor names to run (empty: every executor in the registry, and a visible skip for
+    /// each built-in backend this build lacks).
+    pub executors: Vec<String>,
+    /// Target names to run (empty: every target of each executor).
+    pub targets: Vec<String>,
+    /// Only trials whose name contains this.
+    pub filter: Option<String>,
+    /// Where the reports go; `None` writes none.
+    pub report_dir: Option<PathBuf>,
+    /// Worker threads; `None` uses the machine's available parallelism.
+    pub threads: Option<NonZeroUsize>,
+    pub progress: ProgressDisplay,
+    pub config: SuiteConfig,
+}
+
+/// Whether the driver draws a progress bar.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProgressDisplay {
+    /// A bar on stderr when stderr is a terminal (indicatif hides it otherwise).
+    Bar,
+    Hidden,
+}
+
+/// What a run found: every record, the summary every report shows, and where the reports
+/// went.
+#[derive(Clone, Debug)]
+pub struct RunSummary {
+    pub records: Vec<Record>,
+    pub summary: Summary,
+    /// Where the reports were written, if they were.
+    pub report_dir: Option<PathBuf>,
+    /// Whether a filter selected only some trials (the floor and stale-entry checks are
+    /// then not applied).
+    pub filtered: bool,
+    pub threads: usize,
+    pub elapsed: Duration,
+}
+
+/// One trial waiting for a worker, with the suite that runs it.
+struct Job<'a> {
+    suite: &'a Suite,
+    case: Case,
+}
+
+impl RunOptions {
+    /// Every executor of `registry`, every target, no filter, reports in
+    /// target/conformance-report, a progress bar, the suite's data from the environment.
+    pub fn new(registry: ExecutorRegistry) -> RunOptions {
+        RunOptions {
+            registry,
+            executors: Vec::new(),
+            targets: Vec::new(),
+            filter: None,
+            report_dir: Some(PathBuf::from("target").join("conformance-report")),
+            threads: None,
+            progress: ProgressDisplay::Bar,
+            config: SuiteConfig::from_env(),
+        }
+    }
+}
+
+impl RunSummary {
+    /// Whether the run passed: no failing trial and no run-level failure.
+    pub fn passed(&self) -> bool {
+        self.summary.passed()
+    }
+
+    /// The text a terminal shows after the run: the executor × target table, every failure
+    /// with its message, skips grouped by reason, the fallback notices, the run-level
+    /// failures, where the reports are, and the result.
+    pub fn render(&self) -> String {
+        let s = &self.summary;
+        let mut out = String::new();
+        // Writing into a String cannot fail; the results are ignored for that reason.
+        let _ = writeln!(
+            out,
+            "conformance: {} trials, {} executed, in {:.1} s on {} thread(s)\n",
+            s.trials,
+            s.executed,
+            self.elapsed.as_secs_f64(),
+            self.threads
+        );
+        out.push_str(&table(s));
+        if !s.failures.is_empty() {
+            let _ = writeln!(out, "\nfailures ({}):", s.failures.len());
+            for f in &s.failures {
+                let _ = writeln!(out, "  {} ({})", f.trial, f.verdict);
+                for line in f.message.lines() {
+                    let _ = writeln!(out, "      {line}");
+                }
+            }
+        }
+        if !s.skips.is_empty() {
+            let _ = writeln!(out, "\nskipped, by reason:");
+            for skip in &s.skips {
+                let _ = writeln!(out, "  {:6}  {}", skip.trials, skip.reason);
+            }
+        }
+        if !s.notices.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nfallback notices (trials raising each; first trial):"
+            );
+            for n in &s.notices {
+                let _ = writeln!(
+                    out,
+                    "  {:6}  {} [{}; first: {}]",
+                    n.trials,
+                    n.notice,
+                    n.raised_under.join(", "),
+                    n.first_trial
+                );
+            }
+        }
+        if !s.run_failures.is_empty() {
+            let _ = writeln!(out, "\nrun-level failures:");
+            for f in &s.run_failures {
+                let _ = writeln!(out, "  {f}");
+            }
+        }
+        if let Some(dir) = &self.report_dir {
+            let _ = writeln!(out, "\nreports in {}:", dir.display());
+            for name in report::REPORT_FILES {
+                let _ = writeln!(out, "  {}", dir.join(name).display());
+            }
+        }
+        let _ = writeln!(
+            out,
+            "\nresult: {} ({} failing trial(s), {} run-level failure(s))",
+            if self.passed() { "PASS" } else { "FAIL" },
+            s.failed,
+            s.run_failures.len()
+        );
+        out
+    }
+}
+
+/// Runs the suite as `options` say and writes the reports. Never panics on a trial that
+/// panics: that trial fails with the panic's message.
+pub fn run(options: &RunOptions) -> RunSummary {
+    let started = Instant::now();
+    let mut run_failures = Vec::new();
+    let mut leading_records = Vec::new();
+    let targets = parse_targets(&options.targets, &mut run_failures);
+    let chosen = choose_executors(options, &targets, &mut run_failures, &mut leading_records);
+    let mut suites = Vec::new();
+    for executor in chosen {
+        let name = executor.name().to_string();
+        match Suite::new(executor, options.config.clone()) {
+            Ok(suite) => suites.push(suite),
+            Err(e) => run_failures.push(format!("{name}: the conformance suite cannot start: {e}")),
+        }
+    }
+    let filtered = options.filter.is_some() || !targets.is_empty();
+    // Every suite's trials, selected, in suite order; `per_suite` keeps each suite's full
+    // list for its run-level checks.
+    let mut per_suite = Vec::new();
+    let mut jobs = Vec::new();
+    for suite in &suites {
+        let cases = suite.cases();
+        for case in &cases {
+            let wanted_target = targets.is_empty() || targets.contains(&case.target);
+            let wanted_name = options
+                .filter
+                .as_deref()
+                .map_or(true, |f| case.name.contains(f));
+            if wanted_target && wanted_name {
+                jobs.push(Job {
+                    suite,
+                    case: case.clone(),
+                });
+            }
+        }
+        per_suite.push(cases);
+    }
+    if jobs.is_empty() && leading_records.is_empty() && run_failures.is_empty() {
+        run_failures.push(format!(
+            "no trial matches the selection (executors {:?}, targets {:?}, filter {:?})",
+            options.executors, options.targets, options.filter
+        ));
+    }
+    let threads = options
+        .threads
+        .or_else(|| std::thread::available_parallelism().ok())
+        .map_or(1, NonZeroUsize::get)
+        .clamp(1, jobs.len().max(1));
+    let trial_records = run_jobs(&jobs, threads, options.progress);
+    for (suite, cases) in suites.iter().zip(&per_suite) {
+        let own: Vec<Record> = trial_records
+            .iter()
+            .filter(|r| r.executor == suite.executor.name())
+            .cloned()
+            .collect();
+        run_failures.extend(suite.finish(cases, &own, filtered));
+    }
+    let mut records = leading_records;
+    records.extend(trial_records);
+    let mut report_dir = None;
+    if let Some(dir) = &options.report_dir {
+        match report::write_run(dir, &records, &run_failures) {
+            Ok(()) => report_dir = Some(dir.clone()),
+            Err(e) => run_failures.push(format!("the reports could not be written: {e}")),
+        }
+    }
+    RunSummary {
+        summary: report::summarize(&records, &run_failures),
+        records,
+        report_dir,
+        filtered,
+        threads,
+        elapsed: started.elapsed(),
+    }
+}
+
+/// Parses `--target` names; an unknown one is a run-level failure naming the known ones.
+fn parse_targets(names: &[String], run_failures: &mut Vec<String>) -> Vec<Target> {
+    let mut out = Vec::new();
+    for name in names {
+        match Target::parse(name) {
+            Some(t) => out.push(t),
+            None => run_failures.push(format!(
+                "unknown target `{name}` (known: {})",
+                Target::ALL.map(Target::name).join(", ")
+            )),
+        }
+    }
+    out
+}
+
+/// The executors to run. A built-in backend this build lacks becomes a visible skip (a
+/// failure when `CONCORD_REQUIRE` names it); a name that is neither registered nor built in
+/// is a run-level failure.
+fn choose_executors(
+    options: &RunOptions,
+    targets: &[Target],
+    run_failures: &mut Vec<String>,
+    records: &mut Vec<Record>,
+) -> Vec<Arc<dyn Executor>> {
+    let registered = options.registry.executors();
+    let find = |name: &str| {
+        registered
+            .iter()
+            .find(|e| e.name() == name || e.backend().name() == name)
+            .cloned()
+    };
+    let mut chosen: Vec<Arc<dyn Executor>> = Vec::new();
+    let mut missing: Vec<&str> = Vec::new();
+    if options.executors.is_empty() {
+        chosen.extend(registered.iter().cloned());
+        missing.extend(
+            BUILTIN_BACKENDS
+                .iter()
+                .map(|b| b.backend)
+                .filter(|b| find(b).is_none()),
+        );
+    } else {
+        for name in &options.executors {
+            let name = name.to_ascii_lowercase();
+            if let Some(e) = find(&name) {
+                if !chosen.iter().any(|c| c.name() == e.name()) {
+                    chosen.push(e);
+                }
+            } else if let Some(b) = BUILTIN_BACKENDS.iter().find(|b| b.backend == name) {
+                missing.push(b.backend);
+            } else {
+                run_failures.push(format!(
+                    "no executor named `{name}` (this build has: {})",
+                    registered
+                        .iter()
+                        .map(|e| e.name().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+    }
+    for backend in missing {
+        records.extend(missing_builtin_records(backend, targets));
+    }
+    chosen
+}
+
+/// One probe record per target of a built-in backend this run has no executor for.
+fn missing_builtin_records(backend: &str, targets: &[Target]) -> Vec<Record> {
+    let Some(builtin) = BUILTIN_BACKENDS.iter().find(|b| b.backend == backend) else {
+        return Vec::new();
+    };
+    let reason = if builtin.compiled_in {
+        format!("{backend} is compiled in, but the executor registry has no {backend} executor")
+    } else {
+        format!(
+            "{backend} is not compiled into this build (rebuild with cargo feature `{}`)",
+            builtin.feature
+        )
+    };
+    Backend::parse(backend)
+        .valid_targets()
+        .iter()
+        .copied()
+        .filter(|t| targets.is_empty() || targets.contains(t))
+        .map(|target| {
+            // What a build contains is the build's choice, not a broken machine, so `CI`
+            // alone does not fail it (hence the `unavailable_in_ci` reason passed here);
+            // `CONCORD_REQUIRE` naming it does.
+            let verdict = match required_here(backend, target, Some("not compiled in")) {
+                Some(why) => Verdict::Fail {
+                    message: format!("{reason} — and {why}, so it fails the run"),
+                },
+                None => Verdict::Skip {
+                    reason: reason.clone(),
+                },
+            };
+            Record {
+                name: format!("{backend}/{target}/unavailable/probe"),
+                executor: backend.to_string(),
+                target: target.name().to_string(),
+                device: String::new(),
+                category: "unavailable".to_string(),
+                subject: String::new(),
+                verdict,
+                comparisons: Vec::new(),
+                notices: Vec::new(),
+                duration_ms: 0.0,
+            }
+        })
+        .collect()
+}
+
+/// Runs `jobs` on `threads` workers; the records come back in the jobs' order.
+fn run_jobs(jobs: &[Job<'_>], threads: usize, display: ProgressDisplay) -> Vec<Record> {
+    let total = jobs.len();
+    let bar = progress_bar(total, display);
+    let next = AtomicUsize::new(0);
+    let failures = AtomicUsize::new(0);
+    let slots: Mutex<Vec<Option<Record>>> = Mutex::new(vec![None; total]);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let Some(job) = jobs.get(index) else {
+                    break;
+                };
+                bar.set_message(format!(
+                    "{} failed · {}",
+                    failures.load(Ordering::Relaxed),
+                    job.case.name
+                ));
+                let record = run_one(job);
+                if record.verdict.fails_run() {
+                    failures.fetch_add(1, Ordering::Relaxed);
+                    bar.println(format!(
+                        "FAIL {}: {}",
+                        record.name,
+                        record
+                            .verdict
+                            .message()
+                            .unwrap_or_default()
+                            .lines()
+                            .next()
+                            .unwrap_or("")
+                    ));
+                }
+                // A poisoned lock means another worker panicked outside `run_one`'s
+                // catch; its slot stays empty and is reported below.
+                if let Ok(mut slots) = slots.lock() {
+                    if let Some(slot) = slots.get_mut(index) {
+                        *slot = Some(record);
+                    }
+                }
+                bar.inc(1);
+            });
+        }
+    });
+    bar.finish_and_clear();
+    let slots = slots
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    slots
+        .into_iter()
+        .zip(jobs)
+        .map(|(slot, job)| {
+            slot.unwrap_or_else(|| {
+                failed_record(
+                    job,
+                    "the trial's result was lost (a worker thread died)".into(),
+                    0.0,
+                )
+            })
+        })
+        .collect()
+}
+
+/// Runs one trial; a panic becomes a failure of that trial.
+fn run_one(job: &Job<'_>) -> Record {
+    let started = Instant::now();
+    match catch_unwind(AssertUnwindSafe(|| job.suite.run_case(&job.case))) {
+        Ok(record) => record,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a non-string payload".to_string());
+            failed_record(
+                job,
+                format!("the trial panicked: {what}"),
+                started.elapsed().as_secs_f64() * 1e3,
+            )
+        }
+    }
+}
+
+fn failed_record(job: &Job<'_>, message: String, duration_ms: f64) -> Record {
+    Record {
+        name: job.case.name.clone(),
+        executor: job.suite.executor.name().to_string(),
+        target: job.case.target.name().to_string(),
+        device: job.suite.device.clone(),
+        category: job.case.category.to_string(),
+        subject: job.case.subject.clone(),
+        verdict: Verdict::Fail { message },
+        comparisons: Vec::new(),
+        notices: Vec::new(),
+        duration_ms,
+    }
+}
+
+fn progress_bar(total: usize, display: ProgressDisplay) -> ProgressBar {
+    let target = match display {
+        ProgressDisplay::Bar => ProgressDrawTarget::stderr(),
+        ProgressDisplay::Hidden => ProgressDrawTarget::hidden(),
+    };
+    let bar = ProgressBar::with_draw_target(Some(total as u64), target);
+    // The template is a literal; should indicatif ever reject it, the default style still
+    // shows done/total.
+    if let Ok(style) =
+        ProgressStyle::with_template("[{elapsed_precise}] {bar:30} {pos}/{len} {wide_msg}")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// The executor × target table of the summary, columns aligned.
+fn table(s: &Summary) -> String {
+    let header = [
+        "executor", "target", "device", "pass", "xfail", "skip", "fail", "xpass", "executed",
+    ];
+    let mut rows: Vec<[String; 9]> = vec![header.map(str::to_string)];
+    let mut totals = Counts::default();
+    for g in &s.by_executor_target {
+        let c = &g.counts;
+        totals.pass += c.pass;
+        totals.expected_fail += c.expected_fail;
+        totals.skip += c.skip;
+        totals.fail += c.fail;
+        totals.unexpected_pass += c.unexpected_pass;
+        rows.push([
+            g.executor.clone(),
+            g.target.clone(),
+            if g.device.is_empty() {
+                "-".to_string()
+            } else {
+                g.device.clone()
+            },
+            c.pass.to_string(),
+            c.expected_fail.to_string(),
+            c.skip.to_string(),
+            c.fail.to_string(),
+            c.unexpected_pass.to_string(),
+            g.executed.to_string(),
+        ]);
+    }
+    if s.by_executor_target.len() > 1 {
+        rows.push([
+            "total".to_string(),
+            String::new(),
+            String::new(),
+            totals.pass.to_string(),
+            totals.expected_fail.to_string(),
+            totals.skip.to_string(),
+            totals.fail.to_string(),
+            totals.unexpected_pass.to_string(),
+            totals.executed().to_string(),
+        ]);
+    }
+    let mut widths = [0usize; 9];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let mut line = String::new();
+        for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
+            // Names left-aligned, counts right-aligned.
+            if i < 3 {
+                let _ = write!(line, "{cell:<w$}  ");
+            } else {
+                let _ = write!(line, "{cell:>w$}  ");
+            }
+        }
+        let _ = writeln!(out, "  {}", line.trim_end());
+    }
+    out
+}

@@ -1,0 +1,184 @@
+//! The op × executor × target matrix both matrix reports draw: one row per op (or model),
+//! one column per executor/target, and in each cell the verdict counts, the largest errors
+//! and how close the worst element came to its allowance.
+
+use super::Counts;
+use crate::compare::Comparison;
+use crate::outcome::{Record, Verdict};
+use std::collections::BTreeMap;
+
+/// The whole matrix, rows and columns in a stable order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Matrix {
+    pub columns: Vec<Column>,
+    pub rows: Vec<Row>,
+}
+
+/// One executor/target.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Column {
+    pub executor: String,
+    pub target: String,
+}
+
+/// One op (or model, or scenario) across every column.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub label: String,
+    /// One per column; `None` where the column has no trial for this row.
+    pub cells: Vec<Option<Cell>>,
+}
+
+/// The trials of one op on one executor/target.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Cell {
+    pub counts: Counts,
+    pub max_abs_error: Option<f64>,
+    pub max_rel_error: Option<f64>,
+    /// The largest error-to-allowance ratio of any compared element (1 is the limit;
+    /// infinite for a shape, dtype or NaN mismatch).
+    pub worst_ratio: Option<f64>,
+    /// The reason of the first skip, for the cell's tooltip.
+    pub skip_reason: Option<String>,
+}
+
+/// A cell's overall status: the worst of its trials.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    Skip,
+    Pass,
+    ExpectedFail,
+    Fail,
+}
+
+/// Where a row sorts: single ops first, then whole models, then scenarios, then probes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum RowGroup {
+    Op,
+    Model,
+    Scenario,
+    Probe,
+}
+
+impl Status {
+    /// "pass", "expected-fail", "skip", "fail".
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::ExpectedFail => "expected-fail",
+            Status::Skip => "skip",
+            Status::Fail => "fail",
+        }
+    }
+}
+
+impl Cell {
+    /// Fail if any trial fails the run, else expected-fail if any failed as expected, else
+    /// pass if any passed; a cell of skips only is a skip.
+    pub fn status(&self) -> Status {
+        let c = &self.counts;
+        if c.failed() > 0 {
+            Status::Fail
+        } else if c.expected_fail > 0 {
+            Status::ExpectedFail
+        } else if c.pass > 0 {
+            Status::Pass
+        } else {
+            Status::Skip
+        }
+    }
+
+    fn add(&mut self, record: &Record) {
+        self.counts.add(&record.verdict);
+        if let Verdict::Skip { reason } = &record.verdict {
+            if self.skip_reason.is_none() {
+                self.skip_reason = Some(reason.clone());
+            }
+        }
+        self.max_abs_error = max_option(self.max_abs_error, record.max_abs_error());
+        self.max_rel_error = max_option(self.max_rel_error, record.max_rel_error());
+        for c in &record.comparisons {
+            self.worst_ratio = max_option(self.worst_ratio, Some(worst_ratio(c)));
+        }
+    }
+}
+
+impl Matrix {
+    /// Groups `records` by row label and executor/target.
+    pub fn from_records(records: &[Record]) -> Matrix {
+        let mut columns: Vec<Column> = records
+            .iter()
+            .map(|r| Column {
+                executor: r.executor.clone(),
+                target: r.target.clone(),
+            })
+            .collect();
+        // The reference first: every other column is read against it.
+        columns.sort_by(|a, b| (a.executor != "cpu", a).cmp(&(b.executor != "cpu", b)));
+        columns.dedup();
+        let mut rows: BTreeMap<(RowGroup, String), Vec<Option<Cell>>> = BTreeMap::new();
+        for r in records {
+            let Some(column) = columns
+                .iter()
+                .position(|c| c.executor == r.executor && c.target == r.target)
+            else {
+                continue;
+            };
+            let cells = rows
+                .entry(row_key(r))
+                .or_insert_with(|| vec![None; columns.len()]);
+            if let Some(slot) = cells.get_mut(column) {
+                slot.get_or_insert_with(Cell::default).add(r);
+            }
+        }
+        Matrix {
+            columns,
+            rows: rows
+                .into_iter()
+                .map(|((_, label), cells)| Row { label, cells })
+                .collect(),
+        }
+    }
+}
+
+/// The row a record belongs to and how it sorts.
+fn row_key(r: &Record) -> (RowGroup, String) {
+    match r.category.as_str() {
+        "op" | "prop" | "golden" => (RowGroup::Op, r.subject.clone()),
+        "model" => (RowGroup::Model, format!("model: {}", r.subject)),
+        "unavailable" => (RowGroup::Probe, "executor probe".to_string()),
+        other if r.subject.is_empty() => (RowGroup::Scenario, other.to_string()),
+        other => (RowGroup::Scenario, format!("{other}: {}", r.subject)),
+    }
+}
+
+/// How far the worst element of `c` went into (or past) its allowance.
+pub fn worst_ratio(c: &Comparison) -> f64 {
+    if c.mismatch.is_some() {
+        return f64::INFINITY;
+    }
+    let (Some(actual), Some(expected), Some(allowed)) =
+        (c.worst_actual, c.worst_expected, c.worst_allowed)
+    else {
+        return 0.0;
+    };
+    let error = (actual - expected).abs();
+    if actual == expected || (actual.is_nan() && expected.is_nan()) {
+        0.0
+    } else if !error.is_finite() {
+        // A NaN where a number was expected, or an infinity of the wrong sign.
+        f64::INFINITY
+    } else if allowed > 0.0 {
+        error / allowed
+    } else {
+        f64::INFINITY
+    }
+}
+
+fn max_option(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if y > x || x.is_nan() { y } else { x }),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}

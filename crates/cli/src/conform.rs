@@ -1,0 +1,57 @@
+//! `concord conform`: the main job — run the conformance suite on every built-in executor
+//! compiled in (or the ones named), show progress, print the summary and write the reports.
+//! Only the flags live here; the driver is `concord_conformance::progress`, shared with
+//! `cargo xtask conformance`.
+
+use clap::Args;
+use concord::ExecutorRegistry;
+use concord_conformance::progress::{self, ProgressDisplay, RunOptions};
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct ConformArgs {
+    /// Run only this executor (cpu, opencl, cuda, …); repeatable. Default: every executor
+    /// compiled in, and a visible skip for each built-in backend this build lacks.
+    #[arg(long = "executor", value_name = "X")]
+    pub executors: Vec<String>,
+    /// Run only this target (cpu, opencl, opencl-fp16, cuda, cuda-fp16); repeatable.
+    #[arg(long = "target", value_name = "T")]
+    pub targets: Vec<String>,
+    /// Run only the trials whose name (`<executor>/<target>/<category>/<case>`) contains
+    /// SUBSTRING.
+    #[arg(long, value_name = "SUBSTRING")]
+    pub filter: Option<String>,
+    /// Where to write conformance.json, junit.xml, matrix.md and matrix.html.
+    #[arg(long, value_name = "DIR", default_value = "target/conformance-report")]
+    pub report_dir: PathBuf,
+    /// Worker threads (default: the machine's available parallelism).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<NonZeroUsize>,
+    /// Do not draw the progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+pub fn run(args: ConformArgs) -> Result<(), String> {
+    let mut options = RunOptions::new(ExecutorRegistry::with_builtins());
+    options.executors = args.executors;
+    options.targets = args.targets;
+    options.filter = args.filter;
+    options.report_dir = Some(args.report_dir);
+    options.threads = args.threads;
+    if args.no_progress {
+        options.progress = ProgressDisplay::Hidden;
+    }
+    let outcome = progress::run(&options);
+    print!("{}", outcome.render());
+    if outcome.passed() {
+        Ok(())
+    } else {
+        Err(format!(
+            "conformance failed: {} failing trial(s), {} run-level failure(s)",
+            outcome.summary.failed,
+            outcome.summary.run_failures.len()
+        ))
+    }
+}

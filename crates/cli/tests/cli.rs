@@ -1,0 +1,271 @@
+//! The `concord` binary as a user meets it: outputs written, errors as one line with a
+//! non-zero exit and never a panic, fallback said once on stderr, `info` and `--require`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn concord(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_concord"))
+        .args(args)
+        .env_remove("CONCORD_FALLBACK")
+        .env_remove("CONCORD_REQUIRE")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run concord: {e}"))
+}
+
+fn golden(case: &str) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../golden/cases")
+        .join(case);
+    root.join("model.onnx").display().to_string()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("concord-cli-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// An error is one line on stderr, starting with "error:", with a non-zero exit.
+fn assert_one_line_error(o: &Output, contains: &str) {
+    assert!(
+        !o.status.success(),
+        "expected failure, got success: {}",
+        stdout(o)
+    );
+    let err = stderr(o);
+    assert!(!err.contains("panicked"), "a panic reached the user: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line, got: {err}");
+    assert!(lines[0].starts_with("error: "), "{err}");
+    assert!(
+        lines[0].contains(contains),
+        "`{}` lacks `{contains}`",
+        lines[0]
+    );
+}
+
+#[test]
+fn run_writes_every_output_as_npy() {
+    let out = temp_dir("run");
+    let o = concord(&[
+        "run",
+        &golden("residual_block"),
+        "--random-seed",
+        "3",
+        "--output-dir",
+        &out.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let files: Vec<_> = std::fs::read_dir(&out)
+        .map(|d| d.filter_map(|e| e.ok()).collect())
+        .unwrap_or_default();
+    assert_eq!(files.len(), 1, "one output, one file: {files:?}");
+    let bytes = std::fs::read(files[0].path()).unwrap_or_default();
+    assert!(bytes.starts_with(b"\x93NUMPY"), "not an .npy file");
+}
+
+#[test]
+fn run_takes_named_npy_inputs_and_reproduces_the_oracle() {
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../golden/cases/relu");
+    let input = std::fs::read_dir(case.join("inputs"))
+        .ok()
+        .and_then(|mut d| d.next())
+        .and_then(|e| e.ok())
+        .map(|e| e.path());
+    let input = input.unwrap_or_else(|| panic!("relu case has an input"));
+    let name = input
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let out = temp_dir("relu");
+    let spec = format!("{name}={}", input.display());
+    let o = concord(&[
+        "run",
+        &golden("relu"),
+        "--input",
+        &spec,
+        "--output-dir",
+        &out.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let expected_dir = case.join("expected");
+    for e in std::fs::read_dir(&expected_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let got = std::fs::read(out.join(e.file_name())).unwrap_or_default();
+        let want = std::fs::read(e.path()).unwrap_or_default();
+        // Relu is exact: the reference and onnxruntime agree bit for bit.
+        assert_eq!(got.len(), want.len());
+        assert_eq!(
+            &got[got.len() - 64..],
+            &want[want.len() - 64..],
+            "{:?}",
+            e.file_name()
+        );
+    }
+}
+
+#[test]
+fn errors_are_one_line_never_a_panic() {
+    assert_one_line_error(
+        &concord(&["run", "/nonexistent/model.onnx", "--random-seed", "1"]),
+        "/nonexistent/model.onnx",
+    );
+    let garbage = temp_dir("garbage");
+    let _ = std::fs::create_dir_all(&garbage);
+    let bad = garbage.join("bad.onnx");
+    let _ = std::fs::write(&bad, b"this is not protobuf at all");
+    assert_one_line_error(
+        &concord(&["run", &bad.display().to_string(), "--random-seed", "1"]),
+        "bad.onnx",
+    );
+    let not_npy = garbage.join("x.npy");
+    let _ = std::fs::write(&not_npy, b"nope");
+    let spec = format!("X={}", not_npy.display());
+    assert_one_line_error(
+        &concord(&["run", &golden("relu"), "--input", &spec]),
+        "x.npy",
+    );
+    assert_one_line_error(
+        &concord(&["run", &golden("relu"), "--input", "no-equals-sign"]),
+        "NAME=FILE.npy",
+    );
+    assert_one_line_error(
+        &concord(&[
+            "run",
+            &golden("relu"),
+            "--random-seed",
+            "1",
+            "--fallback",
+            "sometimes",
+        ]),
+        "deny, warn or allow",
+    );
+    assert_one_line_error(
+        &concord(&[
+            "run",
+            &golden("relu"),
+            "--random-seed",
+            "1",
+            "--target",
+            "tpu",
+        ]),
+        "--target",
+    );
+}
+
+#[test]
+fn fallback_is_said_once_on_stderr_and_deny_refuses() {
+    // A backend this build cannot give (an unregistered custom name): Warn falls back and
+    // says so once; Deny refuses with the reason.
+    let o = concord(&[
+        "run",
+        &golden("relu"),
+        "--random-seed",
+        "1",
+        "--backend",
+        "vulkan",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let warnings: Vec<String> = stderr(&o)
+        .lines()
+        .filter(|l| l.contains("concord fallback"))
+        .map(String::from)
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", stderr(&o));
+    assert!(warnings[0].starts_with("warning: "), "{}", warnings[0]);
+    assert!(warnings[0].contains("vulkan"), "{}", warnings[0]);
+
+    let quiet = concord(&[
+        "run",
+        &golden("relu"),
+        "--random-seed",
+        "1",
+        "--backend",
+        "vulkan",
+        "--fallback",
+        "allow",
+    ]);
+    assert!(quiet.status.success());
+    assert!(
+        !stderr(&quiet).contains("concord fallback"),
+        "{}",
+        stderr(&quiet)
+    );
+
+    assert_one_line_error(
+        &concord(&[
+            "run",
+            &golden("relu"),
+            "--random-seed",
+            "1",
+            "--backend",
+            "vulkan",
+            "--fallback",
+            "deny",
+        ]),
+        "no executor named `vulkan`",
+    );
+}
+
+#[test]
+fn placement_and_profile_are_printed() {
+    let o = concord(&[
+        "run",
+        &golden("residual_block"),
+        "--random-seed",
+        "1",
+        "--placement",
+        "--profile",
+        "3",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("requested cpu/cpu -> resolved cpu/cpu"),
+        "{text}"
+    );
+    assert!(text.contains("fallbacks: none"), "{text}");
+    assert!(text.contains("3 forwards profiled (warm-up"), "{text}");
+    assert!(text.contains("Conv"), "{text}");
+}
+
+#[test]
+fn info_reports_backends_and_require_asserts() {
+    let o = concord(&["info", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    // Machine-specific probe results are redacted; what this build compiles in is not.
+    insta::assert_json_snapshot!("info_json", v, {
+        ".concord_version" => "[version]",
+        ".backends[].probe" => "[probe]",
+        ".backends[].targets" => "[targets]",
+    });
+    assert!(concord(&["info", "--require", "cpu"]).status.success());
+    assert!(concord(&["info", "--require", "cpu:cpu"]).status.success());
+    let unmet = concord(&["info", "--require", "cpu:cuda-fp16"]);
+    assert!(!unmet.status.success());
+    assert!(
+        stderr(&unmet).contains("not valid for backend cpu"),
+        "{}",
+        stderr(&unmet)
+    );
+    let unknown = concord(&["info", "--require", "vulkan"]);
+    assert!(!unknown.status.success());
+    assert!(
+        stderr(&unknown).contains("no backend named `vulkan`"),
+        "{}",
+        stderr(&unknown)
+    );
+}

@@ -48,7 +48,13 @@ pub(crate) fn conv(attrs: &Conv, inputs: &[Option<&Tensor>]) -> Result<Tensor, O
     let mut cols = if plan.is_pointwise() {
         Vec::new()
     } else {
-        vec![0.0; kg * p]
+        let len = kg.checked_mul(p).ok_or_else(|| {
+            OpError::Shape(format!(
+                "Conv: the im2col matrix ({kg} x {p}) has more elements than this machine can \
+                 address"
+            ))
+        })?;
+        vec![0.0; len]
     };
     for (x_image, y_image) in x_f
         .chunks_exact(c * plan.input_plane)

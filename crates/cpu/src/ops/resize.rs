@@ -8,6 +8,7 @@
 //! exact halves, so doing this in f64 would pick different pixels than the runtime the
 //! golden cases come from. The interpolation itself is accumulated in f64.
 
+use super::spatial::checked_product;
 use super::{expect_float, i64_operand, optional, required};
 use concord_core::op::{CoordinateTransform, NearestMode, Resize, ResizeMode};
 use concord_core::{DType, OpError, Shape, Tensor};
@@ -47,6 +48,14 @@ pub(crate) fn resize(attrs: &Resize, inputs: &[Option<&Tensor>]) -> Result<Tenso
         }
     };
     let plan = output_plan(x.dims(), &target)?;
+    // Axes are resized one at a time, so every intermediate is at most max(in, out) long
+    // on each axis; that bound must be addressable.
+    let largest: Vec<usize> = plan
+        .iter()
+        .zip(x.dims())
+        .map(|(&(out, _), &d)| out.max(d))
+        .collect();
+    checked_product(&largest, "Resize output and intermediate shape")?;
 
     let mut dims = x.dims().to_vec();
     let mut values = x.to_f64_vec();

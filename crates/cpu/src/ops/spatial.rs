@@ -153,6 +153,12 @@ pub(crate) fn resolve(input: &[usize], attrs: &WindowAttrs) -> Result<Vec<Axis>,
                          than the dilated kernel extent {dilated} (kernel {k}, dilation {d})"
                     )));
                 }
+                // Window taps are addressed up to about padded + dilated + stride; make sure
+                // that arithmetic cannot overflow, whatever the attributes say.
+                padded
+                    .checked_add(dilated)
+                    .and_then(|v| v.checked_add(s))
+                    .ok_or_else(too_big)?;
                 let span = padded - dilated;
                 let output = if attrs.ceil_mode {
                     let mut output = span.div_ceil(s) + 1;

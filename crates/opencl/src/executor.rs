@@ -4,6 +4,7 @@
 use crate::device::{self, Device, Discovery, Unavailable};
 use crate::error::OpenClError;
 use crate::partition::OpenClPartition;
+use crate::plan::GemmKernel;
 use crate::programs::ProgramCache;
 use concord_core::{
     Availability, Backend, Error, Executor, FallbackCause, Graph, Node, PreparedPartition, Support,
@@ -16,8 +17,16 @@ use std::sync::{Arc, OnceLock};
 /// instance; share it (it is what `ExecutorRegistry` holds in an `Arc`) to share caches.
 #[derive(Debug, Default)]
 pub struct OpenClExecutor {
+    options: OpenClOptions,
     discovery: OnceLock<Result<Discovery, Unavailable>>,
     runtime: OnceLock<Result<Arc<Runtime>, Unavailable>>,
+}
+
+/// Choices an executor instance makes the same way for every partition.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpenClOptions {
+    /// The GEMM kernel behind Conv, Gemm and MatMul (default: chosen by device type).
+    pub gemm: GemmKernel,
 }
 
 /// What a prepared partition shares with the executor: the device and the programs.
@@ -25,11 +34,21 @@ pub struct OpenClExecutor {
 pub struct Runtime {
     pub device: Device,
     pub programs: ProgramCache,
+    pub options: OpenClOptions,
 }
 
 impl OpenClExecutor {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An executor with explicit options (e.g. a GEMM kernel forced for testing it on a
+    /// device that would not pick it).
+    pub fn with_options(options: OpenClOptions) -> Self {
+        OpenClExecutor {
+            options,
+            ..Self::default()
+        }
     }
 
     fn discovery(&self) -> &Result<Discovery, Unavailable> {
@@ -55,6 +74,7 @@ impl OpenClExecutor {
                 Ok(Arc::new(Runtime {
                     device,
                     programs: ProgramCache::default(),
+                    options: self.options,
                 }))
             })
             .clone()

@@ -97,6 +97,7 @@ impl OpenClPartition {
             self.target,
             &self.weights,
             &self.graph.initializers,
+            rt.options.gemm,
         );
         for (name, t) in &self.graph.initializers {
             b.shapes.insert(name.clone(), t.shape().clone());

@@ -107,9 +107,23 @@ pub struct Workspace {
     pub status: Buffer,
 }
 
+/// Which GEMM kernel Conv, Gemm and MatMul use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum GemmKernel {
+    /// Register-blocked on CPU devices, local-memory tiled elsewhere.
+    #[default]
+    Auto,
+    /// Tiles staged in local memory, register blocks read from it (GPU-shaped).
+    LocalTiled,
+    /// MR × NR register blocks read straight from cached memory (CPU-shaped).
+    RegisterBlocked,
+}
+
 /// Values a kernel builder may read and write while a plan is being made.
 pub struct Builder<'a> {
     pub device: &'a Device,
+    /// The GEMM kernel in use (never Auto here).
+    pub gemm: GemmKernel,
     pub programs: &'a ProgramCache,
     pub target: Target,
     pub weights: &'a WeightStore,
@@ -325,9 +339,16 @@ impl<'a> Builder<'a> {
         target: Target,
         weights: &'a WeightStore,
         initializers: &'a BTreeMap<String, Tensor>,
+        gemm: GemmKernel,
     ) -> Self {
+        let gemm = match gemm {
+            GemmKernel::Auto if device.is_cpu => GemmKernel::RegisterBlocked,
+            GemmKernel::Auto => GemmKernel::LocalTiled,
+            chosen => chosen,
+        };
         Builder {
             device,
+            gemm,
             programs,
             target,
             weights,

@@ -11,7 +11,9 @@
 mod common;
 
 use common::{case_inputs, compare, golden_dir, load_manifest, opencl_here, read_npy, OpenClHere};
-use concord::{Backend, FallbackPolicy, NetBuilder, Overrides};
+use concord::{Backend, ExecutorRegistry, FallbackPolicy, NetBuilder, Overrides};
+use concord_opencl::{GemmKernel, OpenClExecutor, OpenClOptions};
+use std::sync::Arc;
 
 /// A node that is expected to fall back to the reference, and why.
 struct ExpectedFallback {
@@ -27,9 +29,23 @@ const EXPECTED_FALLBACKS: &[ExpectedFallback] = &[];
 
 #[test]
 fn golden_cases_on_opencl() {
-    let here = opencl_here("golden_cases_on_opencl");
+    run_golden("golden_cases_on_opencl", common::shared_registry());
+}
+
+/// The same cases with the GPU-shaped local-memory GEMM forced, so that kernel is checked
+/// on a CPU device too (where the executor would otherwise pick the register-blocked one).
+#[test]
+fn golden_cases_on_opencl_with_the_local_tiled_gemm() {
+    let executor = OpenClExecutor::with_options(OpenClOptions {
+        gemm: GemmKernel::LocalTiled,
+    });
+    let registry = ExecutorRegistry::with_builtins().with(Arc::new(executor));
+    run_golden("golden_cases_on_opencl_with_the_local_tiled_gemm", registry);
+}
+
+fn run_golden(test: &str, registry: ExecutorRegistry) {
+    let here = opencl_here(test);
     let manifest = load_manifest();
-    let registry = common::shared_registry();
     let mut failures = Vec::new();
     let mut on_device_nodes = 0;
     for case in &manifest.cases {
@@ -115,7 +131,7 @@ fn golden_cases_on_opencl() {
         }
     }
     println!(
-        "golden on opencl: {} of {} cases pass, {on_device_nodes} nodes ran on the device",
+        "{test}: {} of {} cases pass, {on_device_nodes} nodes ran on the device",
         manifest.cases.len() - failures.len(),
         manifest.cases.len()
     );

@@ -5,9 +5,10 @@
 
 use super::{input, optional_input, output};
 use crate::fuse::{Activation, Epilogue, FusedNode};
-use crate::plan::{i32_arg, int8, Arg, Builder, Loc};
+use crate::plan::{i32_arg, int8, Arg, Builder, GemmKernel, Loc, Storage};
 use crate::programs::Family;
 use concord_core::op::{AutoPad, Conv, Gemm};
+use concord_core::{DType, Shape, Tensor};
 use concord_core::{Dim, Graph, Node, OpError};
 
 /// Tile shape of the GEMM kernel, as build options; the work-group is
@@ -90,6 +91,9 @@ struct GemmCall {
     a: Loc,
     b: Loc,
     y: Loc,
+    /// Value name of B, to pack a constant B on the host.
+    b_name: String,
+    node: String,
     m: usize,
     n: usize,
     k: usize,
@@ -108,6 +112,9 @@ struct GemmCall {
 }
 
 fn launch_gemm(b: &mut Builder, dtype_variant: &str, call: GemmCall) -> Result<(), OpError> {
+    if b.gemm == GemmKernel::RegisterBlocked && call.conv.is_none() {
+        return gemm_via_blocked(b, dtype_variant, call);
+    }
     let tiles = TILES;
     let variant = format!("{dtype_variant} {}", tiles.defines());
     let program = b.program(Family::Gemm, &variant)?;
@@ -378,6 +385,27 @@ pub(super) fn conv(b: &mut Builder, fused: &FusedNode, attrs: &Conv) -> Result<(
         return Ok(());
     }
     let (m, cg) = (cout / group, cin / group);
+    if b.gemm == GemmKernel::RegisterBlocked {
+        return conv_blocked(
+            b,
+            ConvBlocked {
+                node,
+                w,
+                xl,
+                yl,
+                bias,
+                residual,
+                activation,
+                geo0,
+                h,
+                wa,
+                batch,
+                cin,
+                group,
+                m,
+            },
+        );
+    }
     let plane = h.input * wa.input;
     let n = h.output * wa.output;
     let k = cg * h.kernel * wa.kernel;
@@ -405,6 +433,8 @@ pub(super) fn conv(b: &mut Builder, fused: &FusedNode, attrs: &Conv) -> Result<(
         a: wl,
         b: xl,
         y: yl,
+        b_name: x.to_string(),
+        node: node.name.clone(),
         m,
         n,
         k,
@@ -479,6 +509,8 @@ pub(super) fn gemm(b: &mut Builder, node: &Node, attrs: &Gemm) -> Result<(), OpE
         a: al,
         b: bl,
         y: yl,
+        b_name: bn.to_string(),
+        node: node.name.clone(),
         m,
         n,
         k,
@@ -559,6 +591,8 @@ pub(super) fn matmul(b: &mut Builder, node: &Node) -> Result<(), OpError> {
         a: al,
         b: bl,
         y: yl,
+        b_name: bn.to_string(),
+        node: node.name.clone(),
         m,
         n,
         k,
@@ -573,4 +607,358 @@ pub(super) fn matmul(b: &mut Builder, node: &Node) -> Result<(), OpError> {
         conv: None,
     };
     launch_gemm(b, variant, call)
+}
+
+/// What the register-blocked conv path needs from `conv`.
+struct ConvBlocked<'n> {
+    node: &'n Node,
+    w: &'n str,
+    xl: Loc,
+    yl: Loc,
+    bias: Option<Loc>,
+    residual: Option<Loc>,
+    activation: Activation,
+    geo0: [i64; 8],
+    h: Axis,
+    wa: Axis,
+    batch: usize,
+    cin: usize,
+    group: usize,
+    /// Output channels per group.
+    m: usize,
+}
+
+/// Rows of A per register block of `gemm_block` (MR in gemm.cl).
+const MR: usize = 8;
+/// Row blocks one `gemm_block` work-item walks (MBLOCKS in gemm.cl).
+const MBLOCKS: usize = 4;
+
+/// Conv as im2col (skipped for 1×1 stride-1 unpadded kernels) and the register-blocked
+/// GEMM, with the weights packed into MR-row panels once, on the host.
+fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
+    let (h, wa) = (c.h, c.wa);
+    let dtype = b.dtype(c.w)?;
+    let storage = b.storage(dtype);
+    let variant = storage.variant();
+    let cg = c.cin / c.group;
+    let k = cg * h.kernel * wa.kernel;
+    let n = h.output * wa.output;
+    let plane = h.input * wa.input;
+    let (ap, ap_s1) = packed_weights(b, c.node, c.w, c.group, c.m, k, storage)?;
+    let pointwise = h.kernel == 1
+        && wa.kernel == 1
+        && h.stride == 1
+        && wa.stride == 1
+        && h.pad_begin + h.pad_end + wa.pad_begin + wa.pad_end == 0;
+    let program = b.program(Family::Gemm, variant)?;
+    let (bl, p, temp) = if pointwise {
+        (
+            c.xl,
+            [
+                plane as i64,
+                (c.cin * plane) as i64,
+                (cg * plane) as i64,
+                ap_s1 as i64,
+                0,
+            ],
+            None,
+        )
+    } else {
+        let temp = format!("{}::im2col", c.node.name);
+        let batches = c.batch * c.group;
+        b.shapes.insert(temp.clone(), Shape::new([batches, k, n]));
+        b.dtypes.insert(temp.clone(), dtype);
+        let col = b.alloc(&temp)?;
+        let geo1 = [
+            h.dilation as i64,
+            wa.dilation as i64,
+            wa.output as i64,
+            (h.kernel * wa.kernel) as i64,
+            0,
+            0,
+            0,
+            0,
+        ];
+        b.launch(
+            &program,
+            "im2col",
+            &[k, 1, batches],
+            Some(&[4, 1, 1]),
+            vec![
+                Arg::Buf(c.xl),
+                Arg::Buf(col.clone()),
+                Arg::I32(i32_arg(k, "K")?),
+                Arg::I32(i32_arg(n, "N")?),
+                Arg::Int8(int8(&c.geo0)?),
+                Arg::Int8(int8(&geo1)?),
+                Arg::I32(i32_arg(c.cin * plane, "image size")?),
+                Arg::I32(i32_arg(cg * plane, "group size")?),
+                Arg::I32(i32_arg(c.group, "groups")?),
+            ],
+        );
+        (
+            col,
+            [
+                n as i64,
+                (c.group * k * n) as i64,
+                (k * n) as i64,
+                ap_s1 as i64,
+                0,
+            ],
+            Some(temp),
+        )
+    };
+    let call = BlockedCall {
+        ap,
+        b: bl,
+        y: c.yl,
+        m: c.m,
+        n,
+        k,
+        p,
+        batch: c.batch * c.group,
+        batch1: c.group,
+        bias: c.bias.map(|l| (l, [1, 0, c.m as i64])),
+        alpha: 1.0,
+        beta: 1.0,
+        epilogue: (c.residual, c.activation),
+    };
+    launch_blocked(b, &program, call)?;
+    if let Some(temp) = temp {
+        b.release(&temp);
+    }
+    Ok(())
+}
+
+/// The weights of a conv (or a constant A) packed into [group][ceil(m / MR)][k][MR] panels,
+/// on the host when they are known there, else by the pack_a kernel. Returns the location
+/// and the packed size of one group.
+fn packed_weights(
+    b: &mut Builder,
+    node: &Node,
+    w: &str,
+    groups: usize,
+    m: usize,
+    k: usize,
+    storage: Storage,
+) -> Result<(Loc, usize), OpError> {
+    let blocks = m.div_ceil(MR);
+    let per_group = blocks * k * MR;
+    if let Some(values) = b.host_value(w).map(Tensor::to_f64_vec) {
+        let mut packed = vec![0f32; groups * per_group];
+        for g in 0..groups {
+            for row in 0..m {
+                let (mb, i) = (row / MR, row % MR);
+                for kk in 0..k {
+                    let src = (g * m + row) * k + kk;
+                    packed[g * per_group + (mb * k + kk) * MR + i] =
+                        values.get(src).copied().unwrap_or(0.0) as f32;
+                }
+            }
+        }
+        let t =
+            Tensor::from_f32([packed.len()], packed).map_err(|e| OpError::Shape(e.to_string()))?;
+        let loc = b.constant(&format!("{}::packed_a", node.name), &t, storage)?;
+        return Ok((loc, per_group));
+    }
+    let temp = format!("{}::packed_a", node.name);
+    b.shapes
+        .insert(temp.clone(), Shape::new([groups * per_group]));
+    b.dtypes.insert(temp.clone(), DType::F32);
+    let ap = b.alloc(&temp)?;
+    let src = b.input(w)?;
+    let program = b.program(Family::Gemm, storage.variant())?;
+    b.launch(
+        &program,
+        "pack_a",
+        &[blocks * MR, k, groups],
+        Some(&[MR, 1, 1]),
+        vec![
+            Arg::Buf(src),
+            Arg::Buf(ap.clone()),
+            Arg::I32(i32_arg(m, "M")?),
+            Arg::I32(i32_arg(k, "K")?),
+            Arg::Int8(int8(&[k as i64, 1, 0, (m * k) as i64])?),
+            Arg::I32(i32_arg(groups, "groups")?),
+            Arg::I32(i32_arg(per_group, "packed size")?),
+        ],
+    );
+    Ok((ap, per_group))
+}
+
+/// One `gemm_block` launch.
+struct BlockedCall {
+    ap: Loc,
+    b: Loc,
+    y: Loc,
+    m: usize,
+    n: usize,
+    k: usize,
+    /// (ldb, b_s0, b_s1, ap_s1, ap_s0): B's row stride and per-batch offsets, and the
+    /// packed A's per-batch offsets.
+    p: [i64; 5],
+    batch: usize,
+    batch1: usize,
+    bias: Option<(Loc, [i64; 3])>,
+    alpha: f32,
+    beta: f32,
+    epilogue: (Option<Loc>, Activation),
+}
+
+fn launch_blocked(
+    b: &mut Builder,
+    program: &std::sync::Arc<crate::cl::Program>,
+    call: BlockedCall,
+) -> Result<(), OpError> {
+    let (bias, sbias) = match call.bias {
+        Some((loc, s)) => (loc, [s[0], s[1], s[2], 1]),
+        None => (call.y.clone(), [0, 0, 0, 0]),
+    };
+    let (res, has_res) = match call.epilogue.0 {
+        Some(loc) => (loc, 1),
+        None => (call.y.clone(), 0),
+    };
+    let (act, act_a, act_b) = call.epilogue.1.code();
+    let p = [
+        call.p[0], call.p[1], call.p[2], call.p[3], call.p[4], 0, 0, 0,
+    ];
+    b.launch(
+        program,
+        "gemm_block",
+        &[
+            call.n.div_ceil(16),
+            call.m.div_ceil(MR).div_ceil(MBLOCKS),
+            call.batch,
+        ],
+        Some(&[4, 1, 1]),
+        vec![
+            Arg::Buf(call.ap),
+            Arg::Buf(call.b),
+            Arg::Buf(call.y),
+            Arg::I32(i32_arg(call.m, "M")?),
+            Arg::I32(i32_arg(call.n, "N")?),
+            Arg::I32(i32_arg(call.k, "K")?),
+            Arg::Int8(int8(&p)?),
+            Arg::I32(i32_arg(call.batch1.max(1), "batch")?),
+            Arg::Buf(bias),
+            Arg::Int8(int8(&sbias)?),
+            Arg::F32(call.alpha),
+            Arg::F32(call.beta),
+            Arg::Buf(res),
+            Arg::I32(has_res),
+            Arg::I32(act),
+            Arg::F32(act_a),
+            Arg::F32(act_b),
+        ],
+    );
+    Ok(())
+}
+
+/// Gemm and MatMul on the register-blocked kernel: A packed into row panels (on the device,
+/// as it is usually an activation), B used in place when its rows are contiguous, else
+/// copied to row-major (on the host once when it is a constant, such as a transposed FC
+/// weight).
+fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<(), OpError> {
+    let storage = if variant == Storage::F16.variant() {
+        Storage::F16
+    } else {
+        Storage::F32
+    };
+    let program = b.program(Family::Gemm, variant)?;
+    let (m, n, k) = (call.m, call.n, call.k);
+    let blocks = m.div_ceil(MR);
+    let per_batch = blocks * k * MR;
+    let a_batches = call.batch;
+    let mut temps = Vec::new();
+    let mut temp = |b: &mut Builder, suffix: &str, len: usize| -> Result<Loc, OpError> {
+        let name = format!("{}::{suffix}", call.node);
+        b.shapes.insert(name.clone(), Shape::new([len]));
+        b.dtypes.insert(name.clone(), DType::F32);
+        temps.push(name.clone());
+        b.alloc(&name)
+    };
+    let ap = temp(b, "packed_a", a_batches * per_batch)?;
+    let sa8 = [call.sa[0], call.sa[1], call.sa[2], call.sa[3], 0, 0, 0, 0];
+    b.launch(
+        &program,
+        "pack_a",
+        &[blocks * MR, k, a_batches],
+        Some(&[MR, 1, 1]),
+        vec![
+            Arg::Buf(call.a),
+            Arg::Buf(ap.clone()),
+            Arg::I32(i32_arg(m, "M")?),
+            Arg::I32(i32_arg(k, "K")?),
+            Arg::Int8(int8(&sa8)?),
+            Arg::I32(i32_arg(call.batch1.max(1), "batch")?),
+            Arg::I32(i32_arg(per_batch, "packed size")?),
+        ],
+    );
+    // pack_a wrote one panel set per batch index, so gemm_block's per-b1 offset is the
+    // per-batch size and the b0 part is folded in by treating every batch as its own b1.
+    let [b_sk, b_sn, b_s0, b_s1] = call.sb;
+    let (bl, p) = if b_sn == 1 {
+        (call.b, [b_sk, b_s0, b_s1])
+    } else if let Some(t) = b
+        .host_value(&call.b_name)
+        .filter(|_| b_s0 == 0 && b_s1 == 0)
+    {
+        let values = t.to_f64_vec();
+        let mut packed = vec![0f32; k * n];
+        for kk in 0..k {
+            for nn in 0..n {
+                let src = (kk as i64 * b_sk + nn as i64 * b_sn) as usize;
+                packed[kk * n + nn] = values.get(src).copied().unwrap_or(0.0) as f32;
+            }
+        }
+        let t = Tensor::from_f32([k * n], packed).map_err(|e| OpError::Shape(e.to_string()))?;
+        let loc = b.constant(&format!("{}::packed_b", call.node), &t, storage)?;
+        (loc, [n as i64, 0, 0])
+    } else {
+        let bp = temp(b, "packed_b", call.batch * k * n)?;
+        let sb8 = [b_sk, b_sn, b_s0, b_s1, 0, 0, 0, 0];
+        b.launch(
+            &program,
+            "pack_b",
+            &[n, k, call.batch],
+            Some(&[16, 1, 1]),
+            vec![
+                Arg::Buf(call.b),
+                Arg::Buf(bp.clone()),
+                Arg::I32(i32_arg(k, "K")?),
+                Arg::I32(i32_arg(n, "N")?),
+                Arg::Int8(int8(&sb8)?),
+                Arg::I32(i32_arg(call.batch1.max(1), "batch")?),
+            ],
+        );
+        // Row-major per batch: batch b at b·K·N, i.e. b0·batch1·K·N + b1·K·N.
+        let per = (k * n) as i64;
+        (bp, [n as i64, per * call.batch1.max(1) as i64, per])
+    };
+    let blocked = BlockedCall {
+        ap,
+        b: bl,
+        y: call.y,
+        m,
+        n,
+        k,
+        p: [
+            p[0],
+            p[1],
+            p[2],
+            per_batch as i64,
+            (per_batch * call.batch1.max(1)) as i64,
+        ],
+        batch: call.batch,
+        batch1: call.batch1,
+        bias: call.bias,
+        alpha: call.alpha,
+        beta: call.beta,
+        epilogue: call.epilogue,
+    };
+    launch_blocked(b, &program, blocked)?;
+    for t in temps {
+        b.release(&t);
+    }
+    Ok(())
 }

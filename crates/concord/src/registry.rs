@@ -53,6 +53,8 @@ impl ExecutorRegistry {
         let mut executors: Vec<Arc<dyn Executor>> = vec![Arc::new(CpuExecutor::new())];
         #[cfg(feature = "opencl")]
         executors.push(Arc::new(concord_opencl::OpenClExecutor::new()));
+        #[cfg(feature = "cuda")]
+        executors.push(Arc::new(concord_cuda::CudaExecutor::new()));
         ExecutorRegistry { executors }
     }
 

@@ -1,0 +1,90 @@
+//! Finding the CUDA libraries without a panic. cudarc's dynamic loader panics on the first
+//! call into a library it cannot open, so every library is checked here with cudarc's own
+//! `is_culib_present()` (the same file names, in the same order) before anything calls it.
+
+/// One CUDA library the executor needs, and whether the dynamic loader found it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LibraryCheck {
+    /// What the library is, in words ("the CUDA driver").
+    pub what: &'static str,
+    /// The library stems cudarc tries ("cuda", "nvcuda").
+    pub stems: &'static [&'static str],
+    /// Every file name cudarc's loader tries, in order.
+    pub candidates: Vec<String>,
+    pub present: bool,
+}
+
+/// The CUDA driver library (libcuda), needed for everything on a device.
+pub fn driver() -> LibraryCheck {
+    // SAFETY: is_culib_present only dlopen-s the library (running its initialisers, which
+    // the CUDA libraries are built to allow) and closes it again; it calls nothing in it.
+    let present = unsafe { cudarc::driver::sys::is_culib_present() };
+    check("the CUDA driver", &["cuda", "nvcuda"], present)
+}
+
+/// The NVRTC runtime compiler (libnvrtc), needed to build the kernels.
+pub fn nvrtc() -> LibraryCheck {
+    // SAFETY: as in `driver`: a dlopen and dlclose, no call into the library.
+    let present = unsafe { cudarc::nvrtc::sys::is_culib_present() };
+    check("the NVRTC runtime compiler", &["nvrtc"], present)
+}
+
+/// cuBLAS (libcublas), needed for Gemm, MatMul and Conv.
+pub fn cublas() -> LibraryCheck {
+    // SAFETY: as in `driver`: a dlopen and dlclose, no call into the library.
+    let present = unsafe { cudarc::cublas::sys::is_culib_present() };
+    check("cuBLAS", &["cublas"], present)
+}
+
+/// Every library the executor needs, in the order they are used.
+pub fn all() -> Vec<LibraryCheck> {
+    vec![driver(), nvrtc(), cublas()]
+}
+
+/// Why the libraries that are missing make the executor unavailable: each one with the file
+/// names searched, and where the dynamic loader looked.
+pub fn missing_reason(checks: &[LibraryCheck]) -> Option<String> {
+    let missing: Vec<String> = checks
+        .iter()
+        .filter(|c| !c.present)
+        .map(|c| {
+            format!(
+                "{} (lib{}) was not found; searched for {}",
+                c.what,
+                c.stems.first().copied().unwrap_or("?"),
+                c.candidates.join(", ")
+            )
+        })
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{}; the dynamic loader searched LD_LIBRARY_PATH ({}) and the system library paths \
+         (install the NVIDIA driver and the CUDA runtime libraries, or point \
+         LD_LIBRARY_PATH at them)",
+        missing.join("; "),
+        std::env::var("LD_LIBRARY_PATH")
+            .ok()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| "unset".to_string())
+    ))
+}
+
+fn check(what: &'static str, stems: &'static [&'static str], present: bool) -> LibraryCheck {
+    LibraryCheck {
+        what,
+        stems,
+        candidates: stems
+            .iter()
+            .flat_map(|s| cudarc::get_lib_name_candidates(s))
+            .fold(Vec::new(), |mut unique: Vec<String>, name| {
+                // cudarc's list repeats some names (libnvrtc.so.12 twice for CUDA 12).
+                if !unique.contains(&name) {
+                    unique.push(name);
+                }
+                unique
+            }),
+        present,
+    }
+}

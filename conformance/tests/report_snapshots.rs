@@ -227,6 +227,35 @@ fn matrix_cells_take_the_worst_status_and_largest_errors() {
 }
 
 #[test]
+fn several_op_cases_share_one_row_per_category() {
+    let long = "Add+Cast+Concat+Constant+Div+Gather+Identity+Mul+Reshape+Shape+Slice+Split";
+    let records = vec![
+        record("cpu/cpu/node/test_abs", "Abs", Verdict::Pass),
+        record("cpu/cpu/node/test_layer_norm_expanded", long, Verdict::Pass),
+        record(
+            "cpu/cpu/node/test_gelu_expanded",
+            "Erf+Mul+Add",
+            Verdict::Pass,
+        ),
+        record("cpu/cpu/golden/abs", "Abs", Verdict::Pass),
+    ];
+    let m = Matrix::from_records(&records);
+    let rows: Vec<(&str, usize)> = m
+        .rows
+        .iter()
+        .map(|r| {
+            (
+                r.label.as_str(),
+                r.cells[0].as_ref().map_or(0, |c| c.counts.total()),
+            )
+        })
+        .collect();
+    assert_eq!(rows, vec![("Abs", 2), ("several ops (node)", 2)]);
+    let html = matrix_html(&m, &summarize(&records, &[]));
+    assert!(html.contains("several ops (node)"));
+}
+
+#[test]
 fn json_summary_snapshot() {
     insta::assert_json_snapshot!(summarize(&records(), &run_failures()));
 }

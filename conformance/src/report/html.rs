@@ -11,6 +11,8 @@ const CELL_WIDTH: usize = 120;
 const CELL_HEIGHT: usize = 20;
 const HEADER_HEIGHT: usize = 28;
 const LEGEND_HEIGHT: usize = 44;
+/// Longer row labels are cut (with "…") in the heat map; the table shows them whole.
+const MAX_LABEL_CHARS: usize = 48;
 /// Approximate width of one character of the 12px sans-serif labels, for layout only.
 const CHAR_WIDTH: usize = 7;
 
@@ -109,7 +111,7 @@ fn heat_map(out: &mut String, matrix: &Matrix) {
         .map(|r| r.label.chars().count())
         .max()
         .unwrap_or(0)
-        .clamp(8, 48)
+        .clamp(8, MAX_LABEL_CHARS)
         * CHAR_WIDTH
         + 12;
     let width = label_width + matrix.columns.len() * CELL_WIDTH + 2;
@@ -134,10 +136,11 @@ fn heat_map(out: &mut String, matrix: &Matrix) {
         let y = HEADER_HEIGHT + i * CELL_HEIGHT;
         let _ = writeln!(
             out,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\"><title>{}</title>{}</text>",
             label_width - 6,
             y + CELL_HEIGHT - 6,
-            escape(&row.label)
+            escape(&row.label),
+            escape(&shorten(&row.label, MAX_LABEL_CHARS))
         );
         for (j, (cell, column)) in row.cells.iter().zip(&matrix.columns).enumerate() {
             let x = label_width + j * CELL_WIDTH;
@@ -358,6 +361,16 @@ fn tooltip(row: &str, column: &super::Column, cell: &Cell) -> String {
         let _ = write!(text, "; skipped: {reason}");
     }
     text
+}
+
+/// `s` cut to `max` characters, the last one "…" when anything was cut.
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
 }
 
 /// Escapes text for HTML and SVG content and attribute values.

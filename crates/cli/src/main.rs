@@ -4,6 +4,7 @@
 mod conform;
 mod info;
 mod npy;
+mod repro;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -29,6 +30,8 @@ enum Command {
     Info(info::InfoArgs),
     /// Run the conformance suite on the executors compiled in and write its reports.
     Conform(conform::ConformArgs),
+    /// Replay a repro written by a failing property trial; non-zero exit on a mismatch.
+    Repro(repro::ReproArgs),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Info(args) => info::run(args),
         Command::Conform(args) => conform::run(args),
+        Command::Repro(args) => repro::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

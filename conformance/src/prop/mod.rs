@@ -1,0 +1,324 @@
+//! Property tests: per op, random shapes, attributes and values, each generated case
+//! compared with the reference under the op's tolerance level.
+//!
+//! A strategy generates [`OpCase`] values — the same data as a hand-written case in
+//! conformance/cases/ — one strategy per op family (`nn`, `elementwise`, `movement`), with
+//! values given as a fill and a seed so that cases stay small and shrink by shape and
+//! attribute. A trial runs `SuiteConfig::prop_cases` cases through
+//! [`Suite::check_op_case`]; seeds of past failures in conformance/regressions/<op>.txt
+//! replay first. A failure is shrunk to a minimal case and written out as a standalone
+//! repro ([`crate::repro`]) with the one command that replays it.
+//!
+//! Generation is deterministic per op (so a trial passes or fails the same way on every
+//! run and an expectations entry can name it); set `PROPTEST_RNG_SEED` to explore other
+//! cases.
+
+mod elementwise;
+mod gen;
+mod movement;
+mod nn;
+
+use crate::case::{stable_seed, OpCase};
+use crate::compare::Comparison;
+use crate::outcome::Outcome;
+use crate::suite::Suite;
+use concord::Target;
+use proptest::strategy::BoxedStrategy;
+use proptest::test_runner::{
+    Config, FileFailurePersistence, RngSeed, TestCaseError, TestError, TestRunner,
+};
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+
+/// The ops with a property strategy: every op of `concord_core::Op::SUPPORTED` except
+/// those in [`NOT_GENERATED`].
+pub const OPS: &[&str] = &[
+    // nn
+    "Conv",
+    "Gemm",
+    "MatMul",
+    "MaxPool",
+    "AveragePool",
+    "GlobalAveragePool",
+    "Resize",
+    // elementwise
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Pow",
+    "Mod",
+    "Equal",
+    "Sqrt",
+    "Exp",
+    "Neg",
+    "Abs",
+    "Erf",
+    "Relu",
+    "Sigmoid",
+    "Tanh",
+    "HardSwish",
+    "LeakyRelu",
+    "HardSigmoid",
+    "Clip",
+    "Where",
+    "Softmax",
+    "LayerNormalization",
+    "BatchNormalization",
+    "ReduceMean",
+    "ReduceSum",
+    "ReduceMax",
+    // movement
+    "Concat",
+    "Split",
+    "Slice",
+    "Gather",
+    "Reshape",
+    "Flatten",
+    "Transpose",
+    "Squeeze",
+    "Unsqueeze",
+    "Pad",
+    "Expand",
+    "Cast",
+    "Identity",
+    "Dropout",
+];
+
+/// Supported ops without a property strategy, and why.
+pub const NOT_GENERATED: &[(&str, &str)] = &[
+    (
+        "Shape",
+        "every generated input has a static shape, so Shape folds to a constant when the net is built and no executor ever runs it",
+    ),
+    (
+        "Constant",
+        "it has no inputs: it folds when the net is built, and a case needs a runtime input",
+    ),
+];
+
+/// The strategy generating cases of `op`, if it has one.
+pub fn strategy(op: &str) -> Option<BoxedStrategy<OpCase>> {
+    nn::strategy(op)
+        .or_else(|| elementwise::strategy(op))
+        .or_else(|| movement::strategy(op))
+}
+
+/// The file holding the persisted failure seeds of `op`'s trial.
+pub fn regression_file(conformance_dir: &Path, op: &str) -> PathBuf {
+    conformance_dir
+        .join("regressions")
+        .join(format!("{op}.txt"))
+}
+
+/// Runs the property trial of `op` on `target`.
+pub fn run(suite: &Suite, op: &str, target: Target) -> Outcome {
+    let Some(strategy) = strategy(op) else {
+        return Outcome::Fail {
+            message: format!("no property strategy for {op}"),
+            comparisons: Vec::new(),
+        };
+    };
+    let regressions = regression_file(&suite.config.conformance_dir, op);
+    let mut runner = TestRunner::new(runner_config(suite.config.prop_cases, &regressions, op));
+    let tally = RefCell::new(Tally::default());
+    let result = runner.run(&strategy, |case| {
+        let mut notices = Vec::new();
+        let outcome = suite.check_op_case(&case, target, &mut notices);
+        tally.borrow_mut().note(&outcome);
+        match outcome {
+            Outcome::Pass { .. } => Ok(()),
+            // A declined case is rejected: proptest generates another in its place, so
+            // declined cases never count as passes and shrinking steps around them.
+            Outcome::Unsupported { reason } => Err(TestCaseError::reject(reason)),
+            Outcome::Fail { message, .. } => Err(TestCaseError::fail(message)),
+        }
+    });
+    let tally = tally.into_inner();
+    match result {
+        Ok(()) if tally.executed == 0 && tally.unsupported > 0 => tally.all_unsupported(suite, op),
+        Ok(()) => Outcome::Pass {
+            comparisons: tally.worst,
+        },
+        Err(TestError::Abort(why)) => {
+            if tally.executed == 0 && tally.unsupported > 0 {
+                tally.all_unsupported(suite, op)
+            } else if tally.unsupported > 0 {
+                // Some cases ran and all of them passed, but the executor declined so many
+                // that proptest gave up before reaching the configured count.
+                Outcome::Pass {
+                    comparisons: tally.worst,
+                }
+            } else {
+                Outcome::Fail {
+                    message: format!("prop/{op}: the property run was aborted: {why}"),
+                    comparisons: Vec::new(),
+                }
+            }
+        }
+        Err(TestError::Fail(why, minimal)) => {
+            failure(suite, op, target, &minimal, &why.to_string(), &regressions)
+        }
+    }
+}
+
+/// The proptest configuration of one trial: `cases` new cases after the persisted ones,
+/// failures persisted to `regressions`, and a seed fixed per op unless
+/// `PROPTEST_RNG_SEED` asks for another.
+fn runner_config(cases: u32, regressions: &Path, op: &str) -> Config {
+    let defaults = Config::default();
+    let rng_seed = match std::env::var_os("PROPTEST_RNG_SEED") {
+        Some(_) => defaults.rng_seed,
+        None => RngSeed::Fixed(stable_seed("prop", op, 0)),
+    };
+    // FileFailurePersistence takes a `&'static str`; one short path per trial is leaked,
+    // a few hundred bytes per suite run.
+    let path: &'static str = Box::leak(regressions.to_string_lossy().into_owned().into_boxed_str());
+    Config {
+        cases,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(path))),
+        // An executor that declines most cases of an op still gets to run the ones it
+        // takes; one that declines all of them is found out after this many tries.
+        max_global_rejects: cases.saturating_mul(4).saturating_add(32),
+        max_shrink_iters: 2048,
+        max_shrink_time: 60_000,
+        rng_seed,
+        fork: false,
+        timeout: 0,
+        verbose: 0,
+        source_file: None,
+        ..defaults
+    }
+}
+
+/// What a trial's cases did, across generation and shrinking.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Cases the executor ran (passed or failed).
+    executed: usize,
+    /// Cases the executor declined.
+    unsupported: usize,
+    first_unsupported: Option<String>,
+    /// Per output position, the passing comparison with the largest absolute error.
+    worst: Vec<Comparison>,
+}
+
+impl Tally {
+    fn note(&mut self, outcome: &Outcome) {
+        match outcome {
+            Outcome::Pass { comparisons } => {
+                self.executed += 1;
+                for (i, c) in comparisons.iter().enumerate() {
+                    match self.worst.get_mut(i) {
+                        Some(w) if w.max_abs_error >= c.max_abs_error => {}
+                        Some(w) => *w = c.clone(),
+                        None => self.worst.push(c.clone()),
+                    }
+                }
+            }
+            Outcome::Fail { .. } => self.executed += 1,
+            Outcome::Unsupported { reason } => {
+                self.unsupported += 1;
+                if self.first_unsupported.is_none() {
+                    self.first_unsupported = Some(reason.clone());
+                }
+            }
+        }
+    }
+
+    fn all_unsupported(&self, suite: &Suite, op: &str) -> Outcome {
+        Outcome::Unsupported {
+            reason: format!(
+                "unsupported: {} declined every generated {op} case ({} tried); the first: {}",
+                suite.executor.name(),
+                self.unsupported,
+                self.first_unsupported
+                    .as_deref()
+                    .unwrap_or("no reason given")
+            ),
+        }
+    }
+}
+
+/// The outcome of a failed trial: the minimal case re-run for its comparisons, written
+/// out as a repro, and a message with everything needed to act on it.
+fn failure(
+    suite: &Suite,
+    op: &str,
+    target: Target,
+    minimal: &OpCase,
+    why: &str,
+    regressions: &Path,
+) -> Outcome {
+    let mut notices = Vec::new();
+    let (detail, comparisons) = match suite.check_op_case(minimal, target, &mut notices) {
+        Outcome::Fail {
+            message,
+            comparisons,
+        } => (message, comparisons),
+        // Proptest saw this case fail; a second run that passes means the executor is
+        // not deterministic, which is a finding too.
+        other => (
+            format!(
+                "{why}\n(re-running the minimal case gave {}: the executor's result changes from run to run)",
+                match other {
+                    Outcome::Pass { .. } => "a pass",
+                    _ => "unsupported",
+                }
+            ),
+            Vec::new(),
+        ),
+    };
+    let executor = suite.executor.name();
+    let repro = crate::repro::write(&suite.config.repro_dir, executor, target, minimal, &detail);
+    let mut message = format!(
+        "prop/{op}: a generated case fails on {executor}/{target}; shrunk to a minimal case:\n{detail}\n"
+    );
+    match repro {
+        Ok(repro) => {
+            message.push_str(&format!(
+                "\nminimal case (paste into conformance/cases/ to keep it as a named regression case):\n{}\nrepro written to {}\nreplay: {}\n",
+                repro.case_toml,
+                repro.dir.display(),
+                repro.command
+            ));
+        }
+        Err(e) => {
+            message.push_str(&format!(
+                "\nminimal case:\n{}\nthe repro could not be written: {e}\n",
+                crate::repro::case_toml(minimal)
+            ));
+        }
+    }
+    message.push_str(&format!(
+        "the failing seed is persisted in {} and replays first on every run",
+        regressions.display()
+    ));
+    Outcome::Fail {
+        message,
+        comparisons,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn families_and_ops_agree() {
+        let mut families: Vec<&str> = nn::OPS
+            .iter()
+            .chain(elementwise::OPS)
+            .chain(movement::OPS)
+            .copied()
+            .collect();
+        let mut ops = OPS.to_vec();
+        families.sort_unstable();
+        ops.sort_unstable();
+        assert_eq!(families, ops);
+        for op in OPS {
+            assert!(strategy(op).is_some(), "{op} has no strategy");
+        }
+        assert!(strategy("Shape").is_none());
+    }
+}

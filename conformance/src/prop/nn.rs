@@ -1,0 +1,398 @@
+//! Property strategies for the nn family: Conv (groups, depthwise, strides, pads,
+//! dilations, auto_pad, 1-D to 3-D), Gemm, MatMul, MaxPool, AveragePool,
+//! GlobalAveragePool and Resize.
+
+use super::gen::{
+    auto_pad, case, data, dims, ints, literal, omitted, recipe, seed, spatial_rank, window,
+    window_attributes, Attrs, Recipe, Window, ACCUMULATING, UNIFORM,
+};
+use crate::case::{AttributeValue, OpCase};
+use proptest::array::uniform3;
+use proptest::prelude::*;
+use proptest::sample::select;
+
+/// The ops of this family that have a strategy (checked against [`super::OPS`]).
+#[cfg(test)]
+pub(super) const OPS: &[&str] = &[
+    "Conv",
+    "Gemm",
+    "MatMul",
+    "MaxPool",
+    "AveragePool",
+    "GlobalAveragePool",
+    "Resize",
+];
+
+/// The strategy of `op`, if it belongs to this family.
+pub(super) fn strategy(op: &str) -> Option<BoxedStrategy<OpCase>> {
+    Some(match op {
+        "Conv" => conv().boxed(),
+        "Gemm" => gemm().boxed(),
+        "MatMul" => matmul().boxed(),
+        "MaxPool" => pool(PoolKind::Max).boxed(),
+        "AveragePool" => pool(PoolKind::Average).boxed(),
+        "GlobalAveragePool" => global_average_pool().boxed(),
+        "Resize" => resize().boxed(),
+        _ => return None,
+    })
+}
+
+/// Conv: `group` groups of `in_per_group` input and `out_per_group` output channels, so
+/// depthwise (in_per_group 1, group = channels) comes up as often as dense.
+fn conv() -> impl Strategy<Value = OpCase> {
+    (
+        spatial_rank(),
+        uniform3(window(2)),
+        (1usize..=2, 1usize..=3, 1usize..=3, 1usize..=3),
+        auto_pad(),
+        (any::<bool>(), any::<bool>(), any::<bool>()),
+        recipe(ACCUMULATING),
+        seed(),
+    )
+        .prop_map(
+            |(
+                rank,
+                windows,
+                (batch, group, in_per_group, out_per_group),
+                auto_pad,
+                (bias, runtime_weights, kernel_shape),
+                values,
+                seed,
+            )| {
+                let windows = &windows[..rank];
+                let channels = group * in_per_group;
+                let maps = group * out_per_group;
+                let mut x = vec![batch, channels];
+                x.extend(windows.iter().map(Window::input_len));
+                let mut w = vec![maps, in_per_group];
+                w.extend(windows.iter().map(|w| w.kernel));
+                let mut attrs = Attrs::new();
+                window_attributes(&mut attrs, windows, auto_pad, kernel_shape, true);
+                if group != 1 {
+                    attrs.insert("group".into(), AttributeValue::Int(group as i64));
+                }
+                let mut inputs = vec![
+                    data("x", values, x, seed, false),
+                    data("w", values, w, seed + 1, !runtime_weights),
+                ];
+                if bias {
+                    inputs.push(data("b", values, vec![maps], seed + 2, !runtime_weights));
+                }
+                case("Conv", 17, attrs, inputs, 1)
+            },
+        )
+}
+
+/// Where Gemm's C comes from, and its shape relative to the [M, N] output.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Bias {
+    None,
+    Scalar,
+    Row,
+    RowMatrix,
+    Column,
+    Full,
+}
+
+/// Gemm with transposes, alpha and beta, and every C broadcasting shape.
+fn gemm() -> impl Strategy<Value = OpCase> {
+    (
+        (1usize..=8, 1usize..=8, 1usize..=8),
+        (any::<bool>(), any::<bool>()),
+        select(&[1.0, 0.5, -1.5, 2.0][..]),
+        select(&[1.0, 0.0, 0.5, -1.0][..]),
+        select(
+            &[
+                Bias::None,
+                Bias::Full,
+                Bias::Row,
+                Bias::RowMatrix,
+                Bias::Column,
+                Bias::Scalar,
+            ][..],
+        ),
+        any::<bool>(),
+        recipe(ACCUMULATING),
+        seed(),
+    )
+        .prop_map(
+            |((m, k, n), (trans_a, trans_b), alpha, beta, bias, runtime_b, values, seed)| {
+                let a = if trans_a { vec![k, m] } else { vec![m, k] };
+                let b = if trans_b { vec![n, k] } else { vec![k, n] };
+                let mut attrs = Attrs::new();
+                if trans_a {
+                    attrs.insert("transA".into(), AttributeValue::Int(1));
+                }
+                if trans_b {
+                    attrs.insert("transB".into(), AttributeValue::Int(1));
+                }
+                if alpha != 1.0 {
+                    attrs.insert("alpha".into(), AttributeValue::Float(alpha));
+                }
+                if beta != 1.0 {
+                    attrs.insert("beta".into(), AttributeValue::Float(beta));
+                }
+                let mut inputs = vec![
+                    data("a", values, a, seed, false),
+                    data("b", values, b, seed + 1, !runtime_b),
+                ];
+                let c = match bias {
+                    Bias::None => None,
+                    Bias::Scalar => Some(vec![]),
+                    Bias::Row => Some(vec![n]),
+                    Bias::RowMatrix => Some(vec![1, n]),
+                    Bias::Column => Some(vec![m, 1]),
+                    Bias::Full => Some(vec![m, n]),
+                };
+                if let Some(c) = c {
+                    inputs.push(data("c", values, c, seed + 2, !runtime_b));
+                }
+                case("Gemm", 13, attrs, inputs, 1)
+            },
+        )
+}
+
+/// MatMul: 1-D operands, batch dims broadcast numpy-style between A and B.
+fn matmul() -> impl Strategy<Value = OpCase> {
+    (
+        (1usize..=6, 1usize..=6, 1usize..=6),
+        dims(0..=2, 1..=3),
+        ((0usize..=2, 0u8..4), (0usize..=2, 0u8..4)),
+        (
+            prop_oneof![6 => Just(false), 1 => Just(true)],
+            prop_oneof![6 => Just(false), 1 => Just(true)],
+        ),
+        any::<bool>(),
+        recipe(ACCUMULATING),
+        seed(),
+    )
+        .prop_map(
+            |(
+                (m, k, n),
+                batch,
+                ((drop_a, ones_a), (drop_b, ones_b)),
+                (a_vector, b_vector),
+                runtime_b,
+                values,
+                seed,
+            )| {
+                let mut a = if a_vector {
+                    Vec::new()
+                } else {
+                    super::gen::broadcast_operand(&batch, drop_a, ones_a)
+                };
+                let mut b = if b_vector {
+                    Vec::new()
+                } else {
+                    super::gen::broadcast_operand(&batch, drop_b, ones_b)
+                };
+                if a_vector {
+                    a.push(k);
+                } else {
+                    a.extend([m, k]);
+                }
+                if b_vector {
+                    b.push(k);
+                } else {
+                    b.extend([k, n]);
+                }
+                let inputs = vec![
+                    data("a", values, a, seed, false),
+                    data("b", values, b, seed + 1, !runtime_b),
+                ];
+                case("MatMul", 13, Attrs::new(), inputs, 1)
+            },
+        )
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum PoolKind {
+    Max,
+    Average,
+}
+
+/// The value recipes of MaxPool: the max of the same values is exact on every executor,
+/// so large magnitudes are as safe as small ones. NaN is left out: whether a max
+/// propagates NaN is a policy of the kernel, not what this property checks.
+const POOL_VALUES: &[Recipe] = &[
+    UNIFORM,
+    super::gen::f32s("normal", None),
+    super::gen::f32s("large", None),
+];
+
+/// MaxPool and AveragePool: kernel, strides, dilations, pads smaller than the kernel,
+/// ceil_mode, count_include_pad and auto_pad over 1 to 3 spatial axes.
+fn pool(kind: PoolKind) -> impl Strategy<Value = OpCase> {
+    (
+        spatial_rank(),
+        uniform3(window(2)),
+        (1usize..=2, 1usize..=3),
+        auto_pad(),
+        (any::<bool>(), any::<bool>()),
+        recipe(if kind == PoolKind::Max {
+            POOL_VALUES
+        } else {
+            ACCUMULATING
+        }),
+        seed(),
+    )
+        .prop_map(
+            move |(
+                rank,
+                windows,
+                (batch, channels),
+                auto_pad,
+                (ceil_mode, include_pad),
+                values,
+                seed,
+            )| {
+                // ONNX runtimes require each pad to be smaller than the kernel: a window
+                // entirely in the padding has no element to pool.
+                let windows: Vec<Window> = windows[..rank]
+                    .iter()
+                    .map(|w| Window {
+                        pad_begin: w.pad_begin.min(w.kernel - 1),
+                        pad_end: w.pad_end.min(w.kernel - 1),
+                        ..*w
+                    })
+                    .collect();
+                let mut x = vec![batch, channels];
+                x.extend(windows.iter().map(Window::input_len));
+                let mut attrs = Attrs::new();
+                window_attributes(&mut attrs, &windows, auto_pad, true, true);
+                // ceil_mode is defined against explicit pads; with auto_pad the output
+                // length is fixed by the padding rule.
+                if ceil_mode && auto_pad == "NOTSET" {
+                    attrs.insert("ceil_mode".into(), AttributeValue::Int(1));
+                }
+                let (op, opset) = match kind {
+                    PoolKind::Max => ("MaxPool", 13),
+                    // Dilations exist for AveragePool from opset 19.
+                    PoolKind::Average => {
+                        if include_pad {
+                            attrs.insert("count_include_pad".into(), AttributeValue::Int(1));
+                        }
+                        (
+                            "AveragePool",
+                            if attrs.contains_key("dilations") {
+                                19
+                            } else {
+                                13
+                            },
+                        )
+                    }
+                };
+                case(op, opset, attrs, vec![data("x", values, x, seed, false)], 1)
+            },
+        )
+}
+
+/// GlobalAveragePool over 1 to 3 spatial axes.
+fn global_average_pool() -> impl Strategy<Value = OpCase> {
+    (
+        1usize..=2,
+        1usize..=4,
+        dims(1..=3, 1..=5),
+        recipe(ACCUMULATING),
+        seed(),
+    )
+        .prop_map(|(batch, channels, spatial, values, seed)| {
+            let mut x = vec![batch, channels];
+            x.extend(spatial);
+            case(
+                "GlobalAveragePool",
+                13,
+                Attrs::new(),
+                vec![data("x", values, x, seed, false)],
+                1,
+            )
+        })
+}
+
+/// The coordinate transformations every executor is expected to implement, plainest
+/// first. half_pixel_symmetric needs opset 19; tf_crop_and_resize needs an roi and is
+/// refused by the reference, so it is left out.
+const COORDINATES: &[&str] = &[
+    "half_pixel",
+    "asymmetric",
+    "align_corners",
+    "pytorch_half_pixel",
+    "half_pixel_symmetric",
+];
+
+/// Resize of an NCHW tensor by scales or by sizes, nearest (every rounding mode) or linear.
+fn resize() -> impl Strategy<Value = OpCase> {
+    (
+        (1usize..=2, 1usize..=3, 1usize..=5, 1usize..=5),
+        select(&["nearest", "linear"][..]),
+        select(COORDINATES),
+        select(&["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"][..]),
+        prop_oneof![
+            (
+                select(&[2.0, 1.0, 0.5, 1.5, 3.0, 0.75][..]),
+                select(&[2.0, 1.0, 0.5, 1.5, 3.0, 0.75][..])
+            )
+                .prop_map(|(h, w)| Target::Scales(h, w)),
+            (1usize..=8, 1usize..=8).prop_map(|(h, w)| Target::Sizes(h, w)),
+        ],
+        recipe(const { &[UNIFORM, super::gen::f32s("normal", None)] }),
+        seed(),
+    )
+        .prop_map(
+            |((n, c, h, w), mode, coordinates, nearest_mode, target, values, seed)| {
+                let mut attrs = Attrs::new();
+                attrs.insert("mode".into(), AttributeValue::Str(mode.into()));
+                attrs.insert(
+                    "coordinate_transformation_mode".into(),
+                    AttributeValue::Str(coordinates.into()),
+                );
+                if mode == "nearest" {
+                    attrs.insert(
+                        "nearest_mode".into(),
+                        AttributeValue::Str(nearest_mode.into()),
+                    );
+                }
+                let mut inputs = vec![data("x", values, vec![n, c, h, w], seed, false), omitted()];
+                match target {
+                    Target::Scales(sh, sw) => {
+                        // A scale that rounds an axis down to nothing is a different,
+                        // degenerate case; keep the axis instead.
+                        let sh = if (h as f64 * sh).floor() < 1.0 {
+                            1.0
+                        } else {
+                            sh
+                        };
+                        let sw = if (w as f64 * sw).floor() < 1.0 {
+                            1.0
+                        } else {
+                            sw
+                        };
+                        inputs.push(literal(
+                            "scales",
+                            "f32",
+                            vec![4],
+                            vec![1.0, 1.0, sh, sw],
+                            true,
+                        ));
+                    }
+                    Target::Sizes(oh, ow) => {
+                        inputs.push(omitted());
+                        inputs.push(ints("sizes", &[n as i64, c as i64, oh as i64, ow as i64]));
+                    }
+                }
+                let opset = if coordinates == "half_pixel_symmetric" {
+                    19
+                } else {
+                    13
+                };
+                case("Resize", opset, attrs, inputs, 1)
+            },
+        )
+}
+
+/// How a Resize case says its output size.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Target {
+    Scales(f64, f64),
+    Sizes(usize, usize),
+}

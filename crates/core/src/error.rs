@@ -77,6 +77,17 @@ pub enum Error {
     /// Anything else about the graph's structure.
     #[error("invalid graph: {0}")]
     InvalidGraph(String),
+    /// An executor's device or runtime failed (out of device memory, a kernel that did not
+    /// build, a lost device); names the executor and, when known, the node.
+    #[error(
+        "executor `{executor}`{}: {detail}",
+        node.as_ref().map(|n| format!(" at node `{n}`")).unwrap_or_default()
+    )]
+    Device {
+        executor: String,
+        node: Option<String>,
+        detail: String,
+    },
 }
 
 impl Error {

@@ -2,7 +2,7 @@
 //! its conversion to the executor contract's [`concord_core::Error`].
 
 use crate::cl::ClError;
-use concord_core::{Error, Node, OpError};
+use concord_core::{Error, Node};
 use thiserror::Error;
 
 /// A device-side failure of the OpenCL executor.
@@ -41,14 +41,24 @@ impl OpenClError {
 
     /// As the contract's error, attributed to `node`.
     pub fn at_node(&self, node: &Node) -> Error {
-        Error::at_node(
-            node,
-            OpError::Unsupported(format!("OpenCL executor: {self}")),
-        )
+        Error::Device {
+            executor: "opencl".into(),
+            node: Some(node.name.clone()),
+            detail: self.to_string(),
+        }
     }
 
     /// As the contract's error for a failure not tied to one node (transfers, setup).
     pub fn in_partition(&self, what: &str) -> Error {
-        Error::InvalidGraph(format!("OpenCL executor, {what}: {self}"))
+        device_error(format!("{what}: {self}"))
+    }
+}
+
+/// The contract's error for an OpenCL executor failure described in words.
+pub fn device_error(detail: String) -> Error {
+    Error::Device {
+        executor: "opencl".into(),
+        node: None,
+        detail,
     }
 }

@@ -4,7 +4,7 @@
 //! every workspace is busy), uploads the inputs, enqueues the kernels on the workspace's
 //! own queue, downloads the outputs and gives the workspace back.
 
-use crate::error::OpenClError;
+use crate::error::{device_error, OpenClError};
 use crate::executor::Runtime;
 use crate::fuse::{fuse, FusedNode};
 use crate::ops;
@@ -109,9 +109,9 @@ impl OpenClPartition {
             b.dtypes.insert(info.name.clone(), info.dtype);
             let loc = b
                 .alloc(&info.name)
-                .map_err(|e| Error::InvalidGraph(format!("input `{}`: {e}", info.name)))?;
+                .map_err(|e| device_error(format!("input `{}`: {e}", info.name)))?;
             let Loc::Slot(slot) = loc else {
-                return Err(Error::InvalidGraph(format!(
+                return Err(device_error(format!(
                     "input `{}` did not get a slot",
                     info.name
                 )));
@@ -162,12 +162,10 @@ impl OpenClPartition {
                     .ok_or_else(|| Error::DanglingOutput {
                         value: name.clone(),
                     })?;
-                let dtype = b
-                    .dtype(name)
-                    .map_err(|e| Error::InvalidGraph(e.to_string()))?;
+                let dtype = b.dtype(name).map_err(|e| device_error(e.to_string()))?;
                 let shape = b
                     .shape(name)
-                    .map_err(|e| Error::InvalidGraph(e.to_string()))?
+                    .map_err(|e| device_error(e.to_string()))?
                     .clone();
                 OutputSpec::Device {
                     loc,
@@ -223,9 +221,10 @@ impl OpenClPartition {
                     name: spec.name.clone(),
                     detail: e.to_string(),
                 })?;
-            let slot = ws.slots.get(spec.slot).ok_or_else(|| {
-                Error::InvalidGraph(format!("input slot {} is missing", spec.slot))
-            })?;
+            let slot = ws
+                .slots
+                .get(spec.slot)
+                .ok_or_else(|| device_error(format!("input slot {} is missing", spec.slot)))?;
             ws.queue
                 .write(slot, &bytes)
                 .map_err(|e| transfer_error(&format!("uploading `{}`", spec.name), e.into()))?;
@@ -268,17 +267,17 @@ impl OpenClPartition {
             match i32::from_ne_bytes(word) {
                 0 => {}
                 1 => {
-                    return Err(Error::InvalidGraph(
+                    return Err(device_error(
                         "OpenCL executor: an integer Div or Mod divided by zero".into(),
                     ))
                 }
                 2 => {
-                    return Err(Error::InvalidGraph(
+                    return Err(device_error(
                         "OpenCL executor: a Gather index is out of range for its axis".into(),
                     ))
                 }
                 other => {
-                    return Err(Error::InvalidGraph(format!(
+                    return Err(device_error(format!(
                         "OpenCL executor: a kernel reported status {other}"
                     )))
                 }
@@ -297,16 +296,17 @@ impl OpenClPartition {
                     let started = Instant::now();
                     let mut bytes = vec![0u8; shape.numel() * storage.size()];
                     let buffer = match loc {
-                        Loc::Slot(s) => ws.slots.get(*s).ok_or_else(|| {
-                            Error::InvalidGraph(format!("output slot {s} is missing"))
-                        })?,
+                        Loc::Slot(s) => ws
+                            .slots
+                            .get(*s)
+                            .ok_or_else(|| device_error(format!("output slot {s} is missing")))?,
                         Loc::Const(b) => b,
                     };
                     ws.queue
                         .read(buffer, &mut bytes)
                         .map_err(|e| transfer_error(&format!("downloading `{name}`"), e.into()))?;
                     let tensor = from_storage_bytes(&bytes, *storage, *dtype, shape.clone())
-                        .map_err(|e| Error::InvalidGraph(format!("output `{name}`: {e}")))?;
+                        .map_err(|e| device_error(format!("output `{name}`: {e}")))?;
                     if let Some(sink) = profile {
                         sink.record_transfer(name, bytes.len() as u64, started.elapsed());
                     }

@@ -1,0 +1,278 @@
+//! The OpenCL fallback cases, through `NetBuilder` as a user meets them:
+//! - the OpenCL library is missing (OPENCL_DYLIB_PATH pointing nowhere), checked in a child
+//!   process so the variable cannot leak into other tests and cl3's once-only library load
+//!   starts fresh;
+//! - the device has no fp16: asking for opencl-fp16 runs opencl (f32) and says so;
+//! - and, on a device that is present, the f16-storage target itself, prepared directly
+//!   through the executor contract.
+
+mod common;
+
+use common::{opencl_here, OpenClHere};
+use concord::{
+    Backend, DType, Executor, FallbackCause, FallbackPolicy, Graph, NetBuilder, Overrides, Target,
+    Tensor,
+};
+use concord_opencl::OpenClExecutor;
+use std::collections::BTreeMap;
+use std::process::Command;
+
+/// Set in the child process: run the library-missing scenario instead of spawning it.
+const CHILD_MARKER: &str = "CONCORD_OPENCL_TEST_CHILD";
+const MISSING_LIBRARY: &str = "/nonexistent/concord-test/libOpenCL.so.1";
+
+/// How close the f16-storage target must come to the reference: every stored value is
+/// rounded to f16 (unit roundoff 2^-11 ≈ 4.9e-4) at every op of a model of a few layers
+/// of ~30-term sums of magnitude ~1, so a few hundred roundoffs relative, plus an
+/// absolute floor for values that cancel to ~0.
+const FP16_TOLERANCE: (f64, f64) = (2e-2, 2e-2);
+
+#[test]
+fn library_missing_falls_back_and_says_so() {
+    if std::env::var_os(CHILD_MARKER).is_some() {
+        library_missing_child();
+        return;
+    }
+    let exe = std::env::current_exe().expect("the test binary knows its path");
+    let output = Command::new(exe)
+        .args([
+            "library_missing_falls_back_and_says_so",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_MARKER, "1")
+        .env("OPENCL_DYLIB_PATH", MISSING_LIBRARY)
+        .env_remove("CONCORD_REQUIRE")
+        .env_remove("CONCORD_FALLBACK")
+        .output()
+        .expect("the child test process starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("child stdout:\n{stdout}\nchild stderr:\n{stderr}");
+    assert!(output.status.success(), "the child scenario failed");
+    assert!(
+        stdout.contains("child: library-missing scenario passed"),
+        "the child did not run the scenario"
+    );
+}
+
+/// Runs in the child: OPENCL_DYLIB_PATH names a file that does not exist.
+fn library_missing_child() {
+    let executor = OpenClExecutor::new();
+    match executor.probe() {
+        concord::Availability::Unavailable { cause, reason } => {
+            assert_eq!(cause, FallbackCause::LibraryMissing, "{reason}");
+            assert!(
+                reason.contains(MISSING_LIBRARY) && reason.contains("OPENCL_DYLIB_PATH"),
+                "the reason should say where it looked: {reason}"
+            );
+        }
+        other => {
+            panic!("expected Unavailable with OPENCL_DYLIB_PATH={MISSING_LIBRARY}, got {other:?}")
+        }
+    }
+    // The library is loaded at run time only: nothing of it is mapped into this process.
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    assert!(
+        !maps.contains("libOpenCL"),
+        "libOpenCL is mapped although the probe found no library: it must not be linked"
+    );
+
+    let graph = common::resnet18_like(32, 8, 10);
+    let input = common::image(32, 7);
+    let reference = NetBuilder::from_graph(graph.clone())
+        .overrides(Overrides::default())
+        .build()
+        .expect("reference builds")
+        .forward([("input", input.clone())])
+        .expect("reference runs");
+    let net = NetBuilder::from_graph(graph)
+        .backend(Backend::OpenCl)
+        .fallback(FallbackPolicy::Allow)
+        .overrides(Overrides::default())
+        .build()
+        .expect("a missing library falls back under Allow");
+    let placement = net.placement();
+    let notice = placement
+        .notices
+        .iter()
+        .find(|n| n.cause == FallbackCause::LibraryMissing)
+        .unwrap_or_else(|| panic!("no LibraryMissing notice in {placement}"));
+    assert_eq!(notice.chosen, "cpu/cpu");
+    assert_eq!(notice.nodes, placement.nodes.len());
+    assert!(placement.nodes.iter().all(|n| n.executor == "cpu"));
+    let out = net.forward([("input", input)]).expect("forward");
+    assert!(out
+        .get("output")
+        .expect("output")
+        .bit_identical(reference.get("output").expect("output")));
+
+    // Deny refuses, naming the library.
+    let denied = NetBuilder::from_graph(common::resnet18_like(32, 8, 10))
+        .backend(Backend::OpenCl)
+        .fallback(FallbackPolicy::Deny)
+        .overrides(Overrides::default())
+        .build();
+    match denied {
+        Err(concord::Error::FallbackDenied { reasons, .. }) => {
+            assert!(
+                reasons.iter().any(|r| r.contains(MISSING_LIBRARY)),
+                "{reasons:?}"
+            )
+        }
+        other => panic!("Deny must refuse a missing library, got {other:?}"),
+    }
+    println!("child: library-missing scenario passed");
+}
+
+#[test]
+fn fp16_target_without_fp16_falls_back_to_f32_and_says_so() {
+    let here = opencl_here("fp16_target_without_fp16_falls_back_to_f32_and_says_so");
+    let graph = common::mobilenet_v2_like(32, 0.25, 10);
+    let input = common::image(32, 3);
+    let reference = NetBuilder::from_graph(graph.clone())
+        .overrides(Overrides::default())
+        .build()
+        .expect("reference builds")
+        .forward([("input", input.clone())])
+        .expect("reference runs");
+    let net = NetBuilder::from_graph(graph)
+        .registry(common::shared_registry())
+        .backend(Backend::OpenCl)
+        .target(Target::OpenClFp16)
+        .fallback(FallbackPolicy::Allow)
+        .overrides(Overrides::default())
+        .build()
+        .expect("builds under Allow");
+    let placement = net.placement();
+    let device_has_fp16 = match &here {
+        OpenClHere::Available => match common::shared_executor().probe() {
+            concord::Availability::Available { devices } => devices.iter().any(|d| d.fp16),
+            _ => false,
+        },
+        OpenClHere::Unavailable { .. } => false,
+    };
+    match (&here, device_has_fp16) {
+        (OpenClHere::Available, false) => {
+            let notice = placement
+                .notices
+                .iter()
+                .find(|n| n.cause == FallbackCause::Fp16Unsupported)
+                .unwrap_or_else(|| panic!("no Fp16Unsupported notice in {placement}"));
+            assert_eq!(notice.asked, "opencl/opencl-fp16");
+            assert_eq!(notice.chosen, "opencl/opencl");
+            assert!(notice.reason.contains("fp16"), "{}", notice.reason);
+            assert_eq!(placement.notices.len(), 1, "{placement}");
+            assert!(
+                placement
+                    .nodes
+                    .iter()
+                    .all(|n| n.executor == "opencl" && n.target == Target::OpenCl),
+                "{placement}"
+            );
+            println!("the device has no cl_khr_fp16: opencl-fp16 fell back to opencl and said so");
+        }
+        (OpenClHere::Available, true) => {
+            assert!(placement.notices.is_empty(), "{placement}");
+            assert!(placement
+                .nodes
+                .iter()
+                .all(|n| n.target == Target::OpenClFp16));
+            println!("the device has cl_khr_fp16: opencl-fp16 ran as asked");
+        }
+        (OpenClHere::Unavailable { cause, .. }, _) => {
+            assert!(
+                placement.notices.iter().any(|n| n.cause == *cause),
+                "{placement}"
+            );
+            assert!(placement.nodes.iter().all(|n| n.executor == "cpu"));
+        }
+    }
+    let out = net.forward([("input", input)]).expect("forward");
+    let (abs, rel) = if device_has_fp16 {
+        FP16_TOLERANCE
+    } else {
+        (1e-4, 1e-4)
+    };
+    assert_close(
+        out.get("output").expect("output"),
+        reference.get("output").expect("output"),
+        abs,
+        rel,
+    );
+}
+
+#[test]
+fn fp16_storage_target_prepared_directly_tracks_the_reference() {
+    let here = opencl_here("fp16_storage_target_prepared_directly_tracks_the_reference");
+    let executor = common::shared_executor();
+    let mut graph = common::mobilenet_v2_like(32, 0.25, 10);
+    graph.infer_shapes().expect("the model is well formed");
+    let input = common::image(32, 5);
+    let reference = concord_cpu_run(&graph, &input);
+    match here {
+        OpenClHere::Unavailable { .. } => {
+            let err = executor
+                .prepare(&graph, Target::OpenClFp16)
+                .expect_err("prepare must fail without a device");
+            println!("without OpenCL, prepare says: {err}");
+            assert!(err.to_string().contains("OpenCL"));
+        }
+        OpenClHere::Available => {
+            // The executor stores f16 through vload_half/vstore_half, which every OpenCL
+            // device has, so the target can be checked here even where the planner would
+            // not choose it (no cl_khr_fp16).
+            let prepared = executor
+                .prepare(&graph, Target::OpenClFp16)
+                .expect("prepares for opencl-fp16");
+            let mut inputs = BTreeMap::new();
+            inputs.insert("input".to_string(), input);
+            let out = prepared.run(&inputs, None).expect("runs");
+            let out = out.first().expect("one output");
+            assert_eq!(
+                out.dtype(),
+                DType::F32,
+                "graph f32 outputs come back as f32"
+            );
+            assert_close(out, &reference, FP16_TOLERANCE.0, FP16_TOLERANCE.1);
+            // And it is really f16: not bit-identical to the f32 target's result.
+            let f32_out = executor
+                .prepare(&graph, Target::OpenCl)
+                .expect("prepares for opencl")
+                .run(&inputs, None)
+                .expect("runs");
+            assert!(
+                !f32_out[0].bit_identical(out),
+                "f16 storage gave the f32 result"
+            );
+        }
+    }
+}
+
+fn concord_cpu_run(graph: &Graph, input: &Tensor) -> Tensor {
+    NetBuilder::from_graph(graph.clone())
+        .overrides(Overrides::default())
+        .build()
+        .expect("reference builds")
+        .forward([("input", input.clone())])
+        .expect("reference runs")
+        .get("output")
+        .cloned()
+        .expect("output")
+}
+
+fn assert_close(actual: &Tensor, expected: &Tensor, abs: f64, rel: f64) {
+    assert_eq!(actual.dims(), expected.dims());
+    for (i, (a, e)) in actual
+        .to_f64_vec()
+        .into_iter()
+        .zip(expected.to_f64_vec())
+        .enumerate()
+    {
+        assert!(
+            (a - e).abs() <= abs + rel * e.abs(),
+            "element {i}: {a} vs reference {e} (abs {abs}, rel {rel})"
+        );
+    }
+}

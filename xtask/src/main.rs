@@ -6,6 +6,7 @@
 
 mod conformance;
 mod golden;
+mod gpu_bundle;
 
 use anyhow::{bail, Result};
 use std::path::PathBuf;
@@ -34,6 +35,14 @@ const COMMANDS: &[Command] = &[
                   (--executor, --target, --filter, --report-dir; --features goes to cargo) \
                   and list the reports",
         run: conformance::run,
+    },
+    Command {
+        name: "gpu-bundle",
+        usage: "gpu-bundle",
+        summary: "build the CUDA and conformance test binaries and the CLI (release) and pack \
+                  them with golden/ and the conformance data into target/gpu-bundle.tar.gz, \
+                  with a run.sh for a GPU machine without a Rust toolchain",
+        run: gpu_bundle::run,
     },
     Command {
         name: "help",

@@ -3,6 +3,9 @@
 //! repro whose files decode and whose replay shows the same error; declined cases never
 //! count as passes.
 
+// A test reports a broken expectation by panicking with what it found.
+#![allow(clippy::panic)]
+
 use concord::{
     Availability, Backend, Executor, ExecutorRegistry, Graph, PreparedPartition, ProfileSink,
     Support, Target, Tensor,
@@ -78,12 +81,12 @@ impl Executor for Planted {
     }
 
     fn supports(&self, graph: &Graph, node: &Node, target: Target) -> Support {
-        let declined = match (self.fault, grouped(node)) {
-            (Fault::DeclineConv, Some(_)) => true,
-            (Fault::PlusOneOnGroupedOnly, Some(false)) => true,
-            (Fault::DeclineGrouped, Some(true)) => true,
-            _ => false,
-        };
+        let declined = matches!(
+            (self.fault, grouped(node)),
+            (Fault::DeclineConv, Some(_))
+                | (Fault::PlusOneOnGroupedOnly, Some(false))
+                | (Fault::DeclineGrouped, Some(true))
+        );
         if declined {
             Support::No(format!("{} declines this Conv on purpose", self.name))
         } else {
@@ -356,5 +359,61 @@ fn declined_cases_are_regenerated_and_shrinking_steps_around_them() {
     // Two groups of one channel each: x is [1, 2, 1] and w is [2, 1, 1].
     assert_eq!(case.inputs[0].shape, vec![1, 2, 1], "{message}");
     assert_eq!(case.inputs[1].shape, vec![2, 1, 1], "{message}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn repros_of_every_op_round_trip_and_replay_on_the_reference() {
+    use proptest::strategy::{Strategy, ValueTree};
+    let root = std::env::temp_dir().join(format!("concord-prop-every-op-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    for op in prop::OPS {
+        let strategy = prop::strategy(op).expect("a strategy");
+        for _ in 0..4 {
+            let case = strategy.new_tree(&mut runner).expect("a case").current();
+            let written = repro::write(&root, "cpu", Target::Cpu, &case, "a planted failure")
+                .unwrap_or_else(|e| panic!("{op}: {e}\n{case:?}"));
+            // case.toml reads back as the same case: the same model and the same inputs.
+            let read = repro::read_case(&written.dir).expect("case.toml reads");
+            let (a, b) = (
+                written.case.build().expect("builds"),
+                read.build().expect("builds"),
+            );
+            assert_eq!(
+                prost::Message::encode_to_vec(&a.model),
+                prost::Message::encode_to_vec(&b.model),
+                "{op}: case.toml changes the model:\n{}",
+                written.case_toml
+            );
+            // Bit for bit, so that NaN inputs compare equal to themselves.
+            let bits = |inputs: &[(String, Tensor)]| -> Vec<(String, String, Vec<u64>)> {
+                inputs
+                    .iter()
+                    .map(|(n, t)| {
+                        let v = t.to_f64_vec().iter().map(|x| x.to_bits()).collect();
+                        (n.clone(), format!("{}{}", t.dtype(), t.shape()), v)
+                    })
+                    .collect()
+            };
+            assert_eq!(
+                bits(&a.inputs),
+                bits(&b.inputs),
+                "{op}: case.toml changes the inputs"
+            );
+            // The model loads, and every file replays to a pass on the reference.
+            let model = std::fs::read(written.dir.join(repro::MODEL)).expect("model.onnx");
+            concord_onnx::load(&model).unwrap_or_else(|e| panic!("{op}: {e}"));
+            let replay = repro::replay(
+                &written.dir,
+                ExecutorRegistry::reference_only(),
+                &Backend::Cpu,
+                None,
+            )
+            .unwrap_or_else(|e| panic!("{op}: {e}"));
+            assert!(replay.passed(), "{op}: {}", replay.describe());
+            assert_eq!(replay.comparisons.len(), case.outputs, "{op}");
+        }
+    }
     let _ = std::fs::remove_dir_all(&root);
 }

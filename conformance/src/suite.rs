@@ -78,6 +78,7 @@ pub struct Suite {
     pub op_cases: Vec<Arc<OpCase>>,
     pub golden: Vec<Arc<GoldenCase>>,
     golden_manifest: Manifest,
+    pub node_tests: crate::node_tests::NodeTests,
     pub config: SuiteConfig,
 }
 
@@ -92,6 +93,7 @@ pub enum Job {
     /// The executor (or this target) cannot run here: a visible skip locally, a failure
     /// when `CI` is set or `CONCORD_REQUIRE` names it.
     Unavailable(String),
+    Node(crate::node_tests::NodeJob),
 }
 
 /// One trial of the suite.
@@ -140,6 +142,7 @@ impl Suite {
                 .map(Arc::new)
                 .collect(),
             golden_manifest,
+            node_tests: crate::node_tests::NodeTests::load(&config.conformance_dir)?,
             executor,
             config,
         })
@@ -230,6 +233,7 @@ impl Suite {
                     skip,
                 });
             }
+            out.extend(self.node_tests.cases(self, target, &prefix));
         }
         out
     }
@@ -264,6 +268,7 @@ impl Suite {
                 None,
             ),
             (None, Job::Golden(g)) => (Some(self.check_golden(g, case.target, &mut notices)), None),
+            (None, Job::Node(job)) => self.node_tests.run(self, job, case.target, &mut notices),
             (None, Job::Prop(op)) => (Some(crate::prop::run(self, op, case.target)), None),
             (None, Job::Fallback(scenario)) => (
                 Some(crate::fallback::run(
@@ -289,7 +294,10 @@ impl Suite {
             (Some(Outcome::Unsupported { reason }), None) => Verdict::Skip {
                 reason: reason.clone(),
             },
-            (Some(o), None) => self.judge(&case.name, case.target, o),
+            (Some(o), None) => match &case.job {
+                Job::Node(job) => self.node_tests.judge(self, case, job, o),
+                _ => self.judge(&case.name, case.target, o),
+            },
             (None, None) => Verdict::Skip {
                 reason: "not run".into(),
             },
@@ -321,6 +329,7 @@ impl Suite {
         if filtered {
             return failures;
         }
+        failures.extend(self.node_tests.stale_entries(self.executor.name()));
         let executed = records.iter().filter(|r| r.verdict.executed()).count();
         if executed < self.expectations.min_executed {
             failures.push(format!(
@@ -351,7 +360,7 @@ impl Suite {
         failures
     }
 
-    fn judge(&self, trial: &str, target: Target, outcome: &Outcome) -> Verdict {
+    pub(crate) fn judge(&self, trial: &str, target: Target, outcome: &Outcome) -> Verdict {
         let expected = self
             .expectations
             .expected_failure(trial, target.name(), &self.device);
@@ -372,7 +381,7 @@ impl Suite {
         }
     }
 
-    fn known_skip(&self, trial: &str, target: Target) -> Option<String> {
+    pub(crate) fn known_skip(&self, trial: &str, target: Target) -> Option<String> {
         self.expectations
             .skip(trial, target.name(), &self.device)
             .map(|e| format!("skipped by expectations: {}", e.reason))
@@ -691,7 +700,7 @@ impl Suite {
     }
 }
 
-fn verdict_of(comparisons: Vec<Comparison>) -> Outcome {
+pub(crate) fn verdict_of(comparisons: Vec<Comparison>) -> Outcome {
     let failures: Vec<String> = comparisons
         .iter()
         .filter(|c| !c.passed())
@@ -708,7 +717,7 @@ fn verdict_of(comparisons: Vec<Comparison>) -> Outcome {
 }
 
 /// Accumulation figures for the single node of `graph`.
-fn node_accumulation(
+pub(crate) fn node_accumulation(
     graph: &concord::Graph,
     inputs: &[(String, Tensor)],
 ) -> Option<concord_cpu::Accumulation> {

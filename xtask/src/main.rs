@@ -7,6 +7,7 @@
 mod conformance;
 mod golden;
 mod gpu_bundle;
+mod onnx_node_tests;
 
 use anyhow::{bail, Result};
 use std::path::PathBuf;
@@ -35,6 +36,13 @@ const COMMANDS: &[Command] = &[
                   (--executor, --target, --filter, --report-dir; --features goes to cargo) \
                   and list the reports",
         run: conformance::run,
+    },
+    Command {
+        name: "onnx-node-tests",
+        usage: "onnx-node-tests [--force] [--write-list [--executor NAME]]",
+        summary: "generate the ONNX backend node tests into target/onnx-node-tests from the \
+                  pinned onnx (--write-list: draft conformance/onnx-node.toml from a run)",
+        run: onnx_node_tests::run,
     },
     Command {
         name: "gpu-bundle",

@@ -217,14 +217,7 @@ pub fn run(suite: &Suite, scenario: &str, target: Target, notices: &mut Vec<Stri
 }
 
 fn build(suite: &Suite, model: &Model, target: Target) -> Result<Net, String> {
-    NetBuilder::from_graph(model.graph.clone())
-        .registry(suite.registry().clone())
-        .backend(suite.executor.backend())
-        .target(target)
-        .fallback(FallbackPolicy::Allow)
-        .overrides(Overrides::default())
-        .build()
-        .map_err(|e| format!("{}: building the net failed: {e}", model.name))
+    suite_handle(suite).build(model, target)
 }
 
 /// The executor's single-threaded output for (model, seed), checked against the reference.

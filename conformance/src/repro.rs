@@ -260,7 +260,7 @@ pub fn replay(
         })
         .collect();
     let accumulation = if net.graph().nodes.len() == 1 {
-        node_accumulation(net.graph(), &reference_inputs)
+        crate::suite::node_accumulation(net.graph(), &reference_inputs)
     } else {
         None
     };
@@ -341,30 +341,6 @@ fn read_npy_dir(dir: &Path) -> Result<Vec<(String, Tensor)>, String> {
             read_npy(p).map(|t| (name, t))
         })
         .collect()
-}
-
-/// Accumulation figures of the single node of `graph` (see `concord_cpu::accumulation`).
-fn node_accumulation(
-    graph: &Graph,
-    inputs: &[(String, Tensor)],
-) -> Option<concord_cpu::Accumulation> {
-    let node = graph.nodes.first()?;
-    let operands: Vec<Option<&Tensor>> = node
-        .inputs
-        .iter()
-        .map(|i| {
-            i.as_ref().and_then(|name| {
-                inputs
-                    .iter()
-                    .find(|(n, _)| n == name)
-                    .map(|(_, t)| t)
-                    .or_else(|| graph.initializers.get(name))
-            })
-        })
-        .collect();
-    concord_cpu::accumulation(&node.op, &operands)
-        .ok()
-        .flatten()
 }
 
 /// A name made safe for a file name.

@@ -496,6 +496,15 @@ fn pool_errors_name_what_is_wrong() {
         },
         &[],
     );
+    let absurd = Pool {
+        pads: vec![usize::MAX / 2, 0, usize::MAX / 2, 0],
+        ..pool(&[2, 2])
+    };
+    check_error(
+        run(&Op::MaxPool(absurd), &[Some(&x)]),
+        |e| matches!(e, OpError::Shape(_)),
+        &["overflow"],
+    );
     let flat = f32s(&[4, 4], &[0.; 16]);
     check_error(
         run(&Op::MaxPool(pool(&[2])), &[Some(&flat)]),

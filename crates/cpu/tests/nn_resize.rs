@@ -326,6 +326,12 @@ fn scales_and_sizes_errors() {
         |e| matches!(e, OpError::DType { index: 3, .. }),
         &[],
     );
+    let huge = i64s(&[4], &[1, 1, 1 << 40, 1 << 40]);
+    check_error(
+        run(&op, &[Some(&x), None, None, Some(&huge)]),
+        |e| matches!(e, OpError::Shape(_)),
+        &["address"],
+    );
     let xi = i64s(&[1, 1, 1, 2], &[1, 2]);
     check_error(
         run(&op, &[Some(&xi), None, Some(&s)]),

@@ -11,6 +11,12 @@
 //!   not counted. Without it, the divisor is the number of real input cells read.
 //! - a window that reads no input cell at all gives the lowest finite value of the dtype
 //!   for MaxPool and 0 for AveragePool, as onnxruntime does.
+//!
+//! Known onnxruntime divergence (1.23): for 2-D and 3-D AveragePool with
+//! `count_include_pad`, onnxruntime limits the first spatial axis's windows with the second
+//! axis's *begin* pad instead of the first axis's *end* pad, so with pads such as
+//! `[0, 0, 1, 0]` it divides the last row by fewer taps than the spec says. This kernel
+//! follows the spec and agrees with the ONNX reference implementation there.
 
 use super::spatial::{advance, checked_product, resolve, Axis, WindowAttrs};
 use super::{expect_float, required};

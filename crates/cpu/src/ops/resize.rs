@@ -7,6 +7,17 @@
 //! coordinate of each output index is computed in f32. Nearest-neighbour choices flip on
 //! exact halves, so doing this in f64 would pick different pixels than the runtime the
 //! golden cases come from. The interpolation itself is accumulated in f64.
+//!
+//! Two places where onnxruntime and the ONNX reference implementation disagree, and the
+//! choice made here:
+//! - `align_corners` divides by `length_resized − 1` with the integer output length, as
+//!   onnxruntime and PyTorch do; the ONNX reference uses the fractional `in · scale`, which
+//!   only differs when `scales` does not give a whole number of outputs (onnxruntime lists
+//!   `test_resize_downsample_scales_{linear,cubic}_align_corners` as known mismatches).
+//! - When the output shape equals the input shape, onnxruntime (1.23) copies the input
+//!   without mapping coordinates. Here the coordinates are mapped as the spec says, which
+//!   differs when a scale other than 1 floors back to the input extent (for example
+//!   `half_pixel_symmetric` with scale 1.3333 on an axis of 2), matching the ONNX reference.
 
 use super::spatial::checked_product;
 use super::{expect_float, i64_operand, optional, required};

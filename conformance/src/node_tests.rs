@@ -170,8 +170,10 @@ impl NodeTests {
                     category: "node",
                     subject: String::new(),
                     job: Job::Node(NodeJob::DataMissing(reason.clone())),
-                    skip: None,
-                }]
+                    // Decided up front so that libtest lists it as skipped, not as passed;
+                    // under CI it runs, and running it fails.
+                    skip: (!ci_is_set()).then(|| reason.clone()),
+                }];
             }
             NodeData::Present { tests, .. } => tests,
         };
@@ -261,7 +263,7 @@ impl NodeTests {
                 reason: reason.to_string(),
             },
             (Outcome::Pass { .. }, Listing::Excluded(reason)) => Verdict::UnexpectedPass {
-                reason: format!("{path} excludes it for {whose} ({reason}); move it to must_pass"),
+                reason: format!("{path} excludes it for {whose}: {reason}"),
             },
             (Outcome::Pass { .. }, Listing::Unlisted) => Verdict::Fail {
                 message: format!(

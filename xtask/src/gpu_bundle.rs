@@ -5,7 +5,8 @@
 //! test binaries in release mode (`cargo test --no-run --release --message-format=json`,
 //! whose compiler-artifact messages name every test executable), build the `concord` CLI in
 //! release mode, copy them with golden/ and the conformance data (cases, expectations,
-//! tolerances.toml, regressions) into target/gpu-bundle/, write run.sh, and tar it. The
+//! tolerances.toml, regressions and any other data file in conformance/) into
+//! target/gpu-bundle/, write run.sh, and tar it. The
 //! archive must stay under 60 MiB; debug info is stripped when `strip` is available.
 //!
 //! run.sh sets CONCORD_REQUIRE=cuda (so a runner whose driver broke fails instead of passing
@@ -25,6 +26,8 @@ const MAX_BYTES: u64 = 60 << 20;
 const WHOLE_PACKAGES: &[&str] = &["concord-cuda"];
 /// Test targets bundled from every package that has one.
 const SHARED_TARGETS: &[&str] = &["conformance"];
+/// What in conformance/ is the crate rather than suite data.
+const CRATE_ITEMS: &[&str] = &["src", "tests", "examples", "Cargo.toml"];
 /// Packages that have a `conformance` test target (the built-in executors).
 const CONFORMANCE_PACKAGES: &[&str] = &["concord-cpu", "concord-opencl"];
 
@@ -86,11 +89,19 @@ pub fn run(args: &[String]) -> Result<()> {
 
     println!("xtask gpu-bundle: copying golden/ and the conformance data");
     copy_tree(&root.join("golden"), &bundle.join("data/golden"))?;
-    for item in ["cases", "expectations", "regressions", "tolerances.toml"] {
-        let from = root.join("conformance").join(item);
-        if from.exists() {
-            copy_tree(&from, &bundle.join("data/conformance").join(item))?;
+    // Everything in conformance/ but the crate itself is suite data (cases, expectations,
+    // tolerances.toml, regressions, the ONNX node-test list…); copying all of it keeps the
+    // bundle complete when a new data file appears.
+    let conformance = root.join("conformance");
+    for entry in std::fs::read_dir(&conformance)
+        .with_context(|| format!("reading {}", conformance.display()))?
+    {
+        let entry = entry?;
+        let name = entry.file_name();
+        if CRATE_ITEMS.iter().any(|item| name == *item) {
+            continue;
         }
+        copy_tree(&entry.path(), &bundle.join("data/conformance").join(&name))?;
     }
     let run_sh = bundle.join("run.sh");
     std::fs::write(&run_sh, RUN_SH).with_context(|| format!("writing {}", run_sh.display()))?;

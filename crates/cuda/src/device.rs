@@ -46,8 +46,9 @@ pub struct Device {
 /// pool and gives it back, so no two runs ever share a stream or a handle.
 #[derive(Debug)]
 pub struct Lane {
-    pub stream: Arc<CudaStream>,
+    /// Declared first so that it is destroyed before the stream it is bound to.
     pub blas: BlasHandle,
+    pub stream: Arc<CudaStream>,
 }
 
 /// A cuBLAS handle, destroyed without a panic (cudarc's own wrapper unwraps the destroy
@@ -99,6 +100,26 @@ pub fn discover() -> Result<Discovery, Unavailable> {
             driver_error_name(e)
         ))
     })?;
+    let mut driver = 0;
+    // SAFETY: libcuda is present and initialised; the pointer is valid for a write.
+    unsafe { drv_sys::cuDriverGetVersion(&mut driver) }
+        .result()
+        .map_err(|e| {
+            no_device(format!(
+                "cuDriverGetVersion failed: {}",
+                driver_error_name(e)
+            ))
+        })?;
+    // The bindings are built for the CUDA 12.0 API: an older driver lacks entry points
+    // they would look up (and cudarc panics on a missing symbol), so it is refused here.
+    if driver < 12000 {
+        return Err(no_device(format!(
+            "the CUDA driver supports CUDA {}.{}; concord-cuda needs 12.0 or newer (update \
+             the NVIDIA driver)",
+            driver / 1000,
+            (driver % 1000) / 10
+        )));
+    }
     let count = drv::device::get_count()
         .map_err(|e| no_device(format!("cuDeviceGetCount failed: {}", driver_error_name(e))))?;
     if count <= 0 {
@@ -134,12 +155,7 @@ pub fn discover() -> Result<Discovery, Unavailable> {
             .map_err(named("cuDeviceGetAttribute"))?;
     // SAFETY: `dev` is a valid device handle.
     let memory = unsafe { drv::device::total_mem(dev) }.unwrap_or(0);
-    let mut driver = 0;
-    // SAFETY: libcuda is present and initialised; the pointer is valid for a write.
-    let driver_version = match unsafe { drv_sys::cuDriverGetVersion(&mut driver) }.result() {
-        Ok(()) => format!("CUDA {}.{}", driver / 1000, (driver % 1000) / 10),
-        Err(e) => format!("unknown ({})", driver_error_name(e)),
-    };
+    let driver_version = format!("CUDA {}.{}", driver / 1000, (driver % 1000) / 10);
     let (major, minor) = (major.max(0) as u32, minor.max(0) as u32);
     // Half arithmetic (and so the f16 target) needs compute capability 5.3 or above.
     let fp16 = (major, minor) >= (5, 3);
@@ -204,12 +220,11 @@ impl Device {
             .map_err(|e| CudaError::driver("cuCtxSetCurrent", e))?;
         let handle = blas::create_handle().map_err(|e| CudaError::blas("cublasCreate", e))?;
         let blas = BlasHandle(handle);
-        // SAFETY: both handles are valid; the stream outlives the handle's use (a lane
-        // keeps both, and the handle is dropped first, being declared after the stream is
-        // irrelevant: destroying a handle does not touch its stream).
+        // SAFETY: both handles are valid, and the stream outlives the handle (a lane keeps
+        // both and drops the handle first).
         unsafe { blas::set_stream(blas.0, stream.cu_stream() as _) }
             .map_err(|e| CudaError::blas("cublasSetStream", e))?;
-        Ok(Lane { stream, blas })
+        Ok(Lane { blas, stream })
     }
 
     /// Gives a lane back after a successful run.

@@ -54,8 +54,8 @@ pub fn resize(
         None => None,
     };
     let mut axes: Vec<(usize, Vec<Tap>)> = Vec::new();
-    for axis in 0..in_dims.len() {
-        let (in_len, out_len) = (in_dims[axis], out_dims.get(axis).copied().unwrap_or(0));
+    for (axis, &in_len) in in_dims.iter().enumerate() {
+        let out_len = out_dims.get(axis).copied().unwrap_or(0);
         let scale = match &scales {
             Some(s) => s.get(axis).copied().unwrap_or(1.0),
             None => out_len as f32 / in_len as f32,

@@ -150,7 +150,7 @@ pub enum AutoPad {
 }
 
 /// Conv attributes. Spatial vectors are empty when ONNX leaves them to be inferred from W.
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Conv {
     pub auto_pad: AutoPad,
     /// Per spatial axis; empty means 1.
@@ -162,6 +162,20 @@ pub struct Conv {
     pub pads: Vec<usize>,
     /// Per spatial axis; empty means 1.
     pub strides: Vec<usize>,
+}
+
+impl Default for Conv {
+    /// ONNX's defaults: one group, everything else taken from W or zero.
+    fn default() -> Self {
+        Conv {
+            auto_pad: AutoPad::NotSet,
+            dilations: Vec::new(),
+            group: 1,
+            kernel_shape: Vec::new(),
+            pads: Vec::new(),
+            strides: Vec::new(),
+        }
+    }
 }
 
 /// Gemm attributes: Y = alpha·op(A)·op(B) + beta·C.

@@ -120,38 +120,36 @@ void gemm_tiled(CTPTR A, CTPTR B, TPTR Y, int M, int N, int K, int8 sa, int8 sb,
 // ---------------------------------------------------------------------------------------
 // The CPU variant. On a CPU device (PoCL) local memory is ordinary cached memory and
 // barriers split the work-group into separate loops, so staging tiles buys nothing; this
-// variant instead gives each work-item an MR × NR register block (MR = 8 rows of A
-// broadcast from one vector load of a packed panel, NR = 16 columns of B in one float16),
-// and leaves the reuse of A panels and B column blocks to the caches. A is packed (per
-// batch b1) as [ceil(M / MR)][K][MR], zero-padded; B is row-major [K][N] with row stride
-// ldb. Packing and im2col are separate kernels below.
+// variant instead gives each work-item an MR × NR register block (MR = 8 rows of A, each
+// broadcast into a multiply-add, NR = 16 columns of B in one float16 load) and makes both
+// operands stream: A is packed (per batch) as [ceil(M / MR)][K][MR] panels and B as
+// [ceil(N / NR)][K][NR] panels, zero-padded, so a work-item reads two contiguous runs and
+// the ragged edges need no special case. Packing (and im2col, which writes B panels
+// directly) are separate kernels below.
 
 #define MR 8
 #define NR 16
 
 #if defined(T_F16)
 #define LOAD_NR(p, i) vload_half16(0, (p) + (i))
-#define LOAD_MR(p, i) vload_half8(0, (p) + (i))
 #define STORE_NR(v, p, i) vstore_half16_rte((v), 0, (p) + (i))
 #else
 #define LOAD_NR(p, i) vload16(0, (p) + (i))
-#define LOAD_MR(p, i) vload8(0, (p) + (i))
 #define STORE_NR(v, p, i) vstore16((v), 0, (p) + (i))
 #endif
 
-// Global (ceil(N / NR), ceil(ceil(M / MR) / MBLOCKS), batch): a work-item owns NR columns
-// and MBLOCKS row blocks, so its B column block stays in cache while it walks the rows.
-// p = (ldb, b_s0, b_s1, ap_s1, ap_s0): B's row stride and per-batch offsets, and packed
-// A's offsets per b1 and per b0 (0 for a conv's weights); sbias as in
-// gemm_tiled. A values are read as scalars so the compiler can fold each broadcast into
-// its multiply-add.
 #ifndef MBLOCKS
 #define MBLOCKS 4
 #endif
 
 #define FMA_ROW(i) c##i = fma((float16)LD(a, k * MR + i), bv, c##i)
 
-__kernel void gemm_block(CTPTR Ap, CTPTR B, TPTR Y, int M, int N, int K, int8 p, int batch1,
+// Global (ceil(N / NR), ceil(ceil(M / MR) / MBLOCKS), batch): a work-item owns one B panel
+// and MBLOCKS A panels, so its B panel stays in cache while it walks the rows.
+// p = (bp_s0, bp_s1, ap_s0, ap_s1): panel offsets per b0 and b1 of B and of A (A's b0
+// offset is 0 for a conv's weights); sbias as in gemm_tiled. A values are read as scalars
+// so the compiler folds each broadcast into its multiply-add.
+__kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p, int batch1,
                          CTPTR bias, int8 sbias, float alpha, float beta, CTPTR R,
                          int has_res, int act, float act_a, float act_b) {
     const int nb = get_global_id(0);
@@ -160,30 +158,18 @@ __kernel void gemm_block(CTPTR Ap, CTPTR B, TPTR Y, int M, int N, int K, int8 p,
     const int n0 = nb * NR;
     if (n0 >= N) return;
     const int b0 = batch / batch1, b1 = batch % batch1;
-    CTPTR bp = B + (long)b0 * p.s1 + (long)b1 * p.s2 + n0;
-    const int ldb = p.s0;
-    const int full = n0 + NR <= N;
-    const int left = N - n0;
+    CTPTR bp = Bp + (long)b0 * p.s0 + (long)b1 * p.s1 + (long)nb * K * NR;
+    const int left = min(N - n0, NR);
     const long y_base = (long)batch * M * N;
     for (int mb = mg * MBLOCKS; mb < mg * MBLOCKS + MBLOCKS; ++mb) {
         const int m0 = mb * MR;
         if (m0 >= M) break;
-        CTPTR a = Ap + (long)b0 * p.s4 + (long)b1 * p.s3 + (long)mb * K * MR;
+        CTPTR a = Ap + (long)b0 * p.s2 + (long)b1 * p.s3 + (long)mb * K * MR;
         float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
-        if (full) {
-            for (int k = 0; k < K; ++k) {
-                const float16 bv = LOAD_NR(bp, (long)k * ldb);
-                FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3);
-                FMA_ROW(4); FMA_ROW(5); FMA_ROW(6); FMA_ROW(7);
-            }
-        } else {
-            for (int k = 0; k < K; ++k) {
-                float t[NR];
-                for (int j = 0; j < NR; ++j) t[j] = j < left ? LD(bp, (long)k * ldb + j) : 0.0f;
-                const float16 bv = vload16(0, t);
-                FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3);
-                FMA_ROW(4); FMA_ROW(5); FMA_ROW(6); FMA_ROW(7);
-            }
+        for (int k = 0; k < K; ++k) {
+            const float16 bv = LOAD_NR(bp, k * NR);
+            FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3);
+            FMA_ROW(4); FMA_ROW(5); FMA_ROW(6); FMA_ROW(7);
         }
         float16 rows[MR] = {c0, c1, c2, c3, c4, c5, c6, c7};
         for (int i = 0; i < MR; ++i) {
@@ -192,16 +178,14 @@ __kernel void gemm_block(CTPTR Ap, CTPTR B, TPTR Y, int M, int N, int K, int8 p,
             float t[NR];
             vstore16(rows[i], 0, t);
             const long row = y_base + (long)m * N;
-            for (int j = 0; j < NR; ++j) {
-                const int n = n0 + j;
-                if (n >= N) break;
+            for (int j = 0; j < left; ++j) {
                 float v = alpha * t[j];
                 if (sbias.s3) v += beta * LD(bias, (long)b1 * sbias.s2 + (long)m * sbias.s0
-                                                       + (long)n * sbias.s1);
-                if (has_res) v += LD(R, row + n);
+                                                       + (long)(n0 + j) * sbias.s1);
+                if (has_res) v += LD(R, row + n0 + j);
                 t[j] = activate(v, act, act_a, act_b);
             }
-            if (full) {
+            if (left == NR) {
                 STORE_NR(vload16(0, t), Y, row + n0);
             } else {
                 for (int j = 0; j < left; ++j) ST(Y, row + n0 + j, t[j]);
@@ -211,7 +195,7 @@ __kernel void gemm_block(CTPTR Ap, CTPTR B, TPTR Y, int M, int N, int K, int8 p,
 }
 
 // Packs A (strided, per batch b = (b0, b1) offsets from sa) into [ceil(M / MR)][K][MR]
-// blocks for gemm_block. Global (MR · ceil(M / MR), K, batches of A).
+// panels. Global (MR · ceil(M / MR), K, batches of A).
 __kernel void pack_a(CTPTR A, TPTR Ap, int M, int K, int8 sa, int batch1, int packed_per_batch) {
     const int m = get_global_id(0);
     const int k = get_global_id(1);
@@ -224,47 +208,68 @@ __kernel void pack_a(CTPTR A, TPTR Ap, int M, int K, int8 sa, int batch1, int pa
     ST(Ap, (long)batch * packed_per_batch + ((long)(m / MR) * K + k) * MR + m % MR, v);
 }
 
-// Copies a strided B (per batch offsets from sb) into row-major [K][N] per batch.
-// Global (N, K, batches).
+// Rows of B one packing work-item writes: it fills a KC × NR block of one panel, a
+// contiguous run of memory.
+#define KC 32
+
+// Packs a strided B (per batch offsets from sb = (b_sk, b_sn, b_s0, b_s1)) into
+// [ceil(N / NR)][K][NR] panels per batch, zero-padded. Global (panels, ceil(K / KC), batches).
 __kernel void pack_b(CTPTR B, TPTR Bp, int K, int N, int8 sb, int batch1) {
-    const int n = get_global_id(0);
-    const int k = get_global_id(1);
+    const int nb = get_global_id(0);
+    const int kc = get_global_id(1);
     const int batch = get_global_id(2);
-    if (n >= N || k >= K) return;
+    const int panels = (N + NR - 1) / NR;
+    if (nb >= panels) return;
     const int b0 = batch / batch1, b1 = batch % batch1;
-    ST(Bp, ((long)batch * K + k) * N + n,
-       LD(B, (long)b0 * sb.s2 + (long)b1 * sb.s3 + (long)k * sb.s0 + (long)n * sb.s1));
+    const long src = (long)b0 * sb.s2 + (long)b1 * sb.s3;
+    const long dst = ((long)batch * panels + nb) * K * NR;
+    const int k_end = min(K, (kc + 1) * KC);
+    for (int k = kc * KC; k < k_end; ++k) {
+        for (int j = 0; j < NR; ++j) {
+            const int n = nb * NR + j;
+            ST(Bp, dst + (long)k * NR + j,
+               n < N ? LD(B, src + (long)k * sb.s0 + (long)n * sb.s1) : 0.0f);
+        }
+    }
 }
 
-// im2col: the column matrix [K = Cg·KH·KW][N = OH·OW] of one (image, group) per global z,
-// zeros where the window reads padding. One work-item writes one row k (all N columns),
-// so a work-group does enough work to be worth scheduling on a CPU device and the inner
-// loop over output columns reads the input contiguously for stride 1. geo0, geo1 as in
+// im2col straight into B panels: the column matrix [K = Cg·KH·KW][N = OH·OW] of one
+// (image, group) per global z, as [ceil(N / NR)][K][NR], zeros where the window reads
+// padding or past N. A work-item fills a KC × NR block of one panel (contiguous writes,
+// and NR neighbouring output columns read neighbouring input columns). geo0, geo1 as in
 // gemm_tiled; x_s0 / x_s1 are the per-image and per-group offsets into X.
-// Global (K, 1, images · groups).
+// Global (panels, ceil(K / KC), images · groups).
 __kernel void im2col(CTPTR X, TPTR Col, int K, int N, int8 geo0, int8 geo1, int x_s0, int x_s1,
                      int groups) {
-    const int k = get_global_id(0);
+    const int nb = get_global_id(0);
+    const int kc = get_global_id(1);
     const int batch = get_global_id(2);
-    if (k >= K) return;
+    const int panels = (N + NR - 1) / NR;
+    if (nb >= panels) return;
     const int b0 = batch / groups, b1 = batch % groups;
-    const int c = k / geo1.s3;
-    const int r = k - c * geo1.s3;
-    const int kh = r / geo0.s3;
-    const int kw = r - kh * geo0.s3;
-    const int H = geo0.s0, W = geo0.s1, OW = geo1.s2, OH = N / OW;
-    CTPTR x = X + (long)b0 * x_s0 + (long)b1 * x_s1 + (long)c * H * W;
-    const long row = ((long)batch * K + k) * N;
-    for (int oh = 0; oh < OH; ++oh) {
-        const int ih = oh * geo0.s4 - geo0.s6 + kh * geo1.s0;
-        const long out = row + (long)oh * OW;
-        if (ih < 0 || ih >= H) {
-            for (int ow = 0; ow < OW; ++ow) ST(Col, out + ow, 0.0f);
-            continue;
-        }
-        for (int ow = 0; ow < OW; ++ow) {
-            const int iw = ow * geo0.s5 - geo0.s7 + kw * geo1.s1;
-            ST(Col, out + ow, (iw >= 0 && iw < W) ? LD(x, (long)ih * W + iw) : 0.0f);
+    const int H = geo0.s0, W = geo0.s1, OW = geo1.s2;
+    CTPTR x = X + (long)b0 * x_s0 + (long)b1 * x_s1;
+    const long dst = ((long)batch * panels + nb) * K * NR;
+    int ih0[NR], iw0[NR];
+    for (int j = 0; j < NR; ++j) {
+        const int n = min(nb * NR + j, N - 1);
+        const int oh = n / OW;
+        const int ow = n - oh * OW;
+        ih0[j] = nb * NR + j < N ? oh * geo0.s4 - geo0.s6 : -(1 << 29);
+        iw0[j] = ow * geo0.s5 - geo0.s7;
+    }
+    const int k_end = min(K, (kc + 1) * KC);
+    for (int k = kc * KC; k < k_end; ++k) {
+        const int c = k / geo1.s3;
+        const int r = k - c * geo1.s3;
+        const int kh = r / geo0.s3;
+        const int kw = r - kh * geo0.s3;
+        CTPTR xc = x + (long)c * H * W;
+        for (int j = 0; j < NR; ++j) {
+            const int ih = ih0[j] + kh * geo1.s0;
+            const int iw = iw0[j] + kw * geo1.s1;
+            ST(Col, dst + (long)k * NR + j,
+               (ih >= 0 && ih < H && iw >= 0 && iw < W) ? LD(xc, (long)ih * W + iw) : 0.0f);
         }
     }
 }

@@ -515,6 +515,15 @@ impl<'a> Builder<'a> {
     }
 }
 
+/// A work-group shape for kernels over (output column, output row, plane): whole rows of
+/// up to 64 columns, and several rows when rows are short, so that a CPU device schedules
+/// few, substantial work-groups.
+pub fn window_local(columns: usize, rows: usize) -> [usize; 3] {
+    let x = columns.next_multiple_of(8).clamp(8, 64);
+    let y = (64 / x).clamp(1, rows.max(1));
+    [x, y, 1]
+}
+
 /// Converts a 32-bit index argument, refusing sizes the kernels cannot address.
 pub fn i32_arg(v: usize, what: &str) -> Result<i32, OpError> {
     i32::try_from(v).map_err(|_| {

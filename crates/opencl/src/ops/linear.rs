@@ -379,7 +379,7 @@ pub(super) fn conv(b: &mut Builder, fused: &FusedNode, attrs: &Conv) -> Result<(
             &program,
             "depthwise",
             &[wa.output, h.output, batch * cout],
-            Some(&[16, 1, 1]),
+            Some(&crate::plan::window_local(wa.output, h.output)),
             args,
         );
         return Ok(());
@@ -633,8 +633,13 @@ const MR: usize = 8;
 /// Row blocks one `gemm_block` work-item walks (MBLOCKS in gemm.cl).
 const MBLOCKS: usize = 4;
 
-/// Conv as im2col (skipped for 1×1 stride-1 unpadded kernels) and the register-blocked
-/// GEMM, with the weights packed into MR-row panels once, on the host.
+/// Columns of B per register block of `gemm_block` (NR in gemm.cl).
+const NR: usize = 16;
+/// Rows of a B panel one packing work-item writes (KC in gemm.cl).
+const KC: usize = 32;
+
+/// Conv as im2col into B panels (a plain panel copy for 1×1 stride-1 unpadded kernels) and
+/// the register-blocked GEMM, with the weights packed into MR-row panels once, on the host.
 fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
     let (h, wa) = (c.h, c.wa);
     let dtype = b.dtype(c.w)?;
@@ -651,24 +656,27 @@ fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
         && wa.stride == 1
         && h.pad_begin + h.pad_end + wa.pad_begin + wa.pad_end == 0;
     let program = b.program(Family::Gemm, variant)?;
-    let (bl, p, temp) = if pointwise {
-        (
+    let batches = c.batch * c.group;
+    let panel_set = n.div_ceil(NR) * k * NR;
+    let temp = format!("{}::b_panels", c.node.name);
+    b.shapes
+        .insert(temp.clone(), Shape::new([batches * panel_set]));
+    b.dtypes.insert(temp.clone(), dtype);
+    let panels = b.alloc(&temp)?;
+    if pointwise {
+        let sb = [plane as i64, 1, (c.cin * plane) as i64, (cg * plane) as i64];
+        launch_pack_b(
+            b,
+            &program,
             c.xl,
-            [
-                plane as i64,
-                (c.cin * plane) as i64,
-                (cg * plane) as i64,
-                ap_s1 as i64,
-                0,
-            ],
-            None,
-        )
+            panels.clone(),
+            k,
+            n,
+            sb,
+            c.group,
+            batches,
+        )?;
     } else {
-        let temp = format!("{}::im2col", c.node.name);
-        let batches = c.batch * c.group;
-        b.shapes.insert(temp.clone(), Shape::new([batches, k, n]));
-        b.dtypes.insert(temp.clone(), dtype);
-        let col = b.alloc(&temp)?;
         let geo1 = [
             h.dilation as i64,
             wa.dilation as i64,
@@ -682,11 +690,11 @@ fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
         b.launch(
             &program,
             "im2col",
-            &[k, 1, batches],
+            &[n.div_ceil(NR), k.div_ceil(KC), batches],
             Some(&[4, 1, 1]),
             vec![
                 Arg::Buf(c.xl),
-                Arg::Buf(col.clone()),
+                Arg::Buf(panels.clone()),
                 Arg::I32(i32_arg(k, "K")?),
                 Arg::I32(i32_arg(n, "N")?),
                 Arg::Int8(int8(&c.geo0)?),
@@ -696,27 +704,21 @@ fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
                 Arg::I32(i32_arg(c.group, "groups")?),
             ],
         );
-        (
-            col,
-            [
-                n as i64,
-                (c.group * k * n) as i64,
-                (k * n) as i64,
-                ap_s1 as i64,
-                0,
-            ],
-            Some(temp),
-        )
-    };
+    }
     let call = BlockedCall {
         ap,
-        b: bl,
+        b: panels,
         y: c.yl,
         m: c.m,
         n,
         k,
-        p,
-        batch: c.batch * c.group,
+        p: [
+            (c.group * panel_set) as i64,
+            panel_set as i64,
+            0,
+            ap_s1 as i64,
+        ],
+        batch: batches,
         batch1: c.group,
         bias: c.bias.map(|l| (l, [1, 0, c.m as i64])),
         alpha: 1.0,
@@ -724,9 +726,38 @@ fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
         epilogue: (c.residual, c.activation),
     };
     launch_blocked(b, &program, call)?;
-    if let Some(temp) = temp {
-        b.release(&temp);
-    }
+    b.release(&temp);
+    Ok(())
+}
+
+/// Packs a strided B into NR-column panels per batch.
+#[allow(clippy::too_many_arguments)]
+fn launch_pack_b(
+    b: &mut Builder,
+    program: &std::sync::Arc<crate::cl::Program>,
+    src: Loc,
+    dst: Loc,
+    k: usize,
+    n: usize,
+    sb: [i64; 4],
+    batch1: usize,
+    batches: usize,
+) -> Result<(), OpError> {
+    let sb8 = [sb[0], sb[1], sb[2], sb[3], 0, 0, 0, 0];
+    b.launch(
+        program,
+        "pack_b",
+        &[n.div_ceil(NR), k.div_ceil(KC), batches],
+        Some(&[4, 1, 1]),
+        vec![
+            Arg::Buf(src),
+            Arg::Buf(dst),
+            Arg::I32(i32_arg(k, "K")?),
+            Arg::I32(i32_arg(n, "N")?),
+            Arg::Int8(int8(&sb8)?),
+            Arg::I32(i32_arg(batch1.max(1), "batch")?),
+        ],
+    );
     Ok(())
 }
 
@@ -794,9 +825,8 @@ struct BlockedCall {
     m: usize,
     n: usize,
     k: usize,
-    /// (ldb, b_s0, b_s1, ap_s1, ap_s0): B's row stride and per-batch offsets, and the
-    /// packed A's per-batch offsets.
-    p: [i64; 5],
+    /// (bp_s0, bp_s1, ap_s0, ap_s1): the panel offsets of B and A per b0 and per b1.
+    p: [i64; 4],
     batch: usize,
     batch1: usize,
     bias: Option<(Loc, [i64; 3])>,
@@ -819,9 +849,7 @@ fn launch_blocked(
         None => (call.y.clone(), 0),
     };
     let (act, act_a, act_b) = call.epilogue.1.code();
-    let p = [
-        call.p[0], call.p[1], call.p[2], call.p[3], call.p[4], 0, 0, 0,
-    ];
+    let p = [call.p[0], call.p[1], call.p[2], call.p[3], 0, 0, 0, 0];
     b.launch(
         program,
         "gemm_block",
@@ -894,47 +922,48 @@ fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<()
             Arg::I32(i32_arg(per_batch, "packed size")?),
         ],
     );
-    // pack_a wrote one panel set per batch index, so gemm_block's per-b1 offset is the
-    // per-batch size and the b0 part is folded in by treating every batch as its own b1.
+    // B becomes NR-column panels, one panel set per batch index: on the host once when it
+    // is a constant (a Gemm's weight), else by the pack_b kernel.
     let [b_sk, b_sn, b_s0, b_s1] = call.sb;
-    let (bl, p) = if b_sn == 1 {
-        (call.b, [b_sk, b_s0, b_s1])
-    } else if let Some(t) = b
+    let panel_set = n.div_ceil(NR) * k * NR;
+    let batch1 = call.batch1.max(1);
+    let host_b = b
         .host_value(&call.b_name)
         .filter(|_| b_s0 == 0 && b_s1 == 0)
-    {
-        let values = t.to_f64_vec();
-        let mut packed = vec![0f32; k * n];
-        for kk in 0..k {
-            for nn in 0..n {
-                let src = (kk as i64 * b_sk + nn as i64 * b_sn) as usize;
-                packed[kk * n + nn] = values.get(src).copied().unwrap_or(0.0) as f32;
+        .map(Tensor::to_f64_vec);
+    let bl = match host_b {
+        Some(values) => {
+            let mut packed = vec![0f32; panel_set];
+            for kk in 0..k {
+                for nn in 0..n {
+                    let src = (kk as i64 * b_sk + nn as i64 * b_sn) as usize;
+                    packed[((nn / NR) * k + kk) * NR + nn % NR] =
+                        values.get(src).copied().unwrap_or(0.0) as f32;
+                }
             }
+            let t =
+                Tensor::from_f32([panel_set], packed).map_err(|e| OpError::Shape(e.to_string()))?;
+            let loc = b.constant(&format!("{}::b_panels", call.node), &t, storage)?;
+            // The same panels serve every batch.
+            (loc, [0, 0])
         }
-        let t = Tensor::from_f32([k * n], packed).map_err(|e| OpError::Shape(e.to_string()))?;
-        let loc = b.constant(&format!("{}::packed_b", call.node), &t, storage)?;
-        (loc, [n as i64, 0, 0])
-    } else {
-        let bp = temp(b, "packed_b", call.batch * k * n)?;
-        let sb8 = [b_sk, b_sn, b_s0, b_s1, 0, 0, 0, 0];
-        b.launch(
-            &program,
-            "pack_b",
-            &[n, k, call.batch],
-            Some(&[16, 1, 1]),
-            vec![
-                Arg::Buf(call.b),
-                Arg::Buf(bp.clone()),
-                Arg::I32(i32_arg(k, "K")?),
-                Arg::I32(i32_arg(n, "N")?),
-                Arg::Int8(int8(&sb8)?),
-                Arg::I32(i32_arg(call.batch1.max(1), "batch")?),
-            ],
-        );
-        // Row-major per batch: batch b at b·K·N, i.e. b0·batch1·K·N + b1·K·N.
-        let per = (k * n) as i64;
-        (bp, [n as i64, per * call.batch1.max(1) as i64, per])
+        None => {
+            let bp = temp(b, "b_panels", call.batch * panel_set)?;
+            launch_pack_b(
+                b,
+                &program,
+                call.b,
+                bp.clone(),
+                k,
+                n,
+                call.sb,
+                batch1,
+                call.batch,
+            )?;
+            (bp, [(batch1 * panel_set) as i64, panel_set as i64])
+        }
     };
+    let (bl, p) = bl;
     let blocked = BlockedCall {
         ap,
         b: bl,
@@ -942,13 +971,7 @@ fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<()
         m,
         n,
         k,
-        p: [
-            p[0],
-            p[1],
-            p[2],
-            per_batch as i64,
-            (per_batch * call.batch1.max(1)) as i64,
-        ],
+        p: [p[0], p[1], (per_batch * batch1) as i64, per_batch as i64],
         batch: call.batch,
         batch1: call.batch1,
         bias: call.bias,

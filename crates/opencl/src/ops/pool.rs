@@ -3,7 +3,7 @@
 
 use super::linear::{as_2d, resolve_axes};
 use super::{input, output};
-use crate::plan::{i32_arg, int8, Arg, Builder};
+use crate::plan::{i32_arg, int8, window_local, Arg, Builder};
 use crate::programs::Family;
 use concord_core::op::Pool;
 use concord_core::{Graph, Node, Op, OpError};
@@ -91,7 +91,7 @@ pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
         &program,
         kernel,
         &[w.output, h.output, planes],
-        Some(&[16, 1, 1]),
+        Some(&window_local(w.output, h.output)),
         vec![
             Arg::Buf(xl),
             Arg::Buf(yl),

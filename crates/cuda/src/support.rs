@@ -312,3 +312,99 @@ impl Facts<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use concord_core::op::PadMode;
+    use concord_core::{Tensor, ValueInfo};
+
+    /// A graph with runtime input x (f32[2, 3]), i64 input n, and i64 initializer `shape`.
+    fn graph_with(node: Node) -> Graph {
+        let mut g = Graph {
+            name: "t".into(),
+            opset: 17,
+            ..Graph::default()
+        };
+        g.inputs.push(ValueInfo::fixed("x", DType::F32, &[2, 3]));
+        g.inputs.push(ValueInfo::fixed("n", DType::I64, &[2]));
+        g.initializers
+            .insert("shape".into(), Tensor::vec_i64(vec![3, 2]));
+        for v in [
+            ValueInfo::fixed("x", DType::F32, &[2, 3]),
+            ValueInfo::fixed("n", DType::I64, &[2]),
+            ValueInfo::fixed("shape", DType::I64, &[2]),
+        ] {
+            g.values.insert(v.name.clone(), v);
+        }
+        g.nodes.push(node);
+        g
+    }
+
+    fn answer(op: Op, inputs: &[&str]) -> Support {
+        let node = Node::new("n0", op, inputs, &["y"]);
+        let g = graph_with(node.clone());
+        supports(&g, &node, Target::Cuda)
+    }
+
+    #[test]
+    fn float_activations_run_and_integer_ones_are_declined_with_the_type() {
+        assert_eq!(answer(Op::Relu, &["x"]), Support::Yes);
+        let Support::No(why) = answer(Op::Relu, &["n"]) else {
+            unreachable!("Relu on i64 has no CUDA kernel")
+        };
+        assert!(why.contains("i64"), "{why}");
+    }
+
+    #[test]
+    fn shape_operands_must_be_initializers() {
+        assert_eq!(
+            answer(Op::Reshape { allowzero: false }, &["x", "shape"]),
+            Support::Yes
+        );
+        let Support::No(why) = answer(Op::Reshape { allowzero: false }, &["x", "n"]) else {
+            unreachable!("a runtime shape operand is declined")
+        };
+        assert!(why.contains("`n`") && why.contains("initializer"), "{why}");
+    }
+
+    #[test]
+    fn integer_arithmetic_runs_except_pow() {
+        assert_eq!(answer(Op::Add, &["n", "n"]), Support::Yes);
+        assert!(matches!(answer(Op::Pow, &["n", "n"]), Support::No(_)));
+        assert!(matches!(answer(Op::Add, &["x", "n"]), Support::No(_)));
+    }
+
+    #[test]
+    fn only_constant_pad_is_implemented() {
+        assert_eq!(
+            answer(
+                Op::Pad {
+                    mode: PadMode::Constant
+                },
+                &["x", "shape"]
+            ),
+            Support::Yes
+        );
+        let Support::No(why) = answer(
+            Op::Pad {
+                mode: PadMode::Reflect,
+            },
+            &["x", "shape"],
+        ) else {
+            unreachable!("reflect padding is declined")
+        };
+        assert!(why.contains("Reflect"), "{why}");
+    }
+
+    #[test]
+    fn other_targets_are_declined() {
+        let node = Node::new("n0", Op::Relu, &["x"], &["y"]);
+        let g = graph_with(node.clone());
+        assert!(matches!(
+            supports(&g, &node, Target::OpenCl),
+            Support::No(why) if why.contains("opencl")
+        ));
+        assert_eq!(supports(&g, &node, Target::CudaFp16), Support::Yes);
+    }
+}

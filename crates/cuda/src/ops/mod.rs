@@ -395,3 +395,38 @@ pub fn expect_float(v: Value, index: usize, name: &'static str) -> OpResult<()> 
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strides_are_row_major_and_zero_on_broadcast_axes() {
+        assert_eq!(contiguous(&[2, 3, 4]), vec![12, 4, 1]);
+        assert_eq!(contiguous(&[]), Vec::<i64>::new());
+        // [3, 1] against [2, 3, 4]: the missing leading axis and the size-1 axis read 0.
+        assert_eq!(broadcast_strides(&[3, 1], &[2, 3, 4]), vec![0, 1, 0]);
+        // A same-shape operand keeps its own strides.
+        assert_eq!(broadcast_strides(&[2, 3], &[2, 3]), vec![3, 1]);
+    }
+
+    #[test]
+    fn iteration_spaces_past_eight_axes_are_refused() {
+        let dims = [1usize; 9];
+        assert!(matches!(
+            Strided::new(&dims, &[], &[], &[]),
+            Err(Fail::Op(OpError::Unsupported(_)))
+        ));
+        let s = Strided::new(&[2, 5], &[5, 1], &[0, 1], &[5, 1]).expect("fits");
+        assert_eq!((s.rank, s.n), (2, 10));
+        assert_eq!(s.b[..2], [0, 1]);
+    }
+
+    #[test]
+    fn grids_cover_every_element_and_launch_nothing_for_none() {
+        assert_eq!(grid(0).grid_dim.0, 0);
+        assert_eq!(grid(257).grid_dim.0, 2);
+        assert_eq!(grid(usize::MAX / 2).grid_dim.0, 65_535 * 16);
+        assert_eq!(rows_grid(3).block_dim.0, REDUCE_THREADS);
+    }
+}

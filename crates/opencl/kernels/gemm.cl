@@ -139,7 +139,7 @@ void gemm_tiled(CTPTR A, CTPTR B, TPTR Y, int M, int N, int K, int8 sa, int8 sb,
 #endif
 
 #ifndef MBLOCKS
-#define MBLOCKS 4
+#define MBLOCKS 8
 #endif
 
 #define FMA_ROW(i) c##i = fma((float16)LD(a, k * MR + i), bv, c##i)

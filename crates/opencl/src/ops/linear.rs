@@ -378,8 +378,8 @@ pub(super) fn conv(b: &mut Builder, fused: &FusedNode, attrs: &Conv) -> Result<(
         b.launch(
             &program,
             "depthwise",
-            &[wa.output, h.output, batch * cout],
-            Some(&crate::plan::window_local(wa.output, h.output)),
+            &[h.output, batch * cout],
+            Some(&[h.output.min(8), 1]),
             args,
         );
         return Ok(());
@@ -631,7 +631,7 @@ struct ConvBlocked<'n> {
 /// Rows of A per register block of `gemm_block` (MR in gemm.cl).
 const MR: usize = 8;
 /// Row blocks one `gemm_block` work-item walks (MBLOCKS in gemm.cl).
-const MBLOCKS: usize = 4;
+const MBLOCKS: usize = 8;
 
 /// Columns of B per register block of `gemm_block` (NR in gemm.cl).
 const NR: usize = 16;

@@ -146,8 +146,8 @@ void gemm_tiled(CTPTR A, CTPTR B, TPTR Y, int M, int N, int K, int8 sa, int8 sb,
 
 // Global (ceil(N / NR), ceil(ceil(M / MR) / MBLOCKS), batch): a work-item owns one B panel
 // and MBLOCKS A panels, so its B panel stays in cache while it walks the rows.
-// p = (bp_s0, bp_s1, ap_s0, ap_s1): panel offsets per b0 and b1 of B and of A (A's b0
-// offset is 0 for a conv's weights); sbias as in gemm_tiled. A values are read as scalars
+// p = (bp_s0, bp_s1, ap_s0, ap_s1, ldb): panel offsets per b0 and b1 of B and of A (A's
+// b0 offset is 0 for a conv's weights), and B's row stride when it is not packed; sbias as in gemm_tiled. A values are read as scalars
 // so the compiler folds each broadcast into its multiply-add.
 __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p, int batch1,
                          CTPTR bias, int8 sbias, float alpha, float beta, CTPTR R,
@@ -158,7 +158,11 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p
     const int n0 = nb * NR;
     if (n0 >= N) return;
     const int b0 = batch / batch1, b1 = batch % batch1;
-    CTPTR bp = Bp + (long)b0 * p.s0 + (long)b1 * p.s1 + (long)nb * K * NR;
+    // p.s4 > 0: B is not packed but row-major with that row stride (used when N is a
+    // multiple of NR, so no panel is ragged).
+    const int ldb = p.s4 > 0 ? p.s4 : NR;
+    CTPTR bp = Bp + (long)b0 * p.s0 + (long)b1 * p.s1
+               + (p.s4 > 0 ? (long)n0 : (long)nb * K * NR);
     const int left = min(N - n0, NR);
     const long y_base = (long)batch * M * N;
     for (int mb = mg * MBLOCKS; mb < mg * MBLOCKS + MBLOCKS; ++mb) {
@@ -167,7 +171,7 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p
         CTPTR a = Ap + (long)b0 * p.s2 + (long)b1 * p.s3 + (long)mb * K * MR;
         float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
         for (int k = 0; k < K; ++k) {
-            const float16 bv = LOAD_NR(bp, k * NR);
+            const float16 bv = LOAD_NR(bp, (long)k * ldb);
             FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3);
             FMA_ROW(4); FMA_ROW(5); FMA_ROW(6); FMA_ROW(7);
         }

@@ -657,6 +657,26 @@ fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
         && h.pad_begin + h.pad_end + wa.pad_begin + wa.pad_end == 0;
     let program = b.program(Family::Gemm, variant)?;
     let batches = c.batch * c.group;
+    if pointwise && n % NR == 0 {
+        // The image itself is B: rows of N contiguous columns, no ragged panel.
+        let call = BlockedCall {
+            ap,
+            b: c.xl,
+            y: c.yl,
+            m: c.m,
+            n,
+            k,
+            p: [(c.cin * plane) as i64, (cg * plane) as i64, 0, ap_s1 as i64],
+            ldb: plane,
+            batch: batches,
+            batch1: c.group,
+            bias: c.bias.map(|l| (l, [1, 0, c.m as i64])),
+            alpha: 1.0,
+            beta: 1.0,
+            epilogue: (c.residual, c.activation),
+        };
+        return launch_blocked(b, &program, call);
+    }
     let panel_set = n.div_ceil(NR) * k * NR;
     let temp = format!("{}::b_panels", c.node.name);
     b.shapes
@@ -718,6 +738,7 @@ fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
             0,
             ap_s1 as i64,
         ],
+        ldb: 0,
         batch: batches,
         batch1: c.group,
         bias: c.bias.map(|l| (l, [1, 0, c.m as i64])),
@@ -827,6 +848,8 @@ struct BlockedCall {
     k: usize,
     /// (bp_s0, bp_s1, ap_s0, ap_s1): the panel offsets of B and A per b0 and per b1.
     p: [i64; 4],
+    /// B's row stride when B is used in place (N a multiple of NR), 0 for B panels.
+    ldb: usize,
     batch: usize,
     batch1: usize,
     bias: Option<(Loc, [i64; 3])>,
@@ -849,7 +872,16 @@ fn launch_blocked(
         None => (call.y.clone(), 0),
     };
     let (act, act_a, act_b) = call.epilogue.1.code();
-    let p = [call.p[0], call.p[1], call.p[2], call.p[3], 0, 0, 0, 0];
+    let p = [
+        call.p[0],
+        call.p[1],
+        call.p[2],
+        call.p[3],
+        call.ldb as i64,
+        0,
+        0,
+        0,
+    ];
     b.launch(
         program,
         "gemm_block",
@@ -972,6 +1004,7 @@ fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<()
         n,
         k,
         p: [p[0], p[1], (per_batch * batch1) as i64, per_batch as i64],
+        ldb: 0,
         batch: call.batch,
         batch1: call.batch1,
         bias: call.bias,

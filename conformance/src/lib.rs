@@ -28,8 +28,8 @@ pub mod node_tests;
 pub mod outcome;
 pub mod progress;
 pub mod prop;
-pub mod repro;
 pub mod report;
+pub mod repro;
 pub mod suite;
 pub mod tolerance;
 

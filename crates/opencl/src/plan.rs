@@ -8,7 +8,7 @@ use crate::cl::{ArgValue, Buffer, Kernel, Program, Queue};
 use crate::device::Device;
 use crate::error::OpenClError;
 use crate::programs::{Family, ProgramCache};
-use concord_core::{DType, Error, Node, OpError, Shape, Target, Tensor, TensorData};
+use concord_core::{DType, OpError, Shape, Target, Tensor, TensorData};
 use half::f16;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -42,7 +42,6 @@ pub enum Arg {
     F32(f32),
     I64(i64),
     Int8([i32; 8]),
-    Local(usize),
 }
 
 /// One kernel launch.
@@ -290,14 +289,6 @@ impl WeightStore {
         let buffer = Arc::new(buffer);
         buffers.insert((key, storage), buffer.clone());
         Ok(buffer)
-    }
-
-    pub fn len(&self) -> usize {
-        self.buffers.lock().map(|b| b.len()).unwrap_or(0)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -589,7 +580,6 @@ impl ExecPlan {
                         Arg::F32(v) => ArgValue::F32(*v),
                         Arg::I64(v) => ArgValue::I64(*v),
                         Arg::Int8(v) => ArgValue::Int8(*v),
-                        Arg::Local(b) => ArgValue::Local(*b),
                     };
                     kernel.set_arg(i as u32, value)?;
                 }
@@ -604,11 +594,6 @@ impl ExecPlan {
             status,
         })
     }
-}
-
-/// Attributes a plan-building failure to its node.
-pub fn node_error(node: &Node, e: OpError) -> Error {
-    Error::at_node(node, e)
 }
 
 /// The shapes of a run's inputs, as the plan cache key.

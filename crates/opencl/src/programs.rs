@@ -38,12 +38,15 @@ pub struct ProgramKey {
     pub source_hash: u64,
 }
 
+/// One cache entry: the build's outcome, filled once by whichever caller gets there first.
+type BuildSlot = Arc<OnceLock<Result<Arc<Program>, OpenClError>>>;
+
 /// Built programs, shared by every partition an executor prepares (and so by every net
 /// built from one registry). Each key is built at most once; concurrent requests for the
 /// same key wait for the one build.
 #[derive(Default)]
 pub struct ProgramCache {
-    entries: Mutex<HashMap<ProgramKey, Arc<OnceLock<Result<Arc<Program>, OpenClError>>>>>,
+    entries: Mutex<HashMap<ProgramKey, BuildSlot>>,
 }
 
 impl fmt::Debug for ProgramCache {

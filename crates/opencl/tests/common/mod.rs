@@ -167,7 +167,7 @@ pub fn compare(actual: &Tensor, expected: &Tensor, tolerance: &Tolerance) -> Res
             } else {
                 f64::INFINITY
             };
-            if worst.is_none_or(|(_, w)| err > w) {
+            if worst.map_or(true, |(_, w)| err > w) {
                 worst = Some((i, err));
             }
         }

@@ -277,3 +277,63 @@ __kernel void im2col(CTPTR X, TPTR Col, int K, int N, int8 geo0, int8 geo1, int 
         }
     }
 }
+
+// A stride-1 convolution without im2col. With the image zero-padded into Xp (rows of Wp
+// columns, PW on each side, plus zero rows after the last), the column matrix row for
+// k = (c, kh, kw) is Xp itself shifted by c·plane + kh·DH·Wp + kw·DW: contiguous, so a
+// work-item loads its NR columns with one vector load per k, as from a packed panel. The
+// GEMM runs over OH·Wp "wide" columns; the Wp - OW columns past each output row's end are
+// computed and dropped in the epilogue.
+// p = (x_s0, plane, Wp, OW, N_wide, N); geo = (C, KH, KW, DH, DW).
+// Global (ceil(N_wide / NR), ceil(ceil(M / MR) / MBLOCKS), images).
+__kernel void conv_shift(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 geo,
+                         CTPTR bias, int has_bias, CTPTR R, int has_res, int act, float act_a,
+                         float act_b) {
+    const int nb = get_global_id(0);
+    const int mg = get_global_id(1);
+    const int batch = get_global_id(2);
+    const int n0 = nb * NR;
+    const int Wp = p.s2, OW = p.s3, NW = p.s4, N = p.s5;
+    if (n0 >= NW) return;
+    const int C = geo.s0, KH = geo.s1, KW = geo.s2, DH = geo.s3, DW = geo.s4;
+    CTPTR xb = Xp + (long)batch * p.s0 + n0;
+    const long y_base = (long)batch * M * N;
+    for (int mb = mg * MBLOCKS; mb < mg * MBLOCKS + MBLOCKS; ++mb) {
+        const int m0 = mb * MR;
+        if (m0 >= M) break;
+        CTPTR a = Ap + (long)mb * K * MR;
+        float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
+        int k = 0;
+        for (int c = 0; c < C; ++c) {
+            CTPTR xc = xb + (long)c * p.s1;
+            for (int kh = 0; kh < KH; ++kh) {
+                CTPTR xr = xc + kh * DH * Wp;
+                for (int kw = 0; kw < KW; ++kw, ++k) {
+                    const float16 bv = LOAD_NR(xr, kw * DW);
+                    FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3);
+                    FMA_ROW(4); FMA_ROW(5); FMA_ROW(6); FMA_ROW(7);
+                }
+            }
+        }
+        float16 rows[MR] = {c0, c1, c2, c3, c4, c5, c6, c7};
+        for (int i = 0; i < MR; ++i) {
+            const int m = m0 + i;
+            if (m >= M) break;
+            float t[NR];
+            vstore16(rows[i], 0, t);
+            const float bm = has_bias ? LD(bias, m) : 0.0f;
+            const long row = y_base + (long)m * N;
+            for (int j = 0; j < NR; ++j) {
+                const int nw = n0 + j;
+                if (nw >= NW) break;
+                const int oh = nw / Wp;
+                const int ow = nw - oh * Wp;
+                if (ow >= OW) continue;
+                const long at = row + (long)oh * OW + ow;
+                float v = t[j] + bm;
+                if (has_res) v += LD(R, at);
+                ST(Y, at, activate(v, act, act_a, act_b));
+            }
+        }
+    }
+}

@@ -677,6 +677,9 @@ fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
         };
         return launch_blocked(b, &program, call);
     }
+    if h.stride == 1 && wa.stride == 1 && c.group == 1 && !pointwise {
+        return conv_shifted(b, &program, &c, ap, k, storage);
+    }
     let panel_set = n.div_ceil(NR) * k * NR;
     let temp = format!("{}::b_panels", c.node.name);
     b.shapes
@@ -747,6 +750,118 @@ fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
         epilogue: (c.residual, c.activation),
     };
     launch_blocked(b, &program, call)?;
+    b.release(&temp);
+    Ok(())
+}
+
+/// A stride-1 conv as shifted contiguous views of a zero-padded copy of the image (see
+/// conv_shift in gemm.cl): one cheap pad pass instead of an im2col matrix KH·KW times the
+/// image's size.
+fn conv_shifted(
+    b: &mut Builder,
+    program: &std::sync::Arc<crate::cl::Program>,
+    c: &ConvBlocked,
+    ap: Loc,
+    k: usize,
+    storage: Storage,
+) -> Result<(), OpError> {
+    let (h, wa) = (c.h, c.wa);
+    let wp = wa.input + wa.pad_begin + wa.pad_end;
+    let hp = h.input + h.pad_begin + h.pad_end;
+    // Zero rows after the image, so the last panel's shifted loads stay inside the copy.
+    let tail_rows = (NR + (wa.kernel - 1) * wa.dilation).div_ceil(wp) + 1;
+    let rows = hp + tail_rows;
+    let plane = rows * wp;
+    let n_wide = h.output * wp;
+    let n = h.output * wa.output;
+    let dtype = b.dtype(c.w)?;
+    let temp = format!("{}::padded", c.node.name);
+    b.shapes
+        .insert(temp.clone(), Shape::new([c.batch * c.cin * plane]));
+    b.dtypes.insert(temp.clone(), dtype);
+    let padded = b.alloc(&temp)?;
+    let pad_program = b.program(Family::Movement, storage.bits_variant())?;
+    let out_dims = [c.batch as i64, c.cin as i64, rows as i64, wp as i64];
+    let in_dims = [
+        c.batch as i64,
+        c.cin as i64,
+        h.input as i64,
+        wa.input as i64,
+    ];
+    let begin = [0, 0, h.pad_begin as i64, wa.pad_begin as i64];
+    let in_strides = crate::plan::strides_of(&[c.batch, c.cin, h.input, wa.input]);
+    let total = c.batch * c.cin * plane;
+    b.launch_1d(
+        &pad_program,
+        "pad_constant",
+        total,
+        vec![
+            Arg::Buf(c.xl.clone()),
+            Arg::Buf(padded.clone()),
+            Arg::I32(i32_arg(total, "padded size")?),
+            Arg::I32(4),
+            Arg::Int8(int8(&out_dims)?),
+            Arg::Int8(int8(&in_dims)?),
+            Arg::Int8(int8(&begin)?),
+            Arg::Int8(int8(&in_strides)?),
+            Arg::I64(0),
+        ],
+    );
+    let p = [
+        (c.cin * plane) as i64,
+        plane as i64,
+        wp as i64,
+        wa.output as i64,
+        n_wide as i64,
+        n as i64,
+        0,
+        0,
+    ];
+    let geo = [
+        c.cin as i64,
+        h.kernel as i64,
+        wa.kernel as i64,
+        h.dilation as i64,
+        wa.dilation as i64,
+        0,
+        0,
+        0,
+    ];
+    let (bias, has_bias) = match &c.bias {
+        Some(l) => (l.clone(), 1),
+        None => (c.yl.clone(), 0),
+    };
+    let (res, has_res) = match &c.residual {
+        Some(l) => (l.clone(), 1),
+        None => (c.yl.clone(), 0),
+    };
+    let (act, act_a, act_b) = c.activation.code();
+    b.launch(
+        program,
+        "conv_shift",
+        &[
+            n_wide.div_ceil(NR),
+            c.m.div_ceil(MR).div_ceil(MBLOCKS),
+            c.batch,
+        ],
+        Some(&[4, 1, 1]),
+        vec![
+            Arg::Buf(ap),
+            Arg::Buf(padded),
+            Arg::Buf(c.yl.clone()),
+            Arg::I32(i32_arg(c.m, "M")?),
+            Arg::I32(i32_arg(k, "K")?),
+            Arg::Int8(int8(&p)?),
+            Arg::Int8(int8(&geo)?),
+            Arg::Buf(bias),
+            Arg::I32(has_bias),
+            Arg::Buf(res),
+            Arg::I32(has_res),
+            Arg::I32(act),
+            Arg::F32(act_a),
+            Arg::F32(act_b),
+        ],
+    );
     b.release(&temp);
     Ok(())
 }

@@ -190,7 +190,11 @@ fn choose(devices: &[DeviceInfo]) -> usize {
 
 fn describe(platform: cl_platform_id, platform_name: &str, id: cl_device_id) -> DeviceInfo {
     let text = |param| cl::device_string(id, param).unwrap_or_default();
-    let extensions = text(dev::CL_DEVICE_EXTENSIONS);
+    // Drivers pad the list with runs of spaces; one space apart reads better in reports.
+    let extensions = text(dev::CL_DEVICE_EXTENSIONS)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     let fp16 = extensions.split_whitespace().any(|e| e == "cl_khr_fp16");
     let device_type = cl::device_u64(id, dev::CL_DEVICE_TYPE).unwrap_or(0);
     let kind = if device_type & dev::CL_DEVICE_TYPE_GPU != 0 {

@@ -17,9 +17,12 @@ __kernel void softmax(CTPTR X, TPTR Y, int outer, int len, int inner) {
     }
 }
 
-// scale and bias hold `cols` values, or one (broadcast); has_bias == 0 means no B.
+// Scale and B broadcast to the normalised shape (rank nrank, dims ndims): element c of a
+// row reads them at the offsets their strides (0 on broadcast axes) give; has_bias == 0
+// means no B.
 __kernel void layer_norm(CTPTR X, CTPTR scale, CTPTR bias, TPTR Y, int rows, int cols,
-                         int scale_step, int bias_step, int has_bias, float epsilon) {
+                         int nrank, int8 ndims, int8 sscale, int8 sbias, int has_bias,
+                         float epsilon) {
     const int r = get_global_id(0);
     if (r >= rows) return;
     const long base = (long)r * cols;
@@ -33,8 +36,10 @@ __kernel void layer_norm(CTPTR X, CTPTR scale, CTPTR bias, TPTR Y, int rows, int
     }
     const acc_t inv = 1 / sqrt(sq / cols + (acc_t)epsilon);
     for (int c = 0; c < cols; ++c) {
-        acc_t v = ((acc_t)LD(X, base + c) - mean) * inv * (acc_t)LD(scale, c * scale_step);
-        if (has_bias) v += (acc_t)LD(bias, c * bias_step);
+        int is = 0, ib = 0;
+        offsets2(c, nrank, ndims, sscale, sbias, &is, &ib);
+        acc_t v = ((acc_t)LD(X, base + c) - mean) * inv * (acc_t)LD(scale, is);
+        if (has_bias) v += (acc_t)LD(bias, ib);
         ST(Y, base + c, (float)v);
     }
 }

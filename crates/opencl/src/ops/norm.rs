@@ -2,8 +2,8 @@
 //! inference mode (a BatchNormalization after a Conv is folded into it instead, see
 //! fuse.rs).
 
-use super::{input, optional_input, output};
-use crate::plan::{i32_arg, Arg, Builder};
+use super::{broadcast_strides, input, optional_input, output};
+use crate::plan::{i32_arg, int8, Arg, Builder};
 use crate::programs::Family;
 use concord_core::shape::normalize_axis;
 use concord_core::{Node, Op, OpError};
@@ -38,24 +38,29 @@ pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
             let rows: usize = xd[..axis].iter().product();
             let cols: usize = xd[axis..].iter().product();
             let scale = input(node, 1, "Scale")?;
-            let step = |b: &Builder, name: &str| -> Result<i32, OpError> {
-                match b.shape(name)?.numel() {
-                    1 => Ok(0),
-                    n if n == cols => Ok(1),
-                    _ => Err(OpError::Unsupported(format!(
-                        "LayerNormalization: `{name}` of shape {} is neither one value nor the \
-                         normalised shape {:?}; other broadcasts are not implemented on OpenCL",
-                        b.shape(name).map(|s| s.to_string()).unwrap_or_default(),
-                        &xd[axis..]
-                    ))),
+            let normalised = &xd[axis..];
+            let strides = |b: &Builder, name: &str| -> Result<[i32; 8], OpError> {
+                let dims = b.shape(name)?.dims().to_vec();
+                let fits = dims.len() <= normalised.len()
+                    && dims
+                        .iter()
+                        .zip(&normalised[normalised.len() - dims.len()..])
+                        .all(|(&p, &n)| p == 1 || p == n);
+                if !fits {
+                    return Err(OpError::Shape(format!(
+                        "LayerNormalization: `{name}` of shape {dims:?} does not broadcast to \
+                         the normalised shape {normalised:?}"
+                    )));
                 }
+                int8(&broadcast_strides(&dims, normalised))
             };
-            let scale_step = step(b, scale)?;
+            let scale_strides = strides(b, scale)?;
             let bias = optional_input(node, 2);
-            let bias_step = match bias {
-                Some(name) => step(b, name)?,
-                None => 0,
+            let bias_strides = match bias {
+                Some(name) => strides(b, name)?,
+                None => [0; 8],
             };
+            let ndims: Vec<i64> = normalised.iter().map(|&d| d as i64).collect();
             let xl = b.input(x)?;
             let sl = b.input(scale)?;
             let bl = match bias {
@@ -74,8 +79,10 @@ pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
                     Arg::Buf(yl),
                     Arg::I32(i32_arg(rows, "rows")?),
                     Arg::I32(i32_arg(cols, "normalised size")?),
-                    Arg::I32(scale_step),
-                    Arg::I32(bias_step),
+                    Arg::I32(ndims.len() as i32),
+                    Arg::Int8(int8(&ndims)?),
+                    Arg::Int8(scale_strides),
+                    Arg::Int8(bias_strides),
                     Arg::I32(bias.is_some() as i32),
                     Arg::F32(epsilon),
                 ],

@@ -1,0 +1,8 @@
+//! The conformance suite on the OpenCL executor, through the backend-author API: every
+//! case is a libtest-mimic trial named `opencl/<target>/<category>/<case>`. Without an
+//! OpenCL runtime the suite reports every trial as a visible skip (and fails instead when
+//! `CONCORD_REQUIRE` names opencl or `CI` is set, as the suite decides).
+
+fn main() {
+    concord_conformance::main(concord_opencl::OpenClExecutor::new)
+}

@@ -58,6 +58,8 @@ pub struct Device {
     pub local_mem_bytes: u64,
     /// True for CPU devices (PoCL): kernels pick CPU-friendly tile shapes.
     pub is_cpu: bool,
+    /// The platform is PoCL, whose kernel-binary cache needs runs to take turns.
+    pub is_pocl: bool,
 }
 
 impl Unavailable {
@@ -159,6 +161,10 @@ pub fn open(discovery: &Discovery) -> Result<Device, ClError> {
     let extensions = cl::device_string(id, dev::CL_DEVICE_EXTENSIONS).unwrap_or_default();
     let fp_config = cl::device_u64(id, dev::CL_DEVICE_SINGLE_FP_CONFIG).unwrap_or(0);
     let device_type = cl::device_u64(id, dev::CL_DEVICE_TYPE).unwrap_or(0);
+    let is_pocl = info
+        .details
+        .get("platform")
+        .is_some_and(|p| p.contains("Portable Computing Language"));
     Ok(Device {
         context,
         info,
@@ -169,6 +175,7 @@ pub fn open(discovery: &Discovery) -> Result<Device, ClError> {
             .map_or(64, |v| v as usize),
         local_mem_bytes: cl::device_u64(id, dev::CL_DEVICE_LOCAL_MEM_SIZE).unwrap_or(16384),
         is_cpu: device_type & dev::CL_DEVICE_TYPE_CPU != 0,
+        is_pocl,
     })
 }
 

@@ -35,6 +35,14 @@ pub struct Runtime {
     pub device: Device,
     pub programs: ProgramCache,
     pub options: OpenClOptions,
+    /// Held while a plan runs for the first time (drivers compile a kernel for its
+    /// work-group shape on first launch), and on PoCL for every run: PoCL 3.1's cache of
+    /// those binaries is not safe under concurrent launches from several queues (it aborts
+    /// the process with `pocl_release_dlhandle_cache: Assertion 'found->ref_count > 0'`),
+    /// and a CPU device runs each kernel on all its cores anyway, so runs take turns.
+    pub first_runs: std::sync::Mutex<()>,
+    /// Every run takes `first_runs` (see there), not only first runs.
+    pub serialize_runs: bool,
 }
 
 impl OpenClExecutor {
@@ -72,9 +80,11 @@ impl OpenClExecutor {
                     ),
                 })?;
                 Ok(Arc::new(Runtime {
+                    serialize_runs: device.is_pocl,
                     device,
                     programs: ProgramCache::default(),
                     options: self.options,
+                    first_runs: std::sync::Mutex::new(()),
                 }))
             })
             .clone()

@@ -15,6 +15,7 @@ use crate::plan::{
 use concord_core::infer::{infer_op, ValueFact};
 use concord_core::{Error, Graph, OpError, PreparedPartition, ProfileSink, Shape, Target, Tensor};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -183,6 +184,7 @@ impl OpenClPartition {
             slot_bytes: b.slot_bytes(),
             needs_status: b.needs_status,
             pool: Mutex::new(Vec::new()),
+            warmed: AtomicBool::new(false),
         })
     }
 
@@ -336,7 +338,29 @@ impl PreparedPartition for OpenClPartition {
                 .new_workspace(&self.runtime.device)
                 .map_err(|e| e.in_partition("making a workspace"))?,
         };
-        let result = self.execute(&plan, &ws, inputs, profile);
+        let result = if plan.warmed.load(Ordering::Acquire) && !self.runtime.serialize_runs {
+            self.execute(&plan, &ws, inputs, profile)
+        } else {
+            // A poisoned lock only means another first run panicked; the guard is still
+            // good for taking turns.
+            let _turn = self
+                .runtime
+                .first_runs
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let result = self
+                .execute(&plan, &ws, inputs, profile)
+                .and_then(|outputs| {
+                    ws.queue
+                        .finish()
+                        .map_err(|e| OpenClError::from(e).in_partition("finishing a first run"))?;
+                    Ok(outputs)
+                });
+            if result.is_ok() {
+                plan.warmed.store(true, Ordering::Release);
+            }
+            result
+        };
         // A workspace that saw a device error is dropped rather than reused.
         if result.is_ok() {
             if let Ok(mut pool) = plan.pool.lock() {

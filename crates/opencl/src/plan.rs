@@ -93,6 +93,9 @@ pub struct ExecPlan {
     pub needs_status: bool,
     /// Idle workspaces; a run takes one (or makes one) and gives it back.
     pub pool: Mutex<Vec<Workspace>>,
+    /// Set once a run of this plan has completed, so its kernels are compiled for the
+    /// device (see `Runtime::first_runs`).
+    pub warmed: std::sync::atomic::AtomicBool,
 }
 
 /// One run's device state: used by one run at a time, so its kernel objects' arguments are

@@ -777,13 +777,13 @@ pub fn required_here(
         let named = list
             .split(',')
             .map(|s| s.trim().to_ascii_lowercase())
-            .any(|s| s == executor || s == target.name());
+            // Naming the executor requires its f32 targets; an fp16 target is required only
+            // when named itself, since a device without fp16 is not a broken installation.
+            .any(|s| s == target.name() || (s == executor && !target.is_fp16()));
         if named {
             return Some(format!("CONCORD_REQUIRE={list} names it"));
         }
     }
-    // An fp16 target on a device without fp16 is a capability the device lacks, not a
-    // broken installation; only CONCORD_REQUIRE naming the target makes it fail.
     let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0");
     if ci && !target.is_fp16() && unavailable_in_ci.is_none() {
         return Some("CI is set".to_string());

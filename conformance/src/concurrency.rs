@@ -57,6 +57,44 @@ impl Load {
     }
 }
 
+/// How two outputs of the executor must agree: bit for bit, unless the executor declares
+/// itself non-deterministic, in which case within the model tolerance.
+#[derive(Clone, Debug)]
+pub struct Sameness {
+    exact: bool,
+    level: crate::tolerance::Level,
+    target: Target,
+}
+
+impl Sameness {
+    pub fn of(suite: &Suite, target: Target) -> Result<Sameness, String> {
+        let level = suite
+            .tolerances
+            .level("model")
+            .ok_or("no model level")?
+            .level
+            .clone();
+        Ok(Sameness {
+            exact: suite.executor.deterministic(),
+            level,
+            target,
+        })
+    }
+
+    pub fn agrees(&self, got: &Tensor, want: &Tensor) -> bool {
+        if self.exact {
+            return got.bit_identical(want);
+        }
+        match allowance(&self.level, self.target, want, None) {
+            Ok(allowed) => compare("y", got, want, &|i, _| {
+                allowed.get(i).copied().unwrap_or(0.0)
+            })
+            .passed(),
+            Err(_) => false,
+        }
+    }
+}
+
 /// A model of the seed report, with a deterministic input maker.
 #[derive(Clone, Debug)]
 pub struct Model {
@@ -189,6 +227,12 @@ pub fn input(model: &Model, seed: u64) -> Tensor {
 /// Runs one scenario.
 pub fn run(suite: &Suite, scenario: &str, target: Target, notices: &mut Vec<String>) -> Outcome {
     let load = Load::from_env();
+    if !suite.executor.deterministic() {
+        notices.push(format!(
+            "{} declares its results non-deterministic: concurrency outputs are compared within the model tolerance, not bit for bit",
+            suite.executor.name()
+        ));
+    }
     let result = match scenario {
         "per_thread_nets" => per_thread_nets(suite, target, load, notices),
         "shared_net" => shared_net(suite, target, load, notices),
@@ -228,6 +272,7 @@ fn baseline(
     seed: u64,
     target: Target,
 ) -> Result<Tensor, String> {
+    let same = Sameness::of(suite, target)?;
     let x = input(model, seed);
     let out = forward_one(net, model, x.clone())?;
     let reference = NetBuilder::from_graph(model.graph.clone())
@@ -258,7 +303,7 @@ fn baseline(
         ));
     }
     let again = forward_one(net, model, input(model, seed))?;
-    if !again.bit_identical(&out) {
+    if !same.agrees(&again, &out) {
         return Err(format!(
             "{}: the same input twice through the same net gave different bits",
             model.name
@@ -344,6 +389,7 @@ fn per_thread_nets(
     load: Load,
     notices: &mut Vec<String>,
 ) -> Result<String, String> {
+    let same = Sameness::of(suite, target)?;
     let models = models();
     let mut expected = Vec::new();
     for m in &models {
@@ -368,7 +414,7 @@ fn per_thread_nets(
             let net = handle.build(m, target)?;
             for k in 0..load.forwards {
                 let y = forward_one(&net, m, input(m, 0))?;
-                if !y.bit_identical(&expected[i % models_n]) {
+                if !same.agrees(&y, &expected[i % models_n]) {
                     return Err(format!(
                         "{}: forward {k} differs from the single-threaded output (cross-talk?)",
                         m.name
@@ -387,6 +433,7 @@ fn shared_net(
     load: Load,
     notices: &mut Vec<String>,
 ) -> Result<String, String> {
+    let same = Sameness::of(suite, target)?;
     let m = models().pop().ok_or("no model")?;
     let net = build(suite, &m, target)?;
     notices.extend(
@@ -407,7 +454,7 @@ fn shared_net(
             let (net, m, expected) = &*shared;
             for k in 0..load.forwards {
                 let y = forward_one(net, m, input(m, i as u64))?;
-                if !y.bit_identical(&expected[i]) {
+                if !same.agrees(&y, &expected[i]) {
                     return Err(format!(
                         "forward {k} on the shared net differs from the single-threaded output"
                     ));
@@ -425,6 +472,7 @@ fn async_interleaved(
     load: Load,
     notices: &mut Vec<String>,
 ) -> Result<String, String> {
+    let same = Sameness::of(suite, target)?;
     let m = models().swap_remove(0);
     let net = build(suite, &m, target)?;
     notices.extend(
@@ -452,7 +500,7 @@ fn async_interleaved(
                     pending.push(p);
                 } else {
                     let y = forward_one(net, m, input(m, i as u64))?;
-                    if !y.bit_identical(&expected[i]) {
+                    if !same.agrees(&y, &expected[i]) {
                         return Err(format!(
                             "forward {k} (sync, with async ones in flight) differs"
                         ));
@@ -462,7 +510,7 @@ fn async_interleaved(
             for (k, p) in pending.into_iter().enumerate() {
                 let out = p.wait().map_err(|e| e.to_string())?;
                 let y = out.get("y").ok_or("no output y")?;
-                if !y.bit_identical(&expected[i]) {
+                if !same.agrees(&y, &expected[i]) {
                     return Err(format!(
                         "async forward {k} differs from the single-threaded output"
                     ));
@@ -480,6 +528,7 @@ fn build_and_drop(
     load: Load,
     notices: &mut Vec<String>,
 ) -> Result<String, String> {
+    let same = Sameness::of(suite, target)?;
     let models = models();
     let long_lived = build(suite, &models[2], target)?;
     notices.extend(
@@ -517,7 +566,7 @@ fn build_and_drop(
             if i % 2 == 0 {
                 for k in 0..load.forwards {
                     let y = forward_one(net, &models[2], input(&models[2], 0))?;
-                    if !y.bit_identical(expected) {
+                    if !same.agrees(&y, expected) {
                         return Err(format!(
                             "forward {k} differs while other nets were built and dropped"
                         ));
@@ -529,7 +578,7 @@ fn build_and_drop(
                 for k in 0..rounds {
                     let net = handle.build(&models[0], target)?;
                     let y = forward_one(&net, &models[0], input(&models[0], 0))?;
-                    if !y.bit_identical(churn_expected) {
+                    if !same.agrees(&y, churn_expected) {
                         return Err(format!("net built in round {k} computes different bits"));
                     }
                     drop(net);

@@ -129,6 +129,14 @@ pub trait Executor: Send + Sync + fmt::Debug {
     /// types, constant operands).
     fn supports(&self, graph: &Graph, node: &Node, target: Target) -> Support;
 
+    /// Whether the same input through the same prepared partition always gives the same
+    /// bits, whatever the thread count and interleaving. An executor whose sums depend on
+    /// scheduling (atomics, a split chosen at run time) says false: the conformance suite
+    /// then holds it to its tolerance instead of bit-identity, and the report says so.
+    fn deterministic(&self) -> bool {
+        true
+    }
+
     /// Prepares a partition (a sub-graph whose inputs are the values crossing into it).
     fn prepare(
         &self,

@@ -149,15 +149,6 @@ impl Profiler {
             .unwrap_or_default()
     }
 
-    /// Which executors reported running each node, over every forward including the
-    /// warm-up ("" entries are nodes whose executor did not say).
-    pub fn ran_on(&self) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
-        self.state
-            .lock()
-            .map(|s| s.ran_on.clone())
-            .unwrap_or_default()
-    }
-
     pub fn reset(&self) {
         if let Ok(mut state) = self.state.lock() {
             *state = Accumulated::default();

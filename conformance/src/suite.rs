@@ -218,7 +218,11 @@ impl Suite {
             for g in &self.golden {
                 let category = if g.kind == "model" { "model" } else { "golden" };
                 let trial = format!("{prefix}/{category}/{}", g.name);
-                let skip = self.known_skip(&trial, target);
+                let skip = self.known_skip(&trial, target).or_else(|| {
+                    std::fs::read(&g.model)
+                        .ok()
+                        .and_then(|bytes| self.unsupported_model(&bytes, target))
+                });
                 let subject = if g.kind == "model" {
                     g.name.clone()
                 } else {
@@ -416,8 +420,14 @@ impl Suite {
     /// Why the executor declines this case's node, decided before running.
     fn unsupported_op(&self, case: &OpCase, target: Target) -> Option<String> {
         let built = case.build().ok()?;
-        let bytes = prost::Message::encode_to_vec(&built.model);
-        let net = self.reference_net(&bytes).ok()?;
+        self.unsupported_model(&prost::Message::encode_to_vec(&built.model), target)
+    }
+
+    /// Why the executor declines a node of this model, decided before running, so the
+    /// trial shows as skipped rather than "ok". A model that does not load is left to the
+    /// trial, which reports the error.
+    fn unsupported_model(&self, bytes: &[u8], target: Target) -> Option<String> {
+        let net = self.reference_net(bytes).ok()?;
         let graph = net.graph();
         for node in &graph.nodes {
             if let Support::No(why) = self.executor.supports(graph, node, target) {

@@ -20,6 +20,7 @@ pub mod infer;
 pub mod op;
 pub mod placement;
 pub mod shape;
+pub mod storage;
 pub mod tensor;
 
 pub use dtype::DType;

@@ -3,19 +3,11 @@
 //! target).
 
 use crate::error::CudaError;
-use concord_core::{DType, OpError, Shape, Target, Tensor, TensorData};
+use concord_core::{DType, Shape, Tensor};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
-use half::f16;
 use std::sync::Arc;
 
-/// How a value's elements are laid out in device memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Storage {
-    F32,
-    F16,
-    I64,
-    U8,
-}
+pub use concord_core::storage::{from_storage_bytes, to_storage_bytes, Storage};
 
 /// A value on the device. The buffer is shared: Reshape, Flatten, Squeeze, Unsqueeze,
 /// Identity and Dropout give a new tensor over the same bytes.
@@ -29,30 +21,16 @@ pub struct DeviceTensor {
     pub shape: Shape,
 }
 
-impl Storage {
-    /// The device layout of `dtype` on `target`: f32 is half on the fp16 target, f16 values
-    /// are half everywhere, bool is one byte.
-    pub fn of(dtype: DType, target: Target) -> Storage {
-        match dtype {
-            DType::F32 if target.is_fp16() => Storage::F16,
-            DType::F32 => Storage::F32,
-            DType::F16 => Storage::F16,
-            DType::I64 => Storage::I64,
-            DType::Bool => Storage::U8,
-        }
-    }
-
-    pub fn size(self) -> usize {
-        match self {
-            Storage::F32 => 4,
-            Storage::F16 => 2,
-            Storage::I64 => 8,
-            Storage::U8 => 1,
-        }
-    }
-
+/// The CUDA kernel-name suffixes of a storage layout.
+pub trait StorageSuffix {
     /// The kernel-name suffix of arithmetic kernels ("f32", "f16", "i64", "u8").
-    pub fn suffix(self) -> &'static str {
+    fn suffix(self) -> &'static str;
+    /// The kernel-name suffix of bit-moving kernels of the same element size.
+    fn bits(self) -> &'static str;
+}
+
+impl StorageSuffix for Storage {
+    fn suffix(self) -> &'static str {
         match self {
             Storage::F32 => "f32",
             Storage::F16 => "f16",
@@ -61,18 +39,13 @@ impl Storage {
         }
     }
 
-    /// The kernel-name suffix of bit-moving kernels of the same element size.
-    pub fn bits(self) -> &'static str {
+    fn bits(self) -> &'static str {
         match self {
             Storage::F32 => "b32",
             Storage::F16 => "b16",
             Storage::I64 => "b64",
             Storage::U8 => "b8",
         }
-    }
-
-    pub fn is_float(self) -> bool {
-        matches!(self, Storage::F32 | Storage::F16)
     }
 }
 
@@ -176,73 +149,11 @@ fn wrap(
     }
 }
 
-/// A tensor's elements as bytes in `storage` layout (rounding f32 to half where the storage
-/// is half).
-pub fn to_storage_bytes(t: &Tensor, storage: Storage) -> Result<Vec<u8>, OpError> {
-    let mut out = Vec::with_capacity(t.len() * storage.size());
-    match (t.data(), storage) {
-        (TensorData::F32(v), Storage::F32) => v.iter().for_each(|x| out.extend(x.to_ne_bytes())),
-        (TensorData::F32(v), Storage::F16) => v
-            .iter()
-            .for_each(|x| out.extend(f16::from_f32(*x).to_ne_bytes())),
-        (TensorData::F16(v), Storage::F16) => v.iter().for_each(|x| out.extend(x.to_ne_bytes())),
-        (TensorData::I64(v), Storage::I64) => v.iter().for_each(|x| out.extend(x.to_ne_bytes())),
-        (TensorData::Bool(v), Storage::U8) => out.extend(v.iter().map(|&b| u8::from(b))),
-        (_, storage) => {
-            return Err(OpError::Unsupported(format!(
-                "a {} tensor cannot be stored as {storage:?} on the device",
-                t.dtype()
-            )))
-        }
-    }
-    Ok(out)
-}
-
-/// Bytes in `storage` layout back to a host tensor of `dtype`.
-pub fn from_storage_bytes(
-    bytes: &[u8],
-    storage: Storage,
-    dtype: DType,
-    shape: Shape,
-) -> Result<Tensor, OpError> {
-    let data = match (storage, dtype) {
-        (Storage::F32, DType::F32) => TensorData::F32(
-            bytes
-                .chunks_exact(4)
-                .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
-                .collect(),
-        ),
-        (Storage::F16, DType::F32) => TensorData::F32(
-            bytes
-                .chunks_exact(2)
-                .map(|c| f16::from_ne_bytes([c[0], c[1]]).to_f32())
-                .collect(),
-        ),
-        (Storage::F16, DType::F16) => TensorData::F16(
-            bytes
-                .chunks_exact(2)
-                .map(|c| f16::from_ne_bytes([c[0], c[1]]))
-                .collect(),
-        ),
-        (Storage::I64, DType::I64) => TensorData::I64(
-            bytes
-                .chunks_exact(8)
-                .map(|c| i64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-                .collect(),
-        ),
-        (Storage::U8, DType::Bool) => TensorData::Bool(bytes.iter().map(|&b| b != 0).collect()),
-        (storage, dtype) => {
-            return Err(OpError::Unsupported(format!(
-                "device storage {storage:?} does not hold {dtype} values"
-            )))
-        }
-    };
-    Tensor::from_parts(shape, data)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use concord_core::Target;
+    use half::f16;
 
     #[test]
     fn half_storage_rounds_f32_once_and_widens_back() {

@@ -8,19 +8,11 @@ use crate::cl::{ArgValue, Buffer, Kernel, Program, Queue};
 use crate::device::Device;
 use crate::error::OpenClError;
 use crate::programs::{Family, ProgramCache};
-use concord_core::{DType, OpError, Shape, Target, Tensor, TensorData};
-use half::f16;
+use concord_core::{DType, OpError, Shape, Target, Tensor};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-/// How a value's elements are laid out in device memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Storage {
-    F32,
-    F16,
-    I64,
-    U8,
-}
+pub use concord_core::storage::{from_storage_bytes, to_storage_bytes, Storage};
 
 /// Where a value lives on the device during a run.
 #[derive(Clone, Debug)]
@@ -156,30 +148,16 @@ struct Slots {
     free: Vec<usize>,
 }
 
-impl Storage {
-    /// The device layout of `dtype` on `target`: floats are half on the fp16 target and
-    /// f16 values are half everywhere; bool is one byte.
-    pub fn of(dtype: DType, target: Target) -> Storage {
-        match dtype {
-            DType::F32 if target.is_fp16() => Storage::F16,
-            DType::F32 => Storage::F32,
-            DType::F16 => Storage::F16,
-            DType::I64 => Storage::I64,
-            DType::Bool => Storage::U8,
-        }
-    }
-
-    pub fn size(self) -> usize {
-        match self {
-            Storage::F32 => 4,
-            Storage::F16 => 2,
-            Storage::I64 => 8,
-            Storage::U8 => 1,
-        }
-    }
-
+/// The OpenCL build defines of a storage layout.
+pub trait StorageDefines {
     /// The define that builds a compute family for this storage.
-    pub fn variant(self) -> &'static str {
+    fn variant(self) -> &'static str;
+    /// The movement family's element type of the same size.
+    fn bits_variant(self) -> &'static str;
+}
+
+impl StorageDefines for Storage {
+    fn variant(self) -> &'static str {
         match self {
             Storage::F32 => "-DT_F32",
             Storage::F16 => "-DT_F16",
@@ -188,8 +166,7 @@ impl Storage {
         }
     }
 
-    /// The movement family's element type of the same size.
-    pub fn bits_variant(self) -> &'static str {
+    fn bits_variant(self) -> &'static str {
         match self {
             Storage::F32 => "-DELEM=uint",
             Storage::F16 => "-DELEM=ushort",
@@ -197,70 +174,6 @@ impl Storage {
             Storage::U8 => "-DELEM=uchar",
         }
     }
-}
-
-/// A tensor's elements as bytes in `storage` layout (rounding f32 to half where the
-/// storage is half).
-pub fn to_storage_bytes(t: &Tensor, storage: Storage) -> Result<Vec<u8>, OpError> {
-    let mut out = Vec::with_capacity(t.len() * storage.size());
-    match (t.data(), storage) {
-        (TensorData::F32(v), Storage::F32) => v.iter().for_each(|x| out.extend(x.to_ne_bytes())),
-        (TensorData::F32(v), Storage::F16) => v
-            .iter()
-            .for_each(|x| out.extend(f16::from_f32(*x).to_ne_bytes())),
-        (TensorData::F16(v), Storage::F16) => v.iter().for_each(|x| out.extend(x.to_ne_bytes())),
-        (TensorData::I64(v), Storage::I64) => v.iter().for_each(|x| out.extend(x.to_ne_bytes())),
-        (TensorData::Bool(v), Storage::U8) => out.extend(v.iter().map(|&b| u8::from(b))),
-        (_, storage) => {
-            return Err(OpError::Unsupported(format!(
-                "a {} tensor cannot be stored as {storage:?}",
-                t.dtype()
-            )))
-        }
-    }
-    Ok(out)
-}
-
-/// A tensor of `dtype` and `shape` from bytes in `storage` layout.
-pub fn from_storage_bytes(
-    bytes: &[u8],
-    storage: Storage,
-    dtype: DType,
-    shape: Shape,
-) -> Result<Tensor, OpError> {
-    let data = match (storage, dtype) {
-        (Storage::F32, DType::F32) => TensorData::F32(
-            bytes
-                .chunks_exact(4)
-                .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
-                .collect(),
-        ),
-        (Storage::F16, DType::F32) => TensorData::F32(
-            bytes
-                .chunks_exact(2)
-                .map(|c| f16::from_ne_bytes([c[0], c[1]]).to_f32())
-                .collect(),
-        ),
-        (Storage::F16, DType::F16) => TensorData::F16(
-            bytes
-                .chunks_exact(2)
-                .map(|c| f16::from_ne_bytes([c[0], c[1]]))
-                .collect(),
-        ),
-        (Storage::I64, DType::I64) => TensorData::I64(
-            bytes
-                .chunks_exact(8)
-                .map(|c| i64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-                .collect(),
-        ),
-        (Storage::U8, DType::Bool) => TensorData::Bool(bytes.iter().map(|&b| b != 0).collect()),
-        (storage, dtype) => {
-            return Err(OpError::Unsupported(format!(
-                "{storage:?} device data cannot be read as {dtype}"
-            )))
-        }
-    };
-    Tensor::from_parts(shape, data)
 }
 
 impl WeightStore {

@@ -6,6 +6,7 @@ use super::{
     Launcher, OpResult, Strided, Value,
 };
 use crate::kernels::Family;
+use crate::tensor::StorageSuffix;
 use crate::tensor::{DeviceTensor, Storage};
 use concord_core::{DType, Op, OpError, Shape};
 use cudarc::driver::PushKernelArg;

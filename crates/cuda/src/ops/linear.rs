@@ -13,6 +13,7 @@ use super::{
 };
 use crate::error::CudaError;
 use crate::kernels::Family;
+use crate::tensor::StorageSuffix;
 use crate::tensor::{DeviceTensor, Storage};
 use concord_core::op::{Conv, Gemm};
 use concord_core::{DType, OpError, Shape};

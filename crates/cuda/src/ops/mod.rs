@@ -13,6 +13,7 @@ mod resize;
 use crate::device::{Device, Lane};
 use crate::error::CudaError;
 use crate::kernels::Family;
+use crate::tensor::StorageSuffix;
 use crate::tensor::{self, DeviceTensor, Storage};
 use concord_core::infer::{infer_op, OutputFact, ValueFact};
 use concord_core::{DType, Node, Op, OpError, Shape, Target, Tensor};

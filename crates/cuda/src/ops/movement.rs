@@ -8,6 +8,7 @@ use super::{
     strided_copy, Fail, Launcher, OpResult, Strided, Value,
 };
 use crate::kernels::Family;
+use crate::tensor::StorageSuffix;
 use crate::tensor::{DeviceTensor, Storage};
 use concord_core::shape::normalize_axis;
 use concord_core::{DType, Op, OpError, Shape, Tensor};

@@ -6,6 +6,7 @@ use super::{
 };
 use crate::kernels::Family;
 use crate::tensor::DeviceTensor;
+use crate::tensor::StorageSuffix;
 use concord_core::shape::normalize_axis;
 use concord_core::{DType, Shape};
 use cudarc::driver::PushKernelArg;

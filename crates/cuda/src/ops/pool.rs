@@ -5,6 +5,7 @@
 use super::{expect_float, grid, required, single, Fail, Launcher, OpResult, Value};
 use crate::kernels::Family;
 use crate::tensor::DeviceTensor;
+use crate::tensor::StorageSuffix;
 use concord_core::op::{AutoPad, Pool};
 use concord_core::{DType, OpError, Shape};
 use cudarc::driver::DeviceRepr;

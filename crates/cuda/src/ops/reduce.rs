@@ -7,6 +7,7 @@ use super::{
 };
 use crate::kernels::Family;
 use crate::tensor::DeviceTensor;
+use crate::tensor::StorageSuffix;
 use concord_core::op::Reduce;
 use concord_core::shape::normalize_axes;
 use concord_core::{DType, Op, OpError, Shape};

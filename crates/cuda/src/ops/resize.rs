@@ -5,6 +5,7 @@
 
 use super::{expect_float, grid, required, single, Fail, Launcher, OpResult, Value};
 use crate::kernels::Family;
+use crate::tensor::StorageSuffix;
 use crate::tensor::{DeviceTensor, Storage};
 use concord_core::op::{CoordinateTransform, NearestMode, Resize, ResizeMode};
 use concord_core::{DType, OpError, Shape, Tensor};

@@ -2,6 +2,7 @@
 //! binary arithmetic and Equal, Clip, Where.
 
 use super::{broadcast_strides, input, optional_input, output};
+use crate::plan::StorageDefines;
 use crate::plan::{i32_arg, int8, Arg, Builder, Storage};
 use crate::programs::Family;
 use concord_core::{DType, Node, Op, OpError};

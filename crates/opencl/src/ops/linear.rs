@@ -5,6 +5,7 @@
 
 use super::{input, optional_input, output};
 use crate::fuse::{Activation, Epilogue, FusedNode};
+use crate::plan::StorageDefines;
 use crate::plan::{i32_arg, int8, Arg, Builder, GemmKernel, Loc, Storage};
 use crate::programs::Family;
 use concord_core::op::{AutoPad, Conv, Gemm};

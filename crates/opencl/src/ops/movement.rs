@@ -4,6 +4,7 @@
 //! Cast have their own kernels.
 
 use super::{broadcast_strides, input, optional_input, output};
+use crate::plan::StorageDefines;
 use crate::plan::{i32_arg, int8, strides_of, Arg, Builder, Loc, Storage};
 use crate::programs::Family;
 use concord_core::shape::normalize_axis;

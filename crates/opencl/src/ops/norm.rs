@@ -3,6 +3,7 @@
 //! fuse.rs).
 
 use super::{broadcast_strides, input, optional_input, output};
+use crate::plan::StorageDefines;
 use crate::plan::{i32_arg, int8, Arg, Builder};
 use crate::programs::Family;
 use concord_core::shape::normalize_axis;

@@ -3,6 +3,7 @@
 
 use super::linear::{as_2d, resolve_axes};
 use super::{input, output};
+use crate::plan::StorageDefines;
 use crate::plan::{i32_arg, int8, window_local, Arg, Builder};
 use crate::programs::Family;
 use concord_core::op::Pool;

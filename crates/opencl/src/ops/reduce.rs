@@ -1,6 +1,7 @@
 //! Reductions (kernels/reduce.cl): ReduceSum, ReduceMean and ReduceMax over any axes.
 
 use super::{input, optional_input, output};
+use crate::plan::StorageDefines;
 use crate::plan::{i32_arg, int8, strides_of, Arg, Builder};
 use crate::programs::Family;
 use concord_core::shape::normalize_axes;

@@ -2,6 +2,7 @@
 //! on the host exactly as the reference computes them.
 
 use super::{input, optional_input, output};
+use crate::plan::StorageDefines;
 use crate::plan::{i32_arg, Arg, Builder, Storage};
 use crate::programs::Family;
 use concord_core::op::{CoordinateTransform, NearestMode, Resize, ResizeMode};

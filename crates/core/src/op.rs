@@ -297,6 +297,52 @@ pub enum NearestMode {
     Ceil,
 }
 
+impl CoordinateTransform {
+    /// Maps output index `x` back to a (fractional) input coordinate along one axis. It is
+    /// computed in f32, as onnxruntime does: nearest-mode choices flip on exact halves, so
+    /// the precision is part of what every executor must agree on. tf_crop_and_resize is
+    /// refused before any coordinate is computed and maps like asymmetric here.
+    pub fn original(self, x: f32, scale: f32, out_len: f32, in_len: f32) -> f32 {
+        match self {
+            CoordinateTransform::HalfPixel => (x + 0.5) / scale - 0.5,
+            CoordinateTransform::HalfPixelSymmetric => {
+                let adjustment = out_len / (scale * in_len);
+                let center = in_len / 2.0;
+                center * (1.0 - adjustment) + (x + 0.5) / scale - 0.5
+            }
+            CoordinateTransform::PytorchHalfPixel => {
+                if out_len > 1.0 {
+                    (x + 0.5) / scale - 0.5
+                } else {
+                    0.0
+                }
+            }
+            CoordinateTransform::AlignCorners => {
+                if out_len == 1.0 {
+                    0.0
+                } else {
+                    x * (in_len - 1.0) / (out_len - 1.0)
+                }
+            }
+            CoordinateTransform::Asymmetric | CoordinateTransform::TfCropAndResize => x / scale,
+        }
+    }
+}
+
+impl NearestMode {
+    /// Rounds a coordinate to an index as the mode says; ties are exact halves.
+    pub fn round(self, x: f32) -> f32 {
+        let is_half = x - x.floor() == 0.5;
+        match self {
+            NearestMode::RoundPreferFloor if is_half => x.floor(),
+            NearestMode::RoundPreferCeil if is_half => x.ceil(),
+            NearestMode::RoundPreferFloor | NearestMode::RoundPreferCeil => x.round(),
+            NearestMode::Floor => x.floor(),
+            NearestMode::Ceil => x.ceil(),
+        }
+    }
+}
+
 impl Op {
     /// The ONNX op type, as it appears in a model and in every report.
     pub fn name(&self) -> &'static str {

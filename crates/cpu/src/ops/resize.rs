@@ -21,7 +21,7 @@
 
 use super::spatial::checked_product;
 use super::{expect_float, i64_operand, optional, required};
-use concord_core::op::{CoordinateTransform, NearestMode, Resize, ResizeMode};
+use concord_core::op::{CoordinateTransform, Resize, ResizeMode};
 use concord_core::{DType, OpError, Shape, Tensor};
 
 /// Resize on inputs X, roi? (unused: only tf_crop_and_resize reads it), scales?, sizes?.
@@ -181,8 +181,7 @@ fn axis_taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> Vec<T
     let last = in_len.saturating_sub(1);
     (0..out_len)
         .map(|o| {
-            let x = original_coordinate(
-                attrs.coordinate_transformation_mode,
+            let x = attrs.coordinate_transformation_mode.original(
                 o as f32,
                 scale,
                 out_len as f32,
@@ -207,7 +206,7 @@ fn axis_taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> Vec<T
                     }
                 }
                 ResizeMode::Nearest => {
-                    let rounded = nearest(attrs.nearest_mode, x);
+                    let rounded = attrs.nearest_mode.round(x);
                     Tap::Nearest(if rounded <= 0.0 {
                         0
                     } else {
@@ -217,53 +216,6 @@ fn axis_taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> Vec<T
             }
         })
         .collect()
-}
-
-/// Maps output index `x` back to a (fractional) input coordinate, in f32 as onnxruntime.
-fn original_coordinate(
-    mode: CoordinateTransform,
-    x: f32,
-    scale: f32,
-    out_len: f32,
-    in_len: f32,
-) -> f32 {
-    match mode {
-        CoordinateTransform::HalfPixel => (x + 0.5) / scale - 0.5,
-        CoordinateTransform::HalfPixelSymmetric => {
-            let adjustment = out_len / (scale * in_len);
-            let center = in_len / 2.0;
-            let offset = center * (1.0 - adjustment);
-            offset + (x + 0.5) / scale - 0.5
-        }
-        CoordinateTransform::PytorchHalfPixel => {
-            if out_len > 1.0 {
-                (x + 0.5) / scale - 0.5
-            } else {
-                0.0
-            }
-        }
-        CoordinateTransform::AlignCorners => {
-            if out_len == 1.0 {
-                0.0
-            } else {
-                x * (in_len - 1.0) / (out_len - 1.0)
-            }
-        }
-        // tf_crop_and_resize is refused before any tap is computed.
-        CoordinateTransform::Asymmetric | CoordinateTransform::TfCropAndResize => x / scale,
-    }
-}
-
-/// Rounds a coordinate to an index as `nearest_mode` says; ties are exact halves.
-fn nearest(mode: NearestMode, x: f32) -> f32 {
-    let is_half = x - x.floor() == 0.5;
-    match mode {
-        NearestMode::RoundPreferFloor if is_half => x.floor(),
-        NearestMode::RoundPreferCeil if is_half => x.ceil(),
-        NearestMode::RoundPreferFloor | NearestMode::RoundPreferCeil => x.round(),
-        NearestMode::Floor => x.floor(),
-        NearestMode::Ceil => x.ceil(),
-    }
 }
 
 /// Resizes `values` (row-major, shape `dims`) along `axis` to `taps.len()` entries.

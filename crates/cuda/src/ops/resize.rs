@@ -7,7 +7,7 @@ use super::{expect_float, grid, required, single, Fail, Launcher, OpResult, Valu
 use crate::kernels::Family;
 use crate::tensor::StorageSuffix;
 use crate::tensor::{DeviceTensor, Storage};
-use concord_core::op::{CoordinateTransform, NearestMode, Resize, ResizeMode};
+use concord_core::op::{CoordinateTransform, Resize, ResizeMode};
 use concord_core::{DType, OpError, Shape, Tensor};
 use cudarc::driver::PushKernelArg;
 
@@ -132,8 +132,7 @@ pub fn axis_taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> V
     let last = in_len.saturating_sub(1);
     (0..out_len)
         .map(|o| {
-            let x = original_coordinate(
-                attrs.coordinate_transformation_mode,
+            let x = attrs.coordinate_transformation_mode.original(
                 o as f32,
                 scale,
                 out_len as f32,
@@ -158,7 +157,7 @@ pub fn axis_taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> V
                     }
                 }
                 ResizeMode::Nearest => {
-                    let r = nearest(attrs.nearest_mode, x);
+                    let r = attrs.nearest_mode.round(x);
                     let i = if r <= 0.0 { 0 } else { (r as usize).min(last) };
                     Tap {
                         i0: i,
@@ -171,54 +170,10 @@ pub fn axis_taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> V
         .collect()
 }
 
-/// Maps output index `x` back to an input coordinate, in f32 as onnxruntime does.
-fn original_coordinate(
-    mode: CoordinateTransform,
-    x: f32,
-    scale: f32,
-    out_len: f32,
-    in_len: f32,
-) -> f32 {
-    match mode {
-        CoordinateTransform::HalfPixel => (x + 0.5) / scale - 0.5,
-        CoordinateTransform::HalfPixelSymmetric => {
-            let adjustment = out_len / (scale * in_len);
-            let center = in_len / 2.0;
-            center * (1.0 - adjustment) + (x + 0.5) / scale - 0.5
-        }
-        CoordinateTransform::PytorchHalfPixel => {
-            if out_len > 1.0 {
-                (x + 0.5) / scale - 0.5
-            } else {
-                0.0
-            }
-        }
-        CoordinateTransform::AlignCorners => {
-            if out_len == 1.0 {
-                0.0
-            } else {
-                x * (in_len - 1.0) / (out_len - 1.0)
-            }
-        }
-        CoordinateTransform::Asymmetric | CoordinateTransform::TfCropAndResize => x / scale,
-    }
-}
-
-/// Rounds a coordinate to an index as `nearest_mode` says; ties are exact halves.
-fn nearest(mode: NearestMode, x: f32) -> f32 {
-    let is_half = x - x.floor() == 0.5;
-    match mode {
-        NearestMode::RoundPreferFloor if is_half => x.floor(),
-        NearestMode::RoundPreferCeil if is_half => x.ceil(),
-        NearestMode::RoundPreferFloor | NearestMode::RoundPreferCeil => x.round(),
-        NearestMode::Floor => x.floor(),
-        NearestMode::Ceil => x.ceil(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use concord_core::op::NearestMode;
 
     #[test]
     fn asymmetric_nearest_doubling_repeats_each_input() {

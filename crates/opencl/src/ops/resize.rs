@@ -5,7 +5,7 @@ use super::{input, optional_input, output};
 use crate::plan::StorageDefines;
 use crate::plan::{i32_arg, Arg, Builder, Storage};
 use crate::programs::Family;
-use concord_core::op::{CoordinateTransform, NearestMode, Resize, ResizeMode};
+use concord_core::op::{CoordinateTransform, Resize, ResizeMode};
 use concord_core::{DType, Node, OpError, Tensor};
 
 pub(super) fn check(attrs: &Resize) -> Result<(), String> {
@@ -115,8 +115,7 @@ fn taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> Vec<Tap> {
     let last = in_len.saturating_sub(1);
     (0..out_len)
         .map(|o| {
-            let x = original(
-                attrs.coordinate_transformation_mode,
+            let x = attrs.coordinate_transformation_mode.original(
                 o as f32,
                 scale,
                 out_len as f32,
@@ -124,7 +123,7 @@ fn taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> Vec<Tap> {
             );
             match attrs.mode {
                 ResizeMode::Nearest => {
-                    let r = nearest(attrs.nearest_mode, x);
+                    let r = attrs.nearest_mode.round(x);
                     let i = if r <= 0.0 { 0 } else { (r as usize).min(last) };
                     Tap {
                         i0: i,
@@ -156,41 +155,4 @@ fn taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> Vec<Tap> {
             }
         })
         .collect()
-}
-
-fn original(mode: CoordinateTransform, x: f32, scale: f32, out_len: f32, in_len: f32) -> f32 {
-    match mode {
-        CoordinateTransform::HalfPixel => (x + 0.5) / scale - 0.5,
-        CoordinateTransform::HalfPixelSymmetric => {
-            let adjustment = out_len / (scale * in_len);
-            let center = in_len / 2.0;
-            center * (1.0 - adjustment) + (x + 0.5) / scale - 0.5
-        }
-        CoordinateTransform::PytorchHalfPixel => {
-            if out_len > 1.0 {
-                (x + 0.5) / scale - 0.5
-            } else {
-                0.0
-            }
-        }
-        CoordinateTransform::AlignCorners => {
-            if out_len == 1.0 {
-                0.0
-            } else {
-                x * (in_len - 1.0) / (out_len - 1.0)
-            }
-        }
-        CoordinateTransform::Asymmetric | CoordinateTransform::TfCropAndResize => x / scale,
-    }
-}
-
-fn nearest(mode: NearestMode, x: f32) -> f32 {
-    let half = x - x.floor() == 0.5;
-    match mode {
-        NearestMode::RoundPreferFloor if half => x.floor(),
-        NearestMode::RoundPreferCeil if half => x.ceil(),
-        NearestMode::RoundPreferFloor | NearestMode::RoundPreferCeil => x.round(),
-        NearestMode::Floor => x.floor(),
-        NearestMode::Ceil => x.ceil(),
-    }
 }

@@ -144,6 +144,18 @@ pub(crate) fn plan(
             }
         }
     }
+    // The reference is where everything falls back to; a node it cannot run either is
+    // refused now, when the net is built, rather than at the first forward.
+    for (node, (executor, _, _)) in graph.nodes.iter().zip(&assignment) {
+        if Arc::ptr_eq(executor, &reference) {
+            if let Support::No(why) = reference.supports(graph, node, Target::Cpu) {
+                return Err(Error::Graph(concord_core::Error::at_node(
+                    node,
+                    concord_core::OpError::Unsupported(why),
+                )));
+            }
+        }
+    }
     for (reason, nodes) in unsupported {
         notices.push(Notice {
             cause: FallbackCause::NodeUnsupported,

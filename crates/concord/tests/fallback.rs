@@ -308,3 +308,45 @@ fn environment_values_are_parsed_strictly() {
         Some("vulkan".to_string())
     );
 }
+
+#[test]
+fn a_node_even_the_reference_cannot_run_is_refused_at_build() {
+    use concord::core::op::{Resize, ResizeMode};
+    use concord::core::{Node, Op};
+    use concord::{DType, Graph, ValueInfo};
+    let mut g = Graph {
+        name: "cubic".into(),
+        opset: 19,
+        ..Graph::default()
+    };
+    g.inputs
+        .push(ValueInfo::fixed("x", DType::F32, &[1, 1, 2, 2]));
+    g.initializers.insert(
+        "scales".into(),
+        Tensor::from_f32([4], vec![1.0, 1.0, 2.0, 2.0]).expect("scales"),
+    );
+    let cubic = Resize {
+        mode: ResizeMode::Cubic,
+        ..Resize::default()
+    };
+    g.nodes.push(Node::new(
+        "up",
+        Op::Resize(cubic),
+        &["x", "", "scales"],
+        &["y"],
+    ));
+    g.outputs.push("y".into());
+    match NetBuilder::from_graph(g)
+        .overrides(Overrides::default())
+        .build()
+    {
+        Err(e) => {
+            let message = e.to_string();
+            assert!(
+                message.contains("`up`") && message.contains("cubic"),
+                "{message}"
+            );
+        }
+        Ok(_) => panic!("a Resize the reference cannot run must be refused when the net is built"),
+    }
+}

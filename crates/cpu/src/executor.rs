@@ -56,14 +56,17 @@ impl Executor for CpuExecutor {
         vec![Target::Cpu]
     }
 
-    fn supports(&self, _graph: &Graph, _node: &Node, target: Target) -> Support {
-        // Every op of the IR has a reference kernel; the reference only runs on the host.
-        if target == Target::Cpu {
-            Support::Yes
-        } else {
-            Support::No(format!(
+    fn supports(&self, _graph: &Graph, node: &Node, target: Target) -> Support {
+        // Every op of the IR has a reference kernel, but a few attribute values (Resize
+        // cubic, Pad reflect…) are not implemented; and the reference runs on the host only.
+        if target != Target::Cpu {
+            return Support::No(format!(
                 "the reference executor runs on the host only, not {target}"
-            ))
+            ));
+        }
+        match crate::ops::declines(&node.op) {
+            Some(why) => Support::No(why),
+            None => Support::Yes,
         }
     }
 

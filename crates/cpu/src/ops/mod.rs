@@ -4,7 +4,7 @@ mod conv;
 mod elementwise;
 mod gemm;
 mod matrix;
-mod movement;
+pub(crate) mod movement;
 mod norm;
 mod pool;
 mod reduce;
@@ -78,6 +78,18 @@ pub fn run_op(
         )));
     }
     Ok(outputs)
+}
+
+/// Why the reference cannot run `op` whatever its operands, if it cannot: attribute values
+/// the IR represents but the reference does not implement. Asked when a net is built, so
+/// such a model is refused then rather than at its first forward.
+pub fn declines(op: &Op) -> Option<String> {
+    let refused = match op {
+        Op::Resize(attrs) => resize::check_supported(attrs),
+        Op::Pad { mode } => movement::arrange::check_pad_mode(*mode),
+        _ => Ok(()),
+    };
+    refused.err().map(|e| e.to_string())
 }
 
 /// The input at `index`, or a MissingInput error naming it.

@@ -7,7 +7,7 @@
 //! element buffer is rearranged by [`take`] without ever widening values to f64. Cast is the
 //! one op that changes values, and it converts each pair of types directly.
 
-mod arrange;
+pub(crate) mod arrange;
 mod cast;
 mod join;
 mod reshape;

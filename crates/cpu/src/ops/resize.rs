@@ -138,7 +138,7 @@ fn output_plan(input: &[usize], target: &Target) -> Result<Vec<(usize, f32)>, Op
 }
 
 /// Refuses the modes this executor does not implement, naming them.
-fn check_supported(attrs: &Resize) -> Result<(), OpError> {
+pub(crate) fn check_supported(attrs: &Resize) -> Result<(), OpError> {
     if attrs.mode == ResizeMode::Cubic {
         return Err(OpError::Unsupported(
             "Resize mode `cubic` is not supported by the reference executor (nearest and \

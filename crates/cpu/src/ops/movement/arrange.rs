@@ -49,17 +49,7 @@ fn checked_perm(perm: &[i64], rank: usize) -> Result<Vec<usize>, OpError> {
 /// Pad in constant mode. `pads` is [begin per axis…, end per axis…] over `axes` (all axes
 /// when omitted); negative pads crop. The fill is `constant_value` or zero (false).
 pub(super) fn pad(mode: PadMode, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
-    if mode != PadMode::Constant {
-        let name = match mode {
-            PadMode::Constant => "constant",
-            PadMode::Reflect => "reflect",
-            PadMode::Edge => "edge",
-            PadMode::Wrap => "wrap",
-        };
-        return Err(OpError::Unsupported(format!(
-            "Pad mode `{name}` is not supported by the reference executor; only `constant` is"
-        )));
-    }
+    check_pad_mode(mode)?;
     let data = required(inputs, 0, "data")?;
     let pads = int_list(required(inputs, 1, "pads")?, 1, "pads")?;
     let rank = data.rank();
@@ -165,4 +155,17 @@ pub(super) fn expand(inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
         .collect();
     let sources = strided_sources(out.dims(), 0, &strides)?;
     Tensor::from_parts(out, take(data.data(), &sources)?)
+}
+
+/// Refuses the Pad modes the reference does not implement, naming them.
+pub(crate) fn check_pad_mode(mode: PadMode) -> Result<(), OpError> {
+    let name = match mode {
+        PadMode::Constant => return Ok(()),
+        PadMode::Reflect => "reflect",
+        PadMode::Edge => "edge",
+        PadMode::Wrap => "wrap",
+    };
+    Err(OpError::Unsupported(format!(
+        "Pad mode `{name}` is not supported by the reference executor; only `constant` is"
+    )))
 }

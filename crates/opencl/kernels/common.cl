@@ -85,3 +85,25 @@ inline float activate(float v, int act, float a, float b) {
     default: return v;
     }
 }
+
+// activate() on 16 lanes at once, lane for lane the same results (the epilogues of the
+// CPU kernels run it on whole register rows).
+inline float16 activate16(float16 v, int act, float a, float b) {
+    const float16 zero = 0.0f, one = 1.0f, nan16 = NAN;
+    switch (act) {
+    case 1: return select(zero, v, (v > zero) | isnan(v));
+    case 2: {
+        const float16 va = a, vb = b;
+        const int16 a_nan = isnan(a) ? -1 : 0, b_nan = isnan(b) ? -1 : 0;
+        const float16 t = select(select(va, v, v >= va), nan16, isnan(v) | a_nan);
+        return select(select(vb, t, t <= vb), nan16, isnan(t) | b_nan);
+    }
+    case 3: return select(v, a * v, v < zero);
+    case 4: { const float16 h = a * v + b; return select(clamp(h, zero, one), h, isnan(h)); }
+    case 5: {
+        const float16 h = v / 6.0f + 0.5f;
+        return v * select(clamp(h, zero, one), h, isnan(h));
+    }
+    default: return v;
+    }
+}

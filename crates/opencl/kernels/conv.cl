@@ -54,3 +54,69 @@ __kernel void depthwise(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTP
         }
     }
 }
+
+// The CPU variant of depthwise for strides 1 and 2: the image is first zero-padded into
+// planes of rows×Wp (pad_planes in movement.cl, with room past the last row), so every tap
+// is an unconditional 16-lane load (stride 2 takes the even lanes of two loads) and a
+// multiply-add into a register row, taps in the same order as `depthwise`. One output row
+// of one plane per work-item, 16 columns at a time.
+// geo0 = (KH, KW, SH, SW, DH, DW, rows, Wp), geo1 = (OH, OW, C_in, multiplier).
+// Global (OH, N · C_out).
+
+#if defined(T_F16)
+#define DW_LOAD(p, i) vload_half16(0, (p) + (i))
+#define DW_STORE(v, p, i) vstore_half16_rte((v), 0, (p) + (i))
+#else
+#define DW_LOAD(p, i) vload16(0, (p) + (i))
+#define DW_STORE(v, p, i) vstore16((v), 0, (p) + (i))
+#endif
+
+__kernel void depthwise_padded(CTPTR Xp, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTPTR R,
+                               int has_res, int act, float act_a, float act_b, int8 geo0,
+                               int8 geo1) {
+    const int oh = get_global_id(0);
+    const int plane = get_global_id(1);
+    const int OH = geo1.s0, OW = geo1.s1;
+    if (oh >= OH) return;
+    const int KH = geo0.s0, KW = geo0.s1, SH = geo0.s2, SW = geo0.s3;
+    const int DH = geo0.s4, DW = geo0.s5, rows = geo0.s6, Wp = geo0.s7;
+    const int c_out_total = geo1.s2 * geo1.s3;
+    const int n = plane / c_out_total;
+    const int co = plane - n * c_out_total;
+    const int ci = co / geo1.s3;
+    CTPTR x = Xp + ((long)n * geo1.s2 + ci) * rows * Wp;
+    CTPTR w = Wt + (long)co * KH * KW;
+    const float b = has_bias ? LD(bias, co) : 0.0f;
+    const long y_row = ((long)plane * OH + oh) * OW;
+    for (int ow0 = 0; ow0 < OW; ow0 += 16) {
+        float16 acc = 0.0f;
+        for (int kh = 0; kh < KH; ++kh) {
+            CTPTR xr = x + (long)(oh * SH + kh * DH) * Wp + ow0 * SW;
+            for (int kw = 0; kw < KW; ++kw) {
+                const float wv = LD(w, kh * KW + kw);
+                float16 xv;
+                if (SW == 1) {
+                    xv = DW_LOAD(xr, kw * DW);
+                } else {
+                    const float16 lo = DW_LOAD(xr, kw * DW);
+                    const float16 hi = DW_LOAD(xr, kw * DW + 16);
+                    xv = (float16)(lo.even, hi.even);
+                }
+                acc = fma(xv, (float16)wv, acc);
+            }
+        }
+        float16 v = acc + b;
+        if (ow0 + 16 <= OW) {
+            if (has_res) v += DW_LOAD(R, y_row + ow0);
+            DW_STORE(activate16(v, act, act_a, act_b), Y, y_row + ow0);
+        } else {
+            float t[16];
+            vstore16(v, 0, t);
+            for (int j = 0; ow0 + j < OW; ++j) {
+                float u = t[j];
+                if (has_res) u += LD(R, y_row + ow0 + j);
+                ST(Y, y_row + ow0 + j, activate(u, act, act_a, act_b));
+            }
+        }
+    }
+}

@@ -179,19 +179,31 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p
         for (int i = 0; i < MR; ++i) {
             const int m = m0 + i;
             if (m >= M) break;
-            float t[NR];
-            vstore16(rows[i], 0, t);
             const long row = y_base + (long)m * N;
-            for (int j = 0; j < left; ++j) {
-                float v = alpha * t[j];
-                if (sbias.s3) v += beta * LD(bias, (long)b1 * sbias.s2 + (long)m * sbias.s0
-                                                       + (long)(n0 + j) * sbias.s1);
-                if (has_res) v += LD(R, row + n0 + j);
-                t[j] = activate(v, act, act_a, act_b);
+            float16 v = alpha * rows[i];
+            if (sbias.s3) {
+                const long bias_row = (long)b1 * sbias.s2 + (long)m * sbias.s0;
+                if (sbias.s1 == 0) {
+                    v += beta * LD(bias, bias_row);
+                } else if (sbias.s1 == 1 && left == NR) {
+                    v += beta * LOAD_NR(bias, bias_row + n0);
+                } else {
+                    float t[NR];
+                    for (int j = 0; j < NR; ++j)
+                        t[j] = j < left ? LD(bias, bias_row + (long)(n0 + j) * sbias.s1) : 0.0f;
+                    v += beta * vload16(0, t);
+                }
             }
             if (left == NR) {
-                STORE_NR(vload16(0, t), Y, row + n0);
+                if (has_res) v += LOAD_NR(R, row + n0);
+                STORE_NR(activate16(v, act, act_a, act_b), Y, row + n0);
             } else {
+                float t[NR];
+                if (has_res) {
+                    for (int j = 0; j < NR; ++j) t[j] = j < left ? LD(R, row + n0 + j) : 0.0f;
+                    v += vload16(0, t);
+                }
+                vstore16(activate16(v, act, act_a, act_b), 0, t);
                 for (int j = 0; j < left; ++j) ST(Y, row + n0 + j, t[j]);
             }
         }
@@ -316,23 +328,37 @@ __kernel void conv_shift(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 
             }
         }
         float16 rows[MR] = {c0, c1, c2, c3, c4, c5, c6, c7};
+        // The wide columns n0 .. n0 + NR - 1 start at (oh0, ow0); when they all fall inside
+        // one output row the row is stored as one vector.
+        const int oh0 = n0 / Wp;
+        const int ow0 = n0 - oh0 * Wp;
+        const int whole = ow0 + NR <= OW;
         for (int i = 0; i < MR; ++i) {
             const int m = m0 + i;
             if (m >= M) break;
-            float t[NR];
-            vstore16(rows[i], 0, t);
             const float bm = has_bias ? LD(bias, m) : 0.0f;
             const long row = y_base + (long)m * N;
-            for (int j = 0; j < NR; ++j) {
-                const int nw = n0 + j;
-                if (nw >= NW) break;
-                const int oh = nw / Wp;
-                const int ow = nw - oh * Wp;
-                if (ow >= OW) continue;
-                const long at = row + (long)oh * OW + ow;
-                float v = t[j] + bm;
-                if (has_res) v += LD(R, at);
-                ST(Y, at, activate(v, act, act_a, act_b));
+            float16 v = rows[i] + bm;
+            if (whole) {
+                const long at = row + (long)oh0 * OW + ow0;
+                if (has_res) v += LOAD_NR(R, at);
+                STORE_NR(activate16(v, act, act_a, act_b), Y, at);
+                continue;
+            }
+            float t[NR];
+            vstore16(v, 0, t);
+            int oh = oh0, ow = ow0;
+            for (int j = 0; j < NR && n0 + j < NW; ++j) {
+                if (ow < OW) {
+                    const long at = row + (long)oh * OW + ow;
+                    float u = t[j];
+                    if (has_res) u += LD(R, at);
+                    ST(Y, at, activate(u, act, act_a, act_b));
+                }
+                if (++ow == Wp) {
+                    ow = 0;
+                    ++oh;
+                }
             }
         }
     }

@@ -351,6 +351,27 @@ pub(super) fn conv(b: &mut Builder, fused: &FusedNode, attrs: &Conv) -> Result<(
     ];
     if group == cin && cout % cin == 0 && group > 1 {
         let program = b.program(Family::Conv, variant)?;
+        if b.gemm == GemmKernel::RegisterBlocked && (wa.stride == 1 || wa.stride == 2) {
+            return depthwise_padded(
+                b,
+                &program,
+                DepthwiseCall {
+                    node,
+                    x,
+                    xl,
+                    wl,
+                    yl,
+                    bias,
+                    residual,
+                    activation,
+                    h,
+                    wa,
+                    batch,
+                    cin,
+                    cout,
+                },
+            );
+        }
         let geo1 = [
             h.dilation as i64,
             wa.dilation as i64,
@@ -781,33 +802,17 @@ fn conv_shifted(
         .insert(temp.clone(), Shape::new([c.batch * c.cin * plane]));
     b.dtypes.insert(temp.clone(), dtype);
     let padded = b.alloc(&temp)?;
-    let pad_program = b.program(Family::Movement, storage.bits_variant())?;
-    let out_dims = [c.batch as i64, c.cin as i64, rows as i64, wp as i64];
-    let in_dims = [
-        c.batch as i64,
-        c.cin as i64,
-        h.input as i64,
-        wa.input as i64,
-    ];
-    let begin = [0, 0, h.pad_begin as i64, wa.pad_begin as i64];
-    let in_strides = crate::plan::strides_of(&[c.batch, c.cin, h.input, wa.input]);
-    let total = c.batch * c.cin * plane;
-    b.launch_1d(
-        &pad_program,
-        "pad_constant",
-        total,
-        vec![
-            Arg::Buf(c.xl.clone()),
-            Arg::Buf(padded.clone()),
-            Arg::I32(i32_arg(total, "padded size")?),
-            Arg::I32(4),
-            Arg::Int8(int8(&out_dims)?),
-            Arg::Int8(int8(&in_dims)?),
-            Arg::Int8(int8(&begin)?),
-            Arg::Int8(int8(&in_strides)?),
-            Arg::I64(0),
-        ],
-    );
+    launch_pad_planes(
+        b,
+        storage,
+        c.xl.clone(),
+        padded.clone(),
+        c.batch * c.cin,
+        h,
+        wa,
+        rows,
+        wp,
+    )?;
     let p = [
         (c.cin * plane) as i64,
         plane as i64,
@@ -861,6 +866,134 @@ fn conv_shifted(
             Arg::I32(act),
             Arg::F32(act_a),
             Arg::F32(act_b),
+        ],
+    );
+    b.release(&temp);
+    Ok(())
+}
+
+/// Zero-pads `planes` planes of `h.input`×`wa.input` into planes of `rows`×`wp` (the pad
+/// before, zeros after) with pad_planes in movement.cl.
+#[allow(clippy::too_many_arguments)]
+fn launch_pad_planes(
+    b: &mut Builder,
+    storage: Storage,
+    src: Loc,
+    dst: Loc,
+    planes: usize,
+    h: Axis,
+    wa: Axis,
+    rows: usize,
+    wp: usize,
+) -> Result<(), OpError> {
+    let program = b.program(Family::Movement, storage.bits_variant())?;
+    b.launch(
+        &program,
+        "pad_planes",
+        &[rows, planes],
+        Some(&[rows.min(8), 1]),
+        vec![
+            Arg::Buf(src),
+            Arg::Buf(dst),
+            Arg::I32(i32_arg(h.input, "H")?),
+            Arg::I32(i32_arg(wa.input, "W")?),
+            Arg::I32(i32_arg(rows, "padded rows")?),
+            Arg::I32(i32_arg(wp, "padded width")?),
+            Arg::I32(i32_arg(h.pad_begin, "top pad")?),
+            Arg::I32(i32_arg(wa.pad_begin, "left pad")?),
+        ],
+    );
+    Ok(())
+}
+
+/// A depthwise conv on a CPU device: what depthwise_padded in conv.cl needs.
+struct DepthwiseCall<'a> {
+    node: &'a Node,
+    x: &'a str,
+    xl: Loc,
+    wl: Loc,
+    yl: Loc,
+    bias: Option<Loc>,
+    residual: Option<Loc>,
+    activation: Activation,
+    h: Axis,
+    wa: Axis,
+    batch: usize,
+    cin: usize,
+    cout: usize,
+}
+
+/// Depthwise conv with width stride 1 or 2 as 16-lane taps over a zero-padded copy of the
+/// image (see depthwise_padded in conv.cl).
+fn depthwise_padded(
+    b: &mut Builder,
+    program: &std::sync::Arc<crate::cl::Program>,
+    d: DepthwiseCall,
+) -> Result<(), OpError> {
+    let (h, wa) = (d.h, d.wa);
+    let wp = wa.input + wa.pad_begin + wa.pad_end;
+    let hp = h.input + h.pad_begin + h.pad_end;
+    // The last 16-lane chunk of a row reads up to 16·stride lanes from its start, past the
+    // row's end: zero rows after the image keep those loads inside the copy.
+    let tail_rows = (16 * wa.stride + (wa.kernel - 1) * wa.dilation).div_ceil(wp) + 1;
+    let rows = hp + tail_rows;
+    let dtype = b.dtype(d.x)?;
+    let storage = b.storage(dtype);
+    let temp = format!("{}::padded", d.node.name);
+    b.shapes
+        .insert(temp.clone(), Shape::new([d.batch * d.cin * rows * wp]));
+    b.dtypes.insert(temp.clone(), dtype);
+    let padded = b.alloc(&temp)?;
+    launch_pad_planes(
+        b,
+        storage,
+        d.xl,
+        padded.clone(),
+        d.batch * d.cin,
+        h,
+        wa,
+        rows,
+        wp,
+    )?;
+    let geo0 = [
+        h.kernel as i64,
+        wa.kernel as i64,
+        h.stride as i64,
+        wa.stride as i64,
+        h.dilation as i64,
+        wa.dilation as i64,
+        rows as i64,
+        wp as i64,
+    ];
+    let geo1 = [
+        h.output as i64,
+        wa.output as i64,
+        d.cin as i64,
+        (d.cout / d.cin) as i64,
+        0,
+        0,
+        0,
+        0,
+    ];
+    let (act, a, bb) = d.activation.code();
+    b.launch(
+        program,
+        "depthwise_padded",
+        &[h.output, d.batch * d.cout],
+        Some(&[h.output.min(8), 1]),
+        vec![
+            Arg::Buf(padded),
+            Arg::Buf(d.wl),
+            Arg::Buf(d.yl.clone()),
+            Arg::Buf(d.bias.clone().unwrap_or(d.yl.clone())),
+            Arg::I32(d.bias.is_some() as i32),
+            Arg::Buf(d.residual.clone().unwrap_or(d.yl.clone())),
+            Arg::I32(d.residual.is_some() as i32),
+            Arg::I32(act),
+            Arg::F32(a),
+            Arg::F32(bb),
+            Arg::Int8(int8(&geo0)?),
+            Arg::Int8(int8(&geo1)?),
         ],
     );
     b.release(&temp);

@@ -363,3 +363,75 @@ __kernel void conv_shift(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 
         }
     }
 }
+
+// A convolution with width stride 1 or 2 over output rows: the image is zero-padded into
+// Xp (planes of rows×Wp, room past the last row), and a work-item owns NR output columns
+// ow0 .. ow0 + NR - 1 of one output row oh (and MBLOCKS row panels of A). For k = (c, kh,
+// kw) those columns read Xp at plane c, row oh·SH + kh·DH, columns (ow0 + j)·SW + kw·DW:
+// one vector load for stride 1, the even lanes of two for stride 2. Unlike conv_shift no
+// column is computed past the image's edge, which suits strided convs (a wide row there
+// would waste half its columns); lanes past OW in a row's last chunk are dropped.
+// p = (x_s0, plane, Wp, OW, OH, chunks = ceil(OW / NR)); geo = (C, KH, KW, DH, DW, SH, SW).
+// Global (OH · chunks, ceil(ceil(M / MR) / MBLOCKS), images).
+__kernel void conv_rows(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 geo,
+                        CTPTR bias, int has_bias, CTPTR R, int has_res, int act, float act_a,
+                        float act_b) {
+    const int g0 = get_global_id(0);
+    const int mg = get_global_id(1);
+    const int batch = get_global_id(2);
+    const int Wp = p.s2, OW = p.s3, OH = p.s4, chunks = p.s5;
+    const int oh = g0 / chunks;
+    if (oh >= OH) return;
+    const int ow0 = (g0 - oh * chunks) * NR;
+    const int C = geo.s0, KH = geo.s1, KW = geo.s2, DH = geo.s3, DW = geo.s4;
+    const int SH = geo.s5, SW = geo.s6;
+    const int N = OH * OW;
+    CTPTR xb = Xp + (long)batch * p.s0 + (long)oh * SH * Wp + ow0 * SW;
+    const long y_base = (long)batch * M * N + (long)oh * OW + ow0;
+    const int left = min(OW - ow0, NR);
+    for (int mb = mg * MBLOCKS; mb < mg * MBLOCKS + MBLOCKS; ++mb) {
+        const int m0 = mb * MR;
+        if (m0 >= M) break;
+        CTPTR a = Ap + (long)mb * K * MR;
+        float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
+        int k = 0;
+        for (int c = 0; c < C; ++c) {
+            CTPTR xc = xb + (long)c * p.s1;
+            for (int kh = 0; kh < KH; ++kh) {
+                CTPTR xr = xc + kh * DH * Wp;
+                for (int kw = 0; kw < KW; ++kw, ++k) {
+                    float16 bv;
+                    if (SW == 1) {
+                        bv = LOAD_NR(xr, kw * DW);
+                    } else {
+                        const float16 lo = LOAD_NR(xr, kw * DW);
+                        const float16 hi = LOAD_NR(xr, kw * DW + NR);
+                        bv = (float16)(lo.even, hi.even);
+                    }
+                    FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3);
+                    FMA_ROW(4); FMA_ROW(5); FMA_ROW(6); FMA_ROW(7);
+                }
+            }
+        }
+        float16 rows[MR] = {c0, c1, c2, c3, c4, c5, c6, c7};
+        for (int i = 0; i < MR; ++i) {
+            const int m = m0 + i;
+            if (m >= M) break;
+            const float bm = has_bias ? LD(bias, m) : 0.0f;
+            const long at = y_base + (long)m * N;
+            float16 v = rows[i] + bm;
+            if (left == NR) {
+                if (has_res) v += LOAD_NR(R, at);
+                STORE_NR(activate16(v, act, act_a, act_b), Y, at);
+            } else {
+                float t[NR];
+                vstore16(v, 0, t);
+                for (int j = 0; j < left; ++j) {
+                    float u = t[j];
+                    if (has_res) u += LD(R, at + j);
+                    ST(Y, at + j, activate(u, act, act_a, act_b));
+                }
+            }
+        }
+    }
+}

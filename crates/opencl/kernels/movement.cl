@@ -58,23 +58,23 @@ __kernel void gather(__global const ELEM* data, __global const long* indices,
     out[i] = data[((long)o * axis_len + idx) * inner + k];
 }
 
-// Zero-pads planes of H×W into planes of rows×Wp: PH zero rows and PW zero columns
-// before, zeros after (rows and Wp may leave room past the pad, for kernels that read a
+// Pads planes of H×W into planes of rows×Wp with `fill` (an element's bits): PH rows and
+// PW columns before, the rest after (rows and Wp may leave room past the pad, for kernels that read a
 // vector past a row's end). One output row per work-item: contiguous reads and writes,
 // no per-element index arithmetic. Global (rows, planes).
 __kernel void pad_planes(__global const ELEM* src, __global ELEM* dst, int H, int W, int rows,
-                         int Wp, int PH, int PW) {
+                         int Wp, int PH, int PW, long fill) {
     const int r = get_global_id(0);
     const int plane = get_global_id(1);
     if (r >= rows) return;
     __global ELEM* d = dst + ((long)plane * rows + r) * Wp;
     const int ih = r - PH;
     if (ih < 0 || ih >= H) {
-        for (int j = 0; j < Wp; ++j) d[j] = (ELEM)0;
+        for (int j = 0; j < Wp; ++j) d[j] = (ELEM)fill;
         return;
     }
     __global const ELEM* s = src + ((long)plane * H + ih) * W;
-    for (int j = 0; j < PW; ++j) d[j] = (ELEM)0;
+    for (int j = 0; j < PW; ++j) d[j] = (ELEM)fill;
     for (int j = 0; j < W; ++j) d[PW + j] = s[j];
-    for (int j = PW + W; j < Wp; ++j) d[j] = (ELEM)0;
+    for (int j = PW + W; j < Wp; ++j) d[j] = (ELEM)fill;
 }

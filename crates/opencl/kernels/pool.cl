@@ -71,3 +71,53 @@ __kernel void global_average_pool(CTPTR X, TPTR Y, int planes, int size) {
     for (int i = 0; i < size; ++i) sum += LD(X, base + i);
     ST(Y, plane, (float)(sum / size));
 }
+
+// The CPU variant of max_pool for width stride 1 or 2, used when every window holds at
+// least one pixel of the image: X is first padded with -inf into planes of rows×Wp
+// (pad_planes in movement.cl, room past the last row), so each tap is an unconditional
+// 16-lane load (the even lanes of two for stride 2), compared as in max_pool (the first
+// NaN wins; a -inf pad never beats a pixel, so the result is max_pool's). One output row
+// of one plane per work-item.
+// geo = (KH, KW, SH, SW, DH, DW, rows, Wp). Global (OH, planes).
+
+#if defined(T_F16)
+#define POOL_LOAD(p, i) vload_half16(0, (p) + (i))
+#define POOL_STORE(v, p, i) vstore_half16_rte((v), 0, (p) + (i))
+#else
+#define POOL_LOAD(p, i) vload16(0, (p) + (i))
+#define POOL_STORE(v, p, i) vstore16((v), 0, (p) + (i))
+#endif
+
+__kernel void max_pool_padded(CTPTR Xp, TPTR Y, int8 geo, int OH, int OW) {
+    const int oh = get_global_id(0);
+    const int plane = get_global_id(1);
+    if (oh >= OH) return;
+    const int KH = geo.s0, KW = geo.s1, SH = geo.s2, SW = geo.s3, DH = geo.s4, DW = geo.s5;
+    const int rows = geo.s6, Wp = geo.s7;
+    CTPTR x = Xp + (long)plane * rows * Wp;
+    const long y_row = ((long)plane * OH + oh) * OW;
+    for (int ow0 = 0; ow0 < OW; ow0 += 16) {
+        float16 best = 0.0f;
+        for (int kh = 0; kh < KH; ++kh) {
+            CTPTR xr = x + (long)(oh * SH + kh * DH) * Wp + ow0 * SW;
+            for (int kw = 0; kw < KW; ++kw) {
+                float16 v;
+                if (SW == 1) {
+                    v = POOL_LOAD(xr, kw * DW);
+                } else {
+                    const float16 lo = POOL_LOAD(xr, kw * DW);
+                    const float16 hi = POOL_LOAD(xr, kw * DW + 16);
+                    v = (float16)(lo.even, hi.even);
+                }
+                best = (kh == 0 && kw == 0) ? v : select(v, best, isnan(best) | (best >= v));
+            }
+        }
+        if (ow0 + 16 <= OW) {
+            POOL_STORE(best, Y, y_row + ow0);
+        } else {
+            float t[16];
+            vstore16(best, 0, t);
+            for (int j = 0; ow0 + j < OW; ++j) ST(Y, y_row + ow0 + j, t[j]);
+        }
+    }
+}

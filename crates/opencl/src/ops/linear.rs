@@ -702,6 +702,12 @@ fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
     if h.stride == 1 && wa.stride == 1 && c.group == 1 && !pointwise {
         return conv_shifted(b, &program, &c, ap, k, storage);
     }
+    // Strided convs with few input channels (stems): im2col would write a matrix KH·KW
+    // times the image while the GEMM has little to do per column. With many channels the
+    // packed panels of im2col stream better than strided rows, which measured faster.
+    if wa.stride <= 2 && c.group == 1 && !pointwise && cg <= 16 {
+        return conv_rows(b, &program, &c, ap, k, storage);
+    }
     let panel_set = n.div_ceil(NR) * k * NR;
     let temp = format!("{}::b_panels", c.node.name);
     b.shapes
@@ -812,6 +818,7 @@ fn conv_shifted(
         wa,
         rows,
         wp,
+        0,
     )?;
     let p = [
         (c.cin * plane) as i64,
@@ -872,10 +879,106 @@ fn conv_shifted(
     Ok(())
 }
 
-/// Zero-pads `planes` planes of `h.input`×`wa.input` into planes of `rows`×`wp` (the pad
-/// before, zeros after) with pad_planes in movement.cl.
+/// A conv with width stride 1 or 2 over output rows of a zero-padded copy of the image
+/// (see conv_rows in gemm.cl): strided convs without an im2col matrix.
+fn conv_rows(
+    b: &mut Builder,
+    program: &std::sync::Arc<crate::cl::Program>,
+    c: &ConvBlocked,
+    ap: Loc,
+    k: usize,
+    storage: Storage,
+) -> Result<(), OpError> {
+    let (h, wa) = (c.h, c.wa);
+    let wp = wa.input + wa.pad_begin + wa.pad_end;
+    let hp = h.input + h.pad_begin + h.pad_end;
+    // A row's last chunk loads up to NR·stride lanes plus the kernel's reach from its start:
+    // zero rows after the image keep those loads inside the copy.
+    let tail_rows = (NR * wa.stride + (wa.kernel - 1) * wa.dilation).div_ceil(wp) + 1;
+    let rows = hp + tail_rows;
+    let plane = rows * wp;
+    let dtype = b.dtype(c.w)?;
+    let temp = format!("{}::padded", c.node.name);
+    b.shapes
+        .insert(temp.clone(), Shape::new([c.batch * c.cin * plane]));
+    b.dtypes.insert(temp.clone(), dtype);
+    let padded = b.alloc(&temp)?;
+    launch_pad_planes(
+        b,
+        storage,
+        c.xl.clone(),
+        padded.clone(),
+        c.batch * c.cin,
+        h,
+        wa,
+        rows,
+        wp,
+        0,
+    )?;
+    let chunks = wa.output.div_ceil(NR);
+    let p = [
+        (c.cin * plane) as i64,
+        plane as i64,
+        wp as i64,
+        wa.output as i64,
+        h.output as i64,
+        chunks as i64,
+        0,
+        0,
+    ];
+    let geo = [
+        c.cin as i64,
+        h.kernel as i64,
+        wa.kernel as i64,
+        h.dilation as i64,
+        wa.dilation as i64,
+        h.stride as i64,
+        wa.stride as i64,
+        0,
+    ];
+    let (bias, has_bias) = match &c.bias {
+        Some(l) => (l.clone(), 1),
+        None => (c.yl.clone(), 0),
+    };
+    let (res, has_res) = match &c.residual {
+        Some(l) => (l.clone(), 1),
+        None => (c.yl.clone(), 0),
+    };
+    let (act, act_a, act_b) = c.activation.code();
+    b.launch(
+        program,
+        "conv_rows",
+        &[
+            h.output * chunks,
+            c.m.div_ceil(MR).div_ceil(MBLOCKS),
+            c.batch,
+        ],
+        Some(&[4, 1, 1]),
+        vec![
+            Arg::Buf(ap),
+            Arg::Buf(padded),
+            Arg::Buf(c.yl.clone()),
+            Arg::I32(i32_arg(c.m, "M")?),
+            Arg::I32(i32_arg(k, "K")?),
+            Arg::Int8(int8(&p)?),
+            Arg::Int8(int8(&geo)?),
+            Arg::Buf(bias),
+            Arg::I32(has_bias),
+            Arg::Buf(res),
+            Arg::I32(has_res),
+            Arg::I32(act),
+            Arg::F32(act_a),
+            Arg::F32(act_b),
+        ],
+    );
+    b.release(&temp);
+    Ok(())
+}
+
+/// Pads `planes` planes of `h.input`×`wa.input` into planes of `rows`×`wp` with the bits of
+/// `fill` (the pad before, `fill` after) with pad_planes in movement.cl.
 #[allow(clippy::too_many_arguments)]
-fn launch_pad_planes(
+pub(super) fn launch_pad_planes(
     b: &mut Builder,
     storage: Storage,
     src: Loc,
@@ -885,6 +988,7 @@ fn launch_pad_planes(
     wa: Axis,
     rows: usize,
     wp: usize,
+    fill: i64,
 ) -> Result<(), OpError> {
     let program = b.program(Family::Movement, storage.bits_variant())?;
     b.launch(
@@ -901,6 +1005,7 @@ fn launch_pad_planes(
             Arg::I32(i32_arg(wp, "padded width")?),
             Arg::I32(i32_arg(h.pad_begin, "top pad")?),
             Arg::I32(i32_arg(wa.pad_begin, "left pad")?),
+            Arg::I64(fill),
         ],
     );
     Ok(())
@@ -954,6 +1059,7 @@ fn depthwise_padded(
         wa,
         rows,
         wp,
+        0,
     )?;
     let geo0 = [
         h.kernel as i64,

@@ -1,13 +1,17 @@
 //! Pooling (kernels/pool.cl): MaxPool and AveragePool over 1-D and 2-D windows, and
 //! GlobalAveragePool.
 
-use super::linear::{as_2d, resolve_axes};
+use super::linear::{as_2d, launch_pad_planes, resolve_axes, Axis};
 use super::{input, output};
+use crate::cl::Program;
 use crate::plan::StorageDefines;
 use crate::plan::{i32_arg, int8, window_local, Arg, Builder};
+use crate::plan::{GemmKernel, Loc, Storage};
 use crate::programs::Family;
 use concord_core::op::Pool;
+use concord_core::Shape;
 use concord_core::{Graph, Node, Op, OpError};
+use std::sync::Arc;
 
 pub(super) fn check(_graph: &Graph, _node: &Node, attrs: &Pool) -> Result<(), String> {
     if attrs.kernel_shape.len() > 2 {
@@ -83,6 +87,14 @@ pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
         0,
     ]
     .map(|v| v as i64);
+    if matches!(node.op, Op::MaxPool(_))
+        && b.gemm == GemmKernel::RegisterBlocked
+        && w.stride <= 2
+        && every_window_holds_a_pixel(&h)
+        && every_window_holds_a_pixel(&w)
+    {
+        return max_pool_padded(b, &program, node, x, xl, yl, planes, h, w);
+    }
     let kernel = if matches!(node.op, Op::MaxPool(_)) {
         "max_pool"
     } else {
@@ -100,5 +112,84 @@ pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
             Arg::Int8(int8(&geo1)?),
         ],
     );
+    Ok(())
+}
+
+/// True when every window along the axis covers at least one input position: the first
+/// window reaches the image (pad_begin < reach) and the last starts inside it. Then padding
+/// with -inf gives max_pool's result (a window of padding alone would give LOWEST there).
+fn every_window_holds_a_pixel(a: &Axis) -> bool {
+    let reach = (a.kernel - 1) * a.dilation;
+    a.output > 0
+        && a.pad_begin <= reach
+        && reach - a.pad_begin < a.input
+        && (a.output - 1) * a.stride < a.input + a.pad_begin
+}
+
+/// MaxPool on a CPU device: a -inf-padded copy of X and 16-lane taps (max_pool_padded in
+/// pool.cl).
+#[allow(clippy::too_many_arguments)]
+fn max_pool_padded(
+    b: &mut Builder,
+    program: &Arc<Program>,
+    node: &Node,
+    x: &str,
+    xl: Loc,
+    yl: Loc,
+    planes: usize,
+    h: Axis,
+    w: Axis,
+) -> Result<(), OpError> {
+    // Wide enough for the last window (ceil_mode can take it past the end pad).
+    let extent = |a: &Axis| {
+        (a.input + a.pad_begin + a.pad_end)
+            .max((a.output - 1) * a.stride + (a.kernel - 1) * a.dilation + 1)
+    };
+    let (hp, wp) = (extent(&h), extent(&w));
+    // The last chunk of a row loads up to 16·stride lanes plus the window's reach past its
+    // start; rows of padding after the image keep those loads inside the copy.
+    let tail_rows = (16 * w.stride + (w.kernel - 1) * w.dilation).div_ceil(wp) + 1;
+    let rows = hp + tail_rows;
+    let dtype = b.dtype(x)?;
+    let storage = b.storage(dtype);
+    let minus_infinity = match storage {
+        Storage::F16 => i64::from(half::f16::NEG_INFINITY.to_bits()),
+        _ => i64::from(f32::NEG_INFINITY.to_bits()),
+    };
+    let temp = format!("{}::padded", node.name);
+    b.shapes
+        .insert(temp.clone(), Shape::new([planes * rows * wp]));
+    b.dtypes.insert(temp.clone(), dtype);
+    let padded = b.alloc(&temp)?;
+    launch_pad_planes(
+        b,
+        storage,
+        xl,
+        padded.clone(),
+        planes,
+        h,
+        w,
+        rows,
+        wp,
+        minus_infinity,
+    )?;
+    let geo = [
+        h.kernel, w.kernel, h.stride, w.stride, h.dilation, w.dilation, rows, wp,
+    ]
+    .map(|v| v as i64);
+    b.launch(
+        program,
+        "max_pool_padded",
+        &[h.output, planes],
+        Some(&[h.output.min(8), 1]),
+        vec![
+            Arg::Buf(padded),
+            Arg::Buf(yl),
+            Arg::Int8(int8(&geo)?),
+            Arg::I32(i32_arg(h.output, "OH")?),
+            Arg::I32(i32_arg(w.output, "OW")?),
+        ],
+    );
+    b.release(&temp);
     Ok(())
 }

@@ -1,0 +1,202 @@
+//! Whole CNNs and single layers on OpenCL against the reference executor, at the suite's
+//! `model` tolerance level. The shapes are chosen for the CPU-device kernels' paths: rows
+//! wider than one 16-lane vector and ragged ones (a full chunk plus a partial one), strides
+//! 1 and 2, dilation, the 7×7 stem, MaxPool with and without ceil_mode, residual epilogues,
+//! and the f16-storage build of every kernel involved (an f16 model runs f16 storage on
+//! the OpenCL target). The golden cases and the suite's generated cases are small; these
+//! are the sizes the benchmarks run.
+//!
+//! Without an OpenCL runtime the nets fall back and the comparison is trivially the
+//! reference's; the test then checks the fallback was announced (unless CONCORD_REQUIRE
+//! names opencl, when it fails).
+
+mod common;
+
+use common::{opencl_here, CnnBuilder, Lcg, OpenClHere};
+use concord::core::op::Pool;
+use concord::core::{Dim, Node, Op, TensorData};
+use concord::{Backend, DType, FallbackPolicy, Graph, NetBuilder, Overrides, Target, Tensor};
+use concord_conformance::compare::compare;
+use concord_conformance::tolerance::{allowance, ToleranceTable};
+
+/// Runs `graph` on the reference and on OpenCL and compares every output at the model level.
+fn agree(test: &str, graph: Graph, seed: u64) -> Result<(), String> {
+    let here = opencl_here(test);
+    let info = &graph.inputs[0];
+    let dims: Vec<usize> = info
+        .shape
+        .iter()
+        .map(|d| match d {
+            Dim::Fixed(n) => *n,
+            other => panic!("the input dims must be fixed, got {other:?}"),
+        })
+        .collect();
+    let input = Lcg::new(seed).tensor(&dims, 1.0);
+    let input = if info.dtype == DType::F16 {
+        to_f16(&input)
+    } else {
+        input
+    };
+    let reference = NetBuilder::from_graph(graph.clone())
+        .overrides(Overrides::default())
+        .build()
+        .map_err(|e| format!("{}: reference build: {e}", graph.name))?;
+    let net = NetBuilder::from_graph(graph.clone())
+        .registry(common::shared_registry())
+        .backend(Backend::OpenCl)
+        .fallback(FallbackPolicy::Allow)
+        .overrides(Overrides::default())
+        .build()
+        .map_err(|e| format!("{}: OpenCL build: {e}", graph.name))?;
+    if let OpenClHere::Available = here {
+        let off: Vec<String> = net
+            .placement()
+            .nodes
+            .iter()
+            .filter(|n| n.executor != "opencl")
+            .map(|n| format!("{} ({}) on {}", n.name, n.op, n.executor))
+            .collect();
+        if !off.is_empty() {
+            return Err(format!("{}: not on OpenCL: {}", graph.name, off.join(", ")));
+        }
+    }
+    let feed = || [(info.name.clone(), input.clone())];
+    let expected = reference.forward(feed()).map_err(|e| e.to_string())?;
+    let actual = net.forward(feed()).map_err(|e| e.to_string())?;
+    let table = ToleranceTable::builtin().map_err(|e| e.to_string())?;
+    let level = table.level("model").ok_or("no `model` level")?.level;
+    for (name, want) in expected.iter() {
+        let got = actual
+            .get(name)
+            .ok_or(format!("{}: no output {name}", graph.name))?;
+        let allowed = allowance(level, Target::OpenCl, want, None)?;
+        let c = compare(name, got, want, &|i, _| allowed[i]);
+        if !c.passed() {
+            return Err(format!("{}: {}", graph.name, c.describe()));
+        }
+    }
+    Ok(())
+}
+
+fn to_f16(t: &Tensor) -> Tensor {
+    let v = t
+        .as_f32()
+        .expect("f32")
+        .iter()
+        .map(|&x| npyz::half::f16::from_f32(x));
+    Tensor::from_f16(t.dims().to_vec(), v.collect()).expect("same shape")
+}
+
+/// The same graph with f16 inputs and initializers.
+fn as_f16(mut graph: Graph) -> Graph {
+    graph.name += "_f16";
+    for input in &mut graph.inputs {
+        input.dtype = DType::F16;
+    }
+    for t in graph.initializers.values_mut() {
+        if matches!(t.data(), TensorData::F32(_)) {
+            *t = to_f16(t);
+        }
+    }
+    graph
+}
+
+/// One Conv → BatchNormalization → ReLU6 layer, optionally with dilation.
+fn layer(cin: usize, cout: usize, size: usize, k: usize, stride: usize, group: usize) -> Graph {
+    let mut b = CnnBuilder::new(
+        &format!("conv_{cin}_{cout}_{size}_k{k}_s{stride}_g{group}"),
+        &[1, cin, size, size],
+        7,
+    );
+    let y = b.conv_bn("input", cin, cout, k, stride, group);
+    let y = b.relu6(&y);
+    b.graph.outputs.push(y);
+    b.graph
+}
+
+/// A layer whose conv has dilation 2 (the builder's convs have none).
+fn dilated(cin: usize, cout: usize, size: usize, stride: usize, group: usize) -> Graph {
+    let mut g = layer(cin, cout, size, 3, stride, group);
+    g.name += "_d2";
+    if let Some(Node {
+        op: Op::Conv(conv), ..
+    }) = g.nodes.first_mut()
+    {
+        conv.dilations = vec![2, 2];
+        conv.pads = vec![2; 4];
+    }
+    g
+}
+
+fn max_pool(size: usize, k: usize, stride: usize, pad: usize, ceil_mode: bool) -> Graph {
+    let mut g = Graph {
+        name: format!("maxpool_{size}_k{k}_s{stride}_p{pad}_ceil{ceil_mode}"),
+        inputs: vec![concord::ValueInfo::fixed(
+            "input",
+            DType::F32,
+            &[1, 5, size, size],
+        )],
+        outputs: vec!["y".into()],
+        opset: 17,
+        ..Graph::default()
+    };
+    let pool = Pool {
+        kernel_shape: vec![k, k],
+        strides: vec![stride, stride],
+        pads: vec![pad; 4],
+        ceil_mode,
+        ..Pool::default()
+    };
+    g.nodes
+        .push(Node::new("pool", Op::MaxPool(pool), &["input"], &["y"]));
+    g
+}
+
+fn check_all(test: &str, graphs: Vec<Graph>) {
+    let failures: Vec<String> = graphs
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, g)| agree(test, g, 100 + i as u64).err())
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn cnn_models_agree_with_the_reference() {
+    check_all(
+        "cnn_models_agree_with_the_reference",
+        vec![
+            common::resnet18_like(96, 8, 10),
+            common::mobilenet_v2_like(96, 0.5, 10),
+        ],
+    );
+}
+
+#[test]
+fn wide_and_ragged_layers_agree_with_the_reference() {
+    let mut graphs = vec![
+        // The stem (conv_rows): stride 2, 7×7, output rows of 38 (two chunks and a part).
+        layer(3, 16, 75, 7, 2, 1),
+        layer(3, 10, 64, 3, 2, 1),
+        // Strided convs with many channels (im2col), stride-1 3×3 (conv_shift), 1×1.
+        layer(24, 20, 37, 3, 2, 1),
+        layer(12, 20, 37, 3, 1, 1),
+        layer(24, 20, 37, 1, 1, 1),
+        layer(24, 20, 32, 1, 1, 1),
+        // Depthwise, strides 1 and 2, wide and ragged, and a channel multiplier.
+        layer(12, 12, 40, 3, 1, 12),
+        layer(12, 12, 41, 3, 2, 12),
+        layer(6, 12, 35, 5, 2, 6),
+        dilated(8, 8, 37, 1, 8),
+        dilated(8, 8, 37, 2, 8),
+        dilated(4, 8, 37, 1, 1),
+        // MaxPool: the ResNet stem's, ragged, ceil_mode, stride 1.
+        max_pool(112, 3, 2, 1, false),
+        max_pool(37, 3, 2, 1, true),
+        max_pool(36, 2, 2, 0, true),
+        max_pool(33, 3, 1, 1, false),
+    ];
+    let f16: Vec<Graph> = graphs.iter().cloned().map(as_f16).collect();
+    graphs.extend(f16);
+    check_all("wide_and_ragged_layers_agree_with_the_reference", graphs);
+}

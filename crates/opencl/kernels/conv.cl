@@ -55,13 +55,18 @@ __kernel void depthwise(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTP
     }
 }
 
-// The CPU variant of depthwise for strides 1 and 2: the image is first zero-padded into
-// planes of rows×Wp (pad_planes in movement.cl, with room past the last row), so every tap
-// is an unconditional 16-lane load (stride 2 takes the even lanes of two loads) and a
-// multiply-add into a register row, taps in the same order as `depthwise`. One output row
-// of one plane per work-item, 16 columns at a time.
-// geo0 = (KH, KW, SH, SW, DH, DW, rows, Wp), geo1 = (OH, OW, C_in, multiplier).
-// Global (OH, N · C_out).
+// The CPU variant of depthwise for width strides 1 and 2. A work-item owns one output row
+// of one plane; for each kernel row it copies the input row into a private zero-padded
+// row buffer (cached memory on a CPU, so the padding costs no pass over the image), then
+// every tap is an unconditional 16-lane load from that buffer (stride 2 takes the even
+// lanes of two loads) and a multiply-add into the row's accumulators, taps in the same
+// order as `depthwise`. span = the buffer length the row needs (padded width plus the last
+// chunk's reach), at most DW_BUF; the host uses `depthwise` for wider rows.
+// geo0 = (H, W, KH, KW, SH, SW, PH, PW), geo1 = (DH, DW, OH, OW, C_in, multiplier, chunks,
+// span). Global (OH, N · C_out).
+
+#define DW_BUF 640
+#define DW_CHUNKS 32
 
 #if defined(T_F16)
 #define DW_LOAD(p, i) vload_half16(0, (p) + (i))
@@ -71,41 +76,54 @@ __kernel void depthwise(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTP
 #define DW_STORE(v, p, i) vstore16((v), 0, (p) + (i))
 #endif
 
-__kernel void depthwise_padded(CTPTR Xp, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTPTR R,
-                               int has_res, int act, float act_a, float act_b, int8 geo0,
-                               int8 geo1) {
+__kernel void depthwise_rows(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTPTR R,
+                             int has_res, int act, float act_a, float act_b, int8 geo0,
+                             int8 geo1) {
     const int oh = get_global_id(0);
     const int plane = get_global_id(1);
-    const int OH = geo1.s0, OW = geo1.s1;
+    const int OH = geo1.s2, OW = geo1.s3;
     if (oh >= OH) return;
-    const int KH = geo0.s0, KW = geo0.s1, SH = geo0.s2, SW = geo0.s3;
-    const int DH = geo0.s4, DW = geo0.s5, rows = geo0.s6, Wp = geo0.s7;
-    const int c_out_total = geo1.s2 * geo1.s3;
+    const int H = geo0.s0, W = geo0.s1, KH = geo0.s2, KW = geo0.s3;
+    const int SH = geo0.s4, SW = geo0.s5, PH = geo0.s6, PW = geo0.s7;
+    const int DH = geo1.s0, DW = geo1.s1, chunks = geo1.s6, span = geo1.s7;
+    const int c_out_total = geo1.s4 * geo1.s5;
     const int n = plane / c_out_total;
     const int co = plane - n * c_out_total;
-    const int ci = co / geo1.s3;
-    CTPTR x = Xp + ((long)n * geo1.s2 + ci) * rows * Wp;
+    const int ci = co / geo1.s5;
+    CTPTR x = X + ((long)n * geo1.s4 + ci) * H * W;
     CTPTR w = Wt + (long)co * KH * KW;
-    const float b = has_bias ? LD(bias, co) : 0.0f;
-    const long y_row = ((long)plane * OH + oh) * OW;
-    for (int ow0 = 0; ow0 < OW; ow0 += 16) {
-        float16 acc = 0.0f;
-        for (int kh = 0; kh < KH; ++kh) {
-            CTPTR xr = x + (long)(oh * SH + kh * DH) * Wp + ow0 * SW;
+    float buf[DW_BUF];
+    float16 acc[DW_CHUNKS];
+    for (int c = 0; c < chunks; ++c) acc[c] = 0.0f;
+    for (int j = 0; j < span; ++j) buf[j] = 0.0f;
+    for (int kh = 0; kh < KH; ++kh) {
+        const int ih = oh * SH - PH + kh * DH;
+        if (ih < 0 || ih >= H) continue;
+        CTPTR xr = x + (long)ih * W;
+        for (int j = 0; j < W; ++j) buf[PW + j] = LD(xr, j);
+        for (int c = 0; c < chunks; ++c) {
+            float16 a = acc[c];
+            const float* br = buf + c * 16 * SW;
             for (int kw = 0; kw < KW; ++kw) {
                 const float wv = LD(w, kh * KW + kw);
                 float16 xv;
                 if (SW == 1) {
-                    xv = DW_LOAD(xr, kw * DW);
+                    xv = vload16(0, br + kw * DW);
                 } else {
-                    const float16 lo = DW_LOAD(xr, kw * DW);
-                    const float16 hi = DW_LOAD(xr, kw * DW + 16);
+                    const float16 lo = vload16(0, br + kw * DW);
+                    const float16 hi = vload16(0, br + kw * DW + 16);
                     xv = (float16)(lo.even, hi.even);
                 }
-                acc = fma(xv, (float16)wv, acc);
+                a = fma(xv, (float16)wv, a);
             }
+            acc[c] = a;
         }
-        float16 v = acc + b;
+    }
+    const float b = has_bias ? LD(bias, co) : 0.0f;
+    const long y_row = ((long)plane * OH + oh) * OW;
+    for (int c = 0; c < chunks; ++c) {
+        const int ow0 = c * 16;
+        float16 v = acc[c] + b;
         if (ow0 + 16 <= OW) {
             if (has_res) v += DW_LOAD(R, y_row + ow0);
             DW_STORE(activate16(v, act, act_a, act_b), Y, y_row + ow0);

@@ -351,18 +351,17 @@ pub(super) fn conv(b: &mut Builder, fused: &FusedNode, attrs: &Conv) -> Result<(
     ];
     if group == cin && cout % cin == 0 && group > 1 {
         let program = b.program(Family::Conv, variant)?;
-        if b.gemm == GemmKernel::RegisterBlocked && (wa.stride == 1 || wa.stride == 2) {
-            return depthwise_padded(
+        if b.gemm == GemmKernel::RegisterBlocked
+            && (wa.stride == 1 || wa.stride == 2)
+            && depthwise_rows(
                 b,
                 &program,
                 DepthwiseCall {
-                    node,
-                    x,
-                    xl,
-                    wl,
-                    yl,
-                    bias,
-                    residual,
+                    xl: xl.clone(),
+                    wl: wl.clone(),
+                    yl: yl.clone(),
+                    bias: bias.clone(),
+                    residual: residual.clone(),
                     activation,
                     h,
                     wa,
@@ -370,7 +369,10 @@ pub(super) fn conv(b: &mut Builder, fused: &FusedNode, attrs: &Conv) -> Result<(
                     cin,
                     cout,
                 },
-            );
+            )?
+            .is_some()
+        {
+            return Ok(());
         }
         let geo1 = [
             h.dilation as i64,
@@ -796,8 +798,9 @@ fn conv_shifted(
     let (h, wa) = (c.h, c.wa);
     let wp = wa.input + wa.pad_begin + wa.pad_end;
     let hp = h.input + h.pad_begin + h.pad_end;
-    // Zero rows after the image, so the last panel's shifted loads stay inside the copy.
-    let tail_rows = (NR + (wa.kernel - 1) * wa.dilation).div_ceil(wp) + 1;
+    // Zero rows after the image, so the last work-item's shifted loads (two NR vectors)
+    // stay inside the copy.
+    let tail_rows = (2 * NR + (wa.kernel - 1) * wa.dilation).div_ceil(wp) + 1;
     let rows = hp + tail_rows;
     let plane = rows * wp;
     let n_wide = h.output * wp;
@@ -853,7 +856,7 @@ fn conv_shifted(
         program,
         "conv_shift",
         &[
-            n_wide.div_ceil(NR),
+            n_wide.div_ceil(2 * NR),
             c.m.div_ceil(MR).div_ceil(MBLOCKS),
             c.batch,
         ],
@@ -995,7 +998,7 @@ pub(super) fn launch_pad_planes(
         &program,
         "pad_planes",
         &[rows, planes],
-        Some(&[rows.min(8), 1]),
+        Some(&[rows, 1]),
         vec![
             Arg::Buf(src),
             Arg::Buf(dst),
@@ -1011,10 +1014,8 @@ pub(super) fn launch_pad_planes(
     Ok(())
 }
 
-/// A depthwise conv on a CPU device: what depthwise_padded in conv.cl needs.
-struct DepthwiseCall<'a> {
-    node: &'a Node,
-    x: &'a str,
+/// A depthwise conv on a CPU device: what depthwise_rows in conv.cl needs.
+struct DepthwiseCall {
     xl: Loc,
     wl: Loc,
     yl: Loc,
@@ -1028,67 +1029,58 @@ struct DepthwiseCall<'a> {
     cout: usize,
 }
 
-/// Depthwise conv with width stride 1 or 2 as 16-lane taps over a zero-padded copy of the
-/// image (see depthwise_padded in conv.cl).
-fn depthwise_padded(
+/// The longest padded row depthwise_rows buffers (DW_BUF in conv.cl), and the most
+/// 16-lane chunks of an output row (DW_CHUNKS).
+const DW_BUF: usize = 640;
+const DW_CHUNKS: usize = 32;
+
+/// Depthwise conv with width stride 1 or 2 as 16-lane taps over a private zero-padded copy
+/// of each input row (see depthwise_rows in conv.cl). None when a row is too wide for the
+/// kernel's buffers (the caller then uses the generic kernel).
+fn depthwise_rows(
     b: &mut Builder,
     program: &std::sync::Arc<crate::cl::Program>,
     d: DepthwiseCall,
-) -> Result<(), OpError> {
+) -> Result<Option<()>, OpError> {
     let (h, wa) = (d.h, d.wa);
-    let wp = wa.input + wa.pad_begin + wa.pad_end;
-    let hp = h.input + h.pad_begin + h.pad_end;
-    // The last 16-lane chunk of a row reads up to 16·stride lanes from its start, past the
-    // row's end: zero rows after the image keep those loads inside the copy.
-    let tail_rows = (16 * wa.stride + (wa.kernel - 1) * wa.dilation).div_ceil(wp) + 1;
-    let rows = hp + tail_rows;
-    let dtype = b.dtype(d.x)?;
-    let storage = b.storage(dtype);
-    let temp = format!("{}::padded", d.node.name);
-    b.shapes
-        .insert(temp.clone(), Shape::new([d.batch * d.cin * rows * wp]));
-    b.dtypes.insert(temp.clone(), dtype);
-    let padded = b.alloc(&temp)?;
-    launch_pad_planes(
-        b,
-        storage,
-        d.xl,
-        padded.clone(),
-        d.batch * d.cin,
-        h,
-        wa,
-        rows,
-        wp,
-        0,
-    )?;
+    let chunks = wa.output.div_ceil(16);
+    // The last chunk's loads reach 16·stride lanes (two loads for stride 2) plus the
+    // kernel's reach past its start.
+    let span =
+        (chunks * 16 * wa.stride + (wa.kernel - 1) * wa.dilation + 16).max(wa.input + wa.pad_begin);
+    if span > DW_BUF || chunks > DW_CHUNKS {
+        return Ok(None);
+    }
     let geo0 = [
-        h.kernel as i64,
-        wa.kernel as i64,
-        h.stride as i64,
-        wa.stride as i64,
-        h.dilation as i64,
-        wa.dilation as i64,
-        rows as i64,
-        wp as i64,
-    ];
+        h.input,
+        wa.input,
+        h.kernel,
+        wa.kernel,
+        h.stride,
+        wa.stride,
+        h.pad_begin,
+        wa.pad_begin,
+    ]
+    .map(|v| v as i64);
     let geo1 = [
-        h.output as i64,
-        wa.output as i64,
-        d.cin as i64,
-        (d.cout / d.cin) as i64,
-        0,
-        0,
-        0,
-        0,
-    ];
+        h.dilation,
+        wa.dilation,
+        h.output,
+        wa.output,
+        d.cin,
+        d.cout / d.cin,
+        chunks,
+        span,
+    ]
+    .map(|v| v as i64);
     let (act, a, bb) = d.activation.code();
     b.launch(
         program,
-        "depthwise_padded",
+        "depthwise_rows",
         &[h.output, d.batch * d.cout],
         Some(&[h.output.min(8), 1]),
         vec![
-            Arg::Buf(padded),
+            Arg::Buf(d.xl),
             Arg::Buf(d.wl),
             Arg::Buf(d.yl.clone()),
             Arg::Buf(d.bias.clone().unwrap_or(d.yl.clone())),
@@ -1102,8 +1094,7 @@ fn depthwise_padded(
             Arg::Int8(int8(&geo1)?),
         ],
     );
-    b.release(&temp);
-    Ok(())
+    Ok(Some(()))
 }
 
 /// Packs a strided B into NR-column panels per batch.
@@ -1297,7 +1288,7 @@ fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<()
     b.launch(
         &program,
         "pack_a",
-        &[blocks * MR, k, a_batches],
+        &[blocks * MR, k.div_ceil(KC), a_batches],
         Some(&[MR, 1, 1]),
         vec![
             Arg::Buf(call.a),

@@ -55,15 +55,17 @@ __kernel void depthwise(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTP
     }
 }
 
-// The CPU variant of depthwise for width strides 1 and 2. A work-item owns one output row
-// of one plane; for each kernel row it copies the input row into a private zero-padded
-// row buffer (cached memory on a CPU, so the padding costs no pass over the image), then
-// every tap is an unconditional 16-lane load from that buffer (stride 2 takes the even
-// lanes of two loads) and a multiply-add into the row's accumulators, taps in the same
-// order as `depthwise`. span = the buffer length the row needs (padded width plus the last
-// chunk's reach), at most DW_BUF; the host uses `depthwise` for wider rows.
+// The CPU variant of depthwise for width strides 1 and 2. A work-item owns `rpi`
+// consecutive output rows of one plane (small planes are one work-item each, so the
+// per-item cost is spread over enough work); for each kernel row it copies the input row
+// into a private zero-padded row buffer (cached memory on a CPU, so the padding costs no
+// pass over the image), then every tap is an unconditional 16-lane load from that buffer
+// (stride 2 takes the even lanes of two loads) and a multiply-add into the row's
+// accumulators, taps in the same order as `depthwise`. span = the buffer length a row
+// needs (padded width plus the last chunk's reach), at most DW_BUF; the host uses
+// `depthwise` for wider rows.
 // geo0 = (H, W, KH, KW, SH, SW, PH, PW), geo1 = (DH, DW, OH, OW, C_in, multiplier, chunks,
-// span). Global (OH, N · C_out).
+// span), rpi = rows per item, planes = N · C_out. Global (ceil(OH / rpi), planes).
 
 #define DW_BUF 640
 #define DW_CHUNKS 32
@@ -78,11 +80,11 @@ __kernel void depthwise(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTP
 
 __kernel void depthwise_rows(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTPTR R,
                              int has_res, int act, float act_a, float act_b, int8 geo0,
-                             int8 geo1) {
-    const int oh = get_global_id(0);
+                             int8 geo1, int rpi, int planes) {
+    const int oh_begin = get_global_id(0) * rpi;
     const int plane = get_global_id(1);
     const int OH = geo1.s2, OW = geo1.s3;
-    if (oh >= OH) return;
+    if (oh_begin >= OH || plane >= planes) return;
     const int H = geo0.s0, W = geo0.s1, KH = geo0.s2, KW = geo0.s3;
     const int SH = geo0.s4, SW = geo0.s5, PH = geo0.s6, PW = geo0.s7;
     const int DH = geo1.s0, DW = geo1.s1, chunks = geo1.s6, span = geo1.s7;
@@ -92,48 +94,131 @@ __kernel void depthwise_rows(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias
     const int ci = co / geo1.s5;
     CTPTR x = X + ((long)n * geo1.s4 + ci) * H * W;
     CTPTR w = Wt + (long)co * KH * KW;
+    const float b = has_bias ? LD(bias, co) : 0.0f;
     float buf[DW_BUF];
     float16 acc[DW_CHUNKS];
-    for (int c = 0; c < chunks; ++c) acc[c] = 0.0f;
+    // Rows only ever write [PW, PW + W): the padding stays zero.
     for (int j = 0; j < span; ++j) buf[j] = 0.0f;
-    for (int kh = 0; kh < KH; ++kh) {
-        const int ih = oh * SH - PH + kh * DH;
-        if (ih < 0 || ih >= H) continue;
-        CTPTR xr = x + (long)ih * W;
-        for (int j = 0; j < W; ++j) buf[PW + j] = LD(xr, j);
-        for (int c = 0; c < chunks; ++c) {
-            float16 a = acc[c];
-            const float* br = buf + c * 16 * SW;
-            for (int kw = 0; kw < KW; ++kw) {
-                const float wv = LD(w, kh * KW + kw);
-                float16 xv;
-                if (SW == 1) {
-                    xv = vload16(0, br + kw * DW);
-                } else {
-                    const float16 lo = vload16(0, br + kw * DW);
-                    const float16 hi = vload16(0, br + kw * DW + 16);
-                    xv = (float16)(lo.even, hi.even);
+    const int oh_end = min(OH, oh_begin + rpi);
+    for (int oh = oh_begin; oh < oh_end; ++oh) {
+        for (int c = 0; c < chunks; ++c) acc[c] = 0.0f;
+        for (int kh = 0; kh < KH; ++kh) {
+            const int ih = oh * SH - PH + kh * DH;
+            if (ih < 0 || ih >= H) continue;
+            CTPTR xr = x + (long)ih * W;
+            for (int j = 0; j < W; ++j) buf[PW + j] = LD(xr, j);
+            for (int c = 0; c < chunks; ++c) {
+                float16 a = acc[c];
+                const float* br = buf + c * 16 * SW;
+                for (int kw = 0; kw < KW; ++kw) {
+                    const float wv = LD(w, kh * KW + kw);
+                    float16 xv;
+                    if (SW == 1) {
+                        xv = vload16(0, br + kw * DW);
+                    } else {
+                        const float16 lo = vload16(0, br + kw * DW);
+                        const float16 hi = vload16(0, br + kw * DW + 16);
+                        xv = (float16)(lo.even, hi.even);
+                    }
+                    a = fma(xv, (float16)wv, a);
                 }
-                a = fma(xv, (float16)wv, a);
+                acc[c] = a;
             }
-            acc[c] = a;
+        }
+        const long y_row = ((long)plane * OH + oh) * OW;
+        for (int c = 0; c < chunks; ++c) {
+            const int ow0 = c * 16;
+            float16 v = acc[c] + b;
+            if (ow0 + 16 <= OW) {
+                if (has_res) v += DW_LOAD(R, y_row + ow0);
+                DW_STORE(activate16(v, act, act_a, act_b), Y, y_row + ow0);
+            } else {
+                float t[16];
+                vstore16(v, 0, t);
+                for (int j = 0; ow0 + j < OW; ++j) {
+                    float u = t[j];
+                    if (has_res) u += LD(R, y_row + ow0 + j);
+                    ST(Y, y_row + ow0 + j, activate(u, act, act_a, act_b));
+                }
+            }
         }
     }
+}
+
+// The CPU variant of depthwise for width stride 1, reading the image in place: a tap of a
+// 16-column chunk is one 16-lane load at its offset o, with the lanes outside the row
+// (o + j < 0 or >= W) set to zero. Loads may run past a row's end (into the next row, or
+// past the buffer's end into the slack every slot has, see Builder::slot_bytes) but never
+// before its start: a chunk starting left of the row (o < 0, only the first chunk, for
+// taps inside the left pad) loads at the row's start and shifts the lanes right with a
+// constant swizzle (pads up to 3; wider left pads use depthwise_rows). A work-item owns
+// rpi consecutive output rows of one plane and walks them chunk by chunk, so consecutive
+// rows' accumulations are independent work for the core.
+// geo0 = (H, W, KH, KW, PH, PW, DH, DW), geo1 = (OH, OW, C_in, multiplier, rpi, planes).
+// Global (ceil(OH / rpi), planes).
+
+#define SHIFT1(v) (float16)(0.0f, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6, v.s7, v.s8, \
+                            v.s9, v.sa, v.sb, v.sc, v.sd, v.se)
+#define SHIFT2(v) (float16)(0.0f, 0.0f, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6, v.s7, \
+                            v.s8, v.s9, v.sa, v.sb, v.sc, v.sd)
+#define SHIFT3(v) (float16)(0.0f, 0.0f, 0.0f, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6, \
+                            v.s7, v.s8, v.s9, v.sa, v.sb, v.sc)
+
+__kernel void depthwise_s1(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTPTR R,
+                           int has_res, int act, float act_a, float act_b, int8 geo0,
+                           int8 geo1) {
+    const int OH = geo1.s0, OW = geo1.s1, rpi = geo1.s4;
+    const int oh_begin = get_global_id(0) * rpi;
+    const int plane = get_global_id(1);
+    if (oh_begin >= OH || plane >= geo1.s5) return;
+    const int H = geo0.s0, W = geo0.s1, KH = geo0.s2, KW = geo0.s3;
+    const int PH = geo0.s4, PW = geo0.s5, DH = geo0.s6, DW = geo0.s7;
+    const int c_out_total = geo1.s2 * geo1.s3;
+    const int n = plane / c_out_total;
+    const int co = plane - n * c_out_total;
+    const int ci = co / geo1.s3;
+    CTPTR x = X + ((long)n * geo1.s2 + ci) * H * W;
+    CTPTR w = Wt + (long)co * KH * KW;
     const float b = has_bias ? LD(bias, co) : 0.0f;
-    const long y_row = ((long)plane * OH + oh) * OW;
-    for (int c = 0; c < chunks; ++c) {
-        const int ow0 = c * 16;
-        float16 v = acc[c] + b;
-        if (ow0 + 16 <= OW) {
-            if (has_res) v += DW_LOAD(R, y_row + ow0);
-            DW_STORE(activate16(v, act, act_a, act_b), Y, y_row + ow0);
-        } else {
-            float t[16];
-            vstore16(v, 0, t);
-            for (int j = 0; ow0 + j < OW; ++j) {
-                float u = t[j];
-                if (has_res) u += LD(R, y_row + ow0 + j);
-                ST(Y, y_row + ow0 + j, activate(u, act, act_a, act_b));
+    const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const int oh_end = min(OH, oh_begin + rpi);
+    for (int ow0 = 0; ow0 < OW; ow0 += 16) {
+        for (int oh = oh_begin; oh < oh_end; ++oh) {
+            float16 acc = 0.0f;
+            for (int kh = 0; kh < KH; ++kh) {
+                const int ih = oh - PH + kh * DH;
+                if (ih < 0 || ih >= H) continue;
+                CTPTR xr = x + (long)ih * W;
+                for (int kw = 0; kw < KW; ++kw) {
+                    const int o = ow0 - PW + kw * DW;
+                    if (o >= W) continue;
+                    const float wv = LD(w, kh * KW + kw);
+                    float16 xv;
+                    if (o >= 0) {
+                        xv = DW_LOAD(xr, o);
+                        if (o + 16 > W) xv = select((float16)0.0f, xv, lane + o < W);
+                    } else {
+                        const float16 v = DW_LOAD(xr, 0);
+                        xv = o == -1 ? SHIFT1(v) : o == -2 ? SHIFT2(v) : SHIFT3(v);
+                        if (o + 16 > W) xv = select((float16)0.0f, xv, lane + o < W);
+                    }
+                    acc = fma(xv, (float16)wv, acc);
+                }
+            }
+            const long y_row = ((long)plane * OH + oh) * OW;
+            float16 v = acc + b;
+            if (ow0 + 16 <= OW) {
+                if (has_res) v += DW_LOAD(R, y_row + ow0);
+                DW_STORE(activate16(v, act, act_a, act_b), Y, y_row + ow0);
+            } else {
+                float t[16];
+                const int left = OW - ow0;
+                if (has_res) {
+                    for (int j = 0; j < 16; ++j) t[j] = j < left ? LD(R, y_row + ow0 + j) : 0.0f;
+                    v += vload16(0, t);
+                }
+                vstore16(activate16(v, act, act_a, act_b), 0, t);
+                for (int j = 0; j < left; ++j) ST(Y, y_row + ow0 + j, t[j]);
             }
         }
     }

@@ -158,8 +158,8 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p
     const int n0 = nb * NR;
     if (n0 >= N) return;
     const int b0 = batch / batch1, b1 = batch % batch1;
-    // p.s4 > 0: B is not packed but row-major with that row stride (used when N is a
-    // multiple of NR, so no panel is ragged).
+    // p.s4 > 0: B is not packed but row-major with that row stride (the image of a 1×1
+    // conv). A ragged last panel then loads past each row's end; those lanes are dropped.
     const int ldb = p.s4 > 0 ? p.s4 : NR;
     CTPTR bp = Bp + (long)b0 * p.s0 + (long)b1 * p.s1
                + (p.s4 > 0 ? (long)n0 : (long)nb * K * NR);

@@ -46,6 +46,12 @@ pub struct Launch {
     pub args: Vec<Arg>,
 }
 
+/// Bytes every slot has past its largest value. The CPU-device kernels load 16-lane
+/// vectors (two for stride 2) that may run past a row's end; at the last row of a value
+/// that is past its end, into this slack. What they read there only feeds lanes that are
+/// dropped; nothing is ever written there.
+pub const SLOT_SLACK: usize = 128;
+
 /// The launches of one node, for profiling per node.
 #[derive(Debug)]
 pub struct NodeSteps {
@@ -417,8 +423,9 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// The size of every slot's buffer: the largest value it holds plus [`SLOT_SLACK`].
     pub fn slot_bytes(&self) -> Vec<usize> {
-        self.slots.bytes.clone()
+        self.slots.bytes.iter().map(|b| b + SLOT_SLACK).collect()
     }
 }
 

@@ -352,6 +352,26 @@ pub(super) fn conv(b: &mut Builder, fused: &FusedNode, attrs: &Conv) -> Result<(
     if group == cin && cout % cin == 0 && group > 1 {
         let program = b.program(Family::Conv, variant)?;
         if b.gemm == GemmKernel::RegisterBlocked
+            && wa.stride == 1
+            && wa.pad_begin <= 3
+            && (xl_is_slot(&xl))
+        {
+            let d = DepthwiseCall {
+                xl: xl.clone(),
+                wl: wl.clone(),
+                yl: yl.clone(),
+                bias: bias.clone(),
+                residual: residual.clone(),
+                activation,
+                h,
+                wa,
+                batch,
+                cin,
+                cout,
+            };
+            return depthwise_s1(b, &program, d);
+        }
+        if b.gemm == GemmKernel::RegisterBlocked
             && (wa.stride == 1 || wa.stride == 2)
             && depthwise_rows(
                 b,
@@ -681,8 +701,10 @@ fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
         && h.pad_begin + h.pad_end + wa.pad_begin + wa.pad_end == 0;
     let program = b.program(Family::Gemm, variant)?;
     let batches = c.batch * c.group;
-    if pointwise && n % NR == 0 {
-        // The image itself is B: rows of N contiguous columns, no ragged panel.
+    if pointwise && (n % NR == 0 || xl_is_slot(&c.xl)) {
+        // The image itself is B: rows of N contiguous columns. A ragged last panel's loads
+        // run past a row's end (into the next row, or the slot's slack after the last) and
+        // feed only dropped columns.
         let call = BlockedCall {
             ap,
             b: c.xl,
@@ -1034,6 +1056,69 @@ struct DepthwiseCall {
 const DW_BUF: usize = 640;
 const DW_CHUNKS: usize = 32;
 
+/// True when the value lives in a slot (so its buffer has [`SLOT_SLACK`] bytes past its
+/// end for vector loads that run over).
+fn xl_is_slot(l: &Loc) -> bool {
+    matches!(l, Loc::Slot(_))
+}
+
+/// Depthwise conv with width stride 1 reading the image in place (see depthwise_s1 in
+/// conv.cl).
+fn depthwise_s1(
+    b: &mut Builder,
+    program: &std::sync::Arc<crate::cl::Program>,
+    d: DepthwiseCall,
+) -> Result<(), OpError> {
+    let (h, wa) = (d.h, d.wa);
+    // Rows per work-item: about 2,048 outputs' worth, so a small plane is one item.
+    let rpi = (2048 / wa.output.max(1)).clamp(1, h.output.max(1));
+    let planes = d.batch * d.cout;
+    let geo0 = [
+        h.input,
+        wa.input,
+        h.kernel,
+        wa.kernel,
+        h.pad_begin,
+        wa.pad_begin,
+        h.dilation,
+        wa.dilation,
+    ]
+    .map(|v| v as i64);
+    let geo1 = [
+        h.output,
+        wa.output,
+        d.cin,
+        d.cout / d.cin,
+        rpi,
+        planes,
+        0,
+        0,
+    ]
+    .map(|v| v as i64);
+    let (act, a, bb) = d.activation.code();
+    b.launch(
+        program,
+        "depthwise_s1",
+        &[h.output.div_ceil(rpi), planes],
+        Some(&[1, 4]),
+        vec![
+            Arg::Buf(d.xl),
+            Arg::Buf(d.wl),
+            Arg::Buf(d.yl.clone()),
+            Arg::Buf(d.bias.clone().unwrap_or(d.yl.clone())),
+            Arg::I32(d.bias.is_some() as i32),
+            Arg::Buf(d.residual.clone().unwrap_or(d.yl.clone())),
+            Arg::I32(d.residual.is_some() as i32),
+            Arg::I32(act),
+            Arg::F32(a),
+            Arg::F32(bb),
+            Arg::Int8(int8(&geo0)?),
+            Arg::Int8(int8(&geo1)?),
+        ],
+    );
+    Ok(())
+}
+
 /// Depthwise conv with width stride 1 or 2 as 16-lane taps over a private zero-padded copy
 /// of each input row (see depthwise_rows in conv.cl). None when a row is too wide for the
 /// kernel's buffers (the caller then uses the generic kernel).
@@ -1073,12 +1158,15 @@ fn depthwise_rows(
         span,
     ]
     .map(|v| v as i64);
+    // Rows per work-item: about 2,048 outputs' worth, so a small plane is one item.
+    let rpi = (2048 / wa.output.max(1)).clamp(1, h.output.max(1));
+    let planes = d.batch * d.cout;
     let (act, a, bb) = d.activation.code();
     b.launch(
         program,
         "depthwise_rows",
-        &[h.output, d.batch * d.cout],
-        Some(&[h.output.min(8), 1]),
+        &[h.output.div_ceil(rpi), planes],
+        Some(&[1, 4]),
         vec![
             Arg::Buf(d.xl),
             Arg::Buf(d.wl),
@@ -1092,6 +1180,8 @@ fn depthwise_rows(
             Arg::F32(bb),
             Arg::Int8(int8(&geo0)?),
             Arg::Int8(int8(&geo1)?),
+            Arg::I32(i32_arg(rpi, "rows per item")?),
+            Arg::I32(i32_arg(planes, "planes")?),
         ],
     );
     Ok(Some(()))

@@ -256,6 +256,16 @@ impl<'a> Builder<'a> {
     ) -> Self {
         let gemm = match gemm {
             GemmKernel::Auto if device.is_cpu => GemmKernel::RegisterBlocked,
+            // A device too small for the tiled kernel's 256-item work-group or its local
+            // tiles gets the register-blocked kernel, which needs neither.
+            GemmKernel::Auto
+                if !crate::ops::local_tiled_fits(
+                    device.max_work_group_size,
+                    device.local_mem_bytes,
+                ) =>
+            {
+                GemmKernel::RegisterBlocked
+            }
             GemmKernel::Auto => GemmKernel::LocalTiled,
             chosen => chosen,
         };

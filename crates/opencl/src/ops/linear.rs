@@ -1,7 +1,26 @@
-//! Convolution and matrix multiplication (kernels/gemm.cl, kernels/conv.cl). Every
-//! non-depthwise Conv is an implicit GEMM (im2col on the fly in the tile loads; a 1×1
-//! stride-1 unpadded conv reads the image directly as the B matrix); depthwise Conv has its
-//! own kernel; Gemm and MatMul are the same tiled GEMM with strided operands.
+//! Convolution and matrix multiplication (kernels/gemm.cl, kernels/conv.cl).
+//!
+//! On a GPU every non-depthwise Conv is an implicit GEMM on the local-memory tiled kernel
+//! (im2col on the fly in the tile loads; a 1×1 stride-1 unpadded conv reads the image
+//! directly as the B matrix), depthwise Conv has its own kernel, and Gemm and MatMul are the
+//! same tiled GEMM with strided operands.
+//!
+//! On a CPU device (PoCL) local memory is ordinary cache and barriers cost, so the kernels
+//! are register-blocked instead: a work-item keeps an 8-row × 16- or 32-column block of the
+//! output in 16-lane registers (one AVX-512 register each), every weight feeds a
+//! multiply-add with a broadcast operand, and the fused epilogue (bias, residual,
+//! activation) runs on whole 16-lane rows. Which kernel a Conv gets:
+//! - 1×1, stride 1, no padding: `gemm_block` with the image itself as B;
+//! - stride 1: `conv_shift`, shifted contiguous views of a zero-padded copy of the image
+//!   (no im2col matrix);
+//! - stride 2 with few input channels (stems): `conv_rows`, output rows of the padded copy,
+//!   even lanes of two loads;
+//! - otherwise: `im2col` into packed panels, then `gemm_block`;
+//! - depthwise: `depthwise_s1` (stride 1, the image read in place) or `depthwise_rows`
+//!   (stride 2, each input row padded in a private buffer), else the generic `depthwise`.
+//!
+//! Vector loads may run past a value's end; every slot has [`crate::plan::SLOT_SLACK`]
+//! bytes for that, and those lanes are dropped.
 
 use super::{input, optional_input, output};
 use crate::fuse::{Activation, Epilogue, FusedNode};
@@ -30,6 +49,15 @@ const TILES: Tiles = Tiles {
     wptm: 4,
     wptn: 4,
 };
+
+/// Whether the local-memory tiled GEMM fits a device: its work-group (reqd_work_group_size)
+/// and its two local tiles.
+pub(crate) fn local_tiled_fits(max_work_group_size: usize, local_mem_bytes: u64) -> bool {
+    let t = TILES;
+    let items = (t.tsm / t.wptm) * (t.tsn / t.wptn);
+    let local = (t.tsk * (t.tsm + t.tsn) * std::mem::size_of::<f32>()) as u64;
+    items <= max_work_group_size && local <= local_mem_bytes
+}
 
 impl Tiles {
     fn defines(&self) -> String {
@@ -1020,7 +1048,7 @@ pub(super) fn launch_pad_planes(
         &program,
         "pad_planes",
         &[rows, planes],
-        Some(&[rows, 1]),
+        Some(&[rows.min(64), 1]),
         vec![
             Arg::Buf(src),
             Arg::Buf(dst),

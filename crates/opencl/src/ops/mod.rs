@@ -12,6 +12,8 @@ mod pool;
 mod reduce;
 mod resize;
 
+pub(crate) use linear::local_tiled_fits;
+
 use crate::fuse::FusedNode;
 use crate::plan::Builder;
 use concord_core::op::PadMode;

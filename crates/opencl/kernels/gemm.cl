@@ -142,7 +142,9 @@ void gemm_tiled(CTPTR A, CTPTR B, TPTR Y, int M, int N, int K, int8 sa, int8 sb,
 #define MBLOCKS 8
 #endif
 
-#define FMA_ROW(i) c##i = fma((float16)LD(a, k * MR + i), bv, c##i)
+// ak points at the current k's MR values of the A panel (constant offsets, no index
+// arithmetic per multiply-add).
+#define FMA_ROW(i) c##i = fma((float16)LD(ak, i), bv, c##i)
 
 // Global (ceil(N / NR), ceil(ceil(M / MR) / MBLOCKS), batch): a work-item owns one B panel
 // and MBLOCKS A panels, so its B panel stays in cache while it walks the rows.
@@ -170,8 +172,10 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p
         if (m0 >= M) break;
         CTPTR a = Ap + (long)b0 * p.s2 + (long)b1 * p.s3 + (long)mb * K * MR;
         float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
-        for (int k = 0; k < K; ++k) {
-            const float16 bv = LOAD_NR(bp, (long)k * ldb);
+        CTPTR ak = a;
+        CTPTR bk = bp;
+        for (int k = 0; k < K; ++k, ak += MR, bk += ldb) {
+            const float16 bv = LOAD_NR(bk, 0);
             FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3);
             FMA_ROW(4); FMA_ROW(5); FMA_ROW(6); FMA_ROW(7);
         }
@@ -323,12 +327,12 @@ __kernel void conv_rows(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 g
         if (m0 >= M) break;
         CTPTR a = Ap + (long)mb * K * MR;
         float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
-        int k = 0;
+        CTPTR ak = a;
         for (int c = 0; c < C; ++c) {
             CTPTR xc = xb + (long)c * p.s1;
             for (int kh = 0; kh < KH; ++kh) {
                 CTPTR xr = xc + kh * DH * Wp;
-                for (int kw = 0; kw < KW; ++kw, ++k) {
+                for (int kw = 0; kw < KW; ++kw, ak += MR) {
                     float16 bv;
                     if (SW == 1) {
                         bv = LOAD_NR(xr, kw * DW);
@@ -365,7 +369,7 @@ __kernel void conv_rows(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 g
     }
 }
 
-#define FMA_ROW2(i) { const float av = LD(a, k * MR + i); \
+#define FMA_ROW2(i) { const float av = LD(ak, i); \
     c##i = fma((float16)av, bv, c##i); d##i = fma((float16)av, bw, d##i); }
 
 // A stride-1 convolution without im2col. With the image zero-padded into Xp (rows of Wp
@@ -397,12 +401,30 @@ __kernel void conv_shift(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 
         CTPTR a = Ap + (long)mb * K * MR;
         float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
         float16 d0 = 0, d1 = 0, d2 = 0, d3 = 0, d4 = 0, d5 = 0, d6 = 0, d7 = 0;
-        int k = 0;
+        CTPTR ak = a;
         for (int c = 0; c < C; ++c) {
             CTPTR xc = xb + (long)c * p.s1;
             for (int kh = 0; kh < KH; ++kh) {
                 CTPTR xr = xc + kh * DH * Wp;
-                for (int kw = 0; kw < KW; ++kw, ++k) {
+                if (KW == 3 && DW == 1) {
+                    // The common 3×3 case with its taps unrolled.
+                    float16 bv = LOAD_NR(xr, 0), bw = LOAD_NR(xr, NR);
+                    FMA_ROW2(0); FMA_ROW2(1); FMA_ROW2(2); FMA_ROW2(3);
+                    FMA_ROW2(4); FMA_ROW2(5); FMA_ROW2(6); FMA_ROW2(7);
+                    ak += MR;
+                    bv = LOAD_NR(xr, 1);
+                    bw = LOAD_NR(xr, NR + 1);
+                    FMA_ROW2(0); FMA_ROW2(1); FMA_ROW2(2); FMA_ROW2(3);
+                    FMA_ROW2(4); FMA_ROW2(5); FMA_ROW2(6); FMA_ROW2(7);
+                    ak += MR;
+                    bv = LOAD_NR(xr, 2);
+                    bw = LOAD_NR(xr, NR + 2);
+                    FMA_ROW2(0); FMA_ROW2(1); FMA_ROW2(2); FMA_ROW2(3);
+                    FMA_ROW2(4); FMA_ROW2(5); FMA_ROW2(6); FMA_ROW2(7);
+                    ak += MR;
+                    continue;
+                }
+                for (int kw = 0; kw < KW; ++kw, ak += MR) {
                     const float16 bv = LOAD_NR(xr, kw * DW);
                     const float16 bw = LOAD_NR(xr, kw * DW + NR);
                     FMA_ROW2(0); FMA_ROW2(1); FMA_ROW2(2); FMA_ROW2(3);

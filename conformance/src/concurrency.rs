@@ -510,7 +510,7 @@ fn async_interleaved(
             for (k, p) in pending.into_iter().enumerate() {
                 let out = p.wait().map_err(|e| e.to_string())?;
                 let y = out.get("y").ok_or("no output y")?;
-                if !same.agrees(&y, &expected[i]) {
+                if !same.agrees(y, &expected[i]) {
                     return Err(format!(
                         "async forward {k} differs from the single-threaded output"
                     ));

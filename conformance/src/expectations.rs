@@ -139,8 +139,8 @@ impl Expectations {
 impl Entry {
     pub fn matches(&self, trial: &str, target: &str, device: &str) -> bool {
         self.matcher.is_match(trial)
-            && self.target.as_deref().is_none_or(|t| t == target)
-            && self.device.as_deref().is_none_or(|d| device.contains(d))
+            && self.target.as_deref().map_or(true, |t| t == target)
+            && self.device.as_deref().map_or(true, |d| device.contains(d))
     }
 }
 

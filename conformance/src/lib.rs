@@ -24,6 +24,7 @@ pub mod expectations;
 pub mod fallback;
 pub mod golden;
 mod harness;
+pub mod models;
 pub mod node_tests;
 pub mod outcome;
 pub mod progress;

@@ -4,15 +4,18 @@
 //! Steps, each printed as it runs: build the CUDA crate's test binaries and the conformance
 //! test binaries in release mode (`cargo test --no-run --release --message-format=json`,
 //! whose compiler-artifact messages name every test executable), build the `concord` CLI in
-//! release mode, copy them with golden/ and the conformance data (cases, expectations,
-//! tolerances.toml, regressions and any other data file in conformance/) into
+//! release mode, build the CUDA models benchmark, copy them with golden/, the conformance
+//! data (cases, expectations, tolerances.toml, regressions and any other data file in
+//! conformance/) and the ONNX node-test data when target/onnx-node-tests exists into
 //! target/gpu-bundle/, write run.sh, and tar it. The
 //! archive must stay under 60 MiB; debug info is stripped when `strip` is available.
 //!
 //! run.sh sets CONCORD_REQUIRE=cuda (so a runner whose driver broke fails instead of passing
-//! on the CPU), points CONCORD_CONFORMANCE_DIR and CONCORD_GOLDEN_DIR at the bundled data,
-//! asserts `concord info --require cuda`, runs every test binary, writes the conformance
-//! reports under reports/ and exits non-zero when anything failed.
+//! on the CPU), points CONCORD_CONFORMANCE_DIR, CONCORD_GOLDEN_DIR and (when bundled)
+//! CONCORD_ONNX_NODE_TESTS at the bundled data, asserts `concord info --require cuda`,
+//! runs every test binary, then the models benchmark (batch 1 and 32), writes the
+//! conformance reports and the benchmark's medians under reports/ and exits non-zero when
+//! anything failed.
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -87,6 +90,33 @@ pub fn run(args: &[String]) -> Result<()> {
         &bundle.join("bin/concord"),
     )?;
 
+    println!("xtask gpu-bundle: building the CUDA models benchmark (release)");
+    let output = Command::new(cargo_bin())
+        .args([
+            "bench",
+            "--no-run",
+            "--message-format=json",
+            "-p",
+            "concord-cuda",
+            "--bench",
+            "models",
+        ])
+        .current_dir(&root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .output()
+        .context("starting cargo bench --no-run")?;
+    if !output.status.success() {
+        bail!(
+            "cargo bench --no-run -p concord-cuda failed ({}); its errors are above",
+            output.status
+        );
+    }
+    let bench = bench_executable(&String::from_utf8_lossy(&output.stdout), "models")?
+        .context("cargo reported no executable for the concord-cuda `models` bench")?;
+    copy_stripped(&bench, &bundle.join("bin/bench-models"))?;
+    println!("  bin/bench-models");
+
     println!("xtask gpu-bundle: copying golden/ and the conformance data");
     copy_tree(&root.join("golden"), &bundle.join("data/golden"))?;
     // Everything in conformance/ but the crate itself is suite data (cases, expectations,
@@ -102,6 +132,18 @@ pub fn run(args: &[String]) -> Result<()> {
             continue;
         }
         copy_tree(&entry.path(), &bundle.join("data/conformance").join(&name))?;
+    }
+    // The ONNX node tests are generated, not committed: bundle them when this checkout has
+    // them, so the GPU run covers the node/ category too.
+    let node_tests = root.join("target/onnx-node-tests");
+    if node_tests.is_dir() {
+        println!("xtask gpu-bundle: copying the ONNX node-test data");
+        copy_tree(&node_tests, &bundle.join("data/onnx-node-tests"))?;
+    } else {
+        println!(
+            "xtask gpu-bundle: no target/onnx-node-tests (run `cargo xtask onnx-node-tests` \
+             first): the bundle's node/ category will report its data missing"
+        );
     }
     let run_sh = bundle.join("run.sh");
     std::fs::write(&run_sh, RUN_SH).with_context(|| format!("writing {}", run_sh.display()))?;
@@ -174,6 +216,24 @@ fn test_executables(messages: &str) -> Result<Vec<TestExecutable>> {
         }
     }
     Ok(out)
+}
+
+/// The executable of the bench target `name`, from cargo's JSON messages.
+fn bench_executable(messages: &str, name: &str) -> Result<Option<PathBuf>> {
+    for line in messages.lines().filter(|l| l.starts_with('{')) {
+        let message: serde_json::Value =
+            serde_json::from_str(line).with_context(|| format!("parsing cargo output `{line}`"))?;
+        let is_bench = message["target"]["kind"]
+            .as_array()
+            .is_some_and(|kinds| kinds.iter().any(|k| k == "bench"));
+        if message["reason"] == "compiler-artifact" && is_bench && message["target"]["name"] == name
+        {
+            if let Some(path) = message["executable"].as_str() {
+                return Ok(Some(PathBuf::from(path)));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// The package name in a cargo package id: `path+file:///…/crates/cuda#concord-cuda@0.1.0`
@@ -255,6 +315,9 @@ here="$(cd "$(dirname "$0")" && pwd)"
 export CONCORD_REQUIRE="${CONCORD_REQUIRE:-cuda}"
 export CONCORD_CONFORMANCE_DIR="$here/data/conformance"
 export CONCORD_GOLDEN_DIR="$here/data/golden"
+if [[ -d "$here/data/onnx-node-tests" ]]; then
+    export CONCORD_ONNX_NODE_TESTS="$here/data/onnx-node-tests"
+fi
 reports="${CONCORD_REPORTS:-$here/reports}"
 failed=()
 
@@ -274,6 +337,14 @@ for test in "$here"/tests/*; do
         CONCORD_REPORT_DIR="$reports/$name" "$test" || failed+=("$name")
     fi
 done
+
+# The models benchmark (batch 1 and 32, cuda and cuda-fp16, the reference at batch 1):
+# medians in reports/bench-models.txt, criterion's data under reports/criterion/.
+if [[ -x "$here/bin/bench-models" ]]; then
+    echo "== bench-models"
+    CRITERION_HOME="$reports/criterion" "$here/bin/bench-models" --bench 2>&1 \
+        | tee "$reports/bench-models.txt" || failed+=("bench-models")
+fi
 
 if ((${#failed[@]})); then
     echo "FAILED: ${failed[*]}"
@@ -334,5 +405,21 @@ mod tests {
         assert!(RUN_SH.contains("CONCORD_CONFORMANCE_DIR=\"$here/data/conformance\""));
         assert!(RUN_SH.contains("CONCORD_GOLDEN_DIR=\"$here/data/golden\""));
         assert!(RUN_SH.contains("exit 1"));
+        assert!(RUN_SH.contains("CONCORD_ONNX_NODE_TESTS=\"$here/data/onnx-node-tests\""));
+        assert!(RUN_SH.contains("\"$here/bin/bench-models\" --bench"));
+    }
+
+    #[test]
+    fn finds_the_bench_executable() {
+        let messages = [
+            r#"{"reason":"compiler-artifact","package_id":"path+file:///w/crates/cuda#concord-cuda@0.1.0","target":{"name":"fallback","kind":["test"]},"profile":{"test":true},"executable":"/w/target/release/deps/fallback-1"}"#,
+            r#"{"reason":"compiler-artifact","package_id":"path+file:///w/crates/cuda#concord-cuda@0.1.0","target":{"name":"models","kind":["bench"]},"profile":{"test":true},"executable":"/w/target/release/deps/models-9"}"#,
+        ]
+        .join("\n");
+        assert_eq!(
+            bench_executable(&messages, "models").expect("parses"),
+            Some(PathBuf::from("/w/target/release/deps/models-9"))
+        );
+        assert_eq!(bench_executable(&messages, "other").expect("parses"), None);
     }
 }

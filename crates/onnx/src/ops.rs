@@ -172,8 +172,10 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
             end: a.int("end")?,
         },
         "Cast" => {
-            // saturate only affects casts to float8 types, which Concord refuses anyway.
+            // saturate only affects casts to float8 types, and round_mode (opset 24) only
+            // casts to float8e8m0, which Concord refuses anyway.
             a.ignore("saturate");
+            a.ignore("round_mode");
             let code = a.int("to")?.ok_or_else(|| a.missing("to"))?;
             let to = i32::try_from(code)
                 .ok()

@@ -94,18 +94,18 @@ fn missing_file_names_the_path() {
 #[test]
 fn opset_too_new() {
     expect_err(
-        load(&bytes(&relu_model(23))),
+        load(&bytes(&relu_model(25))),
         |e| {
             matches!(
                 e,
                 Error::OpsetTooNew {
-                    version: 23,
-                    max_supported: 22,
+                    version: 25,
+                    max_supported: 24,
                     ..
                 }
             )
         },
-        &["23", "22", "ai.onnx"],
+        &["25", "24", "ai.onnx"],
     );
 }
 

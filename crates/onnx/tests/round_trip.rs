@@ -1174,7 +1174,8 @@ fn saved_model_header_and_outputs() {
 #[test]
 fn ir_version_follows_the_onnx_release_table() {
     // onnx 1.8: IR 7 / opset 13; 1.10: IR 8 / opset 15; 1.13: IR 8 / opset 18;
-    // 1.14: IR 9 / opset 19; 1.16: IR 10 / opset 21; 1.17: IR 10 / opset 22.
+    // 1.14: IR 9 / opset 19; 1.16: IR 10 / opset 21; 1.17: IR 10 / opset 22;
+    // 1.18: IR 11 / opset 23; 1.19: IR 12 / opset 24.
     let table = [
         (13, 7),
         (14, 7),
@@ -1184,6 +1185,8 @@ fn ir_version_follows_the_onnx_release_table() {
         (20, 9),
         (21, 10),
         (22, 10),
+        (23, 11),
+        (24, 12),
     ];
     for (opset, ir) in table {
         assert_eq!(ir_version_for(opset), ir, "opset {opset}");

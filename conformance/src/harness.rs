@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 
 /// The whole suite for one executor, as a test binary's `main`:
 ///
-/// ```ignore
+/// ```no_run
+/// # use concord::CpuExecutor as MyExecutor;
 /// // tests/conformance.rs, with `[[test]] name = "conformance"` and `harness = false`
 /// fn main() { concord_conformance::main(MyExecutor::new) }
 /// ```

@@ -184,13 +184,16 @@ impl NodeTests {
                 let name = format!("{prefix}/node/{}", test.name);
                 // A test the list mentions runs even with unsupported ops, so that an entry
                 // for it is judged rather than silently skipped.
-                let skip = suite.known_skip(&name, target).or_else(|| {
-                    if list.listing(&test.name) == Listing::Unlisted {
-                        test.unsupported_reason()
-                    } else {
-                        None
-                    }
-                });
+                let skip = suite
+                    .known_skip(&name, target)
+                    .or_else(|| {
+                        if list.listing(&test.name) == Listing::Unlisted {
+                            test.unsupported_reason()
+                        } else {
+                            None
+                        }
+                    })
+                    .or_else(|| declined(suite, test, target));
                 Case {
                     name,
                     target,
@@ -550,6 +553,18 @@ fn find_data(list: &NodeList, dir: &Path) -> NodeData {
 }
 
 /// Runs every data set of one test on the executor and compares with ONNX's outputs.
+/// Why the executor declines a node of this test's model, decided when the trials are
+/// made so that libtest lists the trial as skipped rather than "ok" (running it would give
+/// the same skip). A model that does not load, or a target that is unavailable, is left to
+/// the trial and the target's own skip.
+fn declined(suite: &Suite, test: &NodeTest, target: Target) -> Option<String> {
+    if test.problem.is_some() || suite.target_unavailable(target).is_some() {
+        return None;
+    }
+    let model = std::fs::read(test.dir.join("model.onnx")).ok()?;
+    suite.unsupported_model(&model, target)
+}
+
 fn check(suite: &Suite, test: &NodeTest, target: Target, notices: &mut Vec<String>) -> Outcome {
     let fail = |message: String| Outcome::Fail {
         message,

@@ -426,7 +426,7 @@ impl Suite {
     /// Why the executor declines a node of this model, decided before running, so the
     /// trial shows as skipped rather than "ok". A model that does not load is left to the
     /// trial, which reports the error.
-    fn unsupported_model(&self, bytes: &[u8], target: Target) -> Option<String> {
+    pub(crate) fn unsupported_model(&self, bytes: &[u8], target: Target) -> Option<String> {
         let net = self.reference_net(bytes).ok()?;
         let graph = net.graph();
         for node in &graph.nodes {

@@ -161,7 +161,7 @@ impl CudaPartition {
                 lane.stream.synchronize().map_err(|e| {
                     classify(CudaError::driver("cuStreamSynchronize", e)).at_node(node)
                 })?;
-                sink.record(&node.name, started.elapsed());
+                sink.record_on(&node.name, "cuda", started.elapsed());
             }
             for name in &self.last_reads[i] {
                 values.remove(name);

@@ -136,11 +136,15 @@ impl Context {
         self.device
     }
 
-    /// A new in-order command queue on the context's device.
+    /// A new in-order command queue on the context's device, with profiling enabled (so a
+    /// profiled run reads each kernel's device time from its event instead of waiting for
+    /// the queue after every node; recording the timestamps costs next to nothing).
     pub fn queue(&self) -> Result<Queue, ClError> {
-        // SAFETY: the device is the one the context was created for, and properties 0
-        // asks for a plain in-order queue.
-        let raw = unsafe { cq::create_command_queue(self.raw, self.device, 0) };
+        // SAFETY: the device is the one the context was created for, and the properties ask
+        // for an in-order queue with profiling.
+        let raw = unsafe {
+            cq::create_command_queue(self.raw, self.device, cq::CL_QUEUE_PROFILING_ENABLE)
+        };
         let raw = check("clCreateCommandQueue", raw)?;
         Ok(Queue { raw })
     }
@@ -337,7 +341,24 @@ unsafe impl Send for Queue {}
 unsafe impl Sync for Queue {}
 
 /// An event returned by an enqueue call, released when dropped.
-struct Event(cl_event);
+/// A command's event, released when dropped.
+#[derive(Debug)]
+pub struct Event(cl_event);
+
+impl Event {
+    /// The command's device time, from its profiling timestamps (the queue must have
+    /// profiling enabled and the command must have completed).
+    pub fn device_time(&self) -> Result<std::time::Duration, ClError> {
+        let stamp = |param| {
+            opencl3::event::get_event_profiling_info(self.0, param)
+                .map(u64::from)
+                .map_err(|code| ClError::new("clGetEventProfilingInfo", code))
+        };
+        let start = stamp(opencl3::event::CL_PROFILING_COMMAND_START)?;
+        let end = stamp(opencl3::event::CL_PROFILING_COMMAND_END)?;
+        Ok(std::time::Duration::from_nanos(end.saturating_sub(start)))
+    }
+}
 
 impl Drop for Event {
     fn drop(&mut self) {
@@ -404,18 +425,19 @@ impl Queue {
     }
 
     /// Enqueues a kernel whose arguments are all set. `global` entries must be multiples of
-    /// the matching `local` entries when `local` is given.
+    /// the matching `local` entries when `local` is given. Returns the command's event
+    /// (None when there was nothing to run).
     pub fn launch(
         &self,
         kernel: &Kernel,
         global: &[usize],
         local: Option<&[usize]>,
-    ) -> Result<(), ClError> {
+    ) -> Result<Option<Event>, ClError> {
         if global.is_empty() || global.len() > 3 || local.is_some_and(|l| l.len() != global.len()) {
             return Err(ClError::new("clEnqueueNDRangeKernel", -53));
         }
         if global.contains(&0) {
-            return Ok(());
+            return Ok(None);
         }
         // SAFETY: the kernel's arguments were all set by its owner, the work sizes point to
         // `global.len()` values that live across the call, and no wait list is passed.
@@ -431,8 +453,7 @@ impl Queue {
                 ptr::null(),
             )
         };
-        let _event = Event(check("clEnqueueNDRangeKernel", r)?);
-        Ok(())
+        Ok(Some(Event(check("clEnqueueNDRangeKernel", r)?)))
     }
 
     /// Waits for every command enqueued so far.

@@ -239,10 +239,15 @@ impl OpenClPartition {
                 .write(&ws.status, &0i32.to_ne_bytes())
                 .map_err(|e| transfer_error("clearing the status word", e.into()))?;
         }
+        // Profiled, each node's time is the device time of its kernels, read from their
+        // events once the queue is done: no wait between nodes, so the device runs the
+        // forward as it does unprofiled.
+        let mut events: Vec<Vec<crate::cl::Event>> = Vec::new();
         for (steps, kernels) in plan.nodes.iter().zip(&ws.kernels) {
-            let started = profile.map(|_| Instant::now());
+            let mut node_events = Vec::new();
             for (launch, kernel) in steps.launches.iter().zip(kernels) {
-                ws.queue
+                let event = ws
+                    .queue
                     .launch(kernel, &launch.global, launch.local.as_deref())
                     .map_err(|e| {
                         OpenClError::from(e).in_partition(&format!(
@@ -250,14 +255,28 @@ impl OpenClPartition {
                             steps.node, launch.kernel
                         ))
                     })?;
+                if profile.is_some() {
+                    node_events.extend(event);
+                }
             }
-            if let (Some(sink), Some(started)) = (profile, started) {
-                ws.queue.finish().map_err(|e| {
-                    OpenClError::from(e).in_partition(&format!("node `{}`", steps.node))
-                })?;
-                sink.record(&steps.node, started.elapsed());
+            if profile.is_some() {
+                events.push(node_events);
+            }
+        }
+        if let Some(sink) = profile {
+            ws.queue
+                .finish()
+                .map_err(|e| OpenClError::from(e).in_partition("waiting for the kernels"))?;
+            for (steps, node_events) in plan.nodes.iter().zip(&events) {
+                let mut time = Duration::ZERO;
+                for event in node_events {
+                    time += event.device_time().map_err(|e| {
+                        OpenClError::from(e).in_partition(&format!("node `{}`", steps.node))
+                    })?;
+                }
+                sink.record_on(&steps.node, "opencl", time);
                 for fused in &steps.fused {
-                    sink.record(fused, Duration::ZERO);
+                    sink.record_on(fused, "opencl", Duration::ZERO);
                 }
             }
         }

@@ -206,3 +206,66 @@ fn wide_and_ragged_layers_agree_with_the_reference() {
     graphs.extend(f16);
     check_all("wide_and_ragged_layers_agree_with_the_reference", graphs);
 }
+
+/// A profiled OpenCL forward reports every node (a fused one with zero time, its work
+/// being in the node it was fused into), the convolutions with the device time their
+/// kernels took, and computes exactly what an unprofiled net computes.
+#[test]
+fn profiled_forward_times_every_node_on_the_device() {
+    let here = opencl_here("profiled_forward_times_every_node_on_the_device");
+    let graph = common::mobilenet_v2_like(64, 0.5, 10);
+    let input = common::image(64, 21);
+    let build = |profiling: bool| {
+        NetBuilder::from_graph(graph.clone())
+            .registry(common::shared_registry())
+            .backend(Backend::OpenCl)
+            .fallback(FallbackPolicy::Allow)
+            .overrides(Overrides::default())
+            .profiling(profiling)
+            .build()
+            .expect("builds")
+    };
+    let (profiled, plain) = (build(true), build(false));
+    // The first forward is the warm-up the profile leaves out.
+    profiled
+        .forward([("input", input.clone())])
+        .expect("forward");
+    let a = profiled
+        .forward([("input", input.clone())])
+        .expect("forward");
+    let b = plain.forward([("input", input.clone())]).expect("forward");
+    assert!(
+        a.get("output")
+            .expect("output")
+            .bit_identical(b.get("output").expect("output")),
+        "profiling changed the result"
+    );
+    let profile = profiled.profile();
+    for node in &graph.nodes {
+        let entry = profile
+            .entries
+            .iter()
+            .find(|e| e.kind == "node" && e.name == node.name)
+            .unwrap_or_else(|| panic!("node {} is missing from the profile", node.name));
+        assert_eq!(entry.calls, 1, "{}", node.name);
+        if let (OpenClHere::Available, Op::Conv(_)) = (&here, &node.op) {
+            assert_eq!(entry.ran_on, "opencl", "{}", node.name);
+            assert!(
+                entry.total_us > 0.0,
+                "conv {} has no device time",
+                node.name
+            );
+        }
+    }
+    if let OpenClHere::Available = here {
+        let fused_bn = profile
+            .entries
+            .iter()
+            .filter(|e| e.op == "BatchNormalization")
+            .all(|e| e.total_us == 0.0);
+        assert!(
+            fused_bn,
+            "a BatchNormalization fused into its Conv shows time of its own"
+        );
+    }
+}

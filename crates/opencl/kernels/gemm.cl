@@ -306,6 +306,9 @@ __kernel void im2col(CTPTR X, TPTR Col, int K, int N, int8 geo0, int8 geo1, int 
 // would waste half its columns); lanes past OW in a row's last chunk are dropped.
 // p = (x_s0, plane, Wp, OW, OH, chunks = ceil(OW / NR)); geo = (C, KH, KW, DH, DW, SH, SW).
 // Global (OH · chunks, ceil(ceil(M / MR) / MBLOCKS), images).
+#define FMA_PAIR(i) c##i = fma((float16)LD(ak, i), bv, c##i); \
+    d##i = fma((float16)LD(ak2, i), bv, d##i)
+
 __kernel void conv_rows(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 geo,
                         CTPTR bias, int has_bias, CTPTR R, int has_res, int act, float act_a,
                         float act_b) {
@@ -319,20 +322,24 @@ __kernel void conv_rows(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 g
     const int C = geo.s0, KH = geo.s1, KW = geo.s2, DH = geo.s3, DW = geo.s4;
     const int SH = geo.s5, SW = geo.s6;
     const int N = OH * OW;
+    const int panels = (M + MR - 1) / MR;
     CTPTR xb = Xp + (long)batch * p.s0 + (long)oh * SH * Wp + ow0 * SW;
     const long y_base = (long)batch * M * N + (long)oh * OW + ow0;
     const int left = min(OW - ow0, NR);
-    for (int mb = mg * MBLOCKS; mb < mg * MBLOCKS + MBLOCKS; ++mb) {
+    // Two row panels per pass share each loaded (and, for stride 2, shuffled) B vector.
+    for (int mb = mg * MBLOCKS; mb < mg * MBLOCKS + MBLOCKS; mb += 2) {
         const int m0 = mb * MR;
         if (m0 >= M) break;
-        CTPTR a = Ap + (long)mb * K * MR;
+        CTPTR ak = Ap + (long)mb * K * MR;
+        // Without a second panel, the pass repeats the first and stores only it.
+        CTPTR ak2 = Ap + (long)min(mb + 1, panels - 1) * K * MR;
         float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
-        CTPTR ak = a;
+        float16 d0 = 0, d1 = 0, d2 = 0, d3 = 0, d4 = 0, d5 = 0, d6 = 0, d7 = 0;
         for (int c = 0; c < C; ++c) {
             CTPTR xc = xb + (long)c * p.s1;
             for (int kh = 0; kh < KH; ++kh) {
                 CTPTR xr = xc + kh * DH * Wp;
-                for (int kw = 0; kw < KW; ++kw, ak += MR) {
+                for (int kw = 0; kw < KW; ++kw, ak += MR, ak2 += MR) {
                     float16 bv;
                     if (SW == 1) {
                         bv = LOAD_NR(xr, kw * DW);
@@ -341,15 +348,16 @@ __kernel void conv_rows(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 g
                         const float16 hi = LOAD_NR(xr, kw * DW + NR);
                         bv = (float16)(lo.even, hi.even);
                     }
-                    FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3);
-                    FMA_ROW(4); FMA_ROW(5); FMA_ROW(6); FMA_ROW(7);
+                    FMA_PAIR(0); FMA_PAIR(1); FMA_PAIR(2); FMA_PAIR(3);
+                    FMA_PAIR(4); FMA_PAIR(5); FMA_PAIR(6); FMA_PAIR(7);
                 }
             }
         }
-        float16 rows[MR] = {c0, c1, c2, c3, c4, c5, c6, c7};
-        for (int i = 0; i < MR; ++i) {
+        float16 rows[2 * MR] = {c0, c1, c2, c3, c4, c5, c6, c7,
+                                d0, d1, d2, d3, d4, d5, d6, d7};
+        const int m_end = min(M, m0 + (mb + 1 < panels ? 2 * MR : MR));
+        for (int i = 0; m0 + i < m_end; ++i) {
             const int m = m0 + i;
-            if (m >= M) break;
             const float bm = has_bias ? LD(bias, m) : 0.0f;
             const long at = y_base + (long)m * N;
             float16 v = rows[i] + bm;

@@ -178,6 +178,8 @@ fn wide_and_ragged_layers_agree_with_the_reference() {
         // The stem (conv_rows): stride 2, 7×7, output rows of 38 (two chunks and a part).
         layer(3, 16, 75, 7, 2, 1),
         layer(3, 10, 64, 3, 2, 1),
+        layer(3, 8, 40, 3, 2, 1),
+        layer(4, 24, 33, 5, 2, 1),
         // Strided convs with many channels (im2col), stride-1 3×3 (conv_shift), 1×1.
         layer(24, 20, 37, 3, 2, 1),
         layer(12, 20, 37, 3, 1, 1),

@@ -1,6 +1,10 @@
 // conv.cl: depthwise (and channel-multiplier) convolution, where every output channel
 // reads one input channel, so there is nothing to share between channels and a GEMM would
-// waste its tile. One work-item computes one output row of one plane, DW_CHUNK columns at
+// waste its tile. Three kernels: `depthwise` (any geometry; what GPUs run), and for CPU
+// devices `depthwise_s1` (width stride 1, the image read in place) and `depthwise_rows`
+// (width stride 1 or 2, rows padded in a private buffer), described where they are defined.
+//
+// `depthwise`: one work-item computes one output row of one plane, DW_CHUNK columns at
 // a time in a private accumulator row: for each tap it sweeps the columns whose input is
 // inside the image (a range computed up front, so the sweep has no bounds checks and reads
 // contiguously for stride 1), which compilers turn into vector code.

@@ -847,89 +847,27 @@ fn conv_shifted(
 ) -> Result<(), OpError> {
     let (h, wa) = (c.h, c.wa);
     let wp = wa.input + wa.pad_begin + wa.pad_end;
-    let hp = h.input + h.pad_begin + h.pad_end;
-    // Zero rows after the image, so the last work-item's shifted loads (two NR vectors)
-    // stay inside the copy.
-    let tail_rows = (2 * NR + (wa.kernel - 1) * wa.dilation).div_ceil(wp) + 1;
-    let rows = hp + tail_rows;
-    let plane = rows * wp;
+    // A work-item's shifted loads (two NR vectors) reach this far past its first column.
+    let reach = 2 * NR + (wa.kernel - 1) * wa.dilation;
     let n_wide = h.output * wp;
-    let n = h.output * wa.output;
-    let dtype = b.dtype(c.w)?;
-    let temp = format!("{}::padded", c.node.name);
-    b.shapes
-        .insert(temp.clone(), Shape::new([c.batch * c.cin * plane]));
-    b.dtypes.insert(temp.clone(), dtype);
-    let padded = b.alloc(&temp)?;
-    launch_pad_planes(
+    let p = [wp, wa.output, n_wide, h.output * wa.output, 0, 0];
+    let geo = [c.cin, h.kernel, wa.kernel, h.dilation, wa.dilation, 0, 0, 0];
+    let global = [
+        n_wide.div_ceil(2 * NR),
+        c.m.div_ceil(MR).div_ceil(MBLOCKS),
+        c.batch,
+    ];
+    padded_conv(
         b,
-        storage,
-        c.xl.clone(),
-        padded.clone(),
-        c.batch * c.cin,
-        h,
-        wa,
-        rows,
-        wp,
-        0,
-    )?;
-    let p = [
-        (c.cin * plane) as i64,
-        plane as i64,
-        wp as i64,
-        wa.output as i64,
-        n_wide as i64,
-        n as i64,
-        0,
-        0,
-    ];
-    let geo = [
-        c.cin as i64,
-        h.kernel as i64,
-        wa.kernel as i64,
-        h.dilation as i64,
-        wa.dilation as i64,
-        0,
-        0,
-        0,
-    ];
-    let (bias, has_bias) = match &c.bias {
-        Some(l) => (l.clone(), 1),
-        None => (c.yl.clone(), 0),
-    };
-    let (res, has_res) = match &c.residual {
-        Some(l) => (l.clone(), 1),
-        None => (c.yl.clone(), 0),
-    };
-    let (act, act_a, act_b) = c.activation.code();
-    b.launch(
         program,
         "conv_shift",
-        &[
-            n_wide.div_ceil(2 * NR),
-            c.m.div_ceil(MR).div_ceil(MBLOCKS),
-            c.batch,
-        ],
-        Some(&[4, 1, 1]),
-        vec![
-            Arg::Buf(ap),
-            Arg::Buf(padded),
-            Arg::Buf(c.yl.clone()),
-            Arg::I32(i32_arg(c.m, "M")?),
-            Arg::I32(i32_arg(k, "K")?),
-            Arg::Int8(int8(&p)?),
-            Arg::Int8(int8(&geo)?),
-            Arg::Buf(bias),
-            Arg::I32(has_bias),
-            Arg::Buf(res),
-            Arg::I32(has_res),
-            Arg::I32(act),
-            Arg::F32(act_a),
-            Arg::F32(act_b),
-        ],
-    );
-    b.release(&temp);
-    Ok(())
+        c,
+        (ap, k, storage),
+        (wp, reach),
+        p,
+        geo,
+        global,
+    )
 }
 
 /// A conv with width stride 1 or 2 over output rows of a zero-padded copy of the image
@@ -944,17 +882,62 @@ fn conv_rows(
 ) -> Result<(), OpError> {
     let (h, wa) = (c.h, c.wa);
     let wp = wa.input + wa.pad_begin + wa.pad_end;
-    let hp = h.input + h.pad_begin + h.pad_end;
-    // A row's last chunk loads up to NR·stride lanes plus the kernel's reach from its start:
-    // zero rows after the image keep those loads inside the copy.
-    let tail_rows = (NR * wa.stride + (wa.kernel - 1) * wa.dilation).div_ceil(wp) + 1;
-    let rows = hp + tail_rows;
+    // A row's last chunk loads up to NR·stride lanes plus the kernel's reach.
+    let reach = NR * wa.stride + (wa.kernel - 1) * wa.dilation;
+    let chunks = wa.output.div_ceil(NR);
+    let p = [wp, wa.output, h.output, chunks, 0, 0];
+    let geo = [
+        c.cin,
+        h.kernel,
+        wa.kernel,
+        h.dilation,
+        wa.dilation,
+        h.stride,
+        wa.stride,
+        0,
+    ];
+    let global = [
+        h.output * chunks,
+        c.m.div_ceil(MR).div_ceil(MBLOCKS),
+        c.batch,
+    ];
+    padded_conv(
+        b,
+        program,
+        "conv_rows",
+        c,
+        (ap, k, storage),
+        (wp, reach),
+        p,
+        geo,
+        global,
+    )
+}
+
+/// The shared half of conv_shift and conv_rows: a zero-padded copy of the image in planes
+/// of `wp` columns, with zero rows after the image so that loads reaching `reach` elements
+/// past a row's start stay inside the copy, then `kernel` with the arguments both take:
+/// (Ap, Xp, Y, M, K, p, geo, bias, has_bias, R, has_res, act, act_a, act_b), where p is
+/// (x_s0, plane) followed by the kernel's own `p`.
+#[allow(clippy::too_many_arguments)]
+fn padded_conv(
+    b: &mut Builder,
+    program: &std::sync::Arc<crate::cl::Program>,
+    kernel: &'static str,
+    c: &ConvBlocked,
+    (ap, k, storage): (Loc, usize, Storage),
+    (wp, reach): (usize, usize),
+    p: [usize; 6],
+    geo: [usize; 8],
+    global: [usize; 3],
+) -> Result<(), OpError> {
+    let (h, wa) = (c.h, c.wa);
+    let rows = h.input + h.pad_begin + h.pad_end + reach.div_ceil(wp) + 1;
     let plane = rows * wp;
-    let dtype = b.dtype(c.w)?;
     let temp = format!("{}::padded", c.node.name);
     b.shapes
         .insert(temp.clone(), Shape::new([c.batch * c.cin * plane]));
-    b.dtypes.insert(temp.clone(), dtype);
+    b.dtypes.insert(temp.clone(), b.dtype(c.w)?);
     let padded = b.alloc(&temp)?;
     launch_pad_planes(
         b,
@@ -968,27 +951,8 @@ fn conv_rows(
         wp,
         0,
     )?;
-    let chunks = wa.output.div_ceil(NR);
-    let p = [
-        (c.cin * plane) as i64,
-        plane as i64,
-        wp as i64,
-        wa.output as i64,
-        h.output as i64,
-        chunks as i64,
-        0,
-        0,
-    ];
-    let geo = [
-        c.cin as i64,
-        h.kernel as i64,
-        wa.kernel as i64,
-        h.dilation as i64,
-        wa.dilation as i64,
-        h.stride as i64,
-        wa.stride as i64,
-        0,
-    ];
+    let p = [c.cin * plane, plane, p[0], p[1], p[2], p[3], p[4], p[5]].map(|v| v as i64);
+    let geo = geo.map(|v| v as i64);
     let (bias, has_bias) = match &c.bias {
         Some(l) => (l.clone(), 1),
         None => (c.yl.clone(), 0),
@@ -1000,12 +964,8 @@ fn conv_rows(
     let (act, act_a, act_b) = c.activation.code();
     b.launch(
         program,
-        "conv_rows",
-        &[
-            h.output * chunks,
-            c.m.div_ceil(MR).div_ceil(MBLOCKS),
-            c.batch,
-        ],
+        kernel,
+        &global,
         Some(&[4, 1, 1]),
         vec![
             Arg::Buf(ap),

@@ -379,74 +379,39 @@ pub(super) fn conv(b: &mut Builder, fused: &FusedNode, attrs: &Conv) -> Result<(
     ];
     if group == cin && cout % cin == 0 && group > 1 {
         let program = b.program(Family::Conv, variant)?;
-        if b.gemm == GemmKernel::RegisterBlocked
-            && wa.stride == 1
-            && wa.pad_begin <= 3
-            && (xl_is_slot(&xl))
-        {
-            let d = DepthwiseCall {
-                xl: xl.clone(),
-                wl: wl.clone(),
-                yl: yl.clone(),
-                bias: bias.clone(),
-                residual: residual.clone(),
-                activation,
-                h,
-                wa,
-                batch,
-                cin,
-                cout,
-            };
-            return depthwise_s1(b, &program, d);
-        }
-        if b.gemm == GemmKernel::RegisterBlocked
-            && (wa.stride == 1 || wa.stride == 2)
-            && depthwise_rows(
-                b,
-                &program,
-                DepthwiseCall {
-                    xl: xl.clone(),
-                    wl: wl.clone(),
-                    yl: yl.clone(),
-                    bias: bias.clone(),
-                    residual: residual.clone(),
-                    activation,
-                    h,
-                    wa,
-                    batch,
-                    cin,
-                    cout,
-                },
-            )?
-            .is_some()
-        {
-            return Ok(());
+        let d = DepthwiseCall {
+            xl,
+            wl,
+            yl,
+            bias,
+            residual,
+            activation,
+            h,
+            wa,
+            batch,
+            cin,
+            cout,
+        };
+        if b.gemm == GemmKernel::RegisterBlocked {
+            if wa.stride == 1 && wa.pad_begin <= 3 && xl_is_slot(&d.xl) {
+                return depthwise_s1(b, &program, &d);
+            }
+            if wa.stride <= 2 && depthwise_rows(b, &program, &d)?.is_some() {
+                return Ok(());
+            }
         }
         let geo1 = [
-            h.dilation as i64,
-            wa.dilation as i64,
-            h.output as i64,
-            wa.output as i64,
-            cin as i64,
-            (cout / cin) as i64,
+            h.dilation,
+            wa.dilation,
+            h.output,
+            wa.output,
+            cin,
+            cout / cin,
             0,
             0,
-        ];
-        let (act, a, bb) = activation.code();
-        let args = vec![
-            Arg::Buf(xl),
-            Arg::Buf(wl),
-            Arg::Buf(yl.clone()),
-            Arg::Buf(bias.clone().unwrap_or(yl.clone())),
-            Arg::I32(bias.is_some() as i32),
-            Arg::Buf(residual.clone().unwrap_or(yl.clone())),
-            Arg::I32(residual.is_some() as i32),
-            Arg::I32(act),
-            Arg::F32(a),
-            Arg::F32(bb),
-            Arg::Int8(int8(&geo0)?),
-            Arg::Int8(int8(&geo1)?),
-        ];
+        ]
+        .map(|v| v as i64);
+        let args = depthwise_args(&d, geo0, geo1)?;
         b.launch(
             &program,
             "depthwise",
@@ -1044,6 +1009,26 @@ struct DepthwiseCall {
 const DW_BUF: usize = 640;
 const DW_CHUNKS: usize = 32;
 
+/// The arguments every depthwise kernel starts with: (X, W, Y, bias, has_bias, R, has_res,
+/// act, act_a, act_b, geo0, geo1).
+fn depthwise_args(d: &DepthwiseCall, geo0: [i64; 8], geo1: [i64; 8]) -> Result<Vec<Arg>, OpError> {
+    let (act, a, bb) = d.activation.code();
+    Ok(vec![
+        Arg::Buf(d.xl.clone()),
+        Arg::Buf(d.wl.clone()),
+        Arg::Buf(d.yl.clone()),
+        Arg::Buf(d.bias.clone().unwrap_or(d.yl.clone())),
+        Arg::I32(d.bias.is_some() as i32),
+        Arg::Buf(d.residual.clone().unwrap_or(d.yl.clone())),
+        Arg::I32(d.residual.is_some() as i32),
+        Arg::I32(act),
+        Arg::F32(a),
+        Arg::F32(bb),
+        Arg::Int8(int8(&geo0)?),
+        Arg::Int8(int8(&geo1)?),
+    ])
+}
+
 /// True when the value lives in a slot (so its buffer has [`SLOT_SLACK`] bytes past its
 /// end for vector loads that run over).
 fn xl_is_slot(l: &Loc) -> bool {
@@ -1055,7 +1040,7 @@ fn xl_is_slot(l: &Loc) -> bool {
 fn depthwise_s1(
     b: &mut Builder,
     program: &std::sync::Arc<crate::cl::Program>,
-    d: DepthwiseCall,
+    d: &DepthwiseCall,
 ) -> Result<(), OpError> {
     let (h, wa) = (d.h, d.wa);
     // Rows per work-item: about 2,048 outputs' worth, so a small plane is one item.
@@ -1083,26 +1068,13 @@ fn depthwise_s1(
         0,
     ]
     .map(|v| v as i64);
-    let (act, a, bb) = d.activation.code();
+    let args = depthwise_args(d, geo0, geo1)?;
     b.launch(
         program,
         "depthwise_s1",
         &[h.output.div_ceil(rpi), planes],
         Some(&[1, 4]),
-        vec![
-            Arg::Buf(d.xl),
-            Arg::Buf(d.wl),
-            Arg::Buf(d.yl.clone()),
-            Arg::Buf(d.bias.clone().unwrap_or(d.yl.clone())),
-            Arg::I32(d.bias.is_some() as i32),
-            Arg::Buf(d.residual.clone().unwrap_or(d.yl.clone())),
-            Arg::I32(d.residual.is_some() as i32),
-            Arg::I32(act),
-            Arg::F32(a),
-            Arg::F32(bb),
-            Arg::Int8(int8(&geo0)?),
-            Arg::Int8(int8(&geo1)?),
-        ],
+        args,
     );
     Ok(())
 }
@@ -1113,7 +1085,7 @@ fn depthwise_s1(
 fn depthwise_rows(
     b: &mut Builder,
     program: &std::sync::Arc<crate::cl::Program>,
-    d: DepthwiseCall,
+    d: &DepthwiseCall,
 ) -> Result<Option<()>, OpError> {
     let (h, wa) = (d.h, d.wa);
     let chunks = wa.output.div_ceil(16);
@@ -1149,28 +1121,15 @@ fn depthwise_rows(
     // Rows per work-item: about 2,048 outputs' worth, so a small plane is one item.
     let rpi = (2048 / wa.output.max(1)).clamp(1, h.output.max(1));
     let planes = d.batch * d.cout;
-    let (act, a, bb) = d.activation.code();
+    let mut args = depthwise_args(d, geo0, geo1)?;
+    args.push(Arg::I32(i32_arg(rpi, "rows per item")?));
+    args.push(Arg::I32(i32_arg(planes, "planes")?));
     b.launch(
         program,
         "depthwise_rows",
         &[h.output.div_ceil(rpi), planes],
         Some(&[1, 4]),
-        vec![
-            Arg::Buf(d.xl),
-            Arg::Buf(d.wl),
-            Arg::Buf(d.yl.clone()),
-            Arg::Buf(d.bias.clone().unwrap_or(d.yl.clone())),
-            Arg::I32(d.bias.is_some() as i32),
-            Arg::Buf(d.residual.clone().unwrap_or(d.yl.clone())),
-            Arg::I32(d.residual.is_some() as i32),
-            Arg::I32(act),
-            Arg::F32(a),
-            Arg::F32(bb),
-            Arg::Int8(int8(&geo0)?),
-            Arg::Int8(int8(&geo1)?),
-            Arg::I32(i32_arg(rpi, "rows per item")?),
-            Arg::I32(i32_arg(planes, "planes")?),
-        ],
+        args,
     );
     Ok(Some(()))
 }

@@ -158,8 +158,8 @@ __kernel void depthwise_rows(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias
 // constant swizzle (pads up to 3; wider left pads use depthwise_rows). A work-item owns
 // rpi consecutive output rows of one plane and walks them chunk by chunk, so consecutive
 // rows' accumulations are independent work for the core.
-// geo0 = (H, W, KH, KW, PH, PW, DH, DW), geo1 = (OH, OW, C_in, multiplier, rpi, planes).
-// Global (ceil(OH / rpi), planes).
+// geo0 and geo1 as in `depthwise` (SH, SW and the last two entries unused), rpi = rows per
+// item, planes = N · C_out. Global (ceil(OH / rpi), planes).
 
 #define SHIFT1(v) (float16)(0.0f, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6, v.s7, v.s8, \
                             v.s9, v.sa, v.sb, v.sc, v.sd, v.se)
@@ -170,18 +170,18 @@ __kernel void depthwise_rows(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias
 
 __kernel void depthwise_s1(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTPTR R,
                            int has_res, int act, float act_a, float act_b, int8 geo0,
-                           int8 geo1) {
-    const int OH = geo1.s0, OW = geo1.s1, rpi = geo1.s4;
+                           int8 geo1, int rpi, int planes) {
+    const int OH = geo1.s2, OW = geo1.s3;
     const int oh_begin = get_global_id(0) * rpi;
     const int plane = get_global_id(1);
-    if (oh_begin >= OH || plane >= geo1.s5) return;
+    if (oh_begin >= OH || plane >= planes) return;
     const int H = geo0.s0, W = geo0.s1, KH = geo0.s2, KW = geo0.s3;
-    const int PH = geo0.s4, PW = geo0.s5, DH = geo0.s6, DW = geo0.s7;
-    const int c_out_total = geo1.s2 * geo1.s3;
+    const int PH = geo0.s6, PW = geo0.s7, DH = geo1.s0, DW = geo1.s1;
+    const int c_out_total = geo1.s4 * geo1.s5;
     const int n = plane / c_out_total;
     const int co = plane - n * c_out_total;
-    const int ci = co / geo1.s3;
-    CTPTR x = X + ((long)n * geo1.s2 + ci) * H * W;
+    const int ci = co / geo1.s5;
+    CTPTR x = X + ((long)n * geo1.s4 + ci) * H * W;
     CTPTR w = Wt + (long)co * KH * KW;
     const float b = has_bias ? LD(bias, co) : 0.0f;
     const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);

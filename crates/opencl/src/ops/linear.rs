@@ -400,18 +400,7 @@ pub(super) fn conv(b: &mut Builder, fused: &FusedNode, attrs: &Conv) -> Result<(
                 return Ok(());
             }
         }
-        let geo1 = [
-            h.dilation,
-            wa.dilation,
-            h.output,
-            wa.output,
-            cin,
-            cout / cin,
-            0,
-            0,
-        ]
-        .map(|v| v as i64);
-        let args = depthwise_args(&d, geo0, geo1)?;
+        let args = depthwise_args(&d, [0, 0])?;
         b.launch(
             &program,
             "depthwise",
@@ -1010,92 +999,10 @@ const DW_BUF: usize = 640;
 const DW_CHUNKS: usize = 32;
 
 /// The arguments every depthwise kernel starts with: (X, W, Y, bias, has_bias, R, has_res,
-/// act, act_a, act_b, geo0, geo1).
-fn depthwise_args(d: &DepthwiseCall, geo0: [i64; 8], geo1: [i64; 8]) -> Result<Vec<Arg>, OpError> {
-    let (act, a, bb) = d.activation.code();
-    Ok(vec![
-        Arg::Buf(d.xl.clone()),
-        Arg::Buf(d.wl.clone()),
-        Arg::Buf(d.yl.clone()),
-        Arg::Buf(d.bias.clone().unwrap_or(d.yl.clone())),
-        Arg::I32(d.bias.is_some() as i32),
-        Arg::Buf(d.residual.clone().unwrap_or(d.yl.clone())),
-        Arg::I32(d.residual.is_some() as i32),
-        Arg::I32(act),
-        Arg::F32(a),
-        Arg::F32(bb),
-        Arg::Int8(int8(&geo0)?),
-        Arg::Int8(int8(&geo1)?),
-    ])
-}
-
-/// True when the value lives in a slot (so its buffer has [`SLOT_SLACK`] bytes past its
-/// end for vector loads that run over).
-fn xl_is_slot(l: &Loc) -> bool {
-    matches!(l, Loc::Slot(_))
-}
-
-/// Depthwise conv with width stride 1 reading the image in place (see depthwise_s1 in
-/// conv.cl).
-fn depthwise_s1(
-    b: &mut Builder,
-    program: &std::sync::Arc<crate::cl::Program>,
-    d: &DepthwiseCall,
-) -> Result<(), OpError> {
+/// act, act_a, act_b, geo0, geo1), with geo0 = (H, W, KH, KW, SH, SW, PH, PW) and geo1 =
+/// (DH, DW, OH, OW, C_in, multiplier, tail…), `tail` being the kernel's own two values.
+fn depthwise_args(d: &DepthwiseCall, tail: [usize; 2]) -> Result<Vec<Arg>, OpError> {
     let (h, wa) = (d.h, d.wa);
-    // Rows per work-item: about 2,048 outputs' worth, so a small plane is one item.
-    let rpi = (2048 / wa.output.max(1)).clamp(1, h.output.max(1));
-    let planes = d.batch * d.cout;
-    let geo0 = [
-        h.input,
-        wa.input,
-        h.kernel,
-        wa.kernel,
-        h.pad_begin,
-        wa.pad_begin,
-        h.dilation,
-        wa.dilation,
-    ]
-    .map(|v| v as i64);
-    let geo1 = [
-        h.output,
-        wa.output,
-        d.cin,
-        d.cout / d.cin,
-        rpi,
-        planes,
-        0,
-        0,
-    ]
-    .map(|v| v as i64);
-    let args = depthwise_args(d, geo0, geo1)?;
-    b.launch(
-        program,
-        "depthwise_s1",
-        &[h.output.div_ceil(rpi), planes],
-        Some(&[1, 4]),
-        args,
-    );
-    Ok(())
-}
-
-/// Depthwise conv with width stride 1 or 2 as 16-lane taps over a private zero-padded copy
-/// of each input row (see depthwise_rows in conv.cl). None when a row is too wide for the
-/// kernel's buffers (the caller then uses the generic kernel).
-fn depthwise_rows(
-    b: &mut Builder,
-    program: &std::sync::Arc<crate::cl::Program>,
-    d: &DepthwiseCall,
-) -> Result<Option<()>, OpError> {
-    let (h, wa) = (d.h, d.wa);
-    let chunks = wa.output.div_ceil(16);
-    // The last chunk's loads reach 16·stride lanes (two loads for stride 2) plus the
-    // kernel's reach past its start.
-    let span =
-        (chunks * 16 * wa.stride + (wa.kernel - 1) * wa.dilation + 16).max(wa.input + wa.pad_begin);
-    if span > DW_BUF || chunks > DW_CHUNKS {
-        return Ok(None);
-    }
     let geo0 = [
         h.input,
         wa.input,
@@ -1114,23 +1021,87 @@ fn depthwise_rows(
         wa.output,
         d.cin,
         d.cout / d.cin,
-        chunks,
-        span,
+        tail[0],
+        tail[1],
     ]
     .map(|v| v as i64);
-    // Rows per work-item: about 2,048 outputs' worth, so a small plane is one item.
+    let (act, a, bb) = d.activation.code();
+    Ok(vec![
+        Arg::Buf(d.xl.clone()),
+        Arg::Buf(d.wl.clone()),
+        Arg::Buf(d.yl.clone()),
+        Arg::Buf(d.bias.clone().unwrap_or(d.yl.clone())),
+        Arg::I32(d.bias.is_some() as i32),
+        Arg::Buf(d.residual.clone().unwrap_or(d.yl.clone())),
+        Arg::I32(d.residual.is_some() as i32),
+        Arg::I32(act),
+        Arg::F32(a),
+        Arg::F32(bb),
+        Arg::Int8(int8(&geo0)?),
+        Arg::Int8(int8(&geo1)?),
+    ])
+}
+
+/// Launches one of the CPU depthwise kernels (depthwise_s1, depthwise_rows), which take
+/// `rpi` consecutive output rows of one plane per work-item: about 2,048 outputs' worth,
+/// so a small plane is one item.
+fn launch_depthwise_rows_of_planes(
+    b: &mut Builder,
+    program: &std::sync::Arc<crate::cl::Program>,
+    kernel: &'static str,
+    d: &DepthwiseCall,
+    tail: [usize; 2],
+) -> Result<(), OpError> {
+    let (h, wa) = (d.h, d.wa);
     let rpi = (2048 / wa.output.max(1)).clamp(1, h.output.max(1));
     let planes = d.batch * d.cout;
-    let mut args = depthwise_args(d, geo0, geo1)?;
+    let mut args = depthwise_args(d, tail)?;
     args.push(Arg::I32(i32_arg(rpi, "rows per item")?));
     args.push(Arg::I32(i32_arg(planes, "planes")?));
     b.launch(
         program,
-        "depthwise_rows",
+        kernel,
         &[h.output.div_ceil(rpi), planes],
         Some(&[1, 4]),
         args,
     );
+    Ok(())
+}
+
+/// True when the value lives in a slot (so its buffer has [`SLOT_SLACK`] bytes past its
+/// end for vector loads that run over).
+fn xl_is_slot(l: &Loc) -> bool {
+    matches!(l, Loc::Slot(_))
+}
+
+/// Depthwise conv with width stride 1 reading the image in place (see depthwise_s1 in
+/// conv.cl).
+fn depthwise_s1(
+    b: &mut Builder,
+    program: &std::sync::Arc<crate::cl::Program>,
+    d: &DepthwiseCall,
+) -> Result<(), OpError> {
+    launch_depthwise_rows_of_planes(b, program, "depthwise_s1", d, [0, 0])
+}
+
+/// Depthwise conv with width stride 1 or 2 as 16-lane taps over a private zero-padded copy
+/// of each input row (see depthwise_rows in conv.cl). None when a row is too wide for the
+/// kernel's buffers (the caller then uses the generic kernel).
+fn depthwise_rows(
+    b: &mut Builder,
+    program: &std::sync::Arc<crate::cl::Program>,
+    d: &DepthwiseCall,
+) -> Result<Option<()>, OpError> {
+    let wa = d.wa;
+    let chunks = wa.output.div_ceil(16);
+    // The last chunk's loads reach 16·stride lanes (two loads for stride 2) plus the
+    // kernel's reach past its start.
+    let span =
+        (chunks * 16 * wa.stride + (wa.kernel - 1) * wa.dilation + 16).max(wa.input + wa.pad_begin);
+    if span > DW_BUF || chunks > DW_CHUNKS {
+        return Ok(None);
+    }
+    launch_depthwise_rows_of_planes(b, program, "depthwise_rows", d, [chunks, span])?;
     Ok(Some(()))
 }
 

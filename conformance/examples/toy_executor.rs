@@ -6,6 +6,7 @@
 //! file as a test (see `[[test]] name = "example_toy"` in conformance/Cargo.toml), so
 //! docs/backend-authors.md, which walks through it, cannot rot.
 
+use concord::core::op::{Binary, Unary};
 use concord::core::shape::{broadcast_index, broadcast_shapes};
 use concord::core::{Error, Node, Op, OpError};
 use concord::{
@@ -49,7 +50,10 @@ impl Executor for ToyExecutor {
     }
 
     fn supports(&self, graph: &Graph, node: &Node, _target: Target) -> Support {
-        if !matches!(node.op, Op::Relu | Op::Add | Op::Mul) {
+        if !matches!(
+            node.op,
+            Op::Unary(Unary::Relu) | Op::Binary(Binary::Add) | Op::Binary(Binary::Mul)
+        ) {
             return Support::No(format!("toy has no {} kernel", node.op.name()));
         }
         let all_f32 = node.present_inputs().all(|name| {
@@ -111,7 +115,7 @@ impl PreparedPartition for ToyPartition {
                     .map(|t| t.shape().clone())
             };
             let result = match node.op {
-                Op::Relu => {
+                Op::Unary(Unary::Relu) => {
                     let x = operand(0)?;
                     let shape = shape_of(0).unwrap_or_default();
                     // max(x, 0) would turn NaN into 0; the comparison keeps NaN as ONNX asks.
@@ -120,7 +124,7 @@ impl PreparedPartition for ToyPartition {
                         x.iter().map(|&v| if v < 0.0 { 0.0 } else { v }).collect(),
                     )?
                 }
-                Op::Add | Op::Mul => {
+                Op::Binary(Binary::Add) | Op::Binary(Binary::Mul) => {
                     let (a, b) = (operand(0)?, operand(1)?);
                     let (sa, sb) = (
                         shape_of(0).unwrap_or_default(),
@@ -139,7 +143,7 @@ impl PreparedPartition for ToyPartition {
                             a[broadcast_index(&coords, &sa)],
                             b[broadcast_index(&coords, &sb)],
                         );
-                        data.push(if matches!(node.op, Op::Add) {
+                        data.push(if matches!(node.op, Op::Binary(Binary::Add)) {
                             x + y
                         } else {
                             x * y

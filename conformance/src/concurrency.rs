@@ -10,6 +10,7 @@ use crate::outcome::Outcome;
 use crate::suite::Suite;
 use crate::tolerance::allowance;
 use concord::core::op::Conv;
+use concord::core::op::{Binary, Unary};
 use concord::core::{Node, Op};
 use concord::{
     DType, FallbackPolicy, Graph, Net, NetBuilder, Overrides, Target, Tensor, ValueInfo,
@@ -147,7 +148,8 @@ fn conv_model(name: &'static str, channels: usize, size: usize) -> Model {
     };
     g.nodes
         .push(Node::new("conv", Op::Conv(conv), &["x", "w", "b"], &["c"]));
-    g.nodes.push(Node::new("relu", Op::Relu, &["c"], &["y"]));
+    g.nodes
+        .push(Node::new("relu", Op::Unary(Unary::Relu), &["c"], &["y"]));
     g.outputs.push("y".into());
     Model {
         name,
@@ -197,8 +199,12 @@ fn transformer_model() -> Model {
     ));
     g.nodes
         .push(Node::new("attend", Op::MatMul, &["p", "x"], &["a"]));
-    g.nodes
-        .push(Node::new("residual", Op::Add, &["a", "x"], &["r"]));
+    g.nodes.push(Node::new(
+        "residual",
+        Op::Binary(Binary::Add),
+        &["a", "x"],
+        &["r"],
+    ));
     g.nodes.push(Node::new(
         "norm",
         Op::LayerNormalization {

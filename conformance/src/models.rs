@@ -4,6 +4,7 @@
 //! Gemm), with deterministic weights, so every executor's benches and tests run the same
 //! models with no files. `with_batch` sets the batch size (the graphs are batch-agnostic).
 
+use concord_core::op::{Binary, Unary};
 use concord_core::op::{Conv, Gemm, Pool};
 use concord_core::{DType, Graph, Node, Op, Tensor, ValueInfo};
 
@@ -149,7 +150,7 @@ impl CnnBuilder {
         let name = format!("add{}", self.next);
         self.graph
             .nodes
-            .push(Node::new(&name, Op::Add, &[a, b], &[&y]));
+            .push(Node::new(&name, Op::Binary(Binary::Add), &[a, b], &[&y]));
         y
     }
 
@@ -190,7 +191,7 @@ impl CnnBuilder {
 pub fn resnet18_like(size: usize, width: usize, classes: usize) -> Graph {
     let mut b = CnnBuilder::new("resnet18_like", &[1, 3, size, size], 18);
     let stem = b.conv_bn("input", 3, width, 7, 2, 1);
-    let stem = b.unary(Op::Relu, &stem);
+    let stem = b.unary(Op::Unary(Unary::Relu), &stem);
     let mut x = b.max_pool(&stem, 3, 2, 1);
     let mut cin = width;
     for stage in 0..4 {
@@ -198,7 +199,7 @@ pub fn resnet18_like(size: usize, width: usize, classes: usize) -> Graph {
         for block in 0..2 {
             let stride = if stage > 0 && block == 0 { 2 } else { 1 };
             let h = b.conv_bn(&x, cin, cout, 3, stride, 1);
-            let h = b.unary(Op::Relu, &h);
+            let h = b.unary(Op::Unary(Unary::Relu), &h);
             let h = b.conv_bn(&h, cout, cout, 3, 1, 1);
             let skip = if stride != 1 || cin != cout {
                 b.conv_bn(&x, cin, cout, 1, stride, 1)
@@ -206,7 +207,7 @@ pub fn resnet18_like(size: usize, width: usize, classes: usize) -> Graph {
                 x.clone()
             };
             let sum = b.add(&h, &skip);
-            x = b.unary(Op::Relu, &sum);
+            x = b.unary(Op::Unary(Unary::Relu), &sum);
             cin = cout;
         }
     }

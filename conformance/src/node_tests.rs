@@ -12,7 +12,7 @@
 //! The list is strict, like the expectations files: a test it requires that fails, a test
 //! it excludes that passes, a test of supported ops it does not mention, or an entry naming
 //! a test the data does not have, each fails the run; a malformed list stops the suite.
-//! Tests that use an op outside [`concord_core::Op::SUPPORTED`] are skipped up front with
+//! Tests that use an op outside [`concord_core::op::supported_names`] are skipped up front with
 //! the op named, unless the list mentions them (then they run and are judged).
 
 use crate::compare::compare;
@@ -462,7 +462,7 @@ impl NodeTest {
         self.ops
             .iter()
             .map(String::as_str)
-            .filter(|op| !concord_core::Op::SUPPORTED.contains(op))
+            .filter(|op| !concord_core::op::supported_names().contains(op))
             .collect()
     }
 
@@ -736,6 +736,7 @@ fn check_test_name(test: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use concord_core::op::Unary;
 
     const LIST: &str = r#"
 onnx = "1.19.1"
@@ -818,7 +819,7 @@ test_cast_DOUBLE_to_FLOAT = "DOUBLE input: Concord tensors are f32, f16, i64 or 
         let graph = Graph {
             inputs: vec![ValueInfo::fixed("x", DType::F32, &[x.len()])],
             outputs: vec!["y".into()],
-            nodes: vec![Node::new("relu", Op::Relu, &["x"], &["y"])],
+            nodes: vec![Node::new("relu", Op::Unary(Unary::Relu), &["x"], &["y"])],
             opset: 17,
             ..Graph::default()
         };

@@ -179,7 +179,7 @@ impl Suite {
                     skip,
                 });
             }
-            for op in crate::prop::OPS {
+            for op in crate::prop::ops() {
                 let trial = format!("{prefix}/prop/{op}");
                 let skip = self.known_skip(&trial, target);
                 out.push(Case {

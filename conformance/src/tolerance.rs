@@ -243,7 +243,7 @@ mod tests {
     #[test]
     fn builtin_table_covers_every_supported_op() {
         let table = ToleranceTable::builtin().expect("table parses");
-        for op in concord_core::Op::SUPPORTED {
+        for op in concord_core::op::supported_names() {
             assert!(
                 table.level_for(op, Target::Cpu).is_some(),
                 "no tolerance level for {op}"

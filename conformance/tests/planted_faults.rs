@@ -3,6 +3,7 @@
 //! catch it. The same cases must pass on the wrapper without the bug (so a catch is the
 //! bug's doing, not a broken case). Prints the mutation score and fails below 100%.
 
+use concord::core::op::Binary;
 use concord::core::op::{Conv, Gemm};
 use concord::core::{Error, Node, Op};
 use concord::{
@@ -175,7 +176,10 @@ impl CloneIf for Support {
 fn misalign_broadcasts(graph: &mut Graph) {
     let mut extra = Vec::new();
     for (i, node) in graph.nodes.iter_mut().enumerate() {
-        if !matches!(node.op, Op::Add | Op::Sub | Op::Mul | Op::Div) {
+        if !matches!(
+            node.op,
+            Op::Binary(Binary::Add | Binary::Sub | Binary::Mul | Binary::Div)
+        ) {
             continue;
         }
         let ranks: Vec<usize> = node

@@ -368,7 +368,7 @@ fn repros_of_every_op_round_trip_and_replay_on_the_reference() {
     let root = std::env::temp_dir().join(format!("concord-prop-every-op-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let mut runner = proptest::test_runner::TestRunner::deterministic();
-    for op in prop::OPS {
+    for op in prop::ops() {
         let strategy = prop::strategy(op).expect("a strategy");
         for _ in 0..4 {
             let case = strategy.new_tree(&mut runner).expect("a case").current();

@@ -7,39 +7,9 @@ use super::gen::{
     scalar, seed, spell_axis, Attrs, Recipe, ACCUMULATING, UNIFORM,
 };
 use crate::case::{AttributeValue, OpCase};
+use concord::core::op::{AttrDefault, Unary};
 use proptest::prelude::*;
 use proptest::sample::select;
-
-/// The ops of this family that have a strategy (checked against [`super::OPS`]).
-#[cfg(test)]
-pub(super) const OPS: &[&str] = &[
-    "Add",
-    "Sub",
-    "Mul",
-    "Div",
-    "Pow",
-    "Mod",
-    "Equal",
-    "Sqrt",
-    "Exp",
-    "Neg",
-    "Abs",
-    "Erf",
-    "Relu",
-    "Sigmoid",
-    "Tanh",
-    "HardSwish",
-    "LeakyRelu",
-    "HardSigmoid",
-    "Clip",
-    "Where",
-    "Softmax",
-    "LayerNormalization",
-    "BatchNormalization",
-    "ReduceMean",
-    "ReduceSum",
-    "ReduceMax",
-];
 
 /// The strategy of `op`, if it belongs to this family.
 pub(super) fn strategy(op: &str) -> Option<BoxedStrategy<OpCase>> {
@@ -197,14 +167,13 @@ fn unary_recipes(op: &str) -> Option<&'static [Recipe]> {
         f32s("large", None),
         f16s("uniform", Some([-6.0, 6.0])),
     ];
+    // Any other op of the unary table gets the activation recipes.
+    Unary::from_name(op)?;
     Some(match op {
         "Sqrt" => SQRT,
         "Exp" => EXP,
         "Neg" | "Abs" => SIGN,
-        "Erf" | "Relu" | "Sigmoid" | "Tanh" | "HardSwish" | "LeakyRelu" | "HardSigmoid" => {
-            ACTIVATION
-        }
-        _ => return None,
+        _ => ACTIVATION,
     })
 }
 
@@ -220,20 +189,16 @@ fn unary(op: &str, recipes: &'static [Recipe]) -> impl Strategy<Value = OpCase> 
         seed(),
     )
         .prop_map(move |(values, shape, alpha, beta, seed)| {
+            // The op's float parameters and their defaults come from its row of the table.
             let mut attrs = Attrs::new();
-            match op.as_str() {
-                "LeakyRelu" if alpha != 0.01 => {
-                    attrs.insert("alpha".into(), AttributeValue::Float(alpha));
+            let def = Unary::from_name(&op).map(|u| u.def());
+            let params = def.map_or(&[][..], |d| d.params);
+            for (spec, value) in params.iter().zip([alpha, beta]) {
+                if spec.default != AttrDefault::Float(value as f32) {
+                    attrs.insert(spec.name.into(), AttributeValue::Float(value));
                 }
-                "HardSigmoid" => {
-                    if alpha != 0.2 {
-                        attrs.insert("alpha".into(), AttributeValue::Float(alpha));
-                    }
-                    attrs.insert("beta".into(), AttributeValue::Float(beta));
-                }
-                _ => {}
             }
-            let opset = if op == "HardSwish" { 14 } else { 13 };
+            let opset = def.map_or(13, |d| d.since.max(13));
             case(
                 &op,
                 opset,

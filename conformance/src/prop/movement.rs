@@ -11,25 +11,6 @@ use crate::case::{AttributeValue, OpCase};
 use proptest::prelude::*;
 use proptest::sample::select;
 
-/// The ops of this family that have a strategy (checked against [`super::OPS`]).
-#[cfg(test)]
-pub(super) const OPS: &[&str] = &[
-    "Concat",
-    "Split",
-    "Slice",
-    "Gather",
-    "Reshape",
-    "Flatten",
-    "Transpose",
-    "Squeeze",
-    "Unsqueeze",
-    "Pad",
-    "Expand",
-    "Cast",
-    "Identity",
-    "Dropout",
-];
-
 /// The strategy of `op`, if it belongs to this family.
 pub(super) fn strategy(op: &str) -> Option<BoxedStrategy<OpCase>> {
     Some(match op {

@@ -11,18 +11,6 @@ use proptest::array::uniform3;
 use proptest::prelude::*;
 use proptest::sample::select;
 
-/// The ops of this family that have a strategy (checked against [`super::OPS`]).
-#[cfg(test)]
-pub(super) const OPS: &[&str] = &[
-    "Conv",
-    "Gemm",
-    "MatMul",
-    "MaxPool",
-    "AveragePool",
-    "GlobalAveragePool",
-    "Resize",
-];
-
 /// The strategy of `op`, if it belongs to this family.
 pub(super) fn strategy(op: &str) -> Option<BoxedStrategy<OpCase>> {
     Some(match op {

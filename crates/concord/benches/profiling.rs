@@ -7,6 +7,7 @@
 
 use concord::core::{Node, Op};
 use concord::{DType, Graph, NetBuilder, Overrides, Tensor, ValueInfo};
+use concord_core::op::{Binary, Unary};
 use concord_cpu::ReferenceExecutor;
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::collections::BTreeMap;
@@ -29,7 +30,11 @@ fn chain(nodes: usize, width: usize) -> Graph {
     let mut prev = "x".to_string();
     for i in 0..nodes {
         let out = format!("v{i}");
-        let op = if i % 2 == 0 { Op::Add } else { Op::Relu };
+        let op = if i % 2 == 0 {
+            Op::Binary(Binary::Add)
+        } else {
+            Op::Unary(Unary::Relu)
+        };
         let inputs: Vec<&str> = if i % 2 == 0 {
             vec![&prev, "bias"]
         } else {

@@ -9,6 +9,7 @@ use concord::core::{Node, Op};
 use concord::{
     Backend, DType, FallbackPolicy, Graph, Net, NetBuilder, Overrides, Tensor, ValueInfo,
 };
+use concord_core::op::Unary;
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -40,10 +41,12 @@ fn model() -> Graph {
     };
     g.nodes
         .push(Node::new("conv0", conv(), &["x", "w0"], &["c0"]));
-    g.nodes.push(Node::new("relu0", Op::Relu, &["c0"], &["r0"]));
+    g.nodes
+        .push(Node::new("relu0", Op::Unary(Unary::Relu), &["c0"], &["r0"]));
     g.nodes
         .push(Node::new("conv1", conv(), &["r0", "w1"], &["c1"]));
-    g.nodes.push(Node::new("relu1", Op::Relu, &["c1"], &["y"]));
+    g.nodes
+        .push(Node::new("relu1", Op::Unary(Unary::Relu), &["c1"], &["y"]));
     g.outputs.push("y".into());
     g
 }

@@ -11,6 +11,7 @@
 //! Run with `cargo bench -p concord-cpu --bench resnet18`; criterion writes the median to
 //! `target/criterion/resnet18/forward/new/estimates.json`.
 
+use concord_core::op::{Binary, Unary};
 use concord_core::op::{Conv, Gemm, Pool};
 use concord_core::{DType, Graph, Node, Op, Tensor, ValueInfo};
 use concord_cpu::ReferenceExecutor;
@@ -93,7 +94,7 @@ impl ResNetBuilder {
     }
 
     fn relu(&mut self, x: &str) -> String {
-        self.node(Op::Relu, &[x])
+        self.node(Op::Unary(Unary::Relu), &[x])
     }
 
     /// A BasicBlock: conv3x3 → relu → conv3x3, plus the shortcut (a strided 1x1 conv when
@@ -107,7 +108,7 @@ impl ResNetBuilder {
         } else {
             x.to_string()
         };
-        let sum = self.node(Op::Add, &[&a, &shortcut]);
+        let sum = self.node(Op::Binary(Binary::Add), &[&a, &shortcut]);
         self.relu(&sum)
     }
 

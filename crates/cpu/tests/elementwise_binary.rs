@@ -3,6 +3,7 @@
 
 mod elementwise_support;
 
+use concord_core::op::Binary;
 use concord_core::{DType, Op};
 use elementwise_support::{
     bools, check_bool, check_err, check_float, check_i64, f16s, f32s, i64s, ok, run, Failure,
@@ -13,7 +14,7 @@ use elementwise_support::{
 fn add_broadcasts_column_against_row() {
     let a = f32s(&[2, 1], &[10.0, 20.0]);
     let b = f32s(&[1, 3], &[1.0, 2.0, 3.0]);
-    let y = ok(&Op::Add, &[&a, &b]);
+    let y = ok(&Op::Binary(Binary::Add), &[&a, &b]);
     check_float(
         &y,
         DType::F32,
@@ -22,7 +23,7 @@ fn add_broadcasts_column_against_row() {
         Exact,
     );
     // The same pair the other way round gives the same values.
-    let y = ok(&Op::Add, &[&b, &a]);
+    let y = ok(&Op::Binary(Binary::Add), &[&b, &a]);
     check_float(
         &y,
         DType::F32,
@@ -36,7 +37,7 @@ fn add_broadcasts_column_against_row() {
 fn sub_broadcasts_lower_rank_operand_on_either_side() {
     let m = f32s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
     let v = f32s(&[3], &[1.0, 1.0, 2.0]);
-    let y = ok(&Op::Sub, &[&m, &v]);
+    let y = ok(&Op::Binary(Binary::Sub), &[&m, &v]);
     check_float(
         &y,
         DType::F32,
@@ -44,7 +45,7 @@ fn sub_broadcasts_lower_rank_operand_on_either_side() {
         &[0.0, 1.0, 1.0, 3.0, 4.0, 4.0],
         Exact,
     );
-    let y = ok(&Op::Sub, &[&v, &m]);
+    let y = ok(&Op::Binary(Binary::Sub), &[&v, &m]);
     check_float(
         &y,
         DType::F32,
@@ -59,24 +60,36 @@ fn rank0_scalars_broadcast_and_stay_rank0() {
     let s = f32s(&[], &[2.0]);
     let m = f32s(&[2, 2], &[1.0, 2.0, 3.0, 4.0]);
     check_float(
-        &ok(&Op::Mul, &[&s, &m]),
+        &ok(&Op::Binary(Binary::Mul), &[&s, &m]),
         DType::F32,
         &[2, 2],
         &[2.0, 4.0, 6.0, 8.0],
         Exact,
     );
     check_float(
-        &ok(&Op::Div, &[&m, &s]),
+        &ok(&Op::Binary(Binary::Div), &[&m, &s]),
         DType::F32,
         &[2, 2],
         &[0.5, 1.0, 1.5, 2.0],
         Exact,
     );
     let t = f32s(&[], &[3.0]);
-    check_float(&ok(&Op::Mul, &[&s, &t]), DType::F32, &[], &[6.0], Exact);
+    check_float(
+        &ok(&Op::Binary(Binary::Mul), &[&s, &t]),
+        DType::F32,
+        &[],
+        &[6.0],
+        Exact,
+    );
     // Rank 0 against a one-element rank-1 tensor gives rank 1.
     let one = f32s(&[1], &[5.0]);
-    check_float(&ok(&Op::Add, &[&s, &one]), DType::F32, &[1], &[7.0], Exact);
+    check_float(
+        &ok(&Op::Binary(Binary::Add), &[&s, &one]),
+        DType::F32,
+        &[1],
+        &[7.0],
+        Exact,
+    );
 }
 
 #[test]
@@ -88,7 +101,7 @@ fn broadcasting_middle_and_leading_axes() {
         100.0, 101.0, 200.0, 201.0, 300.0, 301.0, 110.0, 111.0, 210.0, 211.0, 310.0, 311.0,
     ];
     check_float(
-        &ok(&Op::Add, &[&a, &b]),
+        &ok(&Op::Binary(Binary::Add), &[&a, &b]),
         DType::F32,
         &[2, 3, 2],
         &want,
@@ -100,27 +113,49 @@ fn broadcasting_middle_and_leading_axes() {
 fn incompatible_shapes_are_a_shape_error_naming_both() {
     let a = f32s(&[2, 3], &[0.0; 6]);
     let b = f32s(&[2], &[0.0; 2]);
-    check_err(run(&Op::Add, &[&a, &b]), Failure::Shape, "[2, 3]");
-    check_err(run(&Op::Add, &[&a, &b]), Failure::Shape, "input 1 (B) [2]");
+    check_err(
+        run(&Op::Binary(Binary::Add), &[&a, &b]),
+        Failure::Shape,
+        "[2, 3]",
+    );
+    check_err(
+        run(&Op::Binary(Binary::Add), &[&a, &b]),
+        Failure::Shape,
+        "input 1 (B) [2]",
+    );
     let empty = f32s(&[0], &[]);
-    check_err(run(&Op::Mul, &[&empty, &b]), Failure::Shape, "[0]");
+    check_err(
+        run(&Op::Binary(Binary::Mul), &[&empty, &b]),
+        Failure::Shape,
+        "[0]",
+    );
 }
 
 #[test]
 fn empty_tensors_broadcast_to_empty_outputs() {
     let e = f32s(&[0, 3], &[]);
     let row = f32s(&[1, 3], &[1.0, 2.0, 3.0]);
-    check_float(&ok(&Op::Add, &[&e, &row]), DType::F32, &[0, 3], &[], Exact);
+    check_float(
+        &ok(&Op::Binary(Binary::Add), &[&e, &row]),
+        DType::F32,
+        &[0, 3],
+        &[],
+        Exact,
+    );
     let s = f32s(&[], &[1.0]);
     check_float(
-        &ok(&Op::Sub, &[&s, &f32s(&[0], &[])]),
+        &ok(&Op::Binary(Binary::Sub), &[&s, &f32s(&[0], &[])]),
         DType::F32,
         &[0],
         &[],
         Exact,
     );
     let ie = i64s(&[0], &[]);
-    check_i64(&ok(&Op::Div, &[&ie, &i64s(&[1], &[0])]), &[0], &[]);
+    check_i64(
+        &ok(&Op::Binary(Binary::Div), &[&ie, &i64s(&[1], &[0])]),
+        &[0],
+        &[],
+    );
 }
 
 #[test]
@@ -129,14 +164,14 @@ fn float_specials_follow_ieee() {
     let a = f32s(&[4], &[f32::INFINITY, f32::NAN, 1.0, -1.0]);
     let b = f32s(&[4], &[f32::INFINITY, 1.0, 0.0, 0.0]);
     check_float(
-        &ok(&Op::Sub, &[&a, &b]),
+        &ok(&Op::Binary(Binary::Sub), &[&a, &b]),
         DType::F32,
         &[4],
         &[f64::NAN, f64::NAN, 1.0, -1.0],
         Exact,
     );
     check_float(
-        &ok(&Op::Div, &[&a, &b]),
+        &ok(&Op::Binary(Binary::Div), &[&a, &b]),
         DType::F32,
         &[4],
         &[f64::NAN, f64::NAN, inf, -inf],
@@ -146,7 +181,7 @@ fn float_specials_follow_ieee() {
     let big = f32s(&[1], &[3e38]);
     let ten = f32s(&[1], &[10.0]);
     check_float(
-        &ok(&Op::Mul, &[&big, &ten]),
+        &ok(&Op::Binary(Binary::Mul), &[&big, &ten]),
         DType::F32,
         &[1],
         &[inf],
@@ -160,10 +195,13 @@ fn f16_inputs_give_f16_rounded_once() {
     // 1 + 2^-10 = 1.0009765625.
     let a = f16s(&[2], &[1.0, 60000.0]);
     let b = f16s(&[2], &[0.0005, 60000.0]);
-    let y = ok(&Op::Add, &[&a, &b]);
+    let y = ok(&Op::Binary(Binary::Add), &[&a, &b]);
     // 60000 + 60000 exceeds the largest f16 (65504) and becomes inf.
     check_float(&y, DType::F16, &[2], &[1.0009765625, f64::INFINITY], Exact);
-    let y = ok(&Op::Div, &[&f16s(&[1], &[1.0]), &f16s(&[1], &[3.0])]);
+    let y = ok(
+        &Op::Binary(Binary::Div),
+        &[&f16s(&[1], &[1.0]), &f16s(&[1], &[3.0])],
+    );
     check_float(&y, DType::F16, &[1], &[1.0 / 3.0], RoundedOnce);
 }
 
@@ -173,11 +211,19 @@ fn i64_arithmetic_is_exact_beyond_f64_precision() {
     let big = 9_007_199_254_740_993i64;
     let a = i64s(&[3], &[big, big, -7]);
     let b = i64s(&[3], &[1, -big, 2]);
-    check_i64(&ok(&Op::Add, &[&a, &b]), &[3], &[big + 1, 0, -5]);
-    check_i64(&ok(&Op::Sub, &[&a, &b]), &[3], &[big - 1, 2 * big, -9]);
+    check_i64(
+        &ok(&Op::Binary(Binary::Add), &[&a, &b]),
+        &[3],
+        &[big + 1, 0, -5],
+    );
+    check_i64(
+        &ok(&Op::Binary(Binary::Sub), &[&a, &b]),
+        &[3],
+        &[big - 1, 2 * big, -9],
+    );
     check_i64(
         &ok(
-            &Op::Mul,
+            &Op::Binary(Binary::Mul),
             &[&i64s(&[1], &[3_037_000_499]), &i64s(&[1], &[3_037_000_499])],
         ),
         &[1],
@@ -185,7 +231,10 @@ fn i64_arithmetic_is_exact_beyond_f64_precision() {
     );
     // Overflow wraps (two's complement), as numpy's int64 does.
     check_i64(
-        &ok(&Op::Add, &[&i64s(&[1], &[i64::MAX]), &i64s(&[1], &[1])]),
+        &ok(
+            &Op::Binary(Binary::Add),
+            &[&i64s(&[1], &[i64::MAX]), &i64s(&[1], &[1])],
+        ),
         &[1],
         &[i64::MIN],
     );
@@ -196,7 +245,11 @@ fn i64_division_truncates_toward_zero() {
     let a = i64s(&[5], &[-7, 7, -7, 7, i64::MIN]);
     let b = i64s(&[5], &[2, -2, -2, 2, -1]);
     // i64::MIN / -1 overflows and wraps back to i64::MIN.
-    check_i64(&ok(&Op::Div, &[&a, &b]), &[5], &[-3, -3, 3, 3, i64::MIN]);
+    check_i64(
+        &ok(&Op::Binary(Binary::Div), &[&a, &b]),
+        &[5],
+        &[-3, -3, 3, 3, i64::MIN],
+    );
 }
 
 #[test]
@@ -204,17 +257,17 @@ fn i64_division_by_zero_is_an_error_not_a_panic() {
     let a = i64s(&[2], &[1, 2]);
     let b = i64s(&[2], &[1, 0]);
     check_err(
-        run(&Op::Div, &[&a, &b]),
+        run(&Op::Binary(Binary::Div), &[&a, &b]),
         Failure::Arithmetic,
         "division by zero",
     );
     check_err(
-        run(&Op::Mod { fmod: false }, &[&a, &b]),
+        run(&Op::Binary(Binary::Mod { fmod: false }), &[&a, &b]),
         Failure::Arithmetic,
         "division by zero",
     );
     check_err(
-        run(&Op::Mod { fmod: true }, &[&a, &b]),
+        run(&Op::Binary(Binary::Mod { fmod: true }), &[&a, &b]),
         Failure::Arithmetic,
         "division by zero",
     );
@@ -226,19 +279,19 @@ fn integer_mod_takes_the_divisors_sign() {
     let b = i64s(&[6], &[3, -3, -3, 3, 3, -3]);
     // Python: -7 % 3 == 2, 7 % -3 == -2, -7 % -3 == -1, 7 % 3 == 1, -6 % 3 == 0, 6 % -3 == 0.
     check_i64(
-        &ok(&Op::Mod { fmod: false }, &[&a, &b]),
+        &ok(&Op::Binary(Binary::Mod { fmod: false }), &[&a, &b]),
         &[6],
         &[2, -2, -1, 1, 0, 0],
     );
     // C fmod keeps the dividend's sign: fmod(-7, 3) == -1, fmod(7, -3) == 1.
     check_i64(
-        &ok(&Op::Mod { fmod: true }, &[&a, &b]),
+        &ok(&Op::Binary(Binary::Mod { fmod: true }), &[&a, &b]),
         &[6],
         &[-1, 1, -1, 1, 0, 0],
     );
     // i64::MIN % -1 would trap in hardware; the remainder is 0.
     let m = ok(
-        &Op::Mod { fmod: false },
+        &Op::Binary(Binary::Mod { fmod: false }),
         &[&i64s(&[1], &[i64::MIN]), &i64s(&[1], &[-1])],
     );
     check_i64(&m, &[1], &[0]);
@@ -248,7 +301,7 @@ fn integer_mod_takes_the_divisors_sign() {
 fn float_mod_is_c_fmod() {
     let a = f32s(&[6], &[-7.5, 5.5, 1.0, f32::INFINITY, 3.0, -0.0]);
     let b = f32s(&[6], &[2.0, -2.0, 0.0, 2.0, f32::INFINITY, 1.0]);
-    let y = ok(&Op::Mod { fmod: true }, &[&a, &b]);
+    let y = ok(&Op::Binary(Binary::Mod { fmod: true }), &[&a, &b]);
     check_float(
         &y,
         DType::F32,
@@ -261,7 +314,7 @@ fn float_mod_is_c_fmod() {
         "fmod(-0, 1) keeps the sign"
     );
     let y = ok(
-        &Op::Mod { fmod: true },
+        &Op::Binary(Binary::Mod { fmod: true }),
         &[&f16s(&[1], &[-7.0]), &f16s(&[1], &[3.0])],
     );
     check_float(&y, DType::F16, &[1], &[-1.0], Exact);
@@ -271,7 +324,7 @@ fn float_mod_is_c_fmod() {
 fn float_mod_without_fmod_is_an_attribute_error() {
     let a = f32s(&[1], &[1.0]);
     check_err(
-        run(&Op::Mod { fmod: false }, &[&a, &a]),
+        run(&Op::Binary(Binary::Mod { fmod: false }), &[&a, &a]),
         Failure::Attribute,
         "fmod",
     );
@@ -279,10 +332,13 @@ fn float_mod_without_fmod_is_an_attribute_error() {
 
 #[test]
 fn pow_mixes_base_and_exponent_dtypes_keeping_the_base() {
-    let y = ok(&Op::Pow, &[&f32s(&[2], &[2.0, 3.0]), &i64s(&[], &[3])]);
+    let y = ok(
+        &Op::Binary(Binary::Pow),
+        &[&f32s(&[2], &[2.0, 3.0]), &i64s(&[], &[3])],
+    );
     check_float(&y, DType::F32, &[2], &[8.0, 27.0], Exact);
     let y = ok(
-        &Op::Pow,
+        &Op::Binary(Binary::Pow),
         &[
             &f32s(&[3], &[2.0, -8.0, 0.0]),
             &f32s(&[3], &[0.5, 1.0 / 3.0, -1.0]),
@@ -297,11 +353,14 @@ fn pow_mixes_base_and_exponent_dtypes_keeping_the_base() {
     );
     // An i64 base with a float exponent stays i64: 4^0.5 = 2, 10^-1 = 0.1 truncates to 0.
     let y = ok(
-        &Op::Pow,
+        &Op::Binary(Binary::Pow),
         &[&i64s(&[2], &[4, 10]), &f32s(&[2], &[0.5, -1.0])],
     );
     check_i64(&y, &[2], &[2, 0]);
-    let y = ok(&Op::Pow, &[&f16s(&[1], &[3.0]), &f32s(&[1], &[2.0])]);
+    let y = ok(
+        &Op::Binary(Binary::Pow),
+        &[&f16s(&[1], &[3.0]), &f32s(&[1], &[2.0])],
+    );
     check_float(&y, DType::F16, &[1], &[9.0], Exact);
 }
 
@@ -311,18 +370,24 @@ fn integer_pow_is_exact() {
     let exp = i64s(&[6], &[62, 0, 3, -1, -5, -3]);
     // 2^62 = 4611686018427387904; a negative power truncates toward zero except for ±1.
     check_i64(
-        &ok(&Op::Pow, &[&base, &exp]),
+        &ok(&Op::Binary(Binary::Pow), &[&base, &exp]),
         &[6],
         &[4_611_686_018_427_387_904, 1, -8, 0, 1, -1],
     );
     // 3^39 = 4052555153018976267 is exact in i64 but not in f64.
     check_i64(
-        &ok(&Op::Pow, &[&i64s(&[1], &[3]), &i64s(&[1], &[39])]),
+        &ok(
+            &Op::Binary(Binary::Pow),
+            &[&i64s(&[1], &[3]), &i64s(&[1], &[39])],
+        ),
         &[1],
         &[4_052_555_153_018_976_267],
     );
     check_err(
-        run(&Op::Pow, &[&i64s(&[1], &[0]), &i64s(&[1], &[-1])]),
+        run(
+            &Op::Binary(Binary::Pow),
+            &[&i64s(&[1], &[0]), &i64s(&[1], &[-1])],
+        ),
         Failure::Arithmetic,
         "negative power",
     );
@@ -332,21 +397,33 @@ fn integer_pow_is_exact() {
 fn equal_compares_values_of_every_dtype() {
     let a = f32s(&[3], &[1.0, f32::NAN, 0.0]);
     let b = f32s(&[3], &[1.0, f32::NAN, -0.0]);
-    check_bool(&ok(&Op::Equal, &[&a, &b]), &[3], &[true, false, true]);
+    check_bool(
+        &ok(&Op::Binary(Binary::Equal), &[&a, &b]),
+        &[3],
+        &[true, false, true],
+    );
     // 2^53 and 2^53 + 1 are equal as f64 but not as i64.
     let a = i64s(&[2], &[9_007_199_254_740_992, 5]);
     let b = i64s(&[2], &[9_007_199_254_740_993, 5]);
-    check_bool(&ok(&Op::Equal, &[&a, &b]), &[2], &[false, true]);
+    check_bool(
+        &ok(&Op::Binary(Binary::Equal), &[&a, &b]),
+        &[2],
+        &[false, true],
+    );
     let a = bools(&[2, 1], &[true, false]);
     let b = bools(&[2], &[true, false]);
     check_bool(
-        &ok(&Op::Equal, &[&a, &b]),
+        &ok(&Op::Binary(Binary::Equal), &[&a, &b]),
         &[2, 2],
         &[true, false, false, true],
     );
     let a = f16s(&[], &[0.5]);
     let b = f16s(&[2], &[0.5, 0.25]);
-    check_bool(&ok(&Op::Equal, &[&a, &b]), &[2], &[true, false]);
+    check_bool(
+        &ok(&Op::Binary(Binary::Equal), &[&a, &b]),
+        &[2],
+        &[true, false],
+    );
 }
 
 #[test]
@@ -355,18 +432,34 @@ fn dtype_mismatches_are_typed_errors() {
     let h = f16s(&[1], &[1.0]);
     let i = i64s(&[1], &[1]);
     let b = bools(&[1], &[true]);
-    check_err(run(&Op::Add, &[&f, &h]), Failure::DType { index: 1 }, "f16");
-    check_err(run(&Op::Mul, &[&i, &f]), Failure::DType { index: 1 }, "i64");
-    check_err(run(&Op::Equal, &[&f, &i]), Failure::DType { index: 1 }, "B");
     check_err(
-        run(&Op::Add, &[&b, &b]),
+        run(&Op::Binary(Binary::Add), &[&f, &h]),
+        Failure::DType { index: 1 },
+        "f16",
+    );
+    check_err(
+        run(&Op::Binary(Binary::Mul), &[&i, &f]),
+        Failure::DType { index: 1 },
+        "i64",
+    );
+    check_err(
+        run(&Op::Binary(Binary::Equal), &[&f, &i]),
+        Failure::DType { index: 1 },
+        "B",
+    );
+    check_err(
+        run(&Op::Binary(Binary::Add), &[&b, &b]),
         Failure::DType { index: 0 },
         "bool",
     );
     check_err(
-        run(&Op::Pow, &[&f, &b]),
+        run(&Op::Binary(Binary::Pow), &[&f, &b]),
         Failure::DType { index: 1 },
         "bool",
     );
-    check_err(run(&Op::Sub, &[&f]), Failure::Missing { index: 1 }, "B");
+    check_err(
+        run(&Op::Binary(Binary::Sub), &[&f]),
+        Failure::Missing { index: 1 },
+        "B",
+    );
 }

@@ -5,6 +5,7 @@ mod elementwise_support;
 
 use concord_core::infer::{infer_op, OutputFact, ValueFact};
 use concord_core::op::Reduce;
+use concord_core::op::{Binary, Unary};
 use concord_core::{DType, Dim, Op, OpError, Tensor};
 use elementwise_support::{bools, check_inference_agrees, f16s, f32s, i64s};
 
@@ -35,27 +36,43 @@ fn inference_agrees_with_kernels() {
     let no_axes = i64s(&[0], &[]);
     let h_scale = f16s(&[1, 2], &[1.0, 1.0]);
     let cases: Vec<Case> = vec![
-        (Op::Add, vec![Some(&m), Some(&col)], vec![]),
-        (Op::Sub, vec![Some(&row), Some(&col)], vec![]),
-        (Op::Mul, vec![Some(&s), Some(&m)], vec![]),
-        (Op::Div, vec![Some(&s), Some(&s)], vec![]),
-        (Op::Add, vec![Some(&empty), Some(&row)], vec![]),
-        (Op::Pow, vec![Some(&m), Some(&i_col)], vec![]),
+        (Op::Binary(Binary::Add), vec![Some(&m), Some(&col)], vec![]),
         (
-            Op::Mod { fmod: false },
+            Op::Binary(Binary::Sub),
+            vec![Some(&row), Some(&col)],
+            vec![],
+        ),
+        (Op::Binary(Binary::Mul), vec![Some(&s), Some(&m)], vec![]),
+        (Op::Binary(Binary::Div), vec![Some(&s), Some(&s)], vec![]),
+        (
+            Op::Binary(Binary::Add),
+            vec![Some(&empty), Some(&row)],
+            vec![],
+        ),
+        (
+            Op::Binary(Binary::Pow),
+            vec![Some(&m), Some(&i_col)],
+            vec![],
+        ),
+        (
+            Op::Binary(Binary::Mod { fmod: false }),
             vec![Some(&i), Some(&i_col)],
             vec![],
         ),
-        (Op::Equal, vec![Some(&i), Some(&i_col)], vec![]),
-        (Op::Equal, vec![Some(&c), Some(&c)], vec![]),
-        (Op::Erf, vec![Some(&h)], vec![]),
-        (Op::Neg, vec![Some(&i)], vec![]),
-        (Op::Relu, vec![Some(&s)], vec![]),
         (
-            Op::HardSigmoid {
+            Op::Binary(Binary::Equal),
+            vec![Some(&i), Some(&i_col)],
+            vec![],
+        ),
+        (Op::Binary(Binary::Equal), vec![Some(&c), Some(&c)], vec![]),
+        (Op::Unary(Unary::Erf), vec![Some(&h)], vec![]),
+        (Op::Unary(Unary::Neg), vec![Some(&i)], vec![]),
+        (Op::Unary(Unary::Relu), vec![Some(&s)], vec![]),
+        (
+            Op::Unary(Unary::HardSigmoid {
                 alpha: 0.2,
                 beta: 0.5,
-            },
+            }),
             vec![Some(&empty)],
             vec![],
         ),
@@ -136,13 +153,19 @@ fn infer_one(op: &Op, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpErro
 fn symbolic_dims_broadcast() {
     let a = [named("N"), Dim::Fixed(1)];
     let b = [Dim::Fixed(4)];
-    let out = infer_one(&Op::Add, &[fact(DType::F32, &a), fact(DType::F32, &b)]);
+    let out = infer_one(
+        &Op::Binary(Binary::Add),
+        &[fact(DType::F32, &a), fact(DType::F32, &b)],
+    );
     assert_eq!(
         out,
         Ok(OutputFact::new(DType::F32, vec![named("N"), Dim::Fixed(4)]))
     );
     let c = [Dim::Fixed(1), named("M")];
-    let out = infer_one(&Op::Equal, &[fact(DType::I64, &a), fact(DType::I64, &c)]);
+    let out = infer_one(
+        &Op::Binary(Binary::Equal),
+        &[fact(DType::I64, &a), fact(DType::I64, &c)],
+    );
     assert_eq!(
         out,
         Ok(OutputFact::new(DType::Bool, vec![named("N"), named("M")]))
@@ -196,15 +219,15 @@ fn inference_reports_typed_errors() {
     let w = [Dim::Fixed(2)];
     let f = |shape| fact(DType::F32, shape);
     assert!(matches!(
-        infer_one(&Op::Add, &[f(&v), fact(DType::I64, &v)]),
+        infer_one(&Op::Binary(Binary::Add), &[f(&v), fact(DType::I64, &v)]),
         Err(OpError::DType { index: 1, .. })
     ));
     assert!(matches!(
-        infer_one(&Op::Mul, &[f(&v), f(&w)]),
+        infer_one(&Op::Binary(Binary::Mul), &[f(&v), f(&w)]),
         Err(OpError::Shape(_))
     ));
     assert!(matches!(
-        infer_one(&Op::Mod { fmod: false }, &[f(&v), f(&v)]),
+        infer_one(&Op::Binary(Binary::Mod { fmod: false }), &[f(&v), f(&v)]),
         Err(OpError::Attribute { name: "fmod", .. })
     ));
     assert!(matches!(
@@ -212,7 +235,7 @@ fn inference_reports_typed_errors() {
         Err(OpError::DType { index: 0, .. })
     ));
     assert!(matches!(
-        infer_one(&Op::Sqrt, &[fact(DType::I64, &v)]),
+        infer_one(&Op::Unary(Unary::Sqrt), &[fact(DType::I64, &v)]),
         Err(OpError::DType { index: 0, .. })
     ));
     assert!(matches!(

@@ -3,6 +3,7 @@
 
 mod elementwise_support;
 
+use concord_core::op::Unary;
 use concord_core::{DType, Op, Tensor};
 use elementwise_support::{
     bools, check_bool, check_err, check_float, check_i64, f16s, f32s, i64s, ok, run, run_opt,
@@ -19,7 +20,10 @@ fn unary_f32(op: &Op, values: &[f32]) -> Tensor {
 
 #[test]
 fn sqrt_and_exp() {
-    let y = unary_f32(&Op::Sqrt, &[4.0, 2.0, -1.0, f32::INFINITY, f32::NAN, -0.0]);
+    let y = unary_f32(
+        &Op::Unary(Unary::Sqrt),
+        &[4.0, 2.0, -1.0, f32::INFINITY, f32::NAN, -0.0],
+    );
     check_float(
         &y,
         DType::F32,
@@ -28,7 +32,10 @@ fn sqrt_and_exp() {
         RoundedOnce,
     );
     // exp(100) ≈ 2.7e43 overflows f32 (max ≈ 3.4e38).
-    let y = unary_f32(&Op::Exp, &[0.0, 1.0, f32::NEG_INFINITY, 100.0, f32::NAN]);
+    let y = unary_f32(
+        &Op::Unary(Unary::Exp),
+        &[0.0, 1.0, f32::NEG_INFINITY, 100.0, f32::NAN],
+    );
     check_float(
         &y,
         DType::F32,
@@ -40,20 +47,37 @@ fn sqrt_and_exp() {
 
 #[test]
 fn neg_and_abs_on_floats_and_i64() {
-    let y = unary_f32(&Op::Neg, &[1.5, -2.0, f32::INFINITY, f32::NAN]);
+    let y = unary_f32(
+        &Op::Unary(Unary::Neg),
+        &[1.5, -2.0, f32::INFINITY, f32::NAN],
+    );
     check_float(&y, DType::F32, &[4], &[-1.5, 2.0, -INF, NAN], Exact);
-    let y = unary_f32(&Op::Abs, &[-2.0, 3.0, f32::NEG_INFINITY, f32::NAN]);
+    let y = unary_f32(
+        &Op::Unary(Unary::Abs),
+        &[-2.0, 3.0, f32::NEG_INFINITY, f32::NAN],
+    );
     check_float(&y, DType::F32, &[4], &[2.0, 3.0, INF, NAN], Exact);
     // i64::MIN has no negation in i64 and wraps to itself, as numpy's does.
     let x = i64s(&[3], &[i64::MIN, 5, -i64::MAX]);
-    check_i64(&ok(&Op::Neg, &[&x]), &[3], &[i64::MIN, -5, i64::MAX]);
-    check_i64(&ok(&Op::Abs, &[&x]), &[3], &[i64::MIN, 5, i64::MAX]);
+    check_i64(
+        &ok(&Op::Unary(Unary::Neg), &[&x]),
+        &[3],
+        &[i64::MIN, -5, i64::MAX],
+    );
+    check_i64(
+        &ok(&Op::Unary(Unary::Abs), &[&x]),
+        &[3],
+        &[i64::MIN, 5, i64::MAX],
+    );
 }
 
 #[test]
 fn erf_matches_table_values() {
     // erf(0.5), erf(1), erf(3) from Abramowitz & Stegun table 7.1.
-    let y = unary_f32(&Op::Erf, &[0.0, 0.5, -1.0, 3.0, f32::INFINITY, f32::NAN]);
+    let y = unary_f32(
+        &Op::Unary(Unary::Erf),
+        &[0.0, 0.5, -1.0, 3.0, f32::INFINITY, f32::NAN],
+    );
     let want = [
         0.0,
         0.5204998778130465,
@@ -63,7 +87,7 @@ fn erf_matches_table_values() {
         NAN,
     ];
     check_float(&y, DType::F32, &[6], &want, RoundedOnce);
-    let y = ok(&Op::Erf, &[&f16s(&[2], &[1.0, -2.0])]);
+    let y = ok(&Op::Unary(Unary::Erf), &[&f16s(&[2], &[1.0, -2.0])]);
     check_float(
         &y,
         DType::F16,
@@ -76,12 +100,12 @@ fn erf_matches_table_values() {
 #[test]
 fn relu_keeps_nan_and_zeroes_negatives() {
     let y = unary_f32(
-        &Op::Relu,
+        &Op::Unary(Unary::Relu),
         &[-1.0, 0.0, 2.0, f32::NAN, f32::NEG_INFINITY, f32::INFINITY],
     );
     check_float(&y, DType::F32, &[6], &[0.0, 0.0, 2.0, NAN, 0.0, INF], Exact);
     check_i64(
-        &ok(&Op::Relu, &[&i64s(&[3], &[-3, 0, 7])]),
+        &ok(&Op::Unary(Unary::Relu), &[&i64s(&[3], &[-3, 0, 7])]),
         &[3],
         &[0, 0, 7],
     );
@@ -90,7 +114,10 @@ fn relu_keeps_nan_and_zeroes_negatives() {
 #[test]
 fn sigmoid_and_tanh_saturate_without_overflow() {
     // σ(1) = 1 / (1 + e^-1) = 0.7310585786300049.
-    let y = unary_f32(&Op::Sigmoid, &[0.0, 1.0, -1000.0, 1000.0, f32::NAN]);
+    let y = unary_f32(
+        &Op::Unary(Unary::Sigmoid),
+        &[0.0, 1.0, -1000.0, 1000.0, f32::NAN],
+    );
     check_float(
         &y,
         DType::F32,
@@ -98,7 +125,10 @@ fn sigmoid_and_tanh_saturate_without_overflow() {
         &[0.5, 0.7310585786300049, 0.0, 1.0, NAN],
         RoundedOnce,
     );
-    let y = unary_f32(&Op::Tanh, &[0.0, 0.5, -20.0, f32::INFINITY, f32::NAN]);
+    let y = unary_f32(
+        &Op::Unary(Unary::Tanh),
+        &[0.0, 0.5, -20.0, f32::INFINITY, f32::NAN],
+    );
     check_float(
         &y,
         DType::F32,
@@ -112,7 +142,7 @@ fn sigmoid_and_tanh_saturate_without_overflow() {
 fn hard_swish_follows_its_formula() {
     // x · max(0, min(1, x/6 + 1/2)): zero below -3, identity above 3.
     let y = unary_f32(
-        &Op::HardSwish,
+        &Op::Unary(Unary::HardSwish),
         &[-4.0, -3.0, -1.0, 0.0, 1.0, 3.0, 4.0, f32::NAN],
     );
     let want = [0.0, 0.0, -1.0 / 3.0, 0.0, 2.0 / 3.0, 3.0, 4.0, NAN];
@@ -122,30 +152,30 @@ fn hard_swish_follows_its_formula() {
 #[test]
 fn leaky_relu_and_hard_sigmoid_use_their_attributes() {
     let y = ok(
-        &Op::LeakyRelu { alpha: 0.5 },
+        &Op::Unary(Unary::LeakyRelu { alpha: 0.5 }),
         &[&f32s(&[4], &[-2.0, 0.0, 3.0, f32::NAN])],
     );
     check_float(&y, DType::F32, &[4], &[-1.0, 0.0, 3.0, NAN], Exact);
     // max(0, min(1, 0.25·x + 0.5)).
-    let op = Op::HardSigmoid {
+    let op = Op::Unary(Unary::HardSigmoid {
         alpha: 0.25,
         beta: 0.5,
-    };
+    });
     let y = ok(&op, &[&f32s(&[5], &[-3.0, 0.0, 1.0, 3.0, f32::NAN])]);
     check_float(&y, DType::F32, &[5], &[0.0, 0.5, 0.75, 1.0, NAN], Exact);
 }
 
 #[test]
 fn unary_ops_keep_shape_for_rank0_and_empty_inputs() {
-    let y = ok(&Op::Exp, &[&f32s(&[], &[0.0])]);
+    let y = ok(&Op::Unary(Unary::Exp), &[&f32s(&[], &[0.0])]);
     check_float(&y, DType::F32, &[], &[1.0], Exact);
-    let y = ok(&Op::Relu, &[&f32s(&[0, 3], &[])]);
+    let y = ok(&Op::Unary(Unary::Relu), &[&f32s(&[0, 3], &[])]);
     check_float(&y, DType::F32, &[0, 3], &[], Exact);
 }
 
 #[test]
 fn f16_activations_round_trip() {
-    let y = ok(&Op::Sigmoid, &[&f16s(&[2], &[0.0, 2.0])]);
+    let y = ok(&Op::Unary(Unary::Sigmoid), &[&f16s(&[2], &[0.0, 2.0])]);
     // σ(2) = 0.8807970779778823.
     check_float(
         &y,
@@ -154,29 +184,29 @@ fn f16_activations_round_trip() {
         &[0.5, 0.8807970779778823],
         RoundedOnce,
     );
-    let y = ok(&Op::Neg, &[&f16s(&[1], &[65504.0])]);
+    let y = ok(&Op::Unary(Unary::Neg), &[&f16s(&[1], &[65504.0])]);
     check_float(&y, DType::F16, &[1], &[-65504.0], Exact);
 }
 
 #[test]
 fn unary_dtype_errors_name_the_input() {
     check_err(
-        run(&Op::Sqrt, &[&i64s(&[1], &[4])]),
+        run(&Op::Unary(Unary::Sqrt), &[&i64s(&[1], &[4])]),
         Failure::DType { index: 0 },
         "i64",
     );
     check_err(
-        run(&Op::Sigmoid, &[&bools(&[1], &[true])]),
+        run(&Op::Unary(Unary::Sigmoid), &[&bools(&[1], &[true])]),
         Failure::DType { index: 0 },
         "X",
     );
     check_err(
-        run(&Op::Abs, &[&bools(&[1], &[true])]),
+        run(&Op::Unary(Unary::Abs), &[&bools(&[1], &[true])]),
         Failure::DType { index: 0 },
         "bool",
     );
     check_err(
-        run_opt(&Op::Tanh, &[None]),
+        run_opt(&Op::Unary(Unary::Tanh), &[None]),
         Failure::Missing { index: 0 },
         "X",
     );

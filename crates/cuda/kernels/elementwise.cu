@@ -1,26 +1,6 @@
 // elementwise.cu: unary activations, broadcasting binary arithmetic, Equal and Where.
-// Op codes match `UnaryOp` and `BinaryOp` in src/ops/elementwise.rs.
-
-#define U_SQRT 0
-#define U_EXP 1
-#define U_NEG 2
-#define U_ABS 3
-#define U_ERF 4
-#define U_RELU 5
-#define U_SIGMOID 6
-#define U_TANH 7
-#define U_HARD_SWISH 8
-#define U_LEAKY_RELU 9
-#define U_HARD_SIGMOID 10
-#define U_CLIP 11
-
-#define B_ADD 0
-#define B_SUB 1
-#define B_MUL 2
-#define B_DIV 3
-#define B_POW 4
-#define B_FMOD 5
-#define B_MOD 6
+// Op codes (U_*, B_*) are #defines that concord-core's op table generates and
+// src/kernels.rs prepends to this file.
 
 // clamp to [0, 1] that keeps NaN.
 __device__ __forceinline__ float unit_clamp(float v) {

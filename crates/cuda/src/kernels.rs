@@ -63,10 +63,13 @@ impl Family {
         }
     }
 
-    /// The complete compilation unit NVRTC sees: the prelude, then the family.
+    /// The complete compilation unit NVRTC sees: the op codes of concord-core's op table
+    /// (`U_*`, `B_*`, so a kernel's `case U_RELU:` and its Rust caller cannot disagree),
+    /// the prelude, then the family.
     pub fn source(self) -> String {
         format!(
-            "{PRELUDE}\n// ---- kernels/{}.cu\n{}",
+            "{}{PRELUDE}\n// ---- kernels/{}.cu\n{}",
+            concord_core::op::kernel_code_defines(),
             self.name(),
             self.body()
         )

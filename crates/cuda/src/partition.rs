@@ -7,8 +7,8 @@ use crate::error::{is_sticky, CudaError};
 use crate::kernels::Family;
 use crate::ops::{run_node, Fail, Launcher, Value};
 use crate::tensor::{self, DeviceTensor, Storage};
-use concord_core::{Error, Graph, Op, OpError, PreparedPartition, ProfileSink, Target, Tensor};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use concord_core::{Error, Graph, OpError, PreparedPartition, ProfileSink, Target, Tensor};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -28,12 +28,10 @@ impl CudaPartition {
     /// Uploads the partition's initializers and compiles the kernel families its nodes use.
     pub fn new(device: Arc<Device>, graph: &Graph, target: Target) -> Result<Self, Error> {
         let setup = |e: CudaError| e.in_partition("preparing a partition");
-        let families: BTreeSet<Family> = graph
-            .nodes
-            .iter()
-            .flat_map(|n| families_of(&n.op))
-            .collect();
-        for family in families {
+        // Every family is compiled once per executor (the cache lives in `device.modules`),
+        // so a kernel that does not compile fails here, when the net is built, whichever
+        // ops the partition has; no per-op list of families to keep in step.
+        for family in Family::ALL {
             device
                 .modules
                 .warm(&device.ctx, device.arch, family)
@@ -254,58 +252,5 @@ fn classify(e: CudaError) -> CudaError {
     match e {
         CudaError::Driver { call, name } if is_sticky(&name) => CudaError::Sticky { call, name },
         other => other,
-    }
-}
-
-/// The kernel families a node's launch code uses.
-pub fn families_of(op: &Op) -> Vec<Family> {
-    use Family::*;
-    match op {
-        Op::Conv(_) => vec![Pool, Elementwise],
-        Op::Gemm(_) | Op::MatMul => vec![Movement],
-        Op::Softmax { .. } => vec![Norm],
-        Op::LayerNormalization { .. } => vec![Norm, Movement],
-        Op::MaxPool(_) | Op::AveragePool(_) => vec![Pool],
-        Op::GlobalAveragePool | Op::ReduceMean(_) | Op::ReduceSum(_) | Op::ReduceMax(_) => {
-            vec![Reduce]
-        }
-        Op::Resize(_) => vec![Resize],
-        Op::Add
-        | Op::Sub
-        | Op::Mul
-        | Op::Div
-        | Op::Pow
-        | Op::Mod { .. }
-        | Op::Equal
-        | Op::Sqrt
-        | Op::Exp
-        | Op::Neg
-        | Op::Abs
-        | Op::Erf
-        | Op::Relu
-        | Op::Sigmoid
-        | Op::Tanh
-        | Op::HardSwish
-        | Op::LeakyRelu { .. }
-        | Op::HardSigmoid { .. }
-        | Op::Clip
-        | Op::Where
-        | Op::BatchNormalization { .. } => vec![Elementwise],
-        Op::Reshape { .. }
-        | Op::Flatten { .. }
-        | Op::Squeeze
-        | Op::Unsqueeze
-        | Op::Identity
-        | Op::Dropout
-        | Op::Shape { .. }
-        | Op::Constant { .. } => Vec::new(),
-        Op::Concat { .. }
-        | Op::Split { .. }
-        | Op::Slice
-        | Op::Gather { .. }
-        | Op::Transpose { .. }
-        | Op::Cast { .. }
-        | Op::Pad { .. }
-        | Op::Expand => vec![Movement],
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::ops::pool::MAX_SPATIAL;
 use crate::ops::MAX_RANK;
+use concord_core::op::Binary;
 use concord_core::op::{CoordinateTransform, PadMode, ResizeMode};
 use concord_core::{DType, Dim, Graph, Node, Op, Support, Target};
 
@@ -61,11 +62,11 @@ fn check(graph: &Graph, node: &Node) -> Check {
             facts.same_dtype(1, 0)?;
             facts.nonempty_inner(0, usize::MAX)
         }
-        Op::Add | Op::Sub | Op::Mul | Op::Div => {
+        Op::Binary(Binary::Add | Binary::Sub | Binary::Mul | Binary::Div) => {
             facts.dtype_in(0, NUMERIC)?;
             facts.same_dtype(1, 0)
         }
-        Op::Mod { fmod } => {
+        Op::Binary(Binary::Mod { fmod }) => {
             let dtype = facts.dtype_in(0, NUMERIC)?;
             facts.same_dtype(1, 0)?;
             if dtype.is_float() && !fmod {
@@ -73,27 +74,17 @@ fn check(graph: &Graph, node: &Node) -> Check {
             }
             Ok(())
         }
-        Op::Pow => {
+        Op::Binary(Binary::Pow) => {
             facts.dtype_in(0, FLOAT)?;
             facts
                 .same_dtype(1, 0)
                 .map_err(|e| format!("{e} (the CUDA Pow kernel takes one float type)"))
         }
-        Op::Equal => {
+        Op::Binary(Binary::Equal) => {
             facts.dtype_in(0, ANY)?;
             facts.same_dtype(1, 0)
         }
-        Op::Sqrt
-        | Op::Exp
-        | Op::Neg
-        | Op::Abs
-        | Op::Erf
-        | Op::Relu
-        | Op::Sigmoid
-        | Op::Tanh
-        | Op::HardSwish
-        | Op::LeakyRelu { .. }
-        | Op::HardSigmoid { .. } => facts.dtype_in(0, FLOAT).map(|_| ()),
+        Op::Unary(_) => facts.dtype_in(0, FLOAT).map(|_| ()),
         Op::Clip => {
             facts.dtype_in(0, FLOAT)?;
             facts.constant(1, "min")?;
@@ -316,7 +307,7 @@ impl Facts<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use concord_core::op::PadMode;
+    use concord_core::op::{PadMode, Unary};
     use concord_core::{Tensor, ValueInfo};
 
     /// A graph with runtime input x (f32[2, 3]), i64 input n, and i64 initializer `shape`.
@@ -349,8 +340,8 @@ mod tests {
 
     #[test]
     fn float_activations_run_and_integer_ones_are_declined_with_the_type() {
-        assert_eq!(answer(Op::Relu, &["x"]), Support::Yes);
-        let Support::No(why) = answer(Op::Relu, &["n"]) else {
+        assert_eq!(answer(Op::Unary(Unary::Relu), &["x"]), Support::Yes);
+        let Support::No(why) = answer(Op::Unary(Unary::Relu), &["n"]) else {
             unreachable!("Relu on i64 has no CUDA kernel")
         };
         assert!(why.contains("i64"), "{why}");
@@ -370,9 +361,15 @@ mod tests {
 
     #[test]
     fn integer_arithmetic_runs_except_pow() {
-        assert_eq!(answer(Op::Add, &["n", "n"]), Support::Yes);
-        assert!(matches!(answer(Op::Pow, &["n", "n"]), Support::No(_)));
-        assert!(matches!(answer(Op::Add, &["x", "n"]), Support::No(_)));
+        assert_eq!(answer(Op::Binary(Binary::Add), &["n", "n"]), Support::Yes);
+        assert!(matches!(
+            answer(Op::Binary(Binary::Pow), &["n", "n"]),
+            Support::No(_)
+        ));
+        assert!(matches!(
+            answer(Op::Binary(Binary::Add), &["x", "n"]),
+            Support::No(_)
+        ));
     }
 
     #[test]
@@ -399,7 +396,7 @@ mod tests {
 
     #[test]
     fn other_targets_are_declined() {
-        let node = Node::new("n0", Op::Relu, &["x"], &["y"]);
+        let node = Node::new("n0", Op::Unary(Unary::Relu), &["x"], &["y"]);
         let g = graph_with(node.clone());
         assert!(matches!(
             supports(&g, &node, Target::OpenCl),

@@ -11,6 +11,7 @@ use concord::{
     Availability, Backend, DType, Error, Executor, ExecutorRegistry, FallbackCause, FallbackPolicy,
     Graph, Net, NetBuilder, Overrides, Target, Tensor, ValueInfo,
 };
+use concord_core::op::Unary;
 use concord_cuda::CudaExecutor;
 use std::sync::Arc;
 
@@ -43,7 +44,8 @@ fn small_cnn() -> Graph {
     };
     g.nodes
         .push(Node::new("conv", Op::Conv(conv), &["x", "w", "b"], &["c"]));
-    g.nodes.push(Node::new("relu", Op::Relu, &["c"], &["r"]));
+    g.nodes
+        .push(Node::new("relu", Op::Unary(Unary::Relu), &["c"], &["r"]));
     g.nodes
         .push(Node::new("gap", Op::GlobalAveragePool, &["r"], &["p"]));
     g.nodes.push(Node::new(

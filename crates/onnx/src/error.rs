@@ -65,7 +65,7 @@ pub enum Error {
     /// A node's op type is not one Concord represents (at this opset).
     #[error(
         "node `{node}`: op `{op}` is not supported at opset {opset}; Concord supports {}",
-        concord_core::Op::SUPPORTED.join(", ")
+        concord_core::op::supported_names().join(", ")
     )]
     UnknownOp {
         op: String,

@@ -12,7 +12,8 @@ use crate::error::Error;
 use crate::proto::AttributeProto;
 use crate::tensor::{dtype_from_onnx, dtype_to_onnx, tensor_from_proto, tensor_to_proto};
 use concord_core::op::{
-    AutoPad, CoordinateTransform, NearestMode, PadMode, Pool, Reduce, Resize, ResizeMode,
+    AttrDefault, AutoPad, Binary, CoordinateTransform, NearestMode, PadMode, Pool, Reduce, Resize,
+    ResizeMode, Unary,
 };
 use concord_core::{op, Node, Op, Tensor};
 
@@ -33,13 +34,10 @@ pub struct WrittenOp {
     pub axes_input: Option<Vec<i64>>,
 }
 
-/// The first opset of the default domain that has `op_type`, for ops added after opset 13.
-pub fn since_version(op_type: &str) -> i64 {
-    match op_type {
-        "HardSwish" => 14,
-        "LayerNormalization" => 17,
-        _ => 1,
-    }
+/// The first opset of the default domain whose form of `op_type` Concord reads (from the
+/// op's schema in concord-core); `None` for an op Concord does not know.
+pub fn since_version(op_type: &str) -> Option<i64> {
+    op::schema_of("", op_type).map(|s| s.since)
 }
 
 /// How many leading outputs Concord computes for ops whose trailing outputs are optional
@@ -58,13 +56,28 @@ pub fn computed_outputs(op: &Op) -> Option<usize> {
 /// Reads the op of a node. Every attribute must be one the op has; [`Attrs::finish`] is
 /// called here.
 pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error> {
-    let known = op::Op::SUPPORTED.contains(&op_type) && since_version(op_type) <= ctx.opset;
+    let known = since_version(op_type).is_some_and(|since| since <= ctx.opset);
     if !known {
         return Err(Error::UnknownOp {
             op: op_type.to_string(),
             node: a.node().to_string(),
             opset: ctx.opset,
         });
+    }
+    if let Some(unary) = Unary::from_name(op_type) {
+        let op = Op::Unary(read_unary(unary, a)?);
+        a.finish()?;
+        return Ok(op);
+    }
+    if let Some(binary) = Binary::from_name(op_type) {
+        let op = Op::Binary(match binary {
+            Binary::Mod { .. } => Binary::Mod {
+                fmod: a.flag_or("fmod", false)?,
+            },
+            other => other,
+        });
+        a.finish()?;
+        return Ok(op);
     }
     let op = match op_type {
         "Conv" => Op::Conv(read_conv(a)?),
@@ -75,31 +88,6 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
             trans_b: a.flag_or("transB", false)?,
         }),
         "MatMul" => Op::MatMul,
-        "Add" => Op::Add,
-        "Sub" => Op::Sub,
-        "Mul" => Op::Mul,
-        "Div" => Op::Div,
-        "Pow" => Op::Pow,
-        "Mod" => Op::Mod {
-            fmod: a.flag_or("fmod", false)?,
-        },
-        "Equal" => Op::Equal,
-        "Sqrt" => Op::Sqrt,
-        "Exp" => Op::Exp,
-        "Neg" => Op::Neg,
-        "Abs" => Op::Abs,
-        "Erf" => Op::Erf,
-        "Relu" => Op::Relu,
-        "Sigmoid" => Op::Sigmoid,
-        "Tanh" => Op::Tanh,
-        "HardSwish" => Op::HardSwish,
-        "LeakyRelu" => Op::LeakyRelu {
-            alpha: a.float_or("alpha", LEAKY_RELU_ALPHA)?,
-        },
-        "HardSigmoid" => Op::HardSigmoid {
-            alpha: a.float_or("alpha", HARD_SIGMOID_ALPHA)?,
-            beta: a.float_or("beta", HARD_SIGMOID_BETA)?,
-        },
         "Clip" => Op::Clip,
         "Softmax" => Op::Softmax {
             axis: a.int_or("axis", -1)?,
@@ -213,7 +201,7 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
         "Resize" => Op::Resize(read_resize(a)?),
         "Where" => Op::Where,
         "Expand" => Op::Expand,
-        // SUPPORTED and this match list the same ops; reaching here means they disagree.
+        // The schemas and this match list the same ops; reaching here means they disagree.
         _ => {
             return Err(Error::UnknownOp {
                 op: op_type.to_string(),
@@ -235,11 +223,11 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
         opset,
         detail: detail.to_string(),
     };
-    if since_version(op.name()) > opset {
+    let since = op.schema().since;
+    if since > opset {
         return Err(unrepresentable(&format!(
-            "{} exists from opset {}",
-            op.name(),
-            since_version(op.name())
+            "{} exists from opset {since}",
+            op.name()
         )));
     }
     let mut out = WrittenOp::default();
@@ -260,24 +248,12 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
                 at.push(attrs::flag("transB", true));
             }
         }
-        Op::Mod { fmod } => {
+        Op::Binary(Binary::Mod { fmod }) => {
             if *fmod {
                 at.push(attrs::flag("fmod", true));
             }
         }
-        Op::LeakyRelu { alpha } => {
-            if *alpha != LEAKY_RELU_ALPHA {
-                at.push(attrs::float("alpha", *alpha));
-            }
-        }
-        Op::HardSigmoid { alpha, beta } => {
-            if *alpha != HARD_SIGMOID_ALPHA {
-                at.push(attrs::float("alpha", *alpha));
-            }
-            if *beta != HARD_SIGMOID_BETA {
-                at.push(attrs::float("beta", *beta));
-            }
-        }
+        Op::Unary(u) => write_unary(*u, at),
         Op::Softmax { axis } => {
             if *axis != -1 {
                 at.push(attrs::int("axis", *axis));
@@ -372,21 +348,7 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
         }
         Op::Resize(r) => write_resize(r, opset, at).map_err(|d| unrepresentable(&d))?,
         Op::MatMul
-        | Op::Add
-        | Op::Sub
-        | Op::Mul
-        | Op::Div
-        | Op::Pow
-        | Op::Equal
-        | Op::Sqrt
-        | Op::Exp
-        | Op::Neg
-        | Op::Abs
-        | Op::Erf
-        | Op::Relu
-        | Op::Sigmoid
-        | Op::Tanh
-        | Op::HardSwish
+        | Op::Binary(_)
         | Op::Clip
         | Op::GlobalAveragePool
         | Op::Slice
@@ -400,10 +362,27 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
     Ok(out)
 }
 
-const LEAKY_RELU_ALPHA: f32 = 0.01;
-const HARD_SIGMOID_ALPHA: f32 = 0.2;
-const HARD_SIGMOID_BETA: f32 = 0.5;
 const NORM_EPSILON: f32 = 1e-5;
+
+// Unary: the parameters and their defaults come from the op's row of UNARY_OPS.
+
+fn read_unary(op: Unary, a: &Attrs) -> Result<Unary, Error> {
+    let mut params = op.params();
+    for (value, spec) in params.iter_mut().zip(op.def().params) {
+        if let AttrDefault::Float(default) = spec.default {
+            *value = a.float_or(spec.name, default)?;
+        }
+    }
+    Ok(op.with_params(params))
+}
+
+fn write_unary(op: Unary, at: &mut Vec<AttributeProto>) {
+    for (value, spec) in op.params().iter().zip(op.def().params) {
+        if spec.default != AttrDefault::Float(*value) {
+            at.push(attrs::float(spec.name, *value));
+        }
+    }
+}
 
 // Conv.
 

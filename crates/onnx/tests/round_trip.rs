@@ -12,6 +12,7 @@ use concord_core::op::{
     AutoPad, Conv, CoordinateTransform, Gemm, NearestMode, PadMode, Pool, Reduce, Resize,
     ResizeMode,
 };
+use concord_core::op::{Binary, Unary};
 use concord_core::{DType, Dim, Graph, Node, Op, Tensor, ValueInfo};
 use concord_onnx::proto::tensor_proto::DataType;
 use concord_onnx::proto::TensorProto;
@@ -104,36 +105,51 @@ fn every_op_graph(opset: i64) -> Graph {
             &["gemm_d"],
         ),
         n("matmul", Op::MatMul, &["m", "m"], &["mm"]),
-        n("add", Op::Add, &["x", "x"], &["add"]),
-        n("sub", Op::Sub, &["x", "x"], &["sub"]),
-        n("mul", Op::Mul, &["x", "x"], &["mul"]),
-        n("div", Op::Div, &["x", "x"], &["div"]),
-        n("pow", Op::Pow, &["x", "x"], &["pow"]),
-        n("mod_f", Op::Mod { fmod: true }, &["x", "x"], &["modf"]),
-        n("mod_i", Op::Mod { fmod: false }, &["idx", "idx"], &["modi"]),
-        n("equal", Op::Equal, &["x", "x"], &["eq"]),
-        n("sqrt", Op::Sqrt, &["x"], &["sqrt"]),
-        n("exp", Op::Exp, &["x"], &["exp"]),
-        n("neg", Op::Neg, &["x"], &["neg"]),
-        n("abs", Op::Abs, &["x"], &["abs"]),
-        n("erf", Op::Erf, &["x"], &["erf"]),
-        n("relu", Op::Relu, &["x"], &["relu"]),
-        n("sigmoid", Op::Sigmoid, &["x"], &["sig"]),
-        n("tanh", Op::Tanh, &["x"], &["tanh"]),
-        n("hardswish", Op::HardSwish, &["x"], &["hsw"]),
-        n("leaky", Op::LeakyRelu { alpha: 0.3 }, &["x"], &["leaky"]),
+        n("add", Op::Binary(Binary::Add), &["x", "x"], &["add"]),
+        n("sub", Op::Binary(Binary::Sub), &["x", "x"], &["sub"]),
+        n("mul", Op::Binary(Binary::Mul), &["x", "x"], &["mul"]),
+        n("div", Op::Binary(Binary::Div), &["x", "x"], &["div"]),
+        n("pow", Op::Binary(Binary::Pow), &["x", "x"], &["pow"]),
+        n(
+            "mod_f",
+            Op::Binary(Binary::Mod { fmod: true }),
+            &["x", "x"],
+            &["modf"],
+        ),
+        n(
+            "mod_i",
+            Op::Binary(Binary::Mod { fmod: false }),
+            &["idx", "idx"],
+            &["modi"],
+        ),
+        n("equal", Op::Binary(Binary::Equal), &["x", "x"], &["eq"]),
+        n("sqrt", Op::Unary(Unary::Sqrt), &["x"], &["sqrt"]),
+        n("exp", Op::Unary(Unary::Exp), &["x"], &["exp"]),
+        n("neg", Op::Unary(Unary::Neg), &["x"], &["neg"]),
+        n("abs", Op::Unary(Unary::Abs), &["x"], &["abs"]),
+        n("erf", Op::Unary(Unary::Erf), &["x"], &["erf"]),
+        n("relu", Op::Unary(Unary::Relu), &["x"], &["relu"]),
+        n("sigmoid", Op::Unary(Unary::Sigmoid), &["x"], &["sig"]),
+        n("tanh", Op::Unary(Unary::Tanh), &["x"], &["tanh"]),
+        n("hardswish", Op::Unary(Unary::HardSwish), &["x"], &["hsw"]),
+        n(
+            "leaky",
+            Op::Unary(Unary::LeakyRelu { alpha: 0.3 }),
+            &["x"],
+            &["leaky"],
+        ),
         n(
             "leaky_d",
-            Op::LeakyRelu { alpha: 0.01 },
+            Op::Unary(Unary::LeakyRelu { alpha: 0.01 }),
             &["x"],
             &["leaky_d"],
         ),
         n(
             "hsig",
-            Op::HardSigmoid {
+            Op::Unary(Unary::HardSigmoid {
                 alpha: 0.25,
                 beta: 0.4,
-            },
+            }),
             &["x"],
             &["hsig"],
         ),
@@ -455,7 +471,10 @@ fn every_op_graph(opset: i64) -> Graph {
 fn every_op_variant_survives_save_and_read() {
     let graph = every_op_graph(19);
     let covered: BTreeSet<&str> = graph.nodes.iter().map(|n| n.op.name()).collect();
-    let supported: BTreeSet<&str> = Op::SUPPORTED.iter().copied().collect();
+    let supported: BTreeSet<&str> = concord_core::op::supported_names()
+        .iter()
+        .copied()
+        .collect();
     assert_eq!(
         covered, supported,
         "the round-trip graph must use every op variant"
@@ -585,7 +604,7 @@ fn ops_the_opset_cannot_express_are_refused_on_save() {
         ..Graph::default()
     };
     let cases = [
-        (relu_like(Op::HardSwish, 13), "HardSwish"),
+        (relu_like(Op::Unary(Unary::HardSwish), 13), "HardSwish"),
         (
             relu_like(
                 Op::Pad {
@@ -625,7 +644,7 @@ fn ops_the_opset_cannot_express_are_refused_on_save() {
         );
     }
     expect_err(
-        save(&relu_like(Op::Relu, 0)),
+        save(&relu_like(Op::Unary(Unary::Relu), 0)),
         |e| matches!(e, Error::OpsetTooOld { version: 0, .. }),
         &["13"],
     );
@@ -820,13 +839,16 @@ fn hand_made_model_reads_with_onnx_defaults() {
             trans_b: true
         }))
     );
-    assert_eq!(op("LeakyRelu_2"), Some(Op::LeakyRelu { alpha: 0.01 }));
+    assert_eq!(
+        op("LeakyRelu_2"),
+        Some(Op::Unary(Unary::LeakyRelu { alpha: 0.01 }))
+    );
     assert_eq!(
         op("hs"),
-        Some(Op::HardSigmoid {
+        Some(Op::Unary(Unary::HardSigmoid {
             alpha: 0.2,
             beta: 0.6
-        })
+        }))
     );
     assert_eq!(op("sm"), Some(Op::Softmax { axis: -1 }));
     assert_eq!(
@@ -1077,7 +1099,12 @@ fn hand_assembled_wire_bytes_read_with_onnx_field_numbers() {
     assert_eq!(graph.outputs, vec!["y".to_string()]);
     assert_eq!(
         graph.nodes,
-        vec![n("leaky", Op::LeakyRelu { alpha: 0.5 }, &["x"], &["y"])]
+        vec![n(
+            "leaky",
+            Op::Unary(Unary::LeakyRelu { alpha: 0.5 }),
+            &["x"],
+            &["y"]
+        )]
     );
     assert_eq!(
         graph.initializers.get("k"),
@@ -1138,7 +1165,7 @@ fn saved_model_header_and_outputs() {
             vec![Dim::Named("n".to_string()), Dim::Fixed(4)],
         )],
         outputs: vec!["y".to_string()],
-        nodes: vec![n("relu", Op::Relu, &["x"], &["y"])],
+        nodes: vec![n("relu", Op::Unary(Unary::Relu), &["x"], &["y"])],
         opset: 13,
         ..Graph::default()
     };

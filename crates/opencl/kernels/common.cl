@@ -73,15 +73,16 @@ inline int offset1(int i, int rank, int8 dims, int8 s0) {
 inline float nan_max(float a, float b) { return (isnan(a) || isnan(b)) ? NAN : (a >= b ? a : b); }
 inline float nan_min(float a, float b) { return (isnan(a) || isnan(b)) ? NAN : (a <= b ? a : b); }
 
-// The fused epilogue's activation: 0 none, 1 Relu, 2 Clip(a, b), 3 LeakyRelu(a),
-// 4 HardSigmoid(a, b), 5 HardSwish.
+// The fused epilogue's activation, by the U_* op codes that concord-core's op table
+// generates (prepended to every program): 0 none, Relu, Clip(a, b), LeakyRelu(a),
+// HardSigmoid(a, b), HardSwish.
 inline float activate(float v, int act, float a, float b) {
     switch (act) {
-    case 1: return (v > 0.0f || isnan(v)) ? v : 0.0f;
-    case 2: return nan_min(nan_max(v, a), b);
-    case 3: return v < 0.0f ? a * v : v;
-    case 4: { float h = a * v + b; return isnan(h) ? h : clamp(h, 0.0f, 1.0f); }
-    case 5: { float h = v / 6.0f + 0.5f; return v * (isnan(h) ? h : clamp(h, 0.0f, 1.0f)); }
+    case U_RELU: return (v > 0.0f || isnan(v)) ? v : 0.0f;
+    case U_CLIP: return nan_min(nan_max(v, a), b);
+    case U_LEAKY_RELU: return v < 0.0f ? a * v : v;
+    case U_HARD_SIGMOID: { float h = a * v + b; return isnan(h) ? h : clamp(h, 0.0f, 1.0f); }
+    case U_HARD_SWISH: { float h = v / 6.0f + 0.5f; return v * (isnan(h) ? h : clamp(h, 0.0f, 1.0f)); }
     default: return v;
     }
 }
@@ -91,16 +92,16 @@ inline float activate(float v, int act, float a, float b) {
 inline float16 activate16(float16 v, int act, float a, float b) {
     const float16 zero = 0.0f, one = 1.0f, nan16 = NAN;
     switch (act) {
-    case 1: return select(zero, v, (v > zero) | isnan(v));
-    case 2: {
+    case U_RELU: return select(zero, v, (v > zero) | isnan(v));
+    case U_CLIP: {
         const float16 va = a, vb = b;
         const int16 a_nan = isnan(a) ? -1 : 0, b_nan = isnan(b) ? -1 : 0;
         const float16 t = select(select(va, v, v >= va), nan16, isnan(v) | a_nan);
         return select(select(vb, t, t <= vb), nan16, isnan(t) | b_nan);
     }
-    case 3: return select(v, a * v, v < zero);
-    case 4: { const float16 h = a * v + b; return select(clamp(h, zero, one), h, isnan(h)); }
-    case 5: {
+    case U_LEAKY_RELU: return select(v, a * v, v < zero);
+    case U_HARD_SIGMOID: { const float16 h = a * v + b; return select(clamp(h, zero, one), h, isnan(h)); }
+    case U_HARD_SWISH: {
         const float16 h = v / 6.0f + 0.5f;
         return v * select(clamp(h, zero, one), h, isnan(h));
     }

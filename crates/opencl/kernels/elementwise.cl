@@ -24,11 +24,6 @@ BINARY(binary_equal, __global uchar*, ST_U8, p == q ? 1 : 0)
 #if defined(T_I64)
 
 // Two's-complement wrapping arithmetic, as the reference does it.
-#define WRAP(op) as_long(as_ulong(p) op as_ulong(q))
-BINARY(binary_add, TPTR, ST, WRAP(+))
-BINARY(binary_sub, TPTR, ST, WRAP(-))
-BINARY(binary_mul, TPTR, ST, WRAP(*))
-
 inline long int_div(long p, long q, __global int* status) {
     if (q == 0) { status[0] = 1; return 0; }
     if (q == -1) return as_long(-as_ulong(p));
@@ -43,21 +38,29 @@ inline long int_mod(long p, long q, int python_sign, __global int* status) {
     return r;
 }
 
-BINARY(binary_div, TPTR, ST, int_div(p, q, status))
-BINARY(binary_mod, TPTR, ST, int_mod(p, q, 1, status))
-BINARY(binary_fmod, TPTR, ST, int_mod(p, q, 0, status))
-
-#define UNARY(name, expr)                                                                 \
-__kernel void name(CTPTR x, TPTR y, int n, float alpha, float beta) {                     \
-    int i = get_global_id(0);                                                             \
-    if (i >= n) return;                                                                   \
-    C v = LD(x, i);                                                                       \
-    ST(y, i, (expr));                                                                     \
+// Two's-complement wrapping arithmetic, as the reference does it. `op` is a B_* code; the
+// caller refuses the ones without an integer form.
+inline long binary_value(int op, long p, long q, __global int* status) {
+    switch (op) {
+    case B_ADD: return as_long(as_ulong(p) + as_ulong(q));
+    case B_SUB: return as_long(as_ulong(p) - as_ulong(q));
+    case B_MUL: return as_long(as_ulong(p) * as_ulong(q));
+    case B_DIV: return int_div(p, q, status);
+    case B_MOD: return int_mod(p, q, 1, status);
+    case B_FMOD: return int_mod(p, q, 0, status);
+    default: return 0;
+    }
 }
 
-UNARY(unary_neg, as_long(-as_ulong(v)))
-UNARY(unary_abs, v < 0 ? as_long(-as_ulong(v)) : v)
-UNARY(unary_relu, v > 0 ? v : 0)
+// `op` is a U_* code of an op ONNX defines on integers.
+inline long unary_value(int op, long v, float alpha, float beta) {
+    switch (op) {
+    case U_NEG: return as_long(-as_ulong(v));
+    case U_ABS: return v < 0 ? as_long(-as_ulong(v)) : v;
+    case U_RELU: return v > 0 ? v : 0;
+    default: return 0;
+    }
+}
 
 __kernel void clip(CTPTR x, TPTR y, int n, CTPTR lo, CTPTR hi, int has_lo, int has_hi) {
     int i = get_global_id(0);
@@ -70,21 +73,6 @@ __kernel void clip(CTPTR x, TPTR y, int n, CTPTR lo, CTPTR hi, int has_lo, int h
 
 #else
 
-BINARY(binary_add, TPTR, ST, p + q)
-BINARY(binary_sub, TPTR, ST, p - q)
-BINARY(binary_mul, TPTR, ST, p * q)
-BINARY(binary_div, TPTR, ST, p / q)
-BINARY(binary_pow, TPTR, ST, (float)pow((acc_t)p, (acc_t)q))
-BINARY(binary_fmod, TPTR, ST, fmod(p, q))
-
-#define UNARY(name, expr)                                                                 \
-__kernel void name(CTPTR x, TPTR y, int n, float alpha, float beta) {                     \
-    int i = get_global_id(0);                                                             \
-    if (i >= n) return;                                                                   \
-    float v = LD(x, i);                                                                   \
-    ST(y, i, (float)(expr));                                                              \
-}
-
 inline acc_t hard_clamp(acc_t v) {
     return isnan(v) ? v : (v < 0 ? (acc_t)0 : (v > 1 ? (acc_t)1 : v));
 }
@@ -95,17 +83,36 @@ inline acc_t sigmoid_acc(acc_t v) {
     return e / (1 + e);
 }
 
-UNARY(unary_sqrt, sqrt((acc_t)v))
-UNARY(unary_exp, exp((acc_t)v))
-UNARY(unary_neg, -v)
-UNARY(unary_abs, fabs(v))
-UNARY(unary_erf, erf((acc_t)v))
-UNARY(unary_relu, (v > 0.0f || isnan(v)) ? v : 0.0f)
-UNARY(unary_sigmoid, sigmoid_acc((acc_t)v))
-UNARY(unary_tanh, tanh((acc_t)v))
-UNARY(unary_hard_swish, (acc_t)v * hard_clamp((acc_t)v / 6 + (acc_t)0.5))
-UNARY(unary_leaky_relu, v < 0.0f ? alpha * v : v)
-UNARY(unary_hard_sigmoid, hard_clamp((acc_t)alpha * (acc_t)v + (acc_t)beta))
+// `op` is a B_* code; Mod with the divisor's sign (B_MOD) is integer-only.
+inline float binary_value(int op, float p, float q, __global int* status) {
+    switch (op) {
+    case B_ADD: return p + q;
+    case B_SUB: return p - q;
+    case B_MUL: return p * q;
+    case B_DIV: return p / q;
+    case B_POW: return (float)pow((acc_t)p, (acc_t)q);
+    case B_FMOD: return fmod(p, q);
+    default: return NAN;
+    }
+}
+
+// `op` is a U_* code; alpha and beta are the op's parameters (LeakyRelu, HardSigmoid).
+inline float unary_value(int op, float v, float alpha, float beta) {
+    switch (op) {
+    case U_SQRT: return (float)sqrt((acc_t)v);
+    case U_EXP: return (float)exp((acc_t)v);
+    case U_NEG: return -v;
+    case U_ABS: return fabs(v);
+    case U_ERF: return (float)erf((acc_t)v);
+    case U_RELU: return (v > 0.0f || isnan(v)) ? v : 0.0f;
+    case U_SIGMOID: return (float)sigmoid_acc((acc_t)v);
+    case U_TANH: return (float)tanh((acc_t)v);
+    case U_HARD_SWISH: return (float)((acc_t)v * hard_clamp((acc_t)v / 6 + (acc_t)0.5));
+    case U_LEAKY_RELU: return v < 0.0f ? alpha * v : v;
+    case U_HARD_SIGMOID: return (float)hard_clamp((acc_t)alpha * (acc_t)v + (acc_t)beta);
+    default: return NAN;
+    }
+}
 
 __kernel void clip(CTPTR x, TPTR y, int n, CTPTR lo, CTPTR hi, int has_lo, int has_hi) {
     int i = get_global_id(0);
@@ -117,6 +124,25 @@ __kernel void clip(CTPTR x, TPTR y, int n, CTPTR lo, CTPTR hi, int has_lo, int h
 }
 
 #endif
+
+// Broadcasting binary arithmetic: `op` is a B_* code.
+__kernel void binary(CTPTR a, CTPTR b, TPTR y, int n, int rank, int8 dims, int8 sa, int8 sb,
+                     __global int* status, int op) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int ia = i, ib = i;
+    if (rank > 0) offsets2(i, rank, dims, sa, sb, &ia, &ib);
+    C p = LD(a, ia);
+    C q = LD(b, ib);
+    ST(y, i, binary_value(op, p, q, status));
+}
+
+// Unary maths and activations: `op` is a U_* code.
+__kernel void unary(CTPTR x, TPTR y, int n, int op, float alpha, float beta) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    ST(y, i, unary_value(op, LD(x, i), alpha, beta));
+}
 
 // Where: condition (uchar), X and Y of this variant, three-way broadcast. `dims` are the
 // output's; sc, sx, sy the operands' strides.

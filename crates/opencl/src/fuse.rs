@@ -7,6 +7,7 @@
 //! part of the conv's).
 
 use concord_core::op::Conv;
+use concord_core::op::{Binary, Unary, CLIP_KERNEL_CODE};
 use concord_core::{Graph, Node, Op, Tensor, TensorData};
 use std::collections::{HashMap, HashSet};
 
@@ -43,13 +44,15 @@ pub struct FusedNode {
 impl Activation {
     /// The activation code and its two parameters, as the kernels take them.
     pub fn code(self) -> (i32, f32, f32) {
+        // The U_* codes of concord-core's op table, which the kernels see as #defines.
+        let code = |op: Unary| op.def().code() as i32;
         match self {
             Activation::None => (0, 0.0, 0.0),
-            Activation::Relu => (1, 0.0, 0.0),
-            Activation::Clip(lo, hi) => (2, lo, hi),
-            Activation::LeakyRelu(a) => (3, a, 0.0),
-            Activation::HardSigmoid(a, b) => (4, a, b),
-            Activation::HardSwish => (5, 0.0, 0.0),
+            Activation::Relu => (code(Unary::Relu), 0.0, 0.0),
+            Activation::Clip(lo, hi) => (CLIP_KERNEL_CODE as i32, lo, hi),
+            Activation::LeakyRelu(a) => (code(Unary::LeakyRelu { alpha: a }), a, 0.0),
+            Activation::HardSigmoid(a, b) => (code(Unary::HardSigmoid { alpha: a, beta: b }), a, b),
+            Activation::HardSwish => (code(Unary::HardSwish), 0.0, 0.0),
         }
     }
 }
@@ -118,7 +121,7 @@ fn absorb_next(
         Op::BatchNormalization { epsilon } if no_epilogue_yet && input_is(&consumer, 0, &value) => {
             fold_batch_norm(graph, &mut nodes[i].node, &consumer, *epsilon)
         }
-        Op::Add
+        Op::Binary(Binary::Add)
             if head.epilogue.activation == Activation::None && head.epilogue.residual.is_none() =>
         {
             let other = consumer
@@ -184,10 +187,10 @@ fn same_known_shape(graph: &Graph, a: &str, b: &str) -> bool {
 /// The activation a node computes, when its parameters are known now.
 fn activation_of(graph: &Graph, op: &Op, node: &Node) -> Option<Activation> {
     Some(match op {
-        Op::Relu => Activation::Relu,
-        Op::LeakyRelu { alpha } => Activation::LeakyRelu(*alpha),
-        Op::HardSigmoid { alpha, beta } => Activation::HardSigmoid(*alpha, *beta),
-        Op::HardSwish => Activation::HardSwish,
+        Op::Unary(Unary::Relu) => Activation::Relu,
+        Op::Unary(Unary::LeakyRelu { alpha }) => Activation::LeakyRelu(*alpha),
+        Op::Unary(Unary::HardSigmoid { alpha, beta }) => Activation::HardSigmoid(*alpha, *beta),
+        Op::Unary(Unary::HardSwish) => Activation::HardSwish,
         Op::Clip => {
             let bound = |index: usize, default: f32| -> Option<f32> {
                 match node.inputs.get(index).and_then(|i| i.as_deref()) {

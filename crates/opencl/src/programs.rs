@@ -105,7 +105,13 @@ impl ProgramCache {
         family: Family,
         variant: &str,
     ) -> Result<Arc<Program>, OpenClError> {
-        let source = format!("{COMMON}\n{}", family.source());
+        // The op codes come from concord-core's op table, so a kernel's `case U_RELU:` and
+        // the Rust caller's code cannot disagree.
+        let source = format!(
+            "{}{COMMON}\n{}",
+            concord_core::op::kernel_code_defines(),
+            family.source()
+        );
         let options = device_options(device);
         let key = ProgramKey {
             family,

@@ -9,6 +9,7 @@ use concord::{
     Availability, Backend, CpuExecutor, DType, DeviceInfo, Executor, FallbackCause, Graph,
     PreparedPartition, Support, Target, Tensor, ValueInfo,
 };
+use concord_core::op::Unary;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -39,7 +40,8 @@ pub fn small_cnn() -> Graph {
     };
     g.nodes
         .push(Node::new("conv", Op::Conv(conv), &["x", "w", "b"], &["c"]));
-    g.nodes.push(Node::new("relu", Op::Relu, &["c"], &["r"]));
+    g.nodes
+        .push(Node::new("relu", Op::Unary(Unary::Relu), &["c"], &["r"]));
     g.nodes
         .push(Node::new("gap", Op::GlobalAveragePool, &["r"], &["p"]));
     g.nodes.push(Node::new(

@@ -8,7 +8,7 @@
 use super::{expect_dtype, optional, required, OutputFact, ValueFact};
 use crate::dtype::DType;
 use crate::error::OpError;
-use crate::op::{Op, Reduce};
+use crate::op::{Binary, Op, Reduce};
 use crate::shape::{broadcast_sym, format_sym, normalize_axes, normalize_axis, Dim, SymShape};
 
 /// The arithmetic dtypes.
@@ -21,18 +21,10 @@ pub(super) fn infer(
     _num_outputs: usize,
 ) -> Result<Vec<OutputFact>, OpError> {
     let fact = match op {
-        Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Pow | Op::Mod { .. } | Op::Equal => {
-            binary(op, inputs)?
-        }
-        Op::Neg | Op::Abs | Op::Relu => unary(inputs, &NUMERIC)?,
-        Op::Sqrt
-        | Op::Exp
-        | Op::Erf
-        | Op::Sigmoid
-        | Op::Tanh
-        | Op::HardSwish
-        | Op::LeakyRelu { .. }
-        | Op::HardSigmoid { .. } => unary(inputs, &FLOAT)?,
+        Op::Binary(b) => binary(*b, inputs)?,
+        // The integer-capable unary ops (Neg, Abs, Relu) take i64 too.
+        Op::Unary(u) if u.def().integer => unary(inputs, &NUMERIC)?,
+        Op::Unary(_) => unary(inputs, &FLOAT)?,
         Op::Clip => clip(inputs)?,
         Op::Where => select(inputs)?,
         Op::Softmax { axis } => {
@@ -90,15 +82,15 @@ fn broadcast(op: &str, operands: &[(usize, &str, &ValueFact)]) -> Result<SymShap
     })
 }
 
-fn binary(op: &Op, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+fn binary(op: Binary, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
     let a = required(inputs, 0, "A")?;
     let b = required(inputs, 1, "B")?;
     let dtype = match op {
-        Op::Equal => {
+        Binary::Equal => {
             expect_same(&b, 1, "B", a.dtype, "input 0 (A)")?;
             DType::Bool
         }
-        Op::Pow => {
+        Binary::Pow => {
             // The exponent may have another numeric dtype; the result keeps the base's.
             expect_dtype(&a, 0, "X", &NUMERIC)?;
             expect_dtype(&b, 1, "Y", &NUMERIC)?;
@@ -110,7 +102,7 @@ fn binary(op: &Op, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> 
             a.dtype
         }
     };
-    if matches!(op, Op::Mod { fmod: false }) && a.dtype.is_float() {
+    if op == (Binary::Mod { fmod: false }) && a.dtype.is_float() {
         return Err(OpError::Attribute {
             name: "fmod",
             detail: format!(

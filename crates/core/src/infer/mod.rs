@@ -7,7 +7,7 @@ mod nn;
 
 use crate::dtype::DType;
 use crate::error::OpError;
-use crate::op::Op;
+use crate::op::{Family, Op};
 use crate::shape::{Dim, SymShape};
 use crate::tensor::Tensor;
 
@@ -40,56 +40,14 @@ pub fn infer_op(
     inputs: &[Option<ValueFact>],
     num_outputs: usize,
 ) -> Result<Vec<OutputFact>, OpError> {
-    let outputs = match op {
-        Op::Conv(_)
-        | Op::Gemm(_)
-        | Op::MatMul
-        | Op::MaxPool(_)
-        | Op::AveragePool(_)
-        | Op::GlobalAveragePool
-        | Op::Resize(_) => nn::infer(op, inputs, num_outputs)?,
-        Op::Add
-        | Op::Sub
-        | Op::Mul
-        | Op::Div
-        | Op::Pow
-        | Op::Mod { .. }
-        | Op::Equal
-        | Op::Sqrt
-        | Op::Exp
-        | Op::Neg
-        | Op::Abs
-        | Op::Erf
-        | Op::Relu
-        | Op::Sigmoid
-        | Op::Tanh
-        | Op::HardSwish
-        | Op::LeakyRelu { .. }
-        | Op::HardSigmoid { .. }
-        | Op::Clip
-        | Op::Where
-        | Op::Softmax { .. }
-        | Op::LayerNormalization { .. }
-        | Op::BatchNormalization { .. }
-        | Op::ReduceMean(_)
-        | Op::ReduceSum(_)
-        | Op::ReduceMax(_) => elementwise::infer(op, inputs, num_outputs)?,
-        Op::Concat { .. }
-        | Op::Split { .. }
-        | Op::Slice
-        | Op::Gather { .. }
-        | Op::Reshape { .. }
-        | Op::Flatten { .. }
-        | Op::Transpose { .. }
-        | Op::Squeeze
-        | Op::Unsqueeze
-        | Op::Shape { .. }
-        | Op::Cast { .. }
-        | Op::Identity
-        | Op::Dropout
-        | Op::Constant { .. }
-        | Op::Pad { .. }
-        | Op::Expand => movement::infer(op, inputs, num_outputs)?,
+    let outputs = match op.family() {
+        Family::Linear | Family::Pool | Family::Resize => nn::infer(op, inputs, num_outputs)?,
+        Family::Unary
+        | Family::Binary
+        | Family::Select
+        | Family::Normalization
+        | Family::Reduce => elementwise::infer(op, inputs, num_outputs)?,
+        Family::Movement => movement::infer(op, inputs, num_outputs)?,
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(

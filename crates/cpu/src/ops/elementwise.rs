@@ -16,20 +16,8 @@ use concord_core::{broadcast_shapes, DType, Op, OpError, Shape, Tensor, TensorDa
 /// Runs one elementwise op.
 pub(crate) fn run(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     match op {
-        Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Pow | Op::Mod { .. } | Op::Equal => {
-            binary::run(op, inputs)
-        }
-        Op::Sqrt
-        | Op::Exp
-        | Op::Neg
-        | Op::Abs
-        | Op::Erf
-        | Op::Relu
-        | Op::Sigmoid
-        | Op::Tanh
-        | Op::HardSwish
-        | Op::LeakyRelu { .. }
-        | Op::HardSigmoid { .. } => unary::run(op, inputs),
+        Op::Binary(b) => binary::run(*b, inputs),
+        Op::Unary(u) => unary::run(*u, inputs),
         Op::Clip => clip(inputs),
         Op::Where => select(inputs),
         other => Err(OpError::Unsupported(format!(

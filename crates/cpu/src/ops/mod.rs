@@ -11,6 +11,7 @@ mod reduce;
 mod resize;
 mod spatial;
 
+use concord_core::op::Family;
 use concord_core::{DType, Op, OpError, Tensor};
 
 /// Runs one op on concrete inputs (None for omitted optional inputs), returning exactly
@@ -20,54 +21,21 @@ pub fn run_op(
     inputs: &[Option<&Tensor>],
     num_outputs: usize,
 ) -> Result<Vec<Tensor>, OpError> {
-    let outputs = match op {
-        Op::Conv(attrs) => vec![conv::conv(attrs, inputs)?],
-        Op::Gemm(attrs) => vec![gemm::gemm(attrs, inputs)?],
-        Op::MatMul => vec![gemm::matmul(inputs)?],
-        Op::MaxPool(attrs) => vec![pool::max_pool(attrs, inputs)?],
-        Op::AveragePool(attrs) => vec![pool::average_pool(attrs, inputs)?],
-        Op::GlobalAveragePool => vec![pool::global_average_pool(inputs)?],
-        Op::Resize(attrs) => vec![resize::resize(attrs, inputs)?],
-        Op::Add
-        | Op::Sub
-        | Op::Mul
-        | Op::Div
-        | Op::Pow
-        | Op::Mod { .. }
-        | Op::Equal
-        | Op::Sqrt
-        | Op::Exp
-        | Op::Neg
-        | Op::Abs
-        | Op::Erf
-        | Op::Relu
-        | Op::Sigmoid
-        | Op::Tanh
-        | Op::HardSwish
-        | Op::LeakyRelu { .. }
-        | Op::HardSigmoid { .. }
-        | Op::Clip
-        | Op::Where => vec![elementwise::run(op, inputs)?],
-        Op::Softmax { .. } | Op::LayerNormalization { .. } | Op::BatchNormalization { .. } => {
-            vec![norm::run(op, inputs)?]
-        }
-        Op::ReduceMean(_) | Op::ReduceSum(_) | Op::ReduceMax(_) => vec![reduce::run(op, inputs)?],
-        Op::Concat { .. }
-        | Op::Split { .. }
-        | Op::Slice
-        | Op::Gather { .. }
-        | Op::Reshape { .. }
-        | Op::Flatten { .. }
-        | Op::Transpose { .. }
-        | Op::Squeeze
-        | Op::Unsqueeze
-        | Op::Shape { .. }
-        | Op::Cast { .. }
-        | Op::Identity
-        | Op::Dropout
-        | Op::Constant { .. }
-        | Op::Pad { .. }
-        | Op::Expand => movement::run(op, inputs, num_outputs)?,
+    let outputs = match op.family() {
+        Family::Linear | Family::Pool | Family::Resize => vec![match op {
+            Op::Conv(attrs) => conv::conv(attrs, inputs)?,
+            Op::Gemm(attrs) => gemm::gemm(attrs, inputs)?,
+            Op::MatMul => gemm::matmul(inputs)?,
+            Op::MaxPool(attrs) => pool::max_pool(attrs, inputs)?,
+            Op::AveragePool(attrs) => pool::average_pool(attrs, inputs)?,
+            Op::GlobalAveragePool => pool::global_average_pool(inputs)?,
+            Op::Resize(attrs) => resize::resize(attrs, inputs)?,
+            other => return Err(not_in_family(other)),
+        }],
+        Family::Unary | Family::Binary | Family::Select => vec![elementwise::run(op, inputs)?],
+        Family::Normalization => vec![norm::run(op, inputs)?],
+        Family::Reduce => vec![reduce::run(op, inputs)?],
+        Family::Movement => movement::run(op, inputs, num_outputs)?,
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(
@@ -78,6 +46,16 @@ pub fn run_op(
         )));
     }
     Ok(outputs)
+}
+
+/// The error of a family's router handed an op of another family (the op table and the
+/// router disagree).
+pub(crate) fn not_in_family(op: &Op) -> OpError {
+    OpError::Unsupported(format!(
+        "{} ({:?} family) has no reference kernel in that family",
+        op.name(),
+        op.family()
+    ))
 }
 
 /// Why the reference cannot run `op` whatever its operands, if it cannot: attribute values

@@ -8,40 +8,30 @@ use super::{
 use crate::kernels::Family;
 use crate::tensor::StorageSuffix;
 use crate::tensor::{DeviceTensor, Storage};
+use concord_core::op::{Binary, CLIP_KERNEL_CODE};
 use concord_core::{DType, Op, OpError, Shape};
 use cudarc::driver::PushKernelArg;
 
-/// Unary op codes of kernels/elementwise.cu (U_*).
+/// The U_* code and two parameters of a unary op (Clip's bounds are its parameters),
+/// from concord-core's op table.
 fn unary_code(op: &Op) -> Option<(i32, f32, f32)> {
-    Some(match *op {
-        Op::Sqrt => (0, 0.0, 0.0),
-        Op::Exp => (1, 0.0, 0.0),
-        Op::Neg => (2, 0.0, 0.0),
-        Op::Abs => (3, 0.0, 0.0),
-        Op::Erf => (4, 0.0, 0.0),
-        Op::Relu => (5, 0.0, 0.0),
-        Op::Sigmoid => (6, 0.0, 0.0),
-        Op::Tanh => (7, 0.0, 0.0),
-        Op::HardSwish => (8, 0.0, 0.0),
-        Op::LeakyRelu { alpha } => (9, alpha, 0.0),
-        Op::HardSigmoid { alpha, beta } => (10, alpha, beta),
-        Op::Clip => (11, f32::NEG_INFINITY, f32::INFINITY),
-        _ => return None,
-    })
+    match *op {
+        Op::Unary(u) => {
+            let [alpha, beta] = u.params();
+            Some((u.def().code() as i32, alpha, beta))
+        }
+        Op::Clip => Some((CLIP_KERNEL_CODE as i32, f32::NEG_INFINITY, f32::INFINITY)),
+        _ => None,
+    }
 }
 
-/// Binary op codes of kernels/elementwise.cu (B_*).
+/// The B_* code of a binary op (Equal has kernels of its own), from the op table.
 fn binary_code(op: &Op) -> Option<i32> {
-    Some(match *op {
-        Op::Add => 0,
-        Op::Sub => 1,
-        Op::Mul => 2,
-        Op::Div => 3,
-        Op::Pow => 4,
-        Op::Mod { fmod: true } => 5,
-        Op::Mod { fmod: false } => 6,
-        _ => return None,
-    })
+    match *op {
+        Op::Binary(Binary::Equal) => None,
+        Op::Binary(b) => Some(b.code() as i32),
+        _ => None,
+    }
 }
 
 pub fn unary(
@@ -113,7 +103,7 @@ pub fn binary(
     )?;
     let n = s.n as usize;
     let storage = a.dev.storage;
-    if let Op::Equal = op {
+    if let Op::Binary(Binary::Equal) = op {
         let f = l.function(Family::Elementwise, &format!("equal_{}", storage.suffix()))?;
         l.launch(&f, grid(n), |args| {
             args.arg(&s).arg(&a.dev.ptr).arg(&b.dev.ptr).arg(&y.ptr);
@@ -128,7 +118,7 @@ pub fn binary(
     };
     match storage {
         Storage::F32 | Storage::F16 => {
-            if let Op::Mod { fmod: false } = op {
+            if let Op::Binary(Binary::Mod { fmod: false }) = op {
                 return Err(Fail::Op(OpError::Attribute {
                     name: "fmod",
                     detail: format!(
@@ -147,7 +137,7 @@ pub fn binary(
                     .arg(&y.ptr);
             })?;
         }
-        Storage::I64 if !matches!(op, Op::Pow) => {
+        Storage::I64 if !matches!(op, Op::Binary(Binary::Pow)) => {
             let f = l.function(Family::Elementwise, "binary_i64")?;
             l.launch(&f, grid(n), |args| {
                 args.arg(&s)

@@ -96,21 +96,8 @@ pub fn run_node(
         Op::Conv(attrs) => one(linear::conv(l, attrs, inputs, &facts)?),
         Op::Gemm(attrs) => one(linear::gemm(l, attrs, inputs, &facts)?),
         Op::MatMul => one(linear::matmul(l, inputs, &facts)?),
-        Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Pow | Op::Mod { .. } | Op::Equal => {
-            one(elementwise::binary(l, &node.op, inputs, &facts)?)
-        }
-        Op::Sqrt
-        | Op::Exp
-        | Op::Neg
-        | Op::Abs
-        | Op::Erf
-        | Op::Relu
-        | Op::Sigmoid
-        | Op::Tanh
-        | Op::HardSwish
-        | Op::LeakyRelu { .. }
-        | Op::HardSigmoid { .. }
-        | Op::Clip => one(elementwise::unary(l, &node.op, inputs, &facts)?),
+        Op::Binary(_) => one(elementwise::binary(l, &node.op, inputs, &facts)?),
+        Op::Unary(_) | Op::Clip => one(elementwise::unary(l, &node.op, inputs, &facts)?),
         Op::Where => one(elementwise::select(l, inputs, &facts)?),
         Op::BatchNormalization { epsilon } => {
             one(elementwise::batch_norm(l, *epsilon, inputs, &facts)?)

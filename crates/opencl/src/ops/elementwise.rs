@@ -5,39 +5,41 @@ use super::{broadcast_strides, input, optional_input, output};
 use crate::plan::StorageDefines;
 use crate::plan::{i32_arg, int8, Arg, Builder, Storage};
 use crate::programs::Family;
+use concord_core::op::{Binary, Unary};
 use concord_core::{DType, Node, Op, OpError};
 
 pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
     match &node.op {
-        Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Pow | Op::Mod { .. } | Op::Equal => {
-            binary(b, node)
-        }
+        Op::Binary(op) => binary(b, node, *op),
+        Op::Unary(op) => unary(b, node, *op),
         Op::Clip => clip(b, node),
         Op::Where => select(b, node),
-        _ => unary(b, node),
+        other => Err(OpError::Unsupported(format!(
+            "{} is not an elementwise op",
+            other.name()
+        ))),
     }
 }
 
-fn binary(b: &mut Builder, node: &Node) -> Result<(), OpError> {
+/// Broadcasting binary ops: the `binary` kernel with the op's B_* code (from concord-core's
+/// op table), or `binary_equal`, whose output is bool.
+fn binary(b: &mut Builder, node: &Node, op: Binary) -> Result<(), OpError> {
     let (a_name, b_name, y) = (input(node, 0, "A")?, input(node, 1, "B")?, output(node)?);
     let dtype = b.dtype(a_name)?;
     let storage = b.storage(dtype);
     let integer = dtype == DType::I64;
-    let kernel = match (&node.op, integer) {
-        (Op::Add, _) => "binary_add",
-        (Op::Sub, _) => "binary_sub",
-        (Op::Mul, _) => "binary_mul",
-        (Op::Div, _) => "binary_div",
-        (Op::Pow, false) => "binary_pow",
-        (Op::Mod { fmod: true }, _) => "binary_fmod",
-        (Op::Mod { fmod: false }, true) => "binary_mod",
-        (Op::Equal, _) => "binary_equal",
-        (op, _) => {
-            return Err(OpError::Unsupported(format!(
-                "{} on {dtype} has no OpenCL kernel",
-                op.name()
-            )))
-        }
+    let integer_form = !matches!(op, Binary::Pow);
+    let float_form = !matches!(op, Binary::Mod { fmod: false });
+    if (integer && !integer_form) || (!integer && !float_form) {
+        return Err(OpError::Unsupported(format!(
+            "{} on {dtype} has no OpenCL kernel",
+            op.name()
+        )));
+    }
+    let kernel = if op == Binary::Equal {
+        "binary_equal"
+    } else {
+        "binary"
     };
     let out = b.shape(y)?.clone();
     let (sa, sb) = (b.shape(a_name)?.clone(), b.shape(b_name)?.clone());
@@ -56,70 +58,53 @@ fn binary(b: &mut Builder, node: &Node) -> Result<(), OpError> {
     let a = b.input(a_name)?;
     let bb = b.input(b_name)?;
     let yl = b.alloc(y)?;
-    let status = if integer && matches!(node.op, Op::Div | Op::Mod { .. }) {
+    let status = if integer && matches!(op, Binary::Div | Binary::Mod { .. }) {
         Arg::Status
     } else {
         Arg::Buf(yl.clone())
     };
-    b.launch_1d(
-        &program,
-        kernel,
-        n,
-        vec![
-            Arg::Buf(a),
-            Arg::Buf(bb),
-            Arg::Buf(yl),
-            Arg::I32(i32_arg(n, "element count")?),
-            Arg::I32(rank as i32),
-            Arg::Int8(int8(&dims)?),
-            Arg::Int8(sa),
-            Arg::Int8(sb),
-            status,
-        ],
-    );
+    let mut args = vec![
+        Arg::Buf(a),
+        Arg::Buf(bb),
+        Arg::Buf(yl),
+        Arg::I32(i32_arg(n, "element count")?),
+        Arg::I32(rank as i32),
+        Arg::Int8(int8(&dims)?),
+        Arg::Int8(sa),
+        Arg::Int8(sb),
+        status,
+    ];
+    if kernel == "binary" {
+        args.push(Arg::I32(op.code() as i32));
+    }
+    b.launch_1d(&program, kernel, n, args);
     Ok(())
 }
 
-fn unary(b: &mut Builder, node: &Node) -> Result<(), OpError> {
+/// Unary ops: the `unary` kernel with the op's U_* code and parameters.
+fn unary(b: &mut Builder, node: &Node, op: Unary) -> Result<(), OpError> {
     let (x, y) = (input(node, 0, "X")?, output(node)?);
     let dtype = b.dtype(x)?;
-    let (kernel, alpha, beta) = match node.op {
-        Op::Sqrt => ("unary_sqrt", 0.0, 0.0),
-        Op::Exp => ("unary_exp", 0.0, 0.0),
-        Op::Neg => ("unary_neg", 0.0, 0.0),
-        Op::Abs => ("unary_abs", 0.0, 0.0),
-        Op::Erf => ("unary_erf", 0.0, 0.0),
-        Op::Relu => ("unary_relu", 0.0, 0.0),
-        Op::Sigmoid => ("unary_sigmoid", 0.0, 0.0),
-        Op::Tanh => ("unary_tanh", 0.0, 0.0),
-        Op::HardSwish => ("unary_hard_swish", 0.0, 0.0),
-        Op::LeakyRelu { alpha } => ("unary_leaky_relu", alpha, 0.0),
-        Op::HardSigmoid { alpha, beta } => ("unary_hard_sigmoid", alpha, beta),
-        ref other => {
-            return Err(OpError::Unsupported(format!(
-                "{} is not a unary op",
-                other.name()
-            )))
-        }
-    };
-    if dtype == DType::I64 && !matches!(node.op, Op::Neg | Op::Abs | Op::Relu) {
+    if dtype == DType::I64 && !op.def().integer {
         return Err(OpError::Unsupported(format!(
             "{} on i64 has no OpenCL kernel",
-            node.op.name()
+            op.name()
         )));
     }
+    let [alpha, beta] = op.params();
     let n = b.shape(y)?.numel();
     let program = b.program(Family::Elementwise, b.storage(dtype).variant())?;
     let xl = b.input(x)?;
     let yl = b.alloc(y)?;
     b.launch_1d(
         &program,
-        kernel,
+        "unary",
         n,
         vec![
             Arg::Buf(xl),
             Arg::Buf(yl),
             Arg::I32(i32_arg(n, "element count")?),
+            Arg::I32(op.def().code() as i32),
             Arg::F32(alpha),
             Arg::F32(beta),
         ],

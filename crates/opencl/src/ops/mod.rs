@@ -16,6 +16,7 @@ pub(crate) use linear::local_tiled_fits;
 
 use crate::fuse::FusedNode;
 use crate::plan::Builder;
+use concord_core::op::Binary;
 use concord_core::op::PadMode;
 use concord_core::{DType, Graph, Node, Op, OpError, Support, Target};
 
@@ -86,11 +87,11 @@ fn check(graph: &Graph, node: &Node, target: Target) -> Result<(), String> {
         Op::Conv(attrs) => linear::check_conv(graph, node, attrs).and(float("Conv")),
         Op::Gemm(_) => float("Gemm"),
         Op::MatMul => linear::check_matmul(graph, node).and(float("MatMul")),
-        Op::Add | Op::Sub | Op::Mul | Op::Div => match x {
+        Op::Binary(Binary::Add | Binary::Sub | Binary::Mul | Binary::Div) => match x {
             Some(DType::Bool) => Err(format!("{} on bool is not defined", node.op.name())),
             _ => Ok(()),
         },
-        Op::Pow => {
+        Op::Binary(Binary::Pow) => {
             float("Pow")?;
             if dtype(1) != x {
                 Err(
@@ -102,7 +103,7 @@ fn check(graph: &Graph, node: &Node, target: Target) -> Result<(), String> {
                 Ok(())
             }
         }
-        Op::Mod { fmod } => match x {
+        Op::Binary(Binary::Mod { fmod }) => match x {
             Some(DType::I64) | None => Ok(()),
             Some(DType::F32 | DType::F16) if *fmod => Ok(()),
             Some(other) => Err(format!(
@@ -110,22 +111,20 @@ fn check(graph: &Graph, node: &Node, target: Target) -> Result<(), String> {
                 *fmod as u8
             )),
         },
-        Op::Equal => match x {
+        Op::Binary(Binary::Equal) => match x {
             Some(DType::Bool) => Err("Equal on bool is not implemented".into()),
             _ => Ok(()),
         },
-        Op::Neg | Op::Abs | Op::Relu | Op::Clip => match x {
+        // The unary ops ONNX defines on integers (Neg, Abs, Relu) have i64 kernels.
+        Op::Unary(u) if u.def().integer => match x {
             Some(DType::Bool) => Err(format!("{} on bool is not defined", node.op.name())),
             _ => Ok(()),
         },
-        Op::Sqrt
-        | Op::Exp
-        | Op::Erf
-        | Op::Sigmoid
-        | Op::Tanh
-        | Op::HardSwish
-        | Op::LeakyRelu { .. }
-        | Op::HardSigmoid { .. } => float(node.op.name()),
+        Op::Clip => match x {
+            Some(DType::Bool) => Err(format!("{} on bool is not defined", node.op.name())),
+            _ => Ok(()),
+        },
+        Op::Unary(_) => float(node.op.name()),
         Op::Where => match dtype(1) {
             Some(DType::Bool) => {
                 Err("Where choosing between bool tensors is not implemented".into())
@@ -227,26 +226,7 @@ pub fn build(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> {
         Op::Conv(attrs) => linear::conv(b, fused, attrs),
         Op::Gemm(attrs) => linear::gemm(b, node, attrs),
         Op::MatMul => linear::matmul(b, node),
-        Op::Add
-        | Op::Sub
-        | Op::Mul
-        | Op::Div
-        | Op::Pow
-        | Op::Mod { .. }
-        | Op::Equal
-        | Op::Sqrt
-        | Op::Exp
-        | Op::Neg
-        | Op::Abs
-        | Op::Erf
-        | Op::Relu
-        | Op::Sigmoid
-        | Op::Tanh
-        | Op::HardSwish
-        | Op::LeakyRelu { .. }
-        | Op::HardSigmoid { .. }
-        | Op::Clip
-        | Op::Where => elementwise::build(b, node),
+        Op::Binary(_) | Op::Unary(_) | Op::Clip | Op::Where => elementwise::build(b, node),
         Op::Softmax { .. } | Op::LayerNormalization { .. } | Op::BatchNormalization { .. } => {
             norm::build(b, node)
         }

@@ -2,20 +2,21 @@
 
 use super::{broadcast_map, broadcast_operands, expect_dtype_in, expect_same_dtype};
 use crate::ops::required;
-use concord_core::{DType, Op, OpError, Shape, Tensor, TensorData};
+use concord_core::op::Binary;
+use concord_core::{DType, OpError, Shape, Tensor, TensorData};
 
 /// The arithmetic dtypes: every binary op but Equal accepts exactly these.
 const NUMERIC: [DType; 3] = [DType::F32, DType::F16, DType::I64];
 
 /// Runs one binary op on inputs A and B.
-pub(super) fn run(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+pub(super) fn run(op: Binary, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     let a = required(inputs, 0, "A")?;
     let b = required(inputs, 1, "B")?;
     match op {
-        Op::Equal => {
+        Binary::Equal => {
             expect_same_dtype(b, 1, "B", a.dtype(), "input 0 (A)")?;
         }
-        Op::Pow => {
+        Binary::Pow => {
             expect_dtype_in(a, 0, "X", &NUMERIC)?;
             expect_dtype_in(b, 1, "Y", &NUMERIC)?;
         }
@@ -24,7 +25,7 @@ pub(super) fn run(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError
             expect_same_dtype(b, 1, "B", a.dtype(), "input 0 (A)")?;
         }
     }
-    if let Op::Mod { fmod: false } = op {
+    if let Binary::Mod { fmod: false } = op {
         if a.dtype().is_float() {
             return Err(OpError::Attribute {
                 name: "fmod",
@@ -44,7 +45,7 @@ pub(super) fn run(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError
         b_map: &b_map,
     };
 
-    if let Op::Equal = op {
+    if let Binary::Equal = op {
         let equal = match (a.data(), b.data()) {
             (TensorData::I64(x), TensorData::I64(y)) => pairs.map(x, y, |p, q| p == q),
             (TensorData::Bool(x), TensorData::Bool(y)) => pairs.map(x, y, |p, q| p == q),
@@ -101,7 +102,7 @@ impl Pairs<'_> {
 /// An op whose result has A's float dtype (or is Pow with an i64 base and a float
 /// exponent, whose result is i64): computed in f64, rounded once.
 fn float_result(
-    op: &Op,
+    op: Binary,
     a: &Tensor,
     b: &Tensor,
     out: Shape,
@@ -110,14 +111,14 @@ fn float_result(
     let x = a.to_f64_vec();
     let y = b.to_f64_vec();
     let values = match op {
-        Op::Add => pairs.map(&x, &y, |p, q| p + q),
-        Op::Sub => pairs.map(&x, &y, |p, q| p - q),
-        Op::Mul => pairs.map(&x, &y, |p, q| p * q),
-        Op::Div => pairs.map(&x, &y, |p, q| p / q),
-        Op::Pow => pairs.map(&x, &y, f64::powf),
+        Binary::Add => pairs.map(&x, &y, |p, q| p + q),
+        Binary::Sub => pairs.map(&x, &y, |p, q| p - q),
+        Binary::Mul => pairs.map(&x, &y, |p, q| p * q),
+        Binary::Div => pairs.map(&x, &y, |p, q| p / q),
+        Binary::Pow => pairs.map(&x, &y, f64::powf),
         // Rust's `%` on floats is C's fmod: the remainder takes the dividend's sign, and
         // it is exact, so rounding the f64 result loses nothing.
-        Op::Mod { .. } => pairs.map(&x, &y, |p, q| p % q),
+        Binary::Mod { .. } => pairs.map(&x, &y, |p, q| p % q),
         other => {
             return Err(OpError::Unsupported(format!(
                 "{} is not a binary arithmetic op",
@@ -131,18 +132,18 @@ fn float_result(
 }
 
 /// One i64 element of an arithmetic op, exactly.
-fn integer_op(op: &Op, p: i64, q: i64) -> Result<i64, OpError> {
+fn integer_op(op: Binary, p: i64, q: i64) -> Result<i64, OpError> {
     match op {
-        Op::Add => Ok(p.wrapping_add(q)),
-        Op::Sub => Ok(p.wrapping_sub(q)),
-        Op::Mul => Ok(p.wrapping_mul(q)),
-        Op::Div => {
+        Binary::Add => Ok(p.wrapping_add(q)),
+        Binary::Sub => Ok(p.wrapping_sub(q)),
+        Binary::Mul => Ok(p.wrapping_mul(q)),
+        Binary::Div => {
             nonzero_divisor(op, p, q)?;
             // Rust's integer division truncates toward zero, as ONNX and C do; only
             // i64::MIN / -1 overflows, and it wraps back to i64::MIN.
             Ok(p.wrapping_div(q))
         }
-        Op::Mod { fmod } => {
+        Binary::Mod { fmod } => {
             nonzero_divisor(op, p, q)?;
             let r = p.wrapping_rem(q);
             if !fmod && r != 0 && (r < 0) != (q < 0) {
@@ -153,7 +154,7 @@ fn integer_op(op: &Op, p: i64, q: i64) -> Result<i64, OpError> {
                 Ok(r)
             }
         }
-        Op::Pow => integer_pow(p, q),
+        Binary::Pow => integer_pow(p, q),
         other => Err(OpError::Unsupported(format!(
             "{} is not a binary arithmetic op on i64",
             other.name()
@@ -161,7 +162,7 @@ fn integer_op(op: &Op, p: i64, q: i64) -> Result<i64, OpError> {
     }
 }
 
-fn nonzero_divisor(op: &Op, p: i64, q: i64) -> Result<(), OpError> {
+fn nonzero_divisor(op: Binary, p: i64, q: i64) -> Result<(), OpError> {
     if q == 0 {
         return Err(OpError::Unsupported(format!(
             "{}: integer division by zero (input 0 (A) element {p}, input 1 (B) element 0)",

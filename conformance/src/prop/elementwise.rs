@@ -26,6 +26,7 @@ pub(super) fn strategy(op: &str) -> Option<BoxedStrategy<OpCase>> {
         "LayerNormalization" => layer_normalization().boxed(),
         "BatchNormalization" => batch_normalization().boxed(),
         "ReduceMean" | "ReduceSum" | "ReduceMax" => reduce(op).boxed(),
+        "ArgMax" => arg_max().boxed(),
         _ => return None,
     })
 }
@@ -502,6 +503,46 @@ fn reduce(op: &str) -> impl Strategy<Value = OpCase> {
                     }
                 };
                 case(&op, opset, attrs, inputs, 1)
+            },
+        )
+}
+
+/// ArgMax along one axis (spelled either way), with and without keepdims and
+/// select_last_index; small integers make ties common, so both tie rules are exercised.
+fn arg_max() -> impl Strategy<Value = OpCase> {
+    const VALUES: &[Recipe] = &[
+        f32s("ints", Some([0.0, 3.0])),
+        UNIFORM,
+        f32s("special", None),
+        f16s("uniform", None),
+        i64s(0.0, 3.0),
+    ];
+    (
+        dims(1..=4, 1..=4),
+        (0usize..4, any::<bool>()),
+        (any::<bool>(), any::<bool>()),
+        recipe(VALUES),
+        seed(),
+    )
+        .prop_map(
+            |(shape, (axis, negative), (drop_keepdims, last), values, seed)| {
+                let rank = shape.len();
+                let mut attrs = Attrs::new();
+                let axis = spell_axis(axis % rank, rank, negative);
+                attrs.insert("axis".into(), AttributeValue::Int(axis));
+                if drop_keepdims {
+                    attrs.insert("keepdims".into(), AttributeValue::Int(0));
+                }
+                if last {
+                    attrs.insert("select_last_index".into(), AttributeValue::Int(1));
+                }
+                case(
+                    "ArgMax",
+                    13,
+                    attrs,
+                    vec![data("x", values, shape, seed, false)],
+                    1,
+                )
             },
         )
 }

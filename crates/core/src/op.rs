@@ -50,6 +50,8 @@ pub enum Op {
     ReduceMean(Reduce),
     ReduceSum(Reduce),
     ReduceMax(Reduce),
+    /// Input: data. Output: i64 indices of the largest values along `axis`.
+    ArgMax(ArgReduce),
 
     // Data movement.
     /// Inputs: any number, same rank.
@@ -209,6 +211,25 @@ impl Default for Reduce {
     }
 }
 
+/// ArgMax attributes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArgReduce {
+    pub axis: i64,
+    pub keepdims: bool,
+    /// Ties (and NaNs) go to the last index instead of the first.
+    pub select_last_index: bool,
+}
+
+impl Default for ArgReduce {
+    fn default() -> Self {
+        ArgReduce {
+            axis: 0,
+            keepdims: true,
+            select_last_index: false,
+        }
+    }
+}
+
 /// Pad modes. Only [`PadMode::Constant`] is required of executors; the others are
 /// represented so an importer can name them in an error rather than misread them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -332,6 +353,7 @@ pub enum Unary {
     HardSwish,
     LeakyRelu { alpha: f32 },
     HardSigmoid { alpha: f32, beta: f32 },
+    Reciprocal,
 }
 
 /// The elementwise binary ops (multidirectional broadcasting). Each has one row in
@@ -368,7 +390,7 @@ pub enum Family {
     Normalization,
     /// MaxPool, AveragePool, GlobalAveragePool.
     Pool,
-    /// ReduceMean, ReduceSum, ReduceMax.
+    /// ReduceMean, ReduceSum, ReduceMax, ArgMax.
     Reduce,
     /// Shape, layout and dtype changes that compute nothing: Concat … Expand.
     Movement,
@@ -503,6 +525,7 @@ pub const UNARY_OPS: &[UnaryDef] = &[
             attr("beta", AttrDefault::Float(0.5)),
         ],
     ),
+    unary(Unary::Reciprocal, "Reciprocal", "reciprocal", false, &[]),
 ];
 
 /// Every binary op, in kernel-code order.
@@ -640,6 +663,16 @@ pub const OTHER_OPS: &[OpSchema] = &[
     schema("ReduceMean", 1, Family::Reduce, REDUCE_ATTRS),
     schema("ReduceSum", 1, Family::Reduce, REDUCE_ATTRS),
     schema("ReduceMax", 1, Family::Reduce, REDUCE_ATTRS),
+    schema(
+        "ArgMax",
+        1,
+        Family::Reduce,
+        &[
+            attr("axis", Int(0)),
+            attr("keepdims", Int(1)),
+            attr("select_last_index", Int(0)),
+        ],
+    ),
     schema("Concat", 1, Family::Movement, &[attr("axis", Required)]),
     schema(
         "Split",
@@ -880,6 +913,7 @@ impl Op {
             Op::ReduceMean(_) => other("ReduceMean"),
             Op::ReduceSum(_) => other("ReduceSum"),
             Op::ReduceMax(_) => other("ReduceMax"),
+            Op::ArgMax(_) => other("ArgMax"),
             Op::Concat { .. } => other("Concat"),
             Op::Split { .. } => other("Split"),
             Op::Slice => other("Slice"),

@@ -20,6 +20,7 @@ __device__ __forceinline__ float unary_op(int op, float v, float alpha, float be
     case U_HARD_SWISH: return v * unit_clamp(v / 6.0f + 0.5f);
     case U_LEAKY_RELU: return v < 0.0f ? alpha * v : v;
     case U_HARD_SIGMOID: return unit_clamp(alpha * v + beta);
+    case U_RECIPROCAL: return __frcp_rn(v);
     case U_CLIP: return nan_min(nan_max(v, alpha), beta);
     default: return f32_nan();
     }

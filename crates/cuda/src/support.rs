@@ -189,6 +189,8 @@ fn check(graph: &Graph, node: &Node) -> Check {
             facts.constant(2, "training_mode")
         }
         Op::Constant { .. } => Ok(()),
+        // An op added to the IR runs on the reference until it gets a kernel here.
+        other => Err(format!("{} has no CUDA kernel", other.name())),
     }
 }
 

@@ -12,8 +12,8 @@ use crate::error::Error;
 use crate::proto::AttributeProto;
 use crate::tensor::{dtype_from_onnx, dtype_to_onnx, tensor_from_proto, tensor_to_proto};
 use concord_core::op::{
-    AttrDefault, AutoPad, Binary, CoordinateTransform, NearestMode, PadMode, Pool, Reduce, Resize,
-    ResizeMode, Unary,
+    ArgReduce, AttrDefault, AutoPad, Binary, CoordinateTransform, NearestMode, PadMode, Pool,
+    Reduce, Resize, ResizeMode, Unary,
 };
 use concord_core::{op, Node, Op, Tensor};
 
@@ -120,6 +120,11 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
         "ReduceMean" => Op::ReduceMean(read_reduce(a, ctx)?),
         "ReduceSum" => Op::ReduceSum(read_reduce(a, ctx)?),
         "ReduceMax" => Op::ReduceMax(read_reduce(a, ctx)?),
+        "ArgMax" => Op::ArgMax(ArgReduce {
+            axis: a.int_or("axis", 0)?,
+            keepdims: a.flag_or("keepdims", true)?,
+            select_last_index: a.flag_or("select_last_index", false)?,
+        }),
         "Concat" => Op::Concat {
             axis: a.int("axis")?.ok_or_else(|| a.missing("axis"))?,
         },
@@ -281,6 +286,17 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
         Op::ReduceMean(r) | Op::ReduceSum(r) | Op::ReduceMax(r) => {
             out.axes_input =
                 write_reduce(op, r, node, opset, at).map_err(|d| unrepresentable(&d))?
+        }
+        Op::ArgMax(r) => {
+            if r.axis != 0 {
+                at.push(attrs::int("axis", r.axis));
+            }
+            if !r.keepdims {
+                at.push(attrs::flag("keepdims", false));
+            }
+            if r.select_last_index {
+                at.push(attrs::flag("select_last_index", true));
+            }
         }
         Op::Concat { axis } => at.push(attrs::int("axis", *axis)),
         Op::Split { axis, num_outputs } => {

@@ -110,6 +110,7 @@ inline float unary_value(int op, float v, float alpha, float beta) {
     case U_HARD_SWISH: return (float)((acc_t)v * hard_clamp((acc_t)v / 6 + (acc_t)0.5));
     case U_LEAKY_RELU: return v < 0.0f ? alpha * v : v;
     case U_HARD_SIGMOID: return (float)hard_clamp((acc_t)alpha * (acc_t)v + (acc_t)beta);
+    case U_RECIPROCAL: return 1.0f / v;
     default: return NAN;
     }
 }

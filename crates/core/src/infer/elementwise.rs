@@ -8,7 +8,7 @@
 use super::{expect_dtype, optional, required, OutputFact, ValueFact};
 use crate::dtype::DType;
 use crate::error::OpError;
-use crate::op::{Binary, Op, Reduce};
+use crate::op::{ArgReduce, Binary, Op, Reduce};
 use crate::shape::{broadcast_sym, format_sym, normalize_axes, normalize_axis, Dim, SymShape};
 
 /// The arithmetic dtypes.
@@ -35,6 +35,7 @@ pub(super) fn infer(
         }
         Op::LayerNormalization { axis, .. } => layer_normalization(*axis, inputs)?,
         Op::BatchNormalization { .. } => batch_normalization(inputs)?,
+        Op::ArgMax(attrs) => arg_max(attrs, inputs)?,
         Op::ReduceMean(attrs) | Op::ReduceSum(attrs) | Op::ReduceMax(attrs) => {
             reduce(op.name(), attrs, inputs)?
         }
@@ -312,4 +313,31 @@ fn reduce(op: &str, attrs: &Reduce, inputs: &[Option<ValueFact>]) -> Result<Outp
         )
         .collect();
     Ok(OutputFact::new(data.dtype, shape))
+}
+
+/// ArgMax: i64 indices, `axis` removed (or kept as 1).
+fn arg_max(attrs: &ArgReduce, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+    let data = required(inputs, 0, "data")?;
+    expect_dtype(&data, 0, "data", &NUMERIC)?;
+    let axis = normalize_axis(attrs.axis, data.shape.len()).map_err(|e| OpError::Attribute {
+        name: "axis",
+        detail: format!(
+            "ArgMax: axis {} is invalid for input 0 (data) of shape {}: {e}",
+            attrs.axis,
+            format_sym(data.shape)
+        ),
+    })?;
+    if matches!(data.shape[axis], Dim::Fixed(0)) {
+        return Err(OpError::Shape(format!(
+            "ArgMax: axis {axis} of input 0 (data) {} is empty, so it has no largest value",
+            format_sym(data.shape)
+        )));
+    }
+    let mut shape = data.shape.to_vec();
+    if attrs.keepdims {
+        shape[axis] = Dim::Fixed(1);
+    } else {
+        shape.remove(axis);
+    }
+    Ok(OutputFact::new(DType::I64, shape))
 }

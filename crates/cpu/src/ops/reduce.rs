@@ -10,11 +10,16 @@
 
 use super::elementwise::{checked_len, nan_max};
 use super::{i64_operand, optional, required};
+use concord_core::op::ArgReduce;
 use concord_core::shape::normalize_axes;
+use concord_core::shape::normalize_axis;
 use concord_core::{DType, Op, OpError, Shape, Tensor, TensorData};
 
 /// Runs one reduction op.
 pub(crate) fn run(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+    if let Op::ArgMax(attrs) = op {
+        return arg_max(attrs, required(inputs, 0, "data")?);
+    }
     let (kind, attrs) = match op {
         Op::ReduceMean(a) => (Kind::Mean, a),
         Op::ReduceSum(a) => (Kind::Sum, a),
@@ -234,4 +239,74 @@ fn reduce_i64(kind: Kind, plan: &Plan, values: &[i64]) -> Result<Tensor, OpError
         }
     };
     Tensor::from_parts(plan.out_shape.clone(), TensorData::I64(out))
+}
+
+/// ArgMax: the index of the largest value along one axis, the first of equal ones (the last
+/// with `select_last_index`). A NaN counts as larger than every number, as numpy's argmax
+/// (the ONNX reference implementation) has it.
+fn arg_max(attrs: &ArgReduce, data: &Tensor) -> Result<Tensor, OpError> {
+    if !matches!(data.dtype(), DType::F32 | DType::F16 | DType::I64) {
+        return Err(OpError::DType {
+            index: 0,
+            name: "data",
+            expected: "f32 or f16 or i64".into(),
+            actual: data.dtype(),
+        });
+    }
+    let dims = data.dims();
+    let axis = normalize_axis(attrs.axis, dims.len()).map_err(|e| OpError::Attribute {
+        name: "axis",
+        detail: format!(
+            "ArgMax: axis {} for shape {}: {e}",
+            attrs.axis,
+            data.shape()
+        ),
+    })?;
+    let len = dims[axis];
+    if len == 0 {
+        return Err(OpError::Shape(format!(
+            "ArgMax: axis {axis} of input 0 (data) {} is empty, so it has no largest value",
+            data.shape()
+        )));
+    }
+    let outer: usize = dims[..axis].iter().product();
+    let inner: usize = dims[axis + 1..].iter().product();
+    // i64 values are compared exactly; floats widen to f64 exactly.
+    let keys: Vec<f64> = match data.data() {
+        TensorData::I64(v) => v.iter().map(|&x| x as f64).collect(),
+        _ => data.to_f64_vec(),
+    };
+    let exact = data.as_i64();
+    let greater = |a: usize, b: usize| -> bool {
+        match exact {
+            Some(v) => v[a] > v[b],
+            None => (keys[a].is_nan() && !keys[b].is_nan()) || keys[a] > keys[b],
+        }
+    };
+    let equal = |a: usize, b: usize| -> bool {
+        match exact {
+            Some(v) => v[a] == v[b],
+            None => keys[a] == keys[b] || (keys[a].is_nan() && keys[b].is_nan()),
+        }
+    };
+    let mut out = Vec::with_capacity(outer * inner);
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |k: usize| (o * len + k) * inner + i;
+            let mut best = 0;
+            for k in 1..len {
+                if greater(at(k), at(best)) || (attrs.select_last_index && equal(at(k), at(best))) {
+                    best = k;
+                }
+            }
+            out.push(best as i64);
+        }
+    }
+    let mut shape = dims.to_vec();
+    if attrs.keepdims {
+        shape[axis] = 1;
+    } else {
+        shape.remove(axis);
+    }
+    Tensor::from_parts(Shape::new(shape), TensorData::I64(out))
 }

@@ -1,5 +1,5 @@
 //! Unary kernels: Sqrt, Exp, Neg, Abs, Erf and the activations (Relu, Sigmoid, Tanh,
-//! HardSwish, LeakyRelu, HardSigmoid).
+//! HardSwish, LeakyRelu, HardSigmoid) and Reciprocal.
 
 use super::erf::erf;
 use super::{expect_dtype_in, nan_max, nan_min};
@@ -51,6 +51,8 @@ fn float_fn(op: Unary) -> Box<dyn Fn(f64) -> f64> {
         Unary::Sigmoid => Box::new(sigmoid),
         Unary::Tanh => Box::new(f64::tanh),
         Unary::HardSwish => Box::new(|v: f64| v * hard_clamp(v / 6.0 + 0.5)),
+        // 1/±0 is ±inf and 1/±inf is ±0, as IEEE division gives.
+        Unary::Reciprocal => Box::new(|v: f64| 1.0 / v),
         Unary::LeakyRelu { alpha } => {
             let alpha = f64::from(alpha);
             Box::new(move |v: f64| if v < 0.0 { alpha * v } else { v })

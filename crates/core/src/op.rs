@@ -1,5 +1,11 @@
-//! Ops as data: one [`Op`] variant per supported ONNX operator, each carrying its
-//! attributes as typed fields with ONNX defaults already applied.
+//! Ops as data: one [`Op`] variant per supported ONNX operator (the elementwise unary and
+//! binary ops as [`Op::Unary`] and [`Op::Binary`]), each carrying its attributes as typed
+//! fields with ONNX defaults already applied, and the one definition of every op: its
+//! [`OpSchema`] (ONNX name, domain, first opset read, [`Family`], attributes with defaults).
+//! The unary and binary ops are one row each in [`UNARY_OPS`] and [`BINARY_OPS`]; the ONNX
+//! reader and writer, the name lists, the conformance property-test op list and the device
+//! kernels' op codes ([`kernel_codes`]) derive from those rows, so a new unary op is a
+//! variant and a row here, its reference formula, its two device formulas and its case data.
 //!
 //! Operands are never attributes here: where ONNX takes a value as an input (Clip's min and
 //! max, Slice's starts, Reshape's shape, Pad's pads, Resize's scales), it stays a node input,

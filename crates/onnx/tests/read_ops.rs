@@ -8,11 +8,11 @@
 mod common;
 
 use common::*;
+use concord_core::op::{ArgReduce, Binary, Unary};
 use concord_core::op::{
     AutoPad, Conv, CoordinateTransform, Gemm, NearestMode, PadMode, Pool, Reduce, Resize,
     ResizeMode,
 };
-use concord_core::op::{Binary, Unary};
 use concord_core::{DType, Op};
 use concord_onnx::proto::NodeProto;
 use concord_onnx::{read_graph, save};
@@ -97,6 +97,10 @@ fn cases() -> Vec<(NodeProto, Op)> {
         (
             one("HardSwish", &["x"], vec![]),
             Op::Unary(Unary::HardSwish),
+        ),
+        (
+            one("Reciprocal", &["x"], vec![]),
+            Op::Unary(Unary::Reciprocal),
         ),
         (
             one("LeakyRelu", &["x"], vec![attr_float("alpha", 0.1)]),
@@ -209,6 +213,30 @@ fn cases() -> Vec<(NodeProto, Op)> {
                 axes: None,
                 keepdims: true,
                 noop_with_empty_axes: false,
+            }),
+        ),
+        (
+            one("ArgMax", &["x"], vec![]),
+            Op::ArgMax(ArgReduce {
+                axis: 0,
+                keepdims: true,
+                select_last_index: false,
+            }),
+        ),
+        (
+            one(
+                "ArgMax",
+                &["x"],
+                vec![
+                    attr_int("axis", -1),
+                    attr_int("keepdims", 0),
+                    attr_int("select_last_index", 1),
+                ],
+            ),
+            Op::ArgMax(ArgReduce {
+                axis: -1,
+                keepdims: false,
+                select_last_index: true,
             }),
         ),
         (

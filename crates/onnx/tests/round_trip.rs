@@ -8,11 +8,11 @@
 mod common;
 
 use common::*;
+use concord_core::op::{ArgReduce, Binary, Unary};
 use concord_core::op::{
     AutoPad, Conv, CoordinateTransform, Gemm, NearestMode, PadMode, Pool, Reduce, Resize,
     ResizeMode,
 };
-use concord_core::op::{Binary, Unary};
 use concord_core::{DType, Dim, Graph, Node, Op, Tensor, ValueInfo};
 use concord_onnx::proto::tensor_proto::DataType;
 use concord_onnx::proto::TensorProto;
@@ -132,6 +132,22 @@ fn every_op_graph(opset: i64) -> Graph {
         n("sigmoid", Op::Unary(Unary::Sigmoid), &["x"], &["sig"]),
         n("tanh", Op::Unary(Unary::Tanh), &["x"], &["tanh"]),
         n("hardswish", Op::Unary(Unary::HardSwish), &["x"], &["hsw"]),
+        n(
+            "reciprocal",
+            Op::Unary(Unary::Reciprocal),
+            &["x"],
+            &["recip"],
+        ),
+        n(
+            "argmax",
+            Op::ArgMax(ArgReduce {
+                axis: -1,
+                keepdims: false,
+                select_last_index: true,
+            }),
+            &["x"],
+            &["argmax"],
+        ),
         n(
             "leaky",
             Op::Unary(Unary::LeakyRelu { alpha: 0.3 }),

@@ -21,6 +21,13 @@ fn diamond() -> Graph {
     }
 }
 
+/// The slot of a value the schedule must mention.
+fn slot(schedule: &Schedule, name: &str) -> usize {
+    schedule
+        .slot_of(name)
+        .expect("the schedule mentions the value")
+}
+
 /// The value names a step frees.
 fn frees(schedule: &Schedule, step: usize) -> Vec<&str> {
     schedule.steps()[step]
@@ -36,9 +43,9 @@ fn diamond_runs_producers_first_and_frees_each_value_after_its_last_reader() {
     assert_eq!(s.order().collect::<Vec<_>>(), vec![1, 2, 0]);
     // x, a, b, y: one dense slot each.
     assert_eq!(s.slot_count(), 4);
-    assert_eq!(s.inputs(), &[s.slot_of("x").unwrap()]);
-    assert_eq!(s.outputs(), &[s.slot_of("y").unwrap()]);
-    assert_eq!(s.source(s.slot_of("a").unwrap()), Source::Step(0));
+    assert_eq!(s.inputs(), &[slot(&s, "x")]);
+    assert_eq!(s.outputs(), &[slot(&s, "y")]);
+    assert_eq!(s.source(slot(&s, "a")), Source::Step(0));
     // x dies after its second reader, a and b after the join; y is an output.
     assert_eq!(frees(&s, 0), Vec::<&str>::new());
     assert_eq!(frees(&s, 1), vec!["x"]);
@@ -47,25 +54,31 @@ fn diamond_runs_producers_first_and_frees_each_value_after_its_last_reader() {
 
 #[test]
 fn a_fused_extra_read_moves_the_free_point() {
-    // As the OpenCL executor fuses a residual Add: step 1 also reads x, so x lives to it.
+    // As the OpenCL executor fuses a residual Add into a node: the fused step also reads
+    // x, so x lives until it rather than dying after the first Identity.
     let g = diamond();
+    let mut join = g.nodes[0].clone();
+    join.inputs = vec![Some("a".into())];
     let steps = [
         StepValues::of_node(1, &g.nodes[1]),
-        StepValues::of_node(0, &g.nodes[0]).with_read(Some("x")),
-    ];
-    let mut bare = g.nodes[0].clone();
-    bare.inputs = vec![Some("a".into()), None];
-    let s = Schedule::from_steps(steps, ["x"], &BTreeMap::new(), ["y"]);
-    // "b" is read by the join and produced by no step given here: dangling.
-    assert!(matches!(s, Err(Error::DanglingInput { ref value, .. }) if value == "b"));
-    let steps = [
-        StepValues::of_node(1, &g.nodes[1]),
-        StepValues::of_node(0, &bare).with_read(Some("x")),
+        StepValues::of_node(0, &join).with_read(Some("x")),
     ];
     let s = Schedule::from_steps(steps, ["x"], &BTreeMap::new(), ["y"]).expect("schedules");
-    assert_eq!(s.steps()[1].reads.len(), 3);
+    assert_eq!(s.order().collect::<Vec<_>>(), vec![1, 0]);
+    assert_eq!(
+        s.steps()[1].reads,
+        vec![Some(slot(&s, "a")), Some(slot(&s, "x"))]
+    );
     assert_eq!(frees(&s, 0), Vec::<&str>::new());
     assert_eq!(frees(&s, 1), vec!["a", "x"]);
+
+    // Without the step that makes b, the join's read of b is dangling.
+    let steps = [
+        StepValues::of_node(1, &g.nodes[1]),
+        StepValues::of_node(0, &g.nodes[0]),
+    ];
+    let s = Schedule::from_steps(steps, ["x"], &BTreeMap::new(), ["y"]);
+    assert!(matches!(s, Err(Error::DanglingInput { ref value, .. }) if value == "b"));
 }
 
 #[test]
@@ -115,11 +128,8 @@ fn initializers_get_slots_and_a_runtime_input_shadows_one_of_its_name() {
     g.initializers.insert("w".into(), Tensor::vec_i64(vec![7]));
     g.initializers.insert("x".into(), Tensor::vec_i64(vec![9]));
     let s = Schedule::for_graph(&g).expect("schedules");
-    assert_eq!(s.source(s.slot_of("w").unwrap()), Source::Initializer);
-    assert_eq!(
-        s.source(s.slot_of("x").unwrap()),
-        Source::Input { default: true }
-    );
+    assert_eq!(s.source(slot(&s, "w")), Source::Initializer);
+    assert_eq!(s.source(slot(&s, "x")), Source::Input { default: true });
 }
 
 /// Walks `g` with a kernel that concatenates i64 vectors, recording what is live.
@@ -153,7 +163,7 @@ fn walker_resolves_inputs_initializer_defaults_and_outputs() {
 
 #[test]
 fn walker_reports_a_missing_runtime_input_at_its_reader() {
-    let err = walk_concat(&diamond(), &BTreeMap::new()).unwrap_err();
+    let err = walk_concat(&diamond(), &BTreeMap::new()).expect_err("x is not given");
     assert_eq!(
         err,
         Error::DanglingInput {

@@ -83,11 +83,11 @@ impl PreparedPartition for ToyPartition {
         inputs: &BTreeMap<String, Tensor>,
         profile: Option<&dyn ProfileSink>,
     ) -> Result<Vec<Tensor>, Error> {
-        // The schedule's walker resolves operands, drops dead values and collects the
-        // outputs; the toy only runs one node on its operands.
+        // The walker resolves operands, drops dead values and collects the outputs; the
+        // toy runs one node (`step.node` indexes the graph the schedule was made from).
         self.schedule
             .walk_host(inputs, &self.graph.initializers, |step, operands| {
-                let node = &self.graph.nodes[step.node]; // The schedule was made from this graph.
+                let node = &self.graph.nodes[step.node];
                 let started = std::time::Instant::now();
                 let result = run_node(node, operands)?;
                 if let Some(sink) = profile {
@@ -98,25 +98,19 @@ impl PreparedPartition for ToyPartition {
     }
 }
 
-/// Runs one node with the toy kernels.
+/// Runs one node with the toy kernels, on its f32 operands.
 fn run_node(node: &Node, operands: &[Option<&Tensor>]) -> Result<Tensor, Error> {
-    let at = |e: OpError| Error::at_node(node, e);
-    let operand = |index: usize| {
-        let t = operands.get(index).copied().flatten();
-        let missing = OpError::MissingInput {
-            index,
-            name: "f32 operand",
-        };
-        t.and_then(|t| Some((t.shape(), t.as_f32()?)))
-            .ok_or_else(|| at(missing))
-    };
-    match node.op {
-        Op::Relu => relu(operand(0)?),
-        Op::Add => binary(node, operand(0)?, operand(1)?, |x, y| x + y),
-        Op::Mul => binary(node, operand(0)?, operand(1)?, |x, y| x * y),
-        _ => Err(at(OpError::Unsupported(
-            "toy was handed a node it declined".into(),
-        ))),
+    let f32s: Vec<(&Shape, &[f32])> = (operands.iter().flatten())
+        .filter_map(|t| Some((t.shape(), t.as_f32()?)))
+        .collect();
+    match (&node.op, &f32s[..]) {
+        (Op::Relu, [x]) => relu(*x),
+        (Op::Add, [a, b]) => binary(node, *a, *b, |x, y| x + y),
+        (Op::Mul, [a, b]) => binary(node, *a, *b, |x, y| x * y),
+        _ => Err(Error::at_node(
+            node,
+            OpError::Unsupported("toy declines it".into()),
+        )),
     }
 }
 

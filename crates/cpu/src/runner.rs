@@ -53,7 +53,10 @@ impl ReferenceExecutor {
     ) -> Result<Vec<Tensor>, Error> {
         schedule.walk_host(inputs, &graph.initializers, |step, operands| {
             let node = graph.nodes.get(step.node).ok_or_else(|| {
-                Error::InvalidGraph(format!("the schedule names node {} of fewer", step.node))
+                Error::InvalidGraph(format!(
+                    "the schedule names node {}, which the graph lacks",
+                    step.node
+                ))
             })?;
             let started = profile.map(|_| Instant::now());
             let results = run_op(&node.op, operands, node.outputs.len())

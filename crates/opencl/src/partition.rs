@@ -144,7 +144,7 @@ impl OpenClPartition {
         for step in self.schedule.steps() {
             let fused = self.nodes.get(step.node).ok_or_else(|| {
                 device_error(format!(
-                    "the schedule names fused node {} of fewer",
+                    "the schedule names fused node {}, which the plan lacks",
                     step.node
                 ))
             })?;

@@ -8,21 +8,22 @@
 
 use concord::core::op::{Binary, Unary};
 use concord::core::shape::{broadcast_index, broadcast_shapes};
-use concord::core::{Error, Node, Op, OpError};
+use concord::core::{Error, Node, Op, OpError, Schedule, Shape};
 use concord::{
     Availability, Backend, DeviceInfo, Executor, Graph, PreparedPartition, ProfileSink, Support,
     Target, Tensor,
 };
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// The executor: stateless here; a real one would own its device context and caches.
 #[derive(Debug, Default)]
 pub struct ToyExecutor;
 
-/// A prepared partition: the sub-graph, run node by node with the toy kernels.
+/// A prepared partition: the sub-graph and its schedule (run order, value slots, frees).
 #[derive(Debug)]
 struct ToyPartition {
     graph: Graph,
+    schedule: Schedule,
 }
 
 impl Executor for ToyExecutor {
@@ -74,6 +75,7 @@ impl Executor for ToyExecutor {
         _target: Target,
     ) -> Result<Box<dyn PreparedPartition>, Error> {
         Ok(Box::new(ToyPartition {
+            schedule: Schedule::for_graph(partition)?,
             graph: partition.clone(),
         }))
     }
@@ -85,97 +87,65 @@ impl PreparedPartition for ToyPartition {
         inputs: &BTreeMap<String, Tensor>,
         profile: Option<&dyn ProfileSink>,
     ) -> Result<Vec<Tensor>, Error> {
-        let mut values: HashMap<String, Tensor> = inputs.clone().into_iter().collect();
-        for (name, t) in &self.graph.initializers {
-            values.entry(name.clone()).or_insert_with(|| t.clone());
-        }
-        for node in &self.graph.nodes {
-            let started = std::time::Instant::now();
-            let operand = |i: usize| -> Result<&[f32], Error> {
-                node.inputs
-                    .get(i)
-                    .and_then(|n| n.as_ref())
-                    .and_then(|n| values.get(n))
-                    .and_then(|t| t.as_f32())
-                    .ok_or_else(|| {
-                        Error::at_node(
-                            node,
-                            OpError::MissingInput {
-                                index: i,
-                                name: "f32 operand",
-                            },
-                        )
-                    })
-            };
-            let shape_of = |i: usize| {
-                node.inputs
-                    .get(i)
-                    .and_then(|n| n.as_ref())
-                    .and_then(|n| values.get(n))
-                    .map(|t| t.shape().clone())
-            };
-            let result = match node.op {
-                Op::Unary(Unary::Relu) => {
-                    let x = operand(0)?;
-                    let shape = shape_of(0).unwrap_or_default();
-                    // max(x, 0) would turn NaN into 0; the comparison keeps NaN as ONNX asks.
-                    Tensor::from_f32(
-                        shape,
-                        x.iter().map(|&v| if v < 0.0 { 0.0 } else { v }).collect(),
-                    )?
+        // The walker resolves operands, drops dead values and collects the outputs; the
+        // toy runs one node (`step.node` indexes the graph the schedule was made from).
+        self.schedule
+            .walk_host(inputs, &self.graph.initializers, |step, operands| {
+                let node = &self.graph.nodes[step.node];
+                let started = std::time::Instant::now();
+                let result = run_node(node, operands)?;
+                if let Some(sink) = profile {
+                    sink.record_on(&node.name, "toy", started.elapsed());
                 }
-                Op::Binary(Binary::Add) | Op::Binary(Binary::Mul) => {
-                    let (a, b) = (operand(0)?, operand(1)?);
-                    let (sa, sb) = (
-                        shape_of(0).unwrap_or_default(),
-                        shape_of(1).unwrap_or_default(),
-                    );
-                    let out = broadcast_shapes(&[&sa, &sb]).map_err(|e| Error::at_node(node, e))?;
-                    let strides = out.strides();
-                    let mut data = Vec::with_capacity(out.numel());
-                    for i in 0..out.numel() {
-                        let coords: Vec<usize> = strides
-                            .iter()
-                            .zip(out.dims())
-                            .map(|(s, d)| i / s % d)
-                            .collect();
-                        let (x, y) = (
-                            a[broadcast_index(&coords, &sa)],
-                            b[broadcast_index(&coords, &sb)],
-                        );
-                        data.push(if matches!(node.op, Op::Binary(Binary::Add)) {
-                            x + y
-                        } else {
-                            x * y
-                        });
-                    }
-                    Tensor::from_f32(out, data)?
-                }
-                _ => {
-                    return Err(Error::at_node(
-                        node,
-                        OpError::Unsupported("toy was handed a node it declined".into()),
-                    ))
-                }
-            };
-            if let Some(sink) = profile {
-                sink.record_on(&node.name, "toy", started.elapsed());
-            }
-            if let Some(out) = node.outputs.first() {
-                values.insert(out.clone(), result);
-            }
-        }
-        self.graph
-            .outputs
-            .iter()
-            .map(|o| {
-                values
-                    .get(o)
-                    .cloned()
-                    .ok_or_else(|| Error::DanglingOutput { value: o.clone() })
+                Ok(vec![result])
             })
-            .collect()
     }
+}
+
+/// Runs one node with the toy kernels, on its f32 operands.
+fn run_node(node: &Node, operands: &[Option<&Tensor>]) -> Result<Tensor, Error> {
+    let f32s: Vec<(&Shape, &[f32])> = (operands.iter().flatten())
+        .filter_map(|t| Some((t.shape(), t.as_f32()?)))
+        .collect();
+    match (&node.op, &f32s[..]) {
+        (Op::Unary(Unary::Relu), [x]) => relu(*x),
+        (Op::Binary(Binary::Add), [a, b]) => binary(node, *a, *b, |x, y| x + y),
+        (Op::Binary(Binary::Mul), [a, b]) => binary(node, *a, *b, |x, y| x * y),
+        _ => Err(Error::at_node(
+            node,
+            OpError::Unsupported("toy declines it".into()),
+        )),
+    }
+}
+
+/// Relu. `max(x, 0)` would turn NaN into 0; the comparison keeps NaN, as ONNX asks.
+fn relu((shape, x): (&Shape, &[f32])) -> Result<Tensor, Error> {
+    let data = x.iter().map(|&v| if v < 0.0 { 0.0 } else { v }).collect();
+    Tensor::from_f32(shape.clone(), data)
+}
+
+/// Add or Mul, with ONNX (numpy) broadcasting.
+fn binary(
+    node: &Node,
+    (sa, a): (&Shape, &[f32]),
+    (sb, b): (&Shape, &[f32]),
+    f: fn(f32, f32) -> f32,
+) -> Result<Tensor, Error> {
+    let out = broadcast_shapes(&[sa, sb]).map_err(|e| Error::at_node(node, e))?;
+    let strides = out.strides();
+    let mut data = Vec::with_capacity(out.numel());
+    for i in 0..out.numel() {
+        let coords: Vec<usize> = strides
+            .iter()
+            .zip(out.dims())
+            .map(|(s, d)| i / s % d)
+            .collect();
+        data.push(f(
+            a[broadcast_index(&coords, sa)],
+            b[broadcast_index(&coords, sb)],
+        ));
+    }
+    Tensor::from_f32(out, data)
 }
 
 fn main() {

@@ -7,11 +7,12 @@
 use crate::error::Error;
 use crate::registry::{missing_builtin, ExecutorRegistry};
 use concord_core::placement::{NodePlacement, PartitionInfo, Transfer};
+use concord_core::schedule::free_points;
 use concord_core::{
     Availability, Backend, Executor, FallbackCause, FallbackPolicy, Graph, Notice, Placement,
     PreparedPartition, Shape, Support, Target, ValueInfo,
 };
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 /// What the caller asked for.
@@ -577,18 +578,22 @@ fn build_subgraphs(graph: &Graph, groups: &[std::ops::Range<usize>]) -> Vec<Subg
     out
 }
 
-/// Marks, for each partition input, whether no later partition and no graph output reads it.
+/// Marks, for each partition input, whether no later partition and no graph output reads it:
+/// the partitions' free points, by the same rule a schedule frees values within one.
 fn mark_last_readers(partitions: &mut [PlannedPartition], graph: &Graph) {
-    let mut last: HashMap<String, usize> = HashMap::new();
-    for (i, p) in partitions.iter().enumerate() {
-        for (name, _) in &p.inputs {
-            last.insert(name.clone(), i);
-        }
-    }
     let outputs: HashSet<&str> = graph.outputs.iter().map(|s| s.as_str()).collect();
-    for (i, p) in partitions.iter_mut().enumerate() {
+    let frees: Vec<HashSet<String>> = free_points(
+        partitions
+            .iter()
+            .map(|p| p.inputs.iter().map(|(name, _)| name.as_str())),
+        |name| outputs.contains(name),
+    )
+    .into_iter()
+    .map(|names| names.into_iter().map(str::to_string).collect())
+    .collect();
+    for (p, frees) in partitions.iter_mut().zip(&frees) {
         for (name, movable) in &mut p.inputs {
-            *movable = last.get(name) == Some(&i) && !outputs.contains(name.as_str());
+            *movable = frees.contains(name.as_str());
         }
     }
 }

@@ -165,22 +165,8 @@ fn try_fold(
     if let Op::Shape { start, end } = op {
         if let Some(Some(fact)) = facts.first() {
             if let Some(shape) = Shape::from_sym(fact.shape) {
-                let dims: Vec<i64> = shape.dims().iter().map(|&d| d as i64).collect();
-                let rank = dims.len() as i64;
-                let clamp = |v: i64| {
-                    if v < 0 {
-                        (v + rank).clamp(0, rank)
-                    } else {
-                        v.clamp(0, rank)
-                    }
-                };
-                let s = clamp(*start) as usize;
-                let e = clamp(end.unwrap_or(rank)) as usize;
-                let slice = if s < e {
-                    dims[s..e].to_vec()
-                } else {
-                    Vec::new()
-                };
+                let range = crate::shape::shape_range(shape.rank(), *start, *end);
+                let slice = shape.dims()[range].iter().map(|&d| d as i64).collect();
                 return Ok(Some(vec![Tensor::vec_i64(slice)]));
             }
         }

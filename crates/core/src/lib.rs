@@ -2,13 +2,16 @@
 //!
 //! It holds [`Tensor`] (f32, f16, i64 and bool elements), [`Shape`], [`DType`], the graph IR
 //! ([`Graph`], [`Node`], [`Op`] with typed attributes), graph validation, shape inference
-//! and constant folding of shape sub-graphs.
+//! and constant folding of shape sub-graphs; the [`Schedule`] every executor walks to run a
+//! partition; and the ONNX rules executors share (broadcasting, [`shape_range`], Resize taps).
 //!
 //! Invariants:
 //! - core knows no backend and no file format: ONNX lives in concord-onnx, kernels in the
 //!   executor crates. Constant folding evaluates nodes through an [`fold::Evaluator`] the
 //!   caller supplies (the facade passes the reference executor).
 //! - An [`Op`] carries only typed attributes; operands, optional or not, are node inputs.
+//! - Executors run partitions by walking a [`Schedule`] and supply kernels only: run order,
+//!   value slots, dangling-value errors and frees are decided here, once.
 //! - Nothing here panics on bad input: every check returns [`Error`] or [`OpError`].
 
 pub mod dtype;
@@ -19,6 +22,8 @@ pub mod graph;
 pub mod infer;
 pub mod op;
 pub mod placement;
+pub mod resize;
+pub mod schedule;
 pub mod shape;
 pub mod storage;
 pub mod tensor;
@@ -31,5 +36,6 @@ pub use executor::{
 pub use graph::{Graph, Node, ValueInfo};
 pub use op::Op;
 pub use placement::{FallbackCause, FallbackPolicy, Notice, Placement};
-pub use shape::{broadcast_shapes, Dim, Shape, SymShape};
+pub use schedule::{Schedule, Step, StepValues};
+pub use shape::{broadcast_shapes, shape_range, Dim, Shape, SymShape};
 pub use tensor::{Tensor, TensorData};

@@ -206,6 +206,21 @@ pub fn normalize_axes(axes: &[i64], rank: usize) -> Result<Vec<usize>, OpError> 
     Ok(out)
 }
 
+/// The axes ONNX `Shape` (opset 15) returns for an input of rank `rank`: `start..end`,
+/// where a negative bound counts from the back (`rank` is added once), both are then
+/// clamped to `[0, rank]`, an omitted `end` is `rank`, and `start > end` is empty. Every
+/// executor, shape inference and constant folding call this one function.
+pub fn shape_range(rank: usize, start: i64, end: Option<i64>) -> std::ops::Range<usize> {
+    let r = i64::try_from(rank).unwrap_or(i64::MAX);
+    let clamp = |v: i64| {
+        let v = if v < 0 { v.saturating_add(r) } else { v };
+        // In [0, rank] after the clamp, so the conversion cannot fail.
+        usize::try_from(v.clamp(0, r)).unwrap_or(rank)
+    };
+    let (s, e) = (clamp(start), clamp(end.unwrap_or(r)));
+    s..e.max(s)
+}
+
 /// For an output index in `out` (row-major coordinates), the flat index into an input of
 /// shape `input` that broadcasts to it. `out_coords` has `out.rank()` entries.
 pub fn broadcast_index(out_coords: &[usize], input: &Shape) -> usize {
@@ -221,6 +236,35 @@ pub fn broadcast_index(out_coords: &[usize], input: &Shape) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shape_range_follows_the_onnx_shape_rule() {
+        // Expected values from the ONNX Shape (opset 15) operator spec and its node tests
+        // for a rank-3 input [3, 4, 5].
+        let cases: [(i64, Option<i64>, std::ops::Range<usize>); 9] = [
+            (0, None, 0..3),     // test_shape: the whole shape
+            (1, None, 1..3),     // test_shape_start_1: [4, 5]
+            (0, Some(1), 0..1),  // test_shape_end_1: [3]
+            (-1, None, 2..3),    // test_shape_start_negative_1: [5]
+            (0, Some(-1), 0..2), // test_shape_end_negative_1: [3, 4]
+            (-10, None, 0..3),   // test_shape_clip_start: start < -r is 0
+            (0, Some(10), 0..3), // test_shape_clip_end: end > r is r
+            (1, Some(1), 1..1),  // start == end: an empty shape
+            (2, Some(1), 2..2),  // start > end: an empty shape
+        ];
+        for (start, end, want) in cases {
+            assert_eq!(
+                shape_range(3, start, end),
+                want,
+                "start {start}, end {end:?}"
+            );
+        }
+        assert_eq!(shape_range(3, 1, Some(2)), 1..2); // test_shape_start_1_end_2: [4]
+        assert_eq!(shape_range(3, 1, Some(-1)), 1..2); // test_shape_start_1_end_negative_1
+        assert_eq!(shape_range(0, -1, None), 0..0); // a scalar's shape is empty
+        assert_eq!(shape_range(3, i64::MIN, Some(i64::MAX)), 0..3);
+        assert_eq!(shape_range(3, i64::MAX, Some(i64::MIN)), 3..3);
+    }
 
     #[test]
     fn broadcast_follows_numpy() {

@@ -4,7 +4,7 @@
 use crate::runner::ReferenceExecutor;
 use concord_core::{
     Availability, Backend, DeviceInfo, Error, Executor, Graph, Node, PreparedPartition,
-    ProfileSink, Support, Target, Tensor,
+    ProfileSink, Schedule, Support, Target, Tensor,
 };
 use std::collections::BTreeMap;
 
@@ -12,10 +12,11 @@ use std::collections::BTreeMap;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuExecutor;
 
-/// A partition prepared for the reference executor: the sub-graph itself.
+/// A partition prepared for the reference executor: the sub-graph and its schedule.
 #[derive(Debug)]
 pub struct CpuPartition {
     graph: Graph,
+    schedule: Schedule,
 }
 
 impl CpuExecutor {
@@ -76,6 +77,7 @@ impl Executor for CpuExecutor {
         _target: Target,
     ) -> Result<Box<dyn PreparedPartition>, Error> {
         Ok(Box::new(CpuPartition {
+            schedule: Schedule::for_graph(partition)?,
             graph: partition.clone(),
         }))
     }
@@ -87,7 +89,6 @@ impl PreparedPartition for CpuPartition {
         inputs: &BTreeMap<String, Tensor>,
         profile: Option<&dyn ProfileSink>,
     ) -> Result<Vec<Tensor>, Error> {
-        let outputs = ReferenceExecutor::new().run_profiled(&self.graph, inputs, profile)?;
-        Ok(outputs.into_iter().map(|(_, t)| t).collect())
+        ReferenceExecutor::new().run_scheduled(&self.graph, &self.schedule, inputs, profile)
     }
 }

@@ -1,5 +1,7 @@
 //! [`CudaPartition`]: a partition prepared for the device — its weights uploaded once and
-//! shared by every run, its kernel families compiled. A run borrows a lane (stream and
+//! shared by every run, its kernel families compiled, its core [`Schedule`] made. A run
+//! walks the schedule (which resolves operands and frees each value after its last reader)
+//! and supplies only the node launches. A run borrows a lane (stream and
 //! cuBLAS handle) of its own, so any number of threads may run the same partition at once.
 
 use crate::device::{Device, Lane};
@@ -7,7 +9,7 @@ use crate::error::{is_sticky, CudaError};
 use crate::kernels::Family;
 use crate::ops::{run_node, Fail, Launcher, Value};
 use crate::tensor::{self, DeviceTensor, Storage};
-use concord_core::{Error, Graph, OpError, PreparedPartition, ProfileSink, Target, Tensor};
+use concord_core::{Error, Graph, PreparedPartition, ProfileSink, Schedule, Target, Tensor};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
@@ -20,8 +22,24 @@ pub struct CudaPartition {
     target: Target,
     /// Initializers on the device, in the target's storage. Read-only after `new`.
     weights: HashMap<String, DeviceTensor>,
-    /// Per node: the values whose last reader it is (dropped after it runs).
-    last_reads: Vec<Vec<String>>,
+    /// Run order, value slots and free points; a run walks it.
+    schedule: Schedule,
+}
+
+/// A value during one run: uploaded or computed by it, or a weight every run shares (with
+/// its host copy, which kernels that need a constant operand read).
+enum RunValue<'p> {
+    Run(DeviceTensor),
+    Weight(&'p DeviceTensor, Option<&'p Tensor>),
+}
+
+impl RunValue<'_> {
+    fn value(&self) -> Value<'_> {
+        match self {
+            RunValue::Run(dev) => Value { dev, host: None },
+            RunValue::Weight(dev, host) => Value { dev, host: *host },
+        }
+    }
 }
 
 impl CudaPartition {
@@ -54,25 +72,13 @@ impl CudaPartition {
             .map_err(|e| setup(CudaError::driver("cuStreamSynchronize", e)))?;
         device.return_lane(lane);
 
-        let outputs: HashSet<&str> = graph.outputs.iter().map(|s| s.as_str()).collect();
-        let mut last: HashMap<&str, usize> = HashMap::new();
-        for (i, node) in graph.nodes.iter().enumerate() {
-            for name in node.present_inputs() {
-                last.insert(name, i);
-            }
-        }
-        let mut last_reads = vec![Vec::new(); graph.nodes.len()];
-        for (name, i) in last {
-            if !outputs.contains(name) && !weights.contains_key(name) {
-                last_reads[i].push(name.to_string());
-            }
-        }
+        let schedule = Schedule::for_graph(graph)?;
         Ok(CudaPartition {
             device,
             graph: graph.clone(),
             target,
             weights,
-            last_reads,
+            schedule,
         })
     }
 
@@ -103,93 +109,84 @@ impl CudaPartition {
             target: self.target,
         };
 
-        let mut values: HashMap<String, DeviceTensor> = HashMap::new();
-        for info in &self.graph.inputs {
-            let t = inputs.get(&info.name).ok_or_else(|| Error::InvalidInput {
-                name: info.name.clone(),
-                detail: "the partition input was not given".into(),
-            })?;
-            if t.dtype() != info.dtype {
-                return Err(Error::InvalidInput {
+        let walked = self.schedule.walk(
+            |k, name| {
+                let info = self
+                    .graph
+                    .inputs
+                    .get(k)
+                    .ok_or_else(|| Error::InvalidInput {
+                        name: name.to_string(),
+                        detail: "the partition has no such input".into(),
+                    })?;
+                let t = inputs.get(&info.name).ok_or_else(|| Error::InvalidInput {
                     name: info.name.clone(),
-                    detail: format!("expected {}, got {}", info.dtype, t.dtype()),
-                });
-            }
-            let started = Instant::now();
-            let dev = tensor::upload(&lane.stream, t, Storage::of(t.dtype(), self.target))
-                .map_err(|e| setup("uploading an input", e))?;
-            if let Some(sink) = profile {
-                sink.record_transfer(&info.name, t.size_in_bytes() as u64, started.elapsed());
-            }
-            values.insert(info.name.clone(), dev);
-        }
-
-        for (i, node) in self.graph.nodes.iter().enumerate() {
-            let started = Instant::now();
-            let operands: Vec<Option<Value>> = node
-                .inputs
-                .iter()
-                .map(|input| {
-                    let name = input.as_deref()?;
-                    if let Some(dev) = values.get(name) {
-                        return Some(Value { dev, host: None });
-                    }
-                    self.weights.get(name).map(|dev| Value {
-                        dev,
-                        host: self.graph.initializers.get(name),
-                    })
-                })
-                .collect();
-            for (index, (name, operand)) in node.inputs.iter().zip(&operands).enumerate() {
-                if let (Some(name), None) = (name, operand) {
-                    return Err(Error::at_node(
-                        node,
-                        OpError::Unsupported(format!(
-                            "input {index} `{name}` is not on the device (no producer ran)"
-                        )),
-                    ));
-                }
-            }
-            let outputs = run_node(&launcher, node, &operands).map_err(|f| match f {
-                Fail::Op(e) => Error::at_node(node, e),
-                Fail::Cuda(e) => classify(e).at_node(node),
-            })?;
-            drop(operands);
-            if let Some(sink) = profile {
-                lane.stream.synchronize().map_err(|e| {
-                    classify(CudaError::driver("cuStreamSynchronize", e)).at_node(node)
+                    detail: "the partition input was not given".into(),
                 })?;
-                sink.record_on(&node.name, "cuda", started.elapsed());
-            }
-            for name in &self.last_reads[i] {
-                values.remove(name);
-            }
-            for (name, t) in node.outputs.iter().zip(outputs) {
-                if !name.is_empty() {
-                    values.insert(name.clone(), t);
+                if t.dtype() != info.dtype {
+                    return Err(Error::InvalidInput {
+                        name: info.name.clone(),
+                        detail: format!("expected {}, got {}", info.dtype, t.dtype()),
+                    });
                 }
-            }
-        }
-
-        let mut outputs = Vec::with_capacity(self.graph.outputs.len());
-        for name in &self.graph.outputs {
-            if let Some(dev) = values.get(name) {
                 let started = Instant::now();
-                let t = tensor::download(&lane.stream, dev)
-                    .map_err(|e| setup("downloading an output", e))?;
+                let dev = tensor::upload(&lane.stream, t, Storage::of(t.dtype(), self.target))
+                    .map_err(|e| setup("uploading an input", e))?;
                 if let Some(sink) = profile {
-                    sink.record_transfer(name, t.size_in_bytes() as u64, started.elapsed());
+                    sink.record_transfer(&info.name, t.size_in_bytes() as u64, started.elapsed());
                 }
-                outputs.push(t);
-            } else if let Some(t) = inputs
-                .get(name)
-                .or_else(|| self.graph.initializers.get(name))
-            {
-                outputs.push(t.clone());
-            } else {
-                return Err(Error::DanglingOutput {
-                    value: name.clone(),
-                });
+                Ok(Some(RunValue::Run(dev)))
+            },
+            |name| {
+                self.weights
+                    .get(name)
+                    .map(|dev| RunValue::Weight(dev, self.graph.initializers.get(name)))
+            },
+            |step, operands| {
+                let node = self.graph.nodes.get(step.node).ok_or_else(|| {
+                    setup(
+                        "walking the schedule",
+                        CudaError::Runtime(format!("no node {}", step.node)),
+                    )
+                })?;
+                let started = Instant::now();
+                let operands: Vec<Option<Value>> = operands
+                    .iter()
+                    .map(|operand| operand.map(RunValue::value))
+                    .collect();
+                let outputs = run_node(&launcher, node, &operands).map_err(|f| match f {
+                    Fail::Op(e) => Error::at_node(node, e),
+                    Fail::Cuda(e) => classify(e).at_node(node),
+                })?;
+                drop(operands);
+                if let Some(sink) = profile {
+                    lane.stream.synchronize().map_err(|e| {
+                        classify(CudaError::driver("cuStreamSynchronize", e)).at_node(node)
+                    })?;
+                    sink.record_on(&node.name, "cuda", started.elapsed());
+                }
+                Ok(outputs.into_iter().map(RunValue::Run).collect())
+            },
+        )?;
+
+        let mut outputs = Vec::with_capacity(walked.len());
+        for (name, value) in self.graph.outputs.iter().zip(walked) {
+            match value {
+                RunValue::Run(dev) => {
+                    let started = Instant::now();
+                    let t = tensor::download(&lane.stream, &dev)
+                        .map_err(|e| setup("downloading an output", e))?;
+                    if let Some(sink) = profile {
+                        sink.record_transfer(name, t.size_in_bytes() as u64, started.elapsed());
+                    }
+                    outputs.push(t);
+                }
+                RunValue::Weight(_, Some(host)) => outputs.push(host.clone()),
+                RunValue::Weight(_, None) => {
+                    return Err(Error::DanglingOutput {
+                        value: name.clone(),
+                    })
+                }
             }
         }
         lane.stream.synchronize().map_err(|e| {

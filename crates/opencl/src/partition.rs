@@ -1,5 +1,7 @@
-//! [`OpenClPartition`]: a prepared partition. Prepare fuses, uploads the weights and, when
-//! every input shape is fixed, builds the execution plan and one workspace, so the first
+//! [`OpenClPartition`]: a prepared partition. Prepare fuses, schedules the fused nodes (a
+//! core [`Schedule`], whose free points release device slots while the plan is built),
+//! uploads the weights and, when every input shape is fixed, builds the execution plan and
+//! one workspace, so the first
 //! forward only runs. `run(&self)` takes a workspace from the plan's pool (making one when
 //! every workspace is busy), uploads the inputs, enqueues the kernels on the workspace's
 //! own queue, downloads the outputs and gives the workspace back.
@@ -13,8 +15,11 @@ use crate::plan::{
     OutputSpec, Storage, WeightStore, Workspace,
 };
 use concord_core::infer::{infer_op, ValueFact};
-use concord_core::{Error, Graph, OpError, PreparedPartition, ProfileSink, Shape, Target, Tensor};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use concord_core::{
+    Error, Graph, OpError, PreparedPartition, ProfileSink, Schedule, Shape, StepValues, Target,
+    Tensor,
+};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,6 +30,9 @@ pub struct OpenClPartition {
     runtime: Arc<Runtime>,
     graph: Graph,
     nodes: Vec<FusedNode>,
+    /// The fused nodes' schedule: a fused node also reads its residual, so that value lives
+    /// until the fused node has run.
+    schedule: Schedule,
     target: Target,
     weights: WeightStore,
     /// Execution plans by input shapes.
@@ -35,10 +43,19 @@ impl OpenClPartition {
     pub fn new(runtime: Arc<Runtime>, partition: &Graph, target: Target) -> Result<Self, Error> {
         let mut graph = partition.clone();
         let nodes = fuse(&mut graph);
+        let schedule = Schedule::from_steps(
+            nodes.iter().enumerate().map(|(i, fused)| {
+                StepValues::of_node(i, &fused.node).with_read(fused.epilogue.residual.as_deref())
+            }),
+            graph.inputs.iter().map(|i| i.name.as_str()),
+            &graph.initializers,
+            graph.outputs.iter().map(String::as_str),
+        )?;
         let this = OpenClPartition {
             runtime,
             graph,
             nodes,
+            schedule,
             target,
             weights: WeightStore::default(),
             plans: Mutex::new(HashMap::new()),
@@ -123,15 +140,14 @@ impl OpenClPartition {
                 storage: b.storage(info.dtype),
             });
         }
-        let outputs: HashSet<&str> = self.graph.outputs.iter().map(String::as_str).collect();
-        let mut last_use: HashMap<&str, usize> = HashMap::new();
-        for (i, fused) in self.nodes.iter().enumerate() {
-            for name in fused.reads() {
-                last_use.insert(name, i);
-            }
-        }
         let mut steps = Vec::with_capacity(self.nodes.len());
-        for (i, fused) in self.nodes.iter().enumerate() {
+        for step in self.schedule.steps() {
+            let fused = self.nodes.get(step.node).ok_or_else(|| {
+                device_error(format!(
+                    "the schedule names fused node {}, which the plan lacks",
+                    step.node
+                ))
+            })?;
             let node = &fused.node;
             let at = |e: OpError| Error::at_node(node, e);
             infer_concrete(&mut b, node).map_err(at)?;
@@ -145,10 +161,8 @@ impl OpenClPartition {
                 fused: fused.fused.clone(),
                 launches: b.take_launches(),
             });
-            for name in fused.reads() {
-                if last_use.get(name) == Some(&i) && !outputs.contains(name) {
-                    b.release(name);
-                }
+            for &slot in &step.frees {
+                b.release(self.schedule.name(slot));
             }
         }
         let mut output_specs = Vec::with_capacity(self.graph.outputs.len());
@@ -447,23 +461,11 @@ fn evaluate_on_host(b: &mut Builder, node: &concord_core::Node) -> Result<(), Op
                 index: 0,
                 name: "data",
             })?;
-        let dims: Vec<i64> = b.shape(name)?.dims().iter().map(|&d| d as i64).collect();
-        // Start and end clamp into [0, rank] after adding the rank to negative values.
-        let rank = dims.len() as i64;
-        let clamp = |v: i64| {
-            if v < 0 {
-                (v + rank).clamp(0, rank)
-            } else {
-                v.clamp(0, rank)
-            }
-        };
-        let (s, e) = (clamp(start) as usize, clamp(end.unwrap_or(rank)) as usize);
-        let slice = if s < e {
-            dims[s..e].to_vec()
-        } else {
-            Vec::new()
-        };
-        vec![Tensor::vec_i64(slice)]
+        let dims = b.shape(name)?.dims();
+        let range = concord_core::shape_range(dims.len(), start, end);
+        vec![Tensor::vec_i64(
+            dims[range].iter().map(|&d| d as i64).collect(),
+        )]
     } else {
         let operands: Vec<Option<&Tensor>> = node
             .inputs

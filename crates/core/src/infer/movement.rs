@@ -548,12 +548,7 @@ fn shape(
     inputs: &[Option<ValueFact>],
 ) -> Result<OutputFact, OpError> {
     let data = required(inputs, 0, "data")?;
-    let rank = data.shape.len() as i64;
-    let clamp = |v: i64| {
-        let v = if v < 0 { v.saturating_add(rank) } else { v };
-        v.max(0).min(rank)
-    };
-    let count = (clamp(end.unwrap_or(rank)) - clamp(start)).max(0) as usize;
+    let count = crate::shape::shape_range(data.shape.len(), start, end).len();
     Ok(OutputFact::new(DType::I64, vec![Dim::Fixed(count)]))
 }
 

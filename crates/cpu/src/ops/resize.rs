@@ -22,6 +22,7 @@
 use super::spatial::checked_product;
 use super::{expect_float, i64_operand, optional, required};
 use concord_core::op::{CoordinateTransform, Resize, ResizeMode};
+use concord_core::resize::resize_taps;
 use concord_core::{DType, OpError, Shape, Tensor};
 
 /// Resize on inputs X, roi? (unused: only tf_crop_and_resize reads it), scales?, sizes?.
@@ -176,43 +177,23 @@ enum Tap {
     },
 }
 
-/// The tap of every output index along one axis of length `in_len` resized to `out_len`.
+/// The tap of every output index along one axis of length `in_len` resized to `out_len`:
+/// core's one Resize tap rule, with the weights widened to f64 for the reference's f64
+/// blend (exactly: see [`concord_core::resize::Tap::w1`]).
 fn axis_taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> Vec<Tap> {
-    let last = in_len.saturating_sub(1);
-    (0..out_len)
-        .map(|o| {
-            let x = attrs.coordinate_transformation_mode.original(
-                o as f32,
-                scale,
-                out_len as f32,
-                in_len as f32,
-            );
-            match attrs.mode {
-                ResizeMode::Linear | ResizeMode::Cubic => {
-                    let x = x.clamp(0.0, last as f32);
-                    let i0 = (x.floor() as usize).min(last);
-                    let i1 = (i0 + 1).min(last);
-                    if i0 == i1 {
-                        // Clamped to the last input: a plain copy, so an infinite value
-                        // does not become NaN through 0·inf.
-                        return Tap::Nearest(i0);
-                    }
-                    let w1 = x as f64 - i0 as f64;
-                    Tap::Linear {
-                        i0,
-                        i1,
-                        w0: 1.0 - w1,
-                        w1,
-                    }
-                }
-                ResizeMode::Nearest => {
-                    let rounded = attrs.nearest_mode.round(x);
-                    Tap::Nearest(if rounded <= 0.0 {
-                        0
-                    } else {
-                        (rounded as usize).min(last)
-                    })
-                }
+    resize_taps(attrs, in_len, out_len, scale)
+        .into_iter()
+        .map(|t| {
+            if t.is_copy() {
+                // A plain copy, so an infinite value does not become NaN through 0·inf.
+                return Tap::Nearest(t.i0);
+            }
+            let w1 = f64::from(t.w1);
+            Tap::Linear {
+                i0: t.i0,
+                i1: t.i1,
+                w0: 1.0 - w1,
+                w1,
             }
         })
         .collect()

@@ -40,15 +40,9 @@ pub fn run(
         }
         Op::Shape { start, end } => {
             let x = required(inputs, 0, "data")?;
-            let dims: Vec<i64> = x.dev.shape.dims().iter().map(|&d| d as i64).collect();
-            let rank = dims.len() as i64;
-            let clamp = |v: i64| (if v < 0 { v + rank } else { v }).clamp(0, rank) as usize;
-            let (s, e) = (clamp(*start), clamp(end.unwrap_or(rank)));
-            let values = if s < e {
-                dims[s..e].to_vec()
-            } else {
-                Vec::new()
-            };
+            let dims = x.dev.shape.dims();
+            let range = concord_core::shape_range(dims.len(), *start, *end);
+            let values = dims[range].iter().map(|&d| d as i64).collect();
             vec![l.upload(&Tensor::vec_i64(values), Storage::I64)?]
         }
         Op::Constant { value } => {

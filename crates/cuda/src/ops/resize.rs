@@ -11,13 +11,8 @@ use concord_core::op::{CoordinateTransform, Resize, ResizeMode};
 use concord_core::{DType, OpError, Shape, Tensor};
 use cudarc::driver::PushKernelArg;
 
-/// One output index's taps: `i0 == i1` is a plain copy of `i0`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Tap {
-    pub i0: usize,
-    pub i1: usize,
-    pub w1: f32,
-}
+/// One output index's taps: `i0 == i1` is a plain copy of `i0` (core's one tap type).
+pub use concord_core::resize::Tap;
 
 pub fn resize(
     l: &Launcher,
@@ -127,47 +122,10 @@ pub fn resize(
     Ok(y)
 }
 
-/// The taps of every output index along one axis of length `in_len` resized to `out_len`.
+/// The taps of every output index along one axis of length `in_len` resized to `out_len`:
+/// core's one Resize tap rule, whose f32 weights the kernel blends with.
 pub fn axis_taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> Vec<Tap> {
-    let last = in_len.saturating_sub(1);
-    (0..out_len)
-        .map(|o| {
-            let x = attrs.coordinate_transformation_mode.original(
-                o as f32,
-                scale,
-                out_len as f32,
-                in_len as f32,
-            );
-            match attrs.mode {
-                ResizeMode::Linear | ResizeMode::Cubic => {
-                    let x = x.clamp(0.0, last as f32);
-                    let i0 = (x.floor() as usize).min(last);
-                    let i1 = (i0 + 1).min(last);
-                    if i0 == i1 {
-                        return Tap {
-                            i0,
-                            i1: i0,
-                            w1: 0.0,
-                        };
-                    }
-                    Tap {
-                        i0,
-                        i1,
-                        w1: x - i0 as f32,
-                    }
-                }
-                ResizeMode::Nearest => {
-                    let r = attrs.nearest_mode.round(x);
-                    let i = if r <= 0.0 { 0 } else { (r as usize).min(last) };
-                    Tap {
-                        i0: i,
-                        i1: i,
-                        w1: 0.0,
-                    }
-                }
-            }
-        })
-        .collect()
+    concord_core::resize::resize_taps(attrs, in_len, out_len, scale)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use crate::plan::StorageDefines;
 use crate::plan::{i32_arg, Arg, Builder, Storage};
 use crate::programs::Family;
 use concord_core::op::{CoordinateTransform, Resize, ResizeMode};
+use concord_core::resize::resize_taps;
 use concord_core::{DType, Node, OpError, Tensor};
 
 pub(super) fn check(attrs: &Resize) -> Result<(), String> {
@@ -111,47 +112,17 @@ struct Tap {
     w1: f64,
 }
 
+/// Core's one Resize tap rule, with both weights as the plan's f32 tables are built from.
 fn taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> Vec<Tap> {
-    let last = in_len.saturating_sub(1);
-    (0..out_len)
-        .map(|o| {
-            let x = attrs.coordinate_transformation_mode.original(
-                o as f32,
-                scale,
-                out_len as f32,
-                in_len as f32,
-            );
-            match attrs.mode {
-                ResizeMode::Nearest => {
-                    let r = attrs.nearest_mode.round(x);
-                    let i = if r <= 0.0 { 0 } else { (r as usize).min(last) };
-                    Tap {
-                        i0: i,
-                        i1: i,
-                        w0: 1.0,
-                        w1: 0.0,
-                    }
-                }
-                _ => {
-                    let x = x.clamp(0.0, last as f32);
-                    let i0 = (x.floor() as usize).min(last);
-                    let i1 = (i0 + 1).min(last);
-                    if i0 == i1 {
-                        return Tap {
-                            i0,
-                            i1,
-                            w0: 1.0,
-                            w1: 0.0,
-                        };
-                    }
-                    let w1 = x as f64 - i0 as f64;
-                    Tap {
-                        i0,
-                        i1,
-                        w0: 1.0 - w1,
-                        w1,
-                    }
-                }
+    resize_taps(attrs, in_len, out_len, scale)
+        .into_iter()
+        .map(|t| {
+            let w1 = f64::from(t.w1);
+            Tap {
+                i0: t.i0,
+                i1: t.i1,
+                w0: 1.0 - w1,
+                w1,
             }
         })
         .collect()

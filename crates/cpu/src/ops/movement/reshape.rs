@@ -129,8 +129,8 @@ pub(super) fn unsqueeze(inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     data.reshaped(Shape(dims))
 }
 
-/// Shape: the input's dims `start..end` as a 1-D i64 tensor. Negative bounds count from the
-/// back and both are clamped to [0, rank] (opset 15); an empty range gives an empty tensor.
+/// Shape: the input's dims `start..end` as a 1-D i64 tensor, the range clamped by core's
+/// [`concord_core::shape_range`] (opset 15); an empty range gives an empty tensor.
 pub(super) fn shape(
     start: i64,
     end: Option<i64>,
@@ -138,17 +138,7 @@ pub(super) fn shape(
 ) -> Result<Tensor, OpError> {
     let data = required(inputs, 0, "data")?;
     let dims = data.dims();
-    let rank = dims.len() as i64;
-    let clamp = |v: i64| {
-        let v = if v < 0 { v.saturating_add(rank) } else { v };
-        v.max(0).min(rank) as usize
-    };
-    let (s, e) = (clamp(start), clamp(end.unwrap_or(rank)));
-    let selected = dims
-        .get(s..e.max(s))
-        .unwrap_or(&[])
-        .iter()
-        .map(|&d| d as i64)
-        .collect();
+    let range = concord_core::shape_range(dims.len(), start, end);
+    let selected = dims[range].iter().map(|&d| d as i64).collect();
     Ok(Tensor::vec_i64(selected))
 }

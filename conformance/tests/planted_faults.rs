@@ -6,8 +6,8 @@
 use concord::core::op::{Conv, Gemm};
 use concord::core::{Error, Node, Op};
 use concord::{
-    Availability, Backend, CpuExecutor, DeviceInfo, Executor, Graph, PreparedPartition,
-    ProfileSink, Support, Target, Tensor,
+    Availability, CpuExecutor, DeviceInfo, Executor, Graph, PreparedPartition, ProfileSink,
+    Support, Target, TargetSpec, Tensor,
 };
 use concord_conformance::expectations::Expectations;
 use concord_conformance::{Suite, SuiteConfig};
@@ -64,9 +64,6 @@ impl Executor for Planted {
     fn name(&self) -> &str {
         &self.name
     }
-    fn backend(&self) -> Backend {
-        Backend::Custom(self.name.clone())
-    }
     fn probe(&self) -> Availability {
         Availability::Available {
             devices: vec![DeviceInfo {
@@ -75,18 +72,22 @@ impl Executor for Planted {
             }],
         }
     }
-    fn targets(&self) -> Vec<Target> {
-        vec![Target::Cpu]
+    fn targets(&self) -> Vec<TargetSpec> {
+        vec![TargetSpec::new(
+            concord::targets::CPU,
+            concord::DType::F32,
+            concord::DType::F32,
+        )]
     }
-    fn supports(&self, graph: &Graph, node: &Node, target: Target) -> Support {
+    fn supports(&self, graph: &Graph, node: &Node, target: &Target) -> Support {
         CpuExecutor::new()
-            .supports(graph, node, Target::Cpu)
-            .clone_if(target == Target::Cpu)
+            .supports(graph, node, &concord::targets::CPU)
+            .clone_if(*target == concord::targets::CPU)
     }
     fn prepare(
         &self,
         partition: &Graph,
-        _target: Target,
+        _target: &Target,
     ) -> Result<Box<dyn PreparedPartition>, Error> {
         let mut graph = partition.clone();
         match self.fault {
@@ -138,13 +139,13 @@ impl Executor for Planted {
                 Some(p) => p.clone(),
                 None => {
                     let p: Arc<dyn PreparedPartition> =
-                        Arc::from(CpuExecutor::new().prepare(&graph, Target::Cpu)?);
+                        Arc::from(CpuExecutor::new().prepare(&graph, &concord::targets::CPU)?);
                     cache.insert(key, p.clone());
                     p
                 }
             }
         } else {
-            Arc::from(CpuExecutor::new().prepare(&graph, Target::Cpu)?)
+            Arc::from(CpuExecutor::new().prepare(&graph, &concord::targets::CPU)?)
         };
         Ok(Box::new(PlantedPartition {
             inner,
@@ -444,6 +445,7 @@ fn every_planted_fault_is_caught_by_its_named_case() {
     stale.expectations = Expectations::parse(
         "min_executed = 0\n[[expected_failure]]\ncase = \"planted-none/cpu/op/Relu/*\"\nreason = \"planted: Relu was once broken\"\n",
         PathBuf::from("planted.toml"),
+        &[concord::targets::CPU],
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let failures = run_trials(&stale, &["op/Relu/f32"]).unwrap_or_else(|e| panic!("{e}"));

@@ -2,12 +2,16 @@
 //!
 //! It holds [`Tensor`] (f32, f16, i64 and bool elements), [`Shape`], [`DType`], the graph IR
 //! ([`Graph`], [`Node`], [`Op`] with typed attributes), graph validation, shape inference
-//! and constant folding of shape sub-graphs.
+//! and constant folding of shape sub-graphs, the executor contract, and targets as open
+//! names that executors declare ([`TargetSpec`]), with the one function that decides
+//! whether a target can run on what a probe found ([`resolve_target`]).
 //!
 //! Invariants:
-//! - core knows no backend and no file format: ONNX lives in concord-onnx, kernels in the
-//!   executor crates. Constant folding evaluates nodes through an [`fold::Evaluator`] the
-//!   caller supplies (the facade passes the reference executor).
+//! - core knows no backend, no target and no file format: [`Target`] and [`Backend`] are
+//!   open names; the executor crates declare theirs, the facade's registry lists the
+//!   built-ins. ONNX lives in concord-onnx, kernels in the executor crates. Constant
+//!   folding evaluates nodes through an [`fold::Evaluator`] the caller supplies (the facade
+//!   passes the reference executor).
 //! - An [`Op`] carries only typed attributes; operands, optional or not, are node inputs.
 //! - Nothing here panics on bad input: every check returns [`Error`] or [`OpError`].
 
@@ -21,15 +25,17 @@ pub mod op;
 pub mod placement;
 pub mod shape;
 pub mod storage;
+pub mod target;
 pub mod tensor;
 
 pub use dtype::DType;
 pub use error::{Error, OpError, Result};
-pub use executor::{
-    Availability, Backend, DeviceInfo, Executor, PreparedPartition, ProfileSink, Support, Target,
-};
+pub use executor::{Availability, DeviceInfo, Executor, PreparedPartition, ProfileSink, Support};
 pub use graph::{Graph, Node, ValueInfo};
 pub use op::Op;
 pub use placement::{FallbackCause, FallbackPolicy, Notice, Placement};
 pub use shape::{broadcast_shapes, Dim, Shape, SymShape};
+pub use target::{
+    resolve_target, Backend, Capability, Target, TargetFallback, TargetResolution, TargetSpec,
+};
 pub use tensor::{Tensor, TensorData};

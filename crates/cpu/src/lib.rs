@@ -15,7 +15,7 @@ mod ops;
 mod runner;
 
 pub use accumulation::{accumulation, Accumulation};
-pub use executor::{CpuExecutor, CpuPartition};
+pub use executor::{CpuExecutor, CpuPartition, CPU};
 pub use ops::{declines, run_op};
 pub use runner::{ReferenceExecutor, RunOutputs};
 

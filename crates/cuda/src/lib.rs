@@ -39,5 +39,5 @@ mod tensor;
 
 pub use device::Device;
 pub use error::CudaError;
-pub use executor::CudaExecutor;
+pub use executor::{CudaExecutor, CUDA, CUDA_FP16};
 pub use partition::CudaPartition;

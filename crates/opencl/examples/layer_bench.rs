@@ -4,7 +4,7 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use concord::{Backend, FallbackPolicy, NetBuilder, Overrides};
+use concord::{FallbackPolicy, NetBuilder, Overrides};
 use std::time::Instant;
 
 fn main() {
@@ -21,7 +21,7 @@ fn main() {
     let input = common::Lcg::new(5).tensor(&[1, cin, size, size], 1.0);
     let net = NetBuilder::from_graph(b.graph.clone())
         .registry(common::shared_registry())
-        .backend(Backend::OpenCl)
+        .backend(concord::backends::OPENCL)
         .fallback(FallbackPolicy::Deny)
         .overrides(Overrides::default())
         .profiling(true)

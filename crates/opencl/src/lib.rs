@@ -35,6 +35,6 @@ mod programs;
 
 pub use device::{DEFAULT_LIBRARY, DYLIB_PATH_VAR};
 pub use error::OpenClError;
-pub use executor::{OpenClExecutor, OpenClOptions};
+pub use executor::{OpenClExecutor, OpenClOptions, OPENCL, OPENCL_FP16};
 pub use partition::OpenClPartition;
 pub use plan::GemmKernel;

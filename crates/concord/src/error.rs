@@ -76,7 +76,9 @@ pub enum Error {
     Prepare {
         executor: String,
         target: Target,
-        source: concord_core::Error,
+        /// Boxed so that every `Result<_, Error>` stays small (clippy's
+        /// `result_large_err`): the target name made this variant the largest.
+        source: Box<concord_core::Error>,
     },
     /// An executor broke the contract (e.g. returned the wrong number of outputs).
     #[error("executor `{executor}` broke the executor contract: {detail}")]

@@ -191,7 +191,7 @@ pub(crate) fn plan(
             .map_err(|source| Error::Prepare {
                 executor: executor.name().to_string(),
                 target: target.clone(),
-                source,
+                source: Box::new(source),
             })?;
         placement.partitions.push(PartitionInfo {
             index,

@@ -3,6 +3,9 @@
 //! all speak of them, through the one resolution function. Expected names and causes are
 //! written out here, never read back from the code under test.
 
+// A test reports a broken expectation by panicking with what it found.
+#![allow(clippy::panic)]
+
 mod common;
 
 use common::{small_cnn, small_input, TestExecutor};
@@ -30,8 +33,7 @@ fn toy(ops: &[&'static str]) -> TestExecutor {
         },
         targets: vec![
             TargetSpec::new(DSP, DType::F32, DType::F32),
-            TargetSpec::new(DSP_FP16, DType::F16, DType::F32)
-                .needing(Capability::Fp16, Some(DSP)),
+            TargetSpec::new(DSP_FP16, DType::F16, DType::F32).needing(Capability::Fp16, Some(DSP)),
         ],
         ops: ops.to_vec(),
     }
@@ -85,14 +87,23 @@ fn the_placement_report_names_the_declared_target() {
     let net = build(toy(ALL_OPS), None, FallbackPolicy::Deny, &[]).expect("toy runs it all");
     let placement = net.placement();
     assert_eq!(placement.requested_backend, Backend::new("toy"));
-    assert_eq!(placement.requested_target, DSP, "the first declared target is the default");
+    assert_eq!(
+        placement.requested_target, DSP,
+        "the first declared target is the default"
+    );
     assert_eq!(placement.resolved_target, DSP);
     assert!(placement.notices.is_empty(), "{placement}");
     for node in &placement.nodes {
-        assert_eq!((node.executor.as_str(), node.target.name()), ("toy", "toy-dsp"));
+        assert_eq!(
+            (node.executor.as_str(), node.target.name()),
+            ("toy", "toy-dsp")
+        );
     }
     let text = placement.to_string();
-    assert!(text.contains("requested toy/toy-dsp -> resolved toy/toy-dsp"), "{text}");
+    assert!(
+        text.contains("requested toy/toy-dsp -> resolved toy/toy-dsp"),
+        "{text}"
+    );
     assert!(text.contains("#0 toy/toy-dsp: 5 nodes"), "{text}");
     // A partition on a target other than the reference's crosses host memory.
     assert!(
@@ -107,8 +118,8 @@ fn the_placement_report_names_the_declared_target() {
 
 #[test]
 fn a_missing_capability_falls_back_to_the_declared_f32_target() {
-    let net = build(toy(ALL_OPS), Some(DSP_FP16), FallbackPolicy::Allow, &[])
-        .expect("Allow falls back");
+    let net =
+        build(toy(ALL_OPS), Some(DSP_FP16), FallbackPolicy::Allow, &[]).expect("Allow falls back");
     let placement = net.placement();
     assert_eq!(placement.notices.len(), 1, "{placement}");
     let notice = &placement.notices[0];
@@ -121,7 +132,10 @@ fn a_missing_capability_falls_back_to_the_declared_f32_target() {
     );
     assert_eq!(notice.nodes, 5);
     assert_eq!(placement.requested_target, DSP_FP16);
-    assert!(placement.nodes.iter().all(|n| n.target == DSP), "{placement}");
+    assert!(
+        placement.nodes.iter().all(|n| n.target == DSP),
+        "{placement}"
+    );
 }
 
 #[test]
@@ -143,11 +157,18 @@ fn an_unsupported_node_falls_back_to_cpu_naming_the_target() {
     for n in &unsupported {
         assert_eq!(n.asked, "toy/toy-dsp");
         assert_eq!(n.chosen, "cpu/cpu");
-        assert!(n.reason.starts_with("toy does not support "), "{}", n.reason);
+        assert!(
+            n.reason.starts_with("toy does not support "),
+            "{}",
+            n.reason
+        );
         assert!(n.reason.contains(" on toy-dsp: no "), "{}", n.reason);
     }
     let conv = &placement.nodes[0];
-    assert_eq!((conv.executor.as_str(), conv.target.name()), ("toy", "toy-dsp"));
+    assert_eq!(
+        (conv.executor.as_str(), conv.target.name()),
+        ("toy", "toy-dsp")
+    );
     let gemm = &placement.nodes[4];
     assert_eq!((gemm.executor.as_str(), gemm.target.name()), ("cpu", "cpu"));
     assert!(output(&net).bit_identical(&output(&reference())));
@@ -159,7 +180,10 @@ fn deny_refuses_naming_the_target() {
         Err(Error::FallbackDenied { asked, reasons }) => {
             assert_eq!(asked, "toy/toy-dsp-fp16");
             assert_eq!(reasons.len(), 1, "{reasons:?}");
-            assert!(reasons[0].contains("running toy-dsp instead"), "{reasons:?}");
+            assert!(
+                reasons[0].contains("running toy-dsp instead"),
+                "{reasons:?}"
+            );
         }
         other => panic!("expected FallbackDenied, got {other:?}"),
     }
@@ -196,7 +220,10 @@ fn concord_require_accepts_and_enforces_the_executors_names() {
             reasons,
         }) => {
             assert_eq!(requirement, "toy");
-            assert!(reasons.iter().any(|r| r.contains("on toy-dsp")), "{reasons:?}");
+            assert!(
+                reasons.iter().any(|r| r.contains("on toy-dsp")),
+                "{reasons:?}"
+            );
         }
         other => panic!("expected Required, got {other:?}"),
     }
@@ -222,8 +249,18 @@ fn concord_require_accepts_and_enforces_the_executors_names() {
     match build(toy(ALL_OPS), None, FallbackPolicy::Allow, &["toy,vulkan"]) {
         Err(Error::UnknownRequirement { entry, known, .. }) => {
             assert_eq!(entry, "vulkan");
-            for name in ["cpu", "toy", "toy-dsp", "toy-dsp-fp16", "opencl", "cuda-fp16"] {
-                assert!(known.iter().any(|k| k == name), "{name} missing from {known:?}");
+            for name in [
+                "cpu",
+                "toy",
+                "toy-dsp",
+                "toy-dsp-fp16",
+                "opencl",
+                "cuda-fp16",
+            ] {
+                assert!(
+                    known.iter().any(|k| k == name),
+                    "{name} missing from {known:?}"
+                );
             }
         }
         other => panic!("expected UnknownRequirement, got {other:?}"),
@@ -264,7 +301,9 @@ fn info_require_resolves_the_executors_targets() {
         info.check_requirement("toy:toy-dsp-fp16"),
         "a bare target name means the backend declaring it"
     );
-    let invalid = info.check_requirement("toy:cuda").expect_err("cuda is not toy's");
+    let invalid = info
+        .check_requirement("toy:cuda")
+        .expect_err("cuda is not toy's");
     assert!(invalid.contains("not valid for backend toy"), "{invalid}");
 }
 
@@ -275,7 +314,10 @@ fn the_built_in_targets_keep_their_names() {
     let names: Vec<&str> = builtin.iter().map(Target::name).collect();
     assert_eq!(names, ["cpu", "opencl", "opencl-fp16", "cuda", "cuda-fp16"]);
     let registry = ExecutorRegistry::with_builtins();
-    assert_eq!(registry.target_named("OpenCL-FP16"), Some(targets::OPENCL_FP16));
+    assert_eq!(
+        registry.target_named("OpenCL-FP16"),
+        Some(targets::OPENCL_FP16)
+    );
     assert_eq!(
         concord::canonical_backend("ocl"),
         concord::backends::OPENCL,

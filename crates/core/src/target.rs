@@ -397,8 +397,11 @@ mod tests {
 
     #[test]
     fn names_serialize_as_strings() {
-        assert_eq!(serde_json::to_string(&F16).unwrap(), "\"dsp-fp16\"");
-        let back: Target = serde_json::from_str("\"dsp-fp16\"").unwrap();
+        assert_eq!(
+            serde_json::to_string(&F16).expect("serializes"),
+            "\"dsp-fp16\""
+        );
+        let back: Target = serde_json::from_str("\"dsp-fp16\"").expect("deserializes");
         assert_eq!(back, F16);
     }
 }

@@ -1,6 +1,9 @@
 //! Times one conv layer (Conv → BatchNormalization → ReLU6) on OpenCL and on the reference:
 //! `cargo run --release -p concord-opencl --example layer_bench -- CIN COUT SIZE K STRIDE GROUP [ITERS]`.
 
+// A measuring tool, not library code: a failure ends it with the message.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
 #[path = "../tests/common/mod.rs"]
 mod common;
 

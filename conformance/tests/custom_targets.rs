@@ -38,8 +38,7 @@ impl Executor for Dsp {
     fn targets(&self) -> Vec<TargetSpec> {
         vec![
             TargetSpec::new(DSP, DType::F32, DType::F32),
-            TargetSpec::new(DSP_FP16, DType::F16, DType::F32)
-                .needing(Capability::Fp16, Some(DSP)),
+            TargetSpec::new(DSP_FP16, DType::F16, DType::F32).needing(Capability::Fp16, Some(DSP)),
         ]
     }
     fn supports(&self, _graph: &Graph, node: &Node, _target: &Target) -> Support {
@@ -98,7 +97,12 @@ fn a_target_the_device_cannot_run_is_one_visible_unavailable_trial() {
         .into_iter()
         .filter(|c| c.target == DSP_FP16)
         .collect();
-    assert_eq!(fp16.len(), 1, "{:?}", fp16.iter().map(|c| &c.name).collect::<Vec<_>>());
+    assert_eq!(
+        fp16.len(),
+        1,
+        "{:?}",
+        fp16.iter().map(|c| &c.name).collect::<Vec<_>>()
+    );
     assert_eq!(fp16[0].name, "toy/toy-dsp-fp16/unavailable/probe");
     assert_eq!(
         suite.target_unavailable(&DSP_FP16).as_deref(),

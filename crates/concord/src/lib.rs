@@ -10,6 +10,10 @@
 //! - [`Net`] is `Send + Sync` and holds no interior mutability that a forward writes, so
 //!   concurrent forwards cannot observe one another.
 //! - Every failure is a typed [`Error`] naming the input, node, op or file involved.
+//! - Targets and backends are open names: the executors declare theirs, [`targets`] and
+//!   [`backends`] name the built-ins (compiled in or not), the registry knows the rest.
+//!   Whether a target can run is decided by [`resolve_target`] alone; `CONCORD_REQUIRE` is
+//!   read by [`parse_require`] alone, against the net's registry, when the net is built.
 
 pub mod backends;
 mod error;

@@ -1,4 +1,5 @@
-//! concord-cpu: the reference executor, the oracle every other executor is held to.
+//! concord-cpu: the reference executor, the oracle every other executor is held to. It
+//! declares the one target everything falls back to, [`CPU`] ("cpu").
 //!
 //! Invariants:
 //! - Obviously correct before fast: each op family is one file under `ops/`, written from

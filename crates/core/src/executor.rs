@@ -83,7 +83,8 @@ pub trait PreparedPartition: Send + Sync + fmt::Debug {
 
 /// What a backend implements. See docs/backend-authors.md.
 pub trait Executor: Send + Sync + fmt::Debug {
-    /// A short lower-case name: "cpu", "opencl", "cuda", or the author's.
+    /// A short lower-case name: "cpu", "opencl", "cuda", or the author's. It is also the
+    /// name of the backend it serves ([`crate::Backend`]): callers ask for it by this name.
     fn name(&self) -> &str;
 
     /// Looks for the library and devices. Must never panic or abort, whatever is missing.

@@ -153,6 +153,8 @@ pub fn resolve_target(
             .as_ref()
             .and_then(spec_of)
             .filter(|s| !visited.contains(&s.target));
+        // `Capability::None` is never missing (every device has it), so only fp16 gets
+        // here today; a new capability gets its own cause here.
         let cause = match spec.needs {
             Capability::Fp16 | Capability::None => FallbackCause::Fp16Unsupported,
         };

@@ -1,8 +1,9 @@
 //! A backend author's first executor, run through the whole conformance suite.
 //!
-//! `toy` runs three elementwise ops (Relu, Add, Mul) on f32 tensors with its own kernels;
-//! for every other node it answers `Support::No`, so the planner places those nodes on the
-//! reference executor and says so. `cargo test -p concord-conformance` builds and runs this
+//! `toy` runs three elementwise ops (Relu, Add, Mul) on f32 tensors with its own kernels,
+//! on its own target `toy` (declared below: f32 storage and compute, no device capability
+//! needed); for every other node it answers `Support::No`, so the planner places those
+//! nodes on the reference executor and says so. Its trials are named `toy/toy/…`. `cargo test -p concord-conformance` builds and runs this
 //! file as a test (see `[[test]] name = "example_toy"` in conformance/Cargo.toml), so
 //! docs/backend-authors.md, which walks through it, cannot rot.
 
@@ -10,10 +11,14 @@ use concord::core::op::{Binary, Unary};
 use concord::core::shape::{broadcast_index, broadcast_shapes};
 use concord::core::{Error, Node, Op, OpError, Schedule, Shape};
 use concord::{
-    Availability, Backend, DeviceInfo, Executor, Graph, PreparedPartition, ProfileSink, Support,
-    Target, Tensor,
+    Availability, DType, DeviceInfo, Executor, Graph, PreparedPartition, ProfileSink, Support,
+    Target, TargetSpec, Tensor,
 };
 use std::collections::BTreeMap;
+
+/// The toy's one target. An executor names its own targets; it never borrows another
+/// executor's (the planner would then think a toy partition runs where "cpu" does).
+pub const TOY: Target = Target::new("toy");
 
 /// The executor: stateless here; a real one would own its device context and caches.
 #[derive(Debug, Default)]
@@ -31,10 +36,6 @@ impl Executor for ToyExecutor {
         "toy"
     }
 
-    fn backend(&self) -> Backend {
-        Backend::Custom("toy".into())
-    }
-
     fn probe(&self) -> Availability {
         // A device backend would look for its library and devices here, and answer
         // Unavailable { cause, reason } naming what it looked for — never panic.
@@ -46,22 +47,27 @@ impl Executor for ToyExecutor {
         }
     }
 
-    fn targets(&self) -> Vec<Target> {
-        vec![Target::Cpu]
+    fn targets(&self) -> Vec<TargetSpec> {
+        // Precision as data: what it stores and computes in, and (with `.needing(..)`) a
+        // device capability such as fp16 and which of its targets runs without it.
+        vec![TargetSpec::new(TOY, DType::F32, DType::F32)]
     }
 
-    fn supports(&self, graph: &Graph, node: &Node, _target: Target) -> Support {
+    fn supports(&self, graph: &Graph, node: &Node, target: &Target) -> Support {
+        // Whether the target can run here is the planner's call (`resolve_target`); an
+        // executor only refuses a target it does not serve.
+        if *target != TOY {
+            return Support::No(format!("toy runs target toy only, not {target}"));
+        }
         if !matches!(
             node.op,
             Op::Unary(Unary::Relu) | Op::Binary(Binary::Add) | Op::Binary(Binary::Mul)
         ) {
             return Support::No(format!("toy has no {} kernel", node.op.name()));
         }
-        let all_f32 = node.present_inputs().all(|name| {
-            graph
-                .value(name)
-                .is_some_and(|v| v.dtype == concord::DType::F32)
-        });
+        let all_f32 = node
+            .present_inputs()
+            .all(|name| graph.value(name).is_some_and(|v| v.dtype == DType::F32));
         if all_f32 {
             Support::Yes
         } else {
@@ -72,7 +78,7 @@ impl Executor for ToyExecutor {
     fn prepare(
         &self,
         partition: &Graph,
-        _target: Target,
+        _target: &Target,
     ) -> Result<Box<dyn PreparedPartition>, Error> {
         Ok(Box::new(ToyPartition {
             schedule: Schedule::for_graph(partition)?,

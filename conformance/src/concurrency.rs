@@ -64,11 +64,11 @@ impl Load {
 pub struct Sameness {
     exact: bool,
     level: crate::tolerance::Level,
-    target: Target,
+    target: concord::TargetSpec,
 }
 
 impl Sameness {
-    pub fn of(suite: &Suite, target: Target) -> Result<Sameness, String> {
+    pub fn of(suite: &Suite, target: &Target) -> Result<Sameness, String> {
         let level = suite
             .tolerances
             .level("model")
@@ -78,7 +78,7 @@ impl Sameness {
         Ok(Sameness {
             exact: suite.executor.deterministic(),
             level,
-            target,
+            target: suite.spec(target),
         })
     }
 
@@ -86,7 +86,7 @@ impl Sameness {
         if self.exact {
             return got.bit_identical(want);
         }
-        match allowance(&self.level, self.target, want, None) {
+        match allowance(&self.level, &self.target, want, None) {
             Ok(allowed) => compare("y", got, want, &|i, _| {
                 allowed.get(i).copied().unwrap_or(0.0)
             })
@@ -231,7 +231,7 @@ pub fn input(model: &Model, seed: u64) -> Tensor {
 }
 
 /// Runs one scenario.
-pub fn run(suite: &Suite, scenario: &str, target: Target, notices: &mut Vec<String>) -> Outcome {
+pub fn run(suite: &Suite, scenario: &str, target: &Target, notices: &mut Vec<String>) -> Outcome {
     let load = Load::from_env();
     if !suite.executor.deterministic() {
         notices.push(format!(
@@ -266,7 +266,7 @@ pub fn run(suite: &Suite, scenario: &str, target: Target, notices: &mut Vec<Stri
     }
 }
 
-fn build(suite: &Suite, model: &Model, target: Target) -> Result<Net, String> {
+fn build(suite: &Suite, model: &Model, target: &Target) -> Result<Net, String> {
     suite_handle(suite).build(model, target)
 }
 
@@ -276,7 +276,7 @@ fn baseline(
     net: &Net,
     model: &Model,
     seed: u64,
-    target: Target,
+    target: &Target,
 ) -> Result<Tensor, String> {
     let same = Sameness::of(suite, target)?;
     let x = input(model, seed);
@@ -286,7 +286,7 @@ fn baseline(
         .overrides(Overrides::default())
         .build()
         .map_err(|e| e.to_string())?;
-    let x_ref = if target.is_fp16() {
+    let x_ref = if suite.stores_f16(target) {
         crate::suite::round_through_f16(&x)
     } else {
         x
@@ -297,7 +297,7 @@ fn baseline(
         .level("model")
         .ok_or("no model level")?
         .level;
-    let allowed = allowance(level, target, &want, None)?;
+    let allowed = allowance(level, &suite.spec(target), &want, None)?;
     let c = compare("y", &out, &want, &|i, _| {
         allowed.get(i).copied().unwrap_or(0.0)
     });
@@ -391,7 +391,7 @@ fn run_threads(
 /// (a) The seed report: each thread builds its own net of a different model and loops.
 fn per_thread_nets(
     suite: &Suite,
-    target: Target,
+    target: &Target,
     load: Load,
     notices: &mut Vec<String>,
 ) -> Result<String, String> {
@@ -410,6 +410,7 @@ fn per_thread_nets(
     }
     let shared = Arc::new((models, expected, suite_handle(suite)));
     let models_n = shared.0.len();
+    let target = target.clone();
     run_threads(
         load.threads,
         load.deadline,
@@ -417,7 +418,7 @@ fn per_thread_nets(
         move |i| {
             let (models, expected, handle) = &*shared;
             let m = &models[i % models_n];
-            let net = handle.build(m, target)?;
+            let net = handle.build(m, &target)?;
             for k in 0..load.forwards {
                 let y = forward_one(&net, m, input(m, 0))?;
                 if !same.agrees(&y, &expected[i % models_n]) {
@@ -435,7 +436,7 @@ fn per_thread_nets(
 /// (b) One shared net, each thread with its own input.
 fn shared_net(
     suite: &Suite,
-    target: Target,
+    target: &Target,
     load: Load,
     notices: &mut Vec<String>,
 ) -> Result<String, String> {
@@ -474,7 +475,7 @@ fn shared_net(
 /// (c) forward_async interleaved with forward on one net.
 fn async_interleaved(
     suite: &Suite,
-    target: Target,
+    target: &Target,
     load: Load,
     notices: &mut Vec<String>,
 ) -> Result<String, String> {
@@ -530,7 +531,7 @@ fn async_interleaved(
 /// (d) Nets built and dropped in a loop while other threads run forward.
 fn build_and_drop(
     suite: &Suite,
-    target: Target,
+    target: &Target,
     load: Load,
     notices: &mut Vec<String>,
 ) -> Result<String, String> {
@@ -557,6 +558,7 @@ fn build_and_drop(
         suite_handle(suite),
     ));
     let threads = load.threads.max(2);
+    let target = target.clone();
     run_threads(
         threads,
         load.deadline,
@@ -582,7 +584,7 @@ fn build_and_drop(
             } else {
                 let rounds = (load.forwards / 4).max(2);
                 for k in 0..rounds {
-                    let net = handle.build(&models[0], target)?;
+                    let net = handle.build(&models[0], &target)?;
                     let y = forward_one(&net, &models[0], input(&models[0], 0))?;
                     if !same.agrees(&y, churn_expected) {
                         return Err(format!("net built in round {k} computes different bits"));
@@ -603,7 +605,7 @@ struct SuiteHandle {
 }
 
 impl SuiteHandle {
-    fn build(&self, model: &Model, target: Target) -> Result<Net, String> {
+    fn build(&self, model: &Model, target: &Target) -> Result<Net, String> {
         NetBuilder::from_graph(model.graph.clone())
             .registry(self.registry.clone())
             .backend(self.backend.clone())
@@ -618,6 +620,6 @@ impl SuiteHandle {
 fn suite_handle(suite: &Suite) -> SuiteHandle {
     SuiteHandle {
         registry: suite.registry().clone(),
-        backend: suite.executor.backend(),
+        backend: suite.backend(),
     }
 }

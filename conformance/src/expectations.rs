@@ -4,6 +4,7 @@
 //! entry that matches no trial fails an unfiltered run.
 
 use crate::error::SuiteError;
+use concord::Target;
 use globset::{Glob, GlobMatcher};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -56,11 +57,16 @@ struct RawEntry {
 }
 
 impl Expectations {
-    /// Loads `dir/<executor>.toml`. A missing file means no expectations and no floor.
-    pub fn load(dir: &Path, executor: &str) -> Result<Expectations, SuiteError> {
+    /// Loads `dir/<executor>.toml`, whose entries may name the executor's declared
+    /// `targets`. A missing file means no expectations and no floor.
+    pub fn load(
+        dir: &Path,
+        executor: &str,
+        targets: &[Target],
+    ) -> Result<Expectations, SuiteError> {
         let path = dir.join(format!("{executor}.toml"));
         match std::fs::read_to_string(&path) {
-            Ok(text) => Self::parse(&text, path),
+            Ok(text) => Self::parse(&text, path, targets),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Expectations::default()),
             Err(e) => Err(SuiteError::Expectations {
                 path,
@@ -69,9 +75,13 @@ impl Expectations {
         }
     }
 
-    /// Parses an expectations file; any unknown key, empty reason, bad glob or unknown
-    /// target is an error naming the entry.
-    pub fn parse(text: &str, path: PathBuf) -> Result<Expectations, SuiteError> {
+    /// Parses an expectations file; any unknown key, empty reason, bad glob or target not
+    /// in `targets` (the executor's declared ones) is an error naming the entry.
+    pub fn parse(
+        text: &str,
+        path: PathBuf,
+        targets: &[Target],
+    ) -> Result<Expectations, SuiteError> {
         let fail = |detail: String| SuiteError::Expectations {
             path: path.clone(),
             detail,
@@ -82,8 +92,13 @@ impl Expectations {
                 return Err(fail(format!("{kind} `{}` has no reason", raw.case)));
             }
             if let Some(t) = &raw.target {
-                if concord_core::Target::parse(t).is_none() {
-                    return Err(fail(format!("{kind} `{}`: unknown target `{t}`", raw.case)));
+                if !targets.iter().any(|known| known.name() == t) {
+                    let known: Vec<&str> = targets.iter().map(Target::name).collect();
+                    return Err(fail(format!(
+                        "{kind} `{}`: unknown target `{t}` (the executor declares: {})",
+                        raw.case,
+                        known.join(", ")
+                    )));
                 }
             }
             let matcher = Glob::new(&raw.case)
@@ -148,27 +163,37 @@ impl Entry {
 mod tests {
     use super::*;
 
+    /// The targets of the executor these files are for.
+    fn targets() -> Vec<Target> {
+        vec![Target::new("opencl"), Target::new("opencl-fp16")]
+    }
+
     #[test]
     fn malformed_files_are_errors() {
         let p = PathBuf::from("x.toml");
-        assert!(Expectations::parse("min_executed = 1\nbogus = 2\n", p.clone()).is_err());
+        assert!(
+            Expectations::parse("min_executed = 1\nbogus = 2\n", p.clone(), &targets()).is_err()
+        );
         assert!(Expectations::parse(
             "min_executed = 1\n[[skip]]\ncase = \"a\"\nreason = \"\"\n",
-            p.clone()
+            p.clone(),
+            &targets()
         )
         .is_err());
         assert!(Expectations::parse(
             "min_executed = 1\n[[skip]]\ncase = \"a[\"\nreason = \"r\"\n",
-            p.clone()
+            p.clone(),
+            &targets()
         )
         .is_err());
         assert!(Expectations::parse(
             "min_executed = 1\n[[skip]]\ncase = \"a\"\ntarget = \"vulkan\"\nreason = \"r\"\n",
-            p.clone()
+            p.clone(),
+            &targets()
         )
         .is_err());
         assert!(
-            Expectations::parse("[[skip]]\ncase = \"a\"\nreason = \"r\"\n", p).is_err(),
+            Expectations::parse("[[skip]]\ncase = \"a\"\nreason = \"r\"\n", p, &targets()).is_err(),
             "min_executed is required"
         );
     }
@@ -176,7 +201,7 @@ mod tests {
     #[test]
     fn entries_match_by_glob_target_and_device() {
         let text = "min_executed = 0\n[[expected_failure]]\ncase = \"x/*/op/Resize/*\"\ntarget = \"opencl-fp16\"\ndevice = \"pthread\"\nreason = \"r\"\n";
-        let e = Expectations::parse(text, PathBuf::from("x.toml")).expect("parses");
+        let e = Expectations::parse(text, PathBuf::from("x.toml"), &targets()).expect("parses");
         assert!(e
             .expected_failure("x/opencl-fp16/op/Resize/a", "opencl-fp16", "pthread-cpu")
             .is_some());

@@ -161,12 +161,12 @@ impl NodeTests {
     }
 
     /// The node trials of one target: one per test, or the single data-missing trial.
-    pub fn cases(&self, suite: &Suite, target: Target, prefix: &str) -> Vec<Case> {
+    pub fn cases(&self, suite: &Suite, target: &Target, prefix: &str) -> Vec<Case> {
         let tests = match &self.data {
             NodeData::Missing { reason } => {
                 return vec![Case {
                     name: format!("{prefix}/node/data-missing"),
-                    target,
+                    target: target.clone(),
                     category: "node",
                     subject: String::new(),
                     job: Job::Node(NodeJob::DataMissing(reason.clone())),
@@ -196,7 +196,7 @@ impl NodeTests {
                     .or_else(|| declined(suite, test, target));
                 Case {
                     name,
-                    target,
+                    target: target.clone(),
                     category: "node",
                     subject: test.ops.join("+"),
                     job: Job::Node(NodeJob::Test(test.clone())),
@@ -211,7 +211,7 @@ impl NodeTests {
         &self,
         suite: &Suite,
         job: &NodeJob,
-        target: Target,
+        target: &Target,
         notices: &mut Vec<String>,
     ) -> (Option<Outcome>, Option<String>) {
         match job {
@@ -241,14 +241,14 @@ impl NodeTests {
     pub fn judge(&self, suite: &Suite, case: &Case, job: &NodeJob, outcome: &Outcome) -> Verdict {
         let test = match job {
             NodeJob::Test(test) => test,
-            NodeJob::DataMissing(_) => return suite.judge(&case.name, case.target, outcome),
+            NodeJob::DataMissing(_) => return suite.judge(&case.name, &case.target, outcome),
         };
         if suite
             .expectations
             .expected_failure(&case.name, case.target.name(), &suite.device)
             .is_some()
         {
-            return suite.judge(&case.name, case.target, outcome);
+            return suite.judge(&case.name, &case.target, outcome);
         }
         let executor = suite.executor.name();
         let whose = self.list.whose(executor);
@@ -557,7 +557,7 @@ fn find_data(list: &NodeList, dir: &Path) -> NodeData {
 /// made so that libtest lists the trial as skipped rather than "ok" (running it would give
 /// the same skip). A model that does not load, or a target that is unavailable, is left to
 /// the trial and the target's own skip.
-fn declined(suite: &Suite, test: &NodeTest, target: Target) -> Option<String> {
+fn declined(suite: &Suite, test: &NodeTest, target: &Target) -> Option<String> {
     if test.problem.is_some() || suite.target_unavailable(target).is_some() {
         return None;
     }
@@ -565,7 +565,7 @@ fn declined(suite: &Suite, test: &NodeTest, target: Target) -> Option<String> {
     suite.unsupported_model(&model, target)
 }
 
-fn check(suite: &Suite, test: &NodeTest, target: Target, notices: &mut Vec<String>) -> Outcome {
+fn check(suite: &Suite, test: &NodeTest, target: &Target, notices: &mut Vec<String>) -> Outcome {
     let fail = |message: String| Outcome::Fail {
         message,
         comparisons: Vec::new(),
@@ -647,20 +647,27 @@ fn check(suite: &Suite, test: &NodeTest, target: Target, notices: &mut Vec<Strin
                     comparisons,
                 };
             };
-            let allowed = match allowance(level.level, target, want, accumulation.as_ref()) {
+            let allowed = match allowance(
+                level.level,
+                &suite.spec(target),
+                want,
+                accumulation.as_ref(),
+            ) {
                 Ok(a) => a,
-                Err(_) => match model_level.map(|l| allowance(l, target, want, None)) {
-                    Some(Ok(a)) => a,
-                    _ => {
-                        return Outcome::Fail {
-                            message: format!(
-                                "{set_name}: no allowance for output `{name}` under level `{}`",
-                                level.name
-                            ),
-                            comparisons,
+                Err(_) => {
+                    match model_level.map(|l| allowance(l, &suite.spec(target), want, None)) {
+                        Some(Ok(a)) => a,
+                        _ => {
+                            return Outcome::Fail {
+                                message: format!(
+                                    "{set_name}: no allowance for output `{name}` under level `{}`",
+                                    level.name
+                                ),
+                                comparisons,
+                            }
                         }
                     }
-                },
+                }
             };
             comparisons.push(compare(&format!("{prefix}{name}"), got, want, &|i, _| {
                 allowed.get(i).copied().unwrap_or(0.0)

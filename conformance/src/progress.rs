@@ -6,7 +6,7 @@
 use crate::outcome::{Record, Verdict};
 use crate::report::{self, Counts, Summary};
 use crate::suite::{required_here, Case, Suite, SuiteConfig};
-use concord::{Backend, Executor, ExecutorRegistry, Target, BUILTIN_BACKENDS};
+use concord::{Capability, Executor, ExecutorRegistry, Target, BUILTIN_BACKENDS};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::fmt::Write;
 use std::num::NonZeroUsize;
@@ -164,7 +164,7 @@ pub fn run(options: &RunOptions) -> RunSummary {
     let started = Instant::now();
     let mut run_failures = Vec::new();
     let mut leading_records = Vec::new();
-    let targets = parse_targets(&options.targets, &mut run_failures);
+    let targets = parse_targets(&options.targets, &options.registry, &mut run_failures);
     let chosen = choose_executors(options, &targets, &mut run_failures, &mut leading_records);
     let mut suites = Vec::new();
     for executor in chosen {
@@ -236,15 +236,26 @@ pub fn run(options: &RunOptions) -> RunSummary {
 }
 
 /// Parses `--target` names; an unknown one is a run-level failure naming the known ones.
-fn parse_targets(names: &[String], run_failures: &mut Vec<String>) -> Vec<Target> {
+fn parse_targets(
+    names: &[String],
+    registry: &ExecutorRegistry,
+    run_failures: &mut Vec<String>,
+) -> Vec<Target> {
     let mut out = Vec::new();
     for name in names {
-        match Target::parse(name) {
+        match registry.target_named(name) {
             Some(t) => out.push(t),
-            None => run_failures.push(format!(
-                "unknown target `{name}` (known: {})",
-                Target::ALL.map(Target::name).join(", ")
-            )),
+            None => {
+                let known: Vec<String> = registry
+                    .known_names()
+                    .into_iter()
+                    .filter(|n| registry.target_named(n).is_some())
+                    .collect();
+                run_failures.push(format!(
+                    "unknown target `{name}` (known: {})",
+                    known.join(", ")
+                ))
+            }
         }
     }
     out
@@ -263,7 +274,7 @@ fn choose_executors(
     let find = |name: &str| {
         registered
             .iter()
-            .find(|e| e.name() == name || e.backend().name() == name)
+            .find(|e| e.name() == concord::canonical_backend(name).name())
             .cloned()
     };
     let mut chosen: Vec<Arc<dyn Executor>> = Vec::new();
@@ -298,13 +309,17 @@ fn choose_executors(
         }
     }
     for backend in missing {
-        records.extend(missing_builtin_records(backend, targets));
+        records.extend(missing_builtin_records(backend, targets, &options.registry));
     }
     chosen
 }
 
 /// One probe record per target of a built-in backend this run has no executor for.
-fn missing_builtin_records(backend: &str, targets: &[Target]) -> Vec<Record> {
+fn missing_builtin_records(
+    backend: &str,
+    targets: &[Target],
+    registry: &ExecutorRegistry,
+) -> Vec<Record> {
     let Some(builtin) = BUILTIN_BACKENDS.iter().find(|b| b.backend == backend) else {
         return Vec::new();
     };
@@ -316,23 +331,31 @@ fn missing_builtin_records(backend: &str, targets: &[Target]) -> Vec<Record> {
             builtin.feature
         )
     };
-    Backend::parse(backend)
-        .valid_targets()
+    builtin
+        .targets
         .iter()
-        .copied()
-        .filter(|t| targets.is_empty() || targets.contains(t))
-        .map(|target| {
+        .enumerate()
+        .filter(|(_, t)| targets.is_empty() || targets.contains(t))
+        .map(|(index, target)| {
+            // The specs of a built-in this run lacks live in its crate; by name only, its
+            // default (first) target needs no capability and the others (fp16) do.
+            let needs = if index == 0 {
+                Capability::None
+            } else {
+                Capability::Fp16
+            };
             // What a build contains is the build's choice, not a broken machine, so `CI`
             // alone does not fail it (hence the `unavailable_in_ci` reason passed here);
             // `CONCORD_REQUIRE` naming it does.
-            let verdict = match required_here(backend, target, Some("not compiled in")) {
-                Some(why) => Verdict::Fail {
-                    message: format!("{reason} — and {why}, so it fails the run"),
-                },
-                None => Verdict::Skip {
-                    reason: reason.clone(),
-                },
-            };
+            let verdict =
+                match required_here(backend, target, needs, registry, Some("not compiled in")) {
+                    Some(why) => Verdict::Fail {
+                        message: format!("{reason} — and {why}, so it fails the run"),
+                    },
+                    None => Verdict::Skip {
+                        reason: reason.clone(),
+                    },
+                };
             Record {
                 name: format!("{backend}/{target}/unavailable/probe"),
                 executor: backend.to_string(),

@@ -13,7 +13,8 @@ use crate::golden::{read_npy, write_npy};
 use crate::suite::round_through_f16;
 use crate::tolerance::{allowance, ToleranceTable};
 use concord::{
-    Backend, ExecutorRegistry, FallbackPolicy, Graph, NetBuilder, Overrides, Target, Tensor,
+    Backend, ExecutorRegistry, FallbackPolicy, Graph, NetBuilder, Overrides, Target, TargetSpec,
+    Tensor,
 };
 use concord_core::DType;
 use std::fmt::Write as _;
@@ -82,10 +83,11 @@ impl Replay {
 pub fn write(
     root: &Path,
     executor: &str,
-    target: Target,
+    spec: &TargetSpec,
     case: &OpCase,
     failure: &str,
 ) -> Result<Repro, String> {
+    let target = &spec.target;
     let hash = stable_seed(&case_toml(case), "", 0) as u32;
     let mut named = case.clone();
     named.name = format!("regression_{hash:08x}");
@@ -110,7 +112,7 @@ pub fn write(
     for (name, tensor) in &built.inputs {
         write_npy(&dir.join(INPUTS).join(format!("{name}.npy")), tensor)?;
     }
-    for (name, tensor) in reference_outputs(&model, &built.inputs, target)? {
+    for (name, tensor) in reference_outputs(&model, &built.inputs, spec)? {
         write_npy(
             &dir.join(EXPECTED).join(format!("{}.npy", file_safe(&name))),
             &tensor,
@@ -144,7 +146,7 @@ pub fn write(
 }
 
 /// The command that replays the repro in `dir`.
-pub fn replay_command(dir: &Path, executor: &str, target: Target) -> String {
+pub fn replay_command(dir: &Path, executor: &str, target: &Target) -> String {
     format!(
         "concord repro {} --backend {executor} --target {target}",
         dir.display()
@@ -225,7 +227,7 @@ pub fn replay(
         ));
     }
     let mut builder = NetBuilder::from_onnx_bytes(model)
-        .registry(registry)
+        .registry(registry.clone())
         .backend(backend.clone())
         .fallback(FallbackPolicy::Deny)
         .overrides(Overrides::default());
@@ -238,20 +240,29 @@ pub fn replay(
             model_path.display()
         )
     })?;
-    let target = net.placement().resolved_target;
+    let target = net.placement().resolved_target.clone();
+    // The precision of the target that ran, as its executor declares it.
+    let spec = net
+        .placement()
+        .partitions
+        .iter()
+        .find(|p| p.target == target)
+        .and_then(|p| registry.get(&Backend::named(&p.executor)))
+        .and_then(|e| e.targets().into_iter().find(|s| s.target == target))
+        .unwrap_or_else(|| TargetSpec::new(target.clone(), DType::F32, DType::F32));
     let actual = net
         .forward(inputs.clone())
         .map_err(|e| format!("forward on {backend}/{target} failed: {e}"))?;
     let table = ToleranceTable::builtin().map_err(|e| e.to_string())?;
     let chosen = table
-        .level_for(&case.op, target)
+        .level_for(&case.op, &target)
         .ok_or_else(|| format!("no tolerance level for {} in tolerances.toml", case.op))?;
     // The suite measured the reference on f16-rounded inputs for an fp16 target; the
     // accumulation figures use the same values.
     let reference_inputs: Vec<(String, Tensor)> = inputs
         .iter()
         .map(|(n, t)| {
-            let t = if target.is_fp16() {
+            let t = if spec.stores_f16() {
                 round_through_f16(t)
             } else {
                 t.clone()
@@ -271,7 +282,7 @@ pub fn replay(
                 "the model has no output `{name}` (expected/{name}.npy)"
             ));
         };
-        let allowed = allowance(chosen.level, target, want, accumulation.as_ref())?;
+        let allowed = allowance(chosen.level, &spec, want, accumulation.as_ref())?;
         comparisons.push(compare(name, got, want, &|i, _| {
             allowed.get(i).copied().unwrap_or(0.0)
         }));
@@ -290,10 +301,10 @@ pub fn replay(
 pub fn reference_outputs(
     model: &[u8],
     inputs: &[(String, Tensor)],
-    target: Target,
+    target: &TargetSpec,
 ) -> Result<Vec<(String, Tensor)>, String> {
     let mut graph: Graph = concord_onnx::load(model).map_err(|e| e.to_string())?;
-    let fp16 = target.is_fp16();
+    let fp16 = target.stores_f16();
     if fp16 {
         for t in graph.initializers.values_mut() {
             if t.dtype() == DType::F32 {
@@ -359,7 +370,7 @@ fn file_safe(name: &str) -> String {
 fn readme(
     op: &str,
     executor: &str,
-    target: Target,
+    target: &Target,
     dir: &Path,
     command: &str,
     failure: &str,

@@ -10,8 +10,8 @@ use crate::golden::{read_npy, GoldenCase, Manifest};
 use crate::outcome::{Outcome, Record, Verdict};
 use crate::tolerance::{allowance, Level, ToleranceTable};
 use concord::{
-    Availability, Executor, ExecutorRegistry, FallbackPolicy, Net, NetBuilder, Overrides, Support,
-    Target, Tensor,
+    resolve_target, Availability, Backend, Capability, Executor, ExecutorRegistry, FallbackPolicy,
+    Net, NetBuilder, Overrides, Support, Target, TargetSpec, Tensor,
 };
 use concord_core::DType;
 use std::path::PathBuf;
@@ -130,6 +130,11 @@ impl Suite {
             expectations: Expectations::load(
                 &config.conformance_dir.join("expectations"),
                 executor.name(),
+                &executor
+                    .targets()
+                    .into_iter()
+                    .map(|s| s.target)
+                    .collect::<Vec<_>>(),
             )?,
             op_cases: load_cases(&config.conformance_dir.join("cases"))?
                 .into_iter()
@@ -152,12 +157,13 @@ impl Suite {
     pub fn cases(&self) -> Vec<Case> {
         let name = self.executor.name().to_string();
         let mut out = Vec::new();
-        for target in self.executor.targets() {
+        for spec in self.executor.targets() {
+            let target = &spec.target;
             let prefix = format!("{name}/{target}");
             if let Some(reason) = self.target_unavailable(target) {
                 out.push(Case {
                     name: format!("{prefix}/unavailable/probe"),
-                    target,
+                    target: target.clone(),
                     category: "unavailable",
                     subject: String::new(),
                     job: Job::Unavailable(reason),
@@ -172,7 +178,7 @@ impl Suite {
                     .or_else(|| self.unsupported_op(case, target));
                 out.push(Case {
                     name: trial,
-                    target,
+                    target: target.clone(),
                     category: "op",
                     subject: case.op.clone(),
                     job: Job::Op(case.clone()),
@@ -184,7 +190,7 @@ impl Suite {
                 let skip = self.known_skip(&trial, target);
                 out.push(Case {
                     name: trial,
-                    target,
+                    target: target.clone(),
                     category: "prop",
                     subject: op.to_string(),
                     job: Job::Prop(op),
@@ -196,7 +202,7 @@ impl Suite {
                 let skip = self.known_skip(&trial, target);
                 out.push(Case {
                     name: trial,
-                    target,
+                    target: target.clone(),
                     category: "fallback",
                     subject: scenario.to_string(),
                     job: Job::Fallback(scenario),
@@ -208,7 +214,7 @@ impl Suite {
                 let skip = self.known_skip(&trial, target);
                 out.push(Case {
                     name: trial,
-                    target,
+                    target: target.clone(),
                     category: "concurrency",
                     subject: scenario.to_string(),
                     job: Job::Concurrency(scenario),
@@ -230,7 +236,7 @@ impl Suite {
                 };
                 out.push(Case {
                     name: trial,
-                    target,
+                    target: target.clone(),
                     category,
                     subject,
                     job: Job::Golden(g.clone()),
@@ -251,7 +257,9 @@ impl Suite {
             (None, Job::Unavailable(reason)) => {
                 if let Some(why) = required_here(
                     self.executor.name(),
-                    case.target,
+                    &case.target,
+                    self.spec(&case.target).needs,
+                    &self.registry,
                     self.expectations.unavailable_in_ci.as_deref(),
                 ) {
                     let message =
@@ -268,17 +276,19 @@ impl Suite {
                 }
             }
             (None, Job::Op(op_case)) => (
-                Some(self.check_op_case(op_case, case.target, &mut notices)),
+                Some(self.check_op_case(op_case, &case.target, &mut notices)),
                 None,
             ),
-            (None, Job::Golden(g)) => (Some(self.check_golden(g, case.target, &mut notices)), None),
-            (None, Job::Node(job)) => self.node_tests.run(self, job, case.target, &mut notices),
-            (None, Job::Prop(op)) => (Some(crate::prop::run(self, op, case.target)), None),
+            (None, Job::Golden(g)) => {
+                (Some(self.check_golden(g, &case.target, &mut notices)), None)
+            }
+            (None, Job::Node(job)) => self.node_tests.run(self, job, &case.target, &mut notices),
+            (None, Job::Prop(op)) => (Some(crate::prop::run(self, op, &case.target)), None),
             (None, Job::Fallback(scenario)) => (
                 Some(crate::fallback::run(
                     self,
                     scenario,
-                    case.target,
+                    &case.target,
                     &mut notices,
                 )),
                 None,
@@ -287,7 +297,7 @@ impl Suite {
                 Some(crate::concurrency::run(
                     self,
                     scenario,
-                    case.target,
+                    &case.target,
                     &mut notices,
                 )),
                 None,
@@ -300,7 +310,7 @@ impl Suite {
             },
             (Some(o), None) => match &case.job {
                 Job::Node(job) => self.node_tests.judge(self, case, job, o),
-                _ => self.judge(&case.name, case.target, o),
+                _ => self.judge(&case.name, &case.target, o),
             },
             (None, None) => Verdict::Skip {
                 reason: "not run".into(),
@@ -368,7 +378,7 @@ impl Suite {
         failures
     }
 
-    pub(crate) fn judge(&self, trial: &str, target: Target, outcome: &Outcome) -> Verdict {
+    pub(crate) fn judge(&self, trial: &str, target: &Target, outcome: &Outcome) -> Verdict {
         let expected = self
             .expectations
             .expected_failure(trial, target.name(), &self.device);
@@ -389,36 +399,58 @@ impl Suite {
         }
     }
 
-    pub(crate) fn known_skip(&self, trial: &str, target: Target) -> Option<String> {
+    pub(crate) fn known_skip(&self, trial: &str, target: &Target) -> Option<String> {
         self.expectations
             .skip(trial, target.name(), &self.device)
             .map(|e| format!("skipped by expectations: {}", e.reason))
     }
 
-    /// Why this target cannot run here, if it cannot.
-    pub fn target_unavailable(&self, target: Target) -> Option<String> {
-        match &self.availability {
-            Availability::Unavailable { reason, .. } => {
-                Some(format!("{} is unavailable: {reason}", self.executor.name()))
+    /// Why this target cannot run here, if it cannot: [`resolve_target`]'s reasons, the
+    /// same the planner and `concord info --require` give. A target that runs only as
+    /// another (a capability the device lacks) is unavailable as itself.
+    pub fn target_unavailable(&self, target: &Target) -> Option<String> {
+        let resolved = resolve_target(
+            self.executor.name(),
+            &self.executor.targets(),
+            &self.availability,
+            Some(target),
+        );
+        let capability_only = resolved
+            .fallbacks
+            .iter()
+            .all(|f| f.cause == concord::FallbackCause::Fp16Unsupported);
+        resolved.refusal().map(|why| {
+            if capability_only {
+                format!("unsupported: {why} (target {target})")
+            } else {
+                why
             }
-            Availability::Available { devices } if devices.is_empty() => {
-                Some(format!("{} found no device", self.executor.name()))
-            }
-            Availability::Available { devices } => {
-                if target.is_fp16() && !devices.iter().any(|d| d.fp16) {
-                    Some(format!(
-                        "unsupported: no {} device supports fp16 (target {target})",
-                        self.executor.name()
-                    ))
-                } else {
-                    None
-                }
-            }
-        }
+        })
+    }
+
+    /// The declared spec of one of the executor's targets (precision, needed capability).
+    /// A target it does not declare is taken as f32 storage, which is what the tolerance
+    /// model assumes of a name it knows nothing about.
+    pub fn spec(&self, target: &Target) -> TargetSpec {
+        self.executor
+            .targets()
+            .into_iter()
+            .find(|s| s.target == *target)
+            .unwrap_or_else(|| TargetSpec::new(target.clone(), DType::F32, DType::F32))
+    }
+
+    /// Whether `target` stores tensors in f16 (so the reference sees f16-rounded inputs).
+    pub fn stores_f16(&self, target: &Target) -> bool {
+        self.spec(target).stores_f16()
+    }
+
+    /// The backend the suite asks its nets for: the executor's own name.
+    pub fn backend(&self) -> Backend {
+        Backend::named(self.executor.name())
     }
 
     /// Why the executor declines this case's node, decided before running.
-    fn unsupported_op(&self, case: &OpCase, target: Target) -> Option<String> {
+    fn unsupported_op(&self, case: &OpCase, target: &Target) -> Option<String> {
         let built = case.build().ok()?;
         self.unsupported_model(&prost::Message::encode_to_vec(&built.model), target)
     }
@@ -426,7 +458,7 @@ impl Suite {
     /// Why the executor declines a node of this model, decided before running, so the
     /// trial shows as skipped rather than "ok". A model that does not load is left to the
     /// trial, which reports the error.
-    pub(crate) fn unsupported_model(&self, bytes: &[u8], target: Target) -> Option<String> {
+    pub(crate) fn unsupported_model(&self, bytes: &[u8], target: &Target) -> Option<String> {
         let net = self.reference_net(bytes).ok()?;
         let graph = net.graph();
         for node in &graph.nodes {
@@ -454,13 +486,13 @@ impl Suite {
     pub fn executor_net(
         &self,
         model: &[u8],
-        target: Target,
+        target: &Target,
         notices: &mut Vec<String>,
     ) -> Result<Net, Outcome> {
         let net = NetBuilder::from_onnx_bytes(model.to_vec())
             .registry(self.registry.clone())
-            .backend(self.executor.backend())
-            .target(target)
+            .backend(self.backend())
+            .target(target.clone())
             .fallback(FallbackPolicy::Allow)
             .overrides(Overrides::default())
             .build()
@@ -478,7 +510,7 @@ impl Suite {
             .placement()
             .nodes
             .iter()
-            .find(|n| n.executor != self.executor.name() || n.target != target)
+            .find(|n| n.executor != self.executor.name() || n.target != *target)
         {
             return Err(Outcome::Unsupported {
                 reason: format!(
@@ -498,7 +530,7 @@ impl Suite {
     pub fn check_op_case(
         &self,
         case: &OpCase,
-        target: Target,
+        target: &Target,
         notices: &mut Vec<String>,
     ) -> Outcome {
         let built = match case.build() {
@@ -527,7 +559,7 @@ impl Suite {
         model: &[u8],
         inputs: &[(String, Tensor)],
         op: &str,
-        target: Target,
+        target: &Target,
         notices: &mut Vec<String>,
     ) -> Outcome {
         let reference = match self.reference_net(model) {
@@ -550,7 +582,7 @@ impl Suite {
             .map(|(n, t)| {
                 (
                     n.clone(),
-                    if target.is_fp16() {
+                    if self.stores_f16(target) {
                         round_through_f16(t)
                     } else {
                         t.clone()
@@ -558,7 +590,7 @@ impl Suite {
                 )
             })
             .collect();
-        let reference = if target.is_fp16() {
+        let reference = if self.stores_f16(target) {
             rounded_reference(&reference).unwrap_or(reference)
         } else {
             reference
@@ -605,7 +637,7 @@ impl Suite {
         for ((name, want), (_, got)) in expected.iter().zip(actual.iter()) {
             let allowed = match allowance(
                 level,
-                target,
+                &self.spec(target),
                 want,
                 if single { accumulation.as_ref() } else { None },
             ) {
@@ -629,7 +661,7 @@ impl Suite {
     pub fn check_golden(
         &self,
         case: &GoldenCase,
-        target: Target,
+        target: &Target,
         notices: &mut Vec<String>,
     ) -> Outcome {
         let fail = |message: String| Outcome::Fail {
@@ -686,14 +718,19 @@ impl Suite {
             let executor_allowance = if self.executor.name() == "cpu" {
                 vec![0.0; want.len()]
             } else {
-                match allowance(level.level, target, &want, accumulation.as_ref()) {
+                match allowance(
+                    level.level,
+                    &self.spec(target),
+                    &want,
+                    accumulation.as_ref(),
+                ) {
                     Ok(a) => a,
                     Err(_) => allowance(
                         self.tolerances
                             .level("model")
                             .map(|c| c.level)
                             .unwrap_or(level.level),
-                        target,
+                        &self.spec(target),
                         &want,
                         None,
                     )
@@ -781,25 +818,35 @@ fn rounded_reference(net: &Net) -> Option<Net> {
         .ok()
 }
 
-/// Why an unavailable executor must fail the run here, if it must.
+/// Why an unavailable executor must fail the run here, if it must. `needs` is the
+/// capability the target's spec declares: naming the executor in `CONCORD_REQUIRE`
+/// requires its targets that need none; a target that needs one (fp16) is required only
+/// when named itself, since a device without fp16 is not a broken installation. The list
+/// is read by [`concord::parse_require`] against `registry`, as a net's build reads it; a
+/// name it does not know fails the run rather than loosening the gate.
 pub fn required_here(
     executor: &str,
-    target: Target,
+    target: &Target,
+    needs: Capability,
+    registry: &ExecutorRegistry,
     unavailable_in_ci: Option<&str>,
 ) -> Option<String> {
     if let Ok(list) = std::env::var("CONCORD_REQUIRE") {
-        let named = list
-            .split(',')
-            .map(|s| s.trim().to_ascii_lowercase())
-            // Naming the executor requires its f32 targets; an fp16 target is required only
-            // when named itself, since a device without fp16 is not a broken installation.
-            .any(|s| s == target.name() || (s == executor && !target.is_fp16()));
+        let requirements = match concord::parse_require(&list, registry) {
+            Ok(r) => r,
+            Err(e) => return Some(e.to_string()),
+        };
+        let named = requirements.iter().any(|r| {
+            r.target.as_ref() == Some(target)
+                || (r.backend.as_ref().is_some_and(|b| b.name() == executor)
+                    && needs == Capability::None)
+        });
         if named {
             return Some(format!("CONCORD_REQUIRE={list} names it"));
         }
     }
     let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0");
-    if ci && !target.is_fp16() && unavailable_in_ci.is_none() {
+    if ci && needs == Capability::None && unavailable_in_ci.is_none() {
         return Some("CI is set".to_string());
     }
     None

@@ -3,12 +3,15 @@
 //! catch it. The same cases must pass on the wrapper without the bug (so a catch is the
 //! bug's doing, not a broken case). Prints the mutation score and fails below 100%.
 
+// A test reports a broken expectation by panicking with what it found.
+#![allow(clippy::panic)]
+
 use concord::core::op::Binary;
 use concord::core::op::{Conv, Gemm};
 use concord::core::{Error, Node, Op};
 use concord::{
-    Availability, Backend, CpuExecutor, DeviceInfo, Executor, Graph, PreparedPartition,
-    ProfileSink, Support, Target, Tensor,
+    Availability, CpuExecutor, DeviceInfo, Executor, Graph, PreparedPartition, ProfileSink,
+    Support, Target, TargetSpec, Tensor,
 };
 use concord_conformance::expectations::Expectations;
 use concord_conformance::{Suite, SuiteConfig};
@@ -65,9 +68,6 @@ impl Executor for Planted {
     fn name(&self) -> &str {
         &self.name
     }
-    fn backend(&self) -> Backend {
-        Backend::Custom(self.name.clone())
-    }
     fn probe(&self) -> Availability {
         Availability::Available {
             devices: vec![DeviceInfo {
@@ -76,18 +76,22 @@ impl Executor for Planted {
             }],
         }
     }
-    fn targets(&self) -> Vec<Target> {
-        vec![Target::Cpu]
+    fn targets(&self) -> Vec<TargetSpec> {
+        vec![TargetSpec::new(
+            concord::targets::CPU,
+            concord::DType::F32,
+            concord::DType::F32,
+        )]
     }
-    fn supports(&self, graph: &Graph, node: &Node, target: Target) -> Support {
+    fn supports(&self, graph: &Graph, node: &Node, target: &Target) -> Support {
         CpuExecutor::new()
-            .supports(graph, node, Target::Cpu)
-            .clone_if(target == Target::Cpu)
+            .supports(graph, node, &concord::targets::CPU)
+            .clone_if(*target == concord::targets::CPU)
     }
     fn prepare(
         &self,
         partition: &Graph,
-        _target: Target,
+        _target: &Target,
     ) -> Result<Box<dyn PreparedPartition>, Error> {
         let mut graph = partition.clone();
         match self.fault {
@@ -139,13 +143,13 @@ impl Executor for Planted {
                 Some(p) => p.clone(),
                 None => {
                     let p: Arc<dyn PreparedPartition> =
-                        Arc::from(CpuExecutor::new().prepare(&graph, Target::Cpu)?);
+                        Arc::from(CpuExecutor::new().prepare(&graph, &concord::targets::CPU)?);
                     cache.insert(key, p.clone());
                     p
                 }
             }
         } else {
-            Arc::from(CpuExecutor::new().prepare(&graph, Target::Cpu)?)
+            Arc::from(CpuExecutor::new().prepare(&graph, &concord::targets::CPU)?)
         };
         Ok(Box::new(PlantedPartition {
             inner,
@@ -448,6 +452,7 @@ fn every_planted_fault_is_caught_by_its_named_case() {
     stale.expectations = Expectations::parse(
         "min_executed = 0\n[[expected_failure]]\ncase = \"planted-none/cpu/op/Relu/*\"\nreason = \"planted: Relu was once broken\"\n",
         PathBuf::from("planted.toml"),
+        &[concord::targets::CPU],
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let failures = run_trials(&stale, &["op/Relu/f32"]).unwrap_or_else(|e| panic!("{e}"));

@@ -7,7 +7,6 @@
 
 use concord_conformance::case::{AttributeValue, OpCase};
 use concord_conformance::{prop, Outcome, Suite, SuiteConfig};
-use concord_core::Target;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 use std::sync::Arc;
@@ -56,7 +55,7 @@ fn every_property_trial_passes_on_the_reference() {
     let started = Instant::now();
     let mut failures = Vec::new();
     for op in prop::ops() {
-        match prop::run(&suite, op, Target::Cpu) {
+        match prop::run(&suite, op, &concord::targets::CPU) {
             Outcome::Pass { comparisons } => assert!(
                 !comparisons.is_empty(),
                 "{op}: a passing trial reports its comparisons"

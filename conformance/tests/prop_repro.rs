@@ -8,7 +8,7 @@
 
 use concord::{
     Availability, Backend, Executor, ExecutorRegistry, Graph, PreparedPartition, ProfileSink,
-    Support, Target, Tensor,
+    Support, Target, TargetSpec, Tensor,
 };
 use concord_conformance::case::{CaseFile, OpCase};
 use concord_conformance::golden::read_npy;
@@ -68,19 +68,15 @@ impl Executor for Planted {
         &self.name
     }
 
-    fn backend(&self) -> Backend {
-        Backend::Custom(self.name.clone())
-    }
-
     fn probe(&self) -> Availability {
         self.inner.probe()
     }
 
-    fn targets(&self) -> Vec<Target> {
-        vec![Target::Cpu]
+    fn targets(&self) -> Vec<TargetSpec> {
+        vec![cpu_spec()]
     }
 
-    fn supports(&self, graph: &Graph, node: &Node, target: Target) -> Support {
+    fn supports(&self, graph: &Graph, node: &Node, target: &Target) -> Support {
         let declined = matches!(
             (self.fault, grouped(node)),
             (Fault::DeclineConv, Some(_))
@@ -97,7 +93,7 @@ impl Executor for Planted {
     fn prepare(
         &self,
         partition: &Graph,
-        target: Target,
+        target: &Target,
     ) -> Result<Box<dyn PreparedPartition>, Error> {
         let plus_one = matches!(self.fault, Fault::PlusOne | Fault::PlusOneOnGroupedOnly)
             && partition.nodes.iter().any(|n| grouped(n).is_some());
@@ -190,7 +186,7 @@ fn a_wrong_conv_is_shrunk_persisted_and_written_out_as_a_repro() {
     let Outcome::Fail {
         message,
         comparisons,
-    } = prop::run(&s, "Conv", Target::Cpu)
+    } = prop::run(&s, "Conv", &concord::targets::CPU)
     else {
         panic!("a Conv that adds 1.0 must fail its property trial");
     };
@@ -264,13 +260,13 @@ fn a_wrong_conv_is_shrunk_persisted_and_written_out_as_a_repro() {
     replay_only.prop_cases = 0;
     let again = suite(Planted::new("plusone", Fault::PlusOne), replay_only.clone());
     assert!(matches!(
-        prop::run(&again, "Conv", Target::Cpu),
+        prop::run(&again, "Conv", &concord::targets::CPU),
         Outcome::Fail { .. }
     ));
     // Without the regression file, zero new cases find nothing.
     std::fs::remove_file(&regressions).expect("remove");
     assert!(matches!(
-        prop::run(&again, "Conv", Target::Cpu),
+        prop::run(&again, "Conv", &concord::targets::CPU),
         Outcome::Pass { .. }
     ));
 
@@ -281,8 +277,8 @@ fn a_wrong_conv_is_shrunk_persisted_and_written_out_as_a_repro() {
     let replay = repro::replay(
         &dir,
         faulty,
-        &Backend::Custom("plusone".into()),
-        Some(Target::Cpu),
+        &Backend::named("plusone"),
+        Some(concord::targets::CPU),
     )
     .expect("replay runs");
     assert!(!replay.passed(), "{}", replay.describe());
@@ -291,7 +287,7 @@ fn a_wrong_conv_is_shrunk_persisted_and_written_out_as_a_repro() {
     let clean = repro::replay(
         &dir,
         ExecutorRegistry::reference_only(),
-        &Backend::Cpu,
+        &concord::backends::CPU,
         None,
     )
     .expect("replay runs");
@@ -306,7 +302,7 @@ fn a_wrong_conv_is_shrunk_persisted_and_written_out_as_a_repro() {
 fn an_executor_that_declines_every_case_is_unsupported_not_passed() {
     let (root, config) = scratch("decline-all");
     let s = suite(Planted::new("declineconv", Fault::DeclineConv), config);
-    match prop::run(&s, "Conv", Target::Cpu) {
+    match prop::run(&s, "Conv", &concord::targets::CPU) {
         Outcome::Unsupported { reason } => {
             assert!(
                 reason.contains("declined every generated Conv case"),
@@ -318,7 +314,7 @@ fn an_executor_that_declines_every_case_is_unsupported_not_passed() {
     }
     // Other ops are unaffected.
     assert!(matches!(
-        prop::run(&s, "Relu", Target::Cpu),
+        prop::run(&s, "Relu", &concord::targets::CPU),
         Outcome::Pass { .. }
     ));
     let _ = std::fs::remove_dir_all(&root);
@@ -333,7 +329,7 @@ fn declined_cases_are_regenerated_and_shrinking_steps_around_them() {
         config,
     );
     assert!(matches!(
-        prop::run(&s, "Conv", Target::Cpu),
+        prop::run(&s, "Conv", &concord::targets::CPU),
         Outcome::Pass { .. }
     ));
     let _ = std::fs::remove_dir_all(&root);
@@ -345,7 +341,7 @@ fn declined_cases_are_regenerated_and_shrinking_steps_around_them() {
         Planted::new("groupedplusone", Fault::PlusOneOnGroupedOnly),
         config,
     );
-    let Outcome::Fail { message, .. } = prop::run(&s, "Conv", Target::Cpu) else {
+    let Outcome::Fail { message, .. } = prop::run(&s, "Conv", &concord::targets::CPU) else {
         panic!("a grouped Conv that adds 1.0 must fail");
     };
     let case = read_case_file(&only_repro(&root).join(repro::CASE));
@@ -372,7 +368,7 @@ fn repros_of_every_op_round_trip_and_replay_on_the_reference() {
         let strategy = prop::strategy(op).expect("a strategy");
         for _ in 0..4 {
             let case = strategy.new_tree(&mut runner).expect("a case").current();
-            let written = repro::write(&root, "cpu", Target::Cpu, &case, "a planted failure")
+            let written = repro::write(&root, "cpu", &cpu_spec(), &case, "a planted failure")
                 .unwrap_or_else(|e| panic!("{op}: {e}\n{case:?}"));
             // case.toml reads back as the same case: the same model and the same inputs.
             let read = repro::read_case(&written.dir).expect("case.toml reads");
@@ -407,7 +403,7 @@ fn repros_of_every_op_round_trip_and_replay_on_the_reference() {
             let replay = repro::replay(
                 &written.dir,
                 ExecutorRegistry::reference_only(),
-                &Backend::Cpu,
+                &concord::backends::CPU,
                 None,
             )
             .unwrap_or_else(|e| panic!("{op}: {e}"));
@@ -416,4 +412,13 @@ fn repros_of_every_op_round_trip_and_replay_on_the_reference() {
         }
     }
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// The reference's one target, as the planted executors here declare it.
+fn cpu_spec() -> TargetSpec {
+    TargetSpec::new(
+        concord::targets::CPU,
+        concord::DType::F32,
+        concord::DType::F32,
+    )
 }

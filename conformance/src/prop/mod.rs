@@ -69,7 +69,7 @@ pub fn regression_file(conformance_dir: &Path, op: &str) -> PathBuf {
 }
 
 /// Runs the property trial of `op` on `target`.
-pub fn run(suite: &Suite, op: &str, target: Target) -> Outcome {
+pub fn run(suite: &Suite, op: &str, target: &Target) -> Outcome {
     let Some(strategy) = strategy(op) else {
         return Outcome::Fail {
             message: format!("no property strategy for {op}"),
@@ -202,7 +202,7 @@ impl Tally {
 fn failure(
     suite: &Suite,
     op: &str,
-    target: Target,
+    target: &Target,
     minimal: &OpCase,
     why: &str,
     regressions: &Path,
@@ -227,7 +227,13 @@ fn failure(
         ),
     };
     let executor = suite.executor.name();
-    let repro = crate::repro::write(&suite.config.repro_dir, executor, target, minimal, &detail);
+    let repro = crate::repro::write(
+        &suite.config.repro_dir,
+        executor,
+        &suite.spec(target),
+        minimal,
+        &detail,
+    );
     let mut message = format!(
         "prop/{op}: a generated case fails on {executor}/{target}; shrunk to a minimal case:\n{detail}\n"
     );

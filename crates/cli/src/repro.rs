@@ -3,7 +3,7 @@
 //! the expected outputs under the op's tolerance level, and exit non-zero on a mismatch.
 
 use clap::Args;
-use concord::{Backend, ExecutorRegistry, Target};
+use concord::{Backend, ExecutorRegistry};
 use concord_conformance::repro;
 use std::path::PathBuf;
 
@@ -20,19 +20,18 @@ pub struct ReproArgs {
 }
 
 pub fn run(args: ReproArgs) -> Result<(), String> {
+    let registry = ExecutorRegistry::with_builtins();
     let target = match &args.target {
-        Some(t) => Some(Target::parse(t).ok_or_else(|| {
-            format!("--target `{t}`: expected cpu, opencl, opencl-fp16, cuda or cuda-fp16")
+        Some(t) => Some(registry.target_named(t).ok_or_else(|| {
+            format!(
+                "--target `{t}`: expected one of {}",
+                crate::run::known_targets(&registry).join(", ")
+            )
         })?),
         None => None,
     };
-    let backend = Backend::parse(&args.backend);
-    let replay = repro::replay(
-        &args.dir,
-        ExecutorRegistry::with_builtins(),
-        &backend,
-        target,
-    )?;
+    let backend = Backend::named(&args.backend);
+    let replay = repro::replay(&args.dir, registry.clone(), &backend, target)?;
     println!("{}", replay.describe());
     if replay.passed() {
         Ok(())

@@ -3,7 +3,9 @@
 
 use crate::npy;
 use clap::Args;
-use concord::{parse_policy, Backend, DType, Dim, Net, NetBuilder, Shape, Target, Tensor};
+use concord::{
+    parse_policy, Backend, DType, Dim, ExecutorRegistry, Net, NetBuilder, Shape, Tensor,
+};
 use rand::{Rng, SeedableRng};
 use std::path::PathBuf;
 
@@ -47,12 +49,16 @@ pub fn run(args: RunArgs) -> Result<(), String> {
         )
     })?;
     let mut builder = NetBuilder::from_onnx_file(&args.model)
-        .backend(Backend::parse(&args.backend))
+        .backend(Backend::named(&args.backend))
         .fallback(policy)
         .profiling(args.profile.is_some());
     if let Some(t) = &args.target {
-        let target = Target::parse(t).ok_or_else(|| {
-            format!("--target `{t}`: expected cpu, opencl, opencl-fp16, cuda or cuda-fp16")
+        let registry = ExecutorRegistry::with_builtins();
+        let target = registry.target_named(t).ok_or_else(|| {
+            format!(
+                "--target `{t}`: expected one of {}",
+                known_targets(&registry).join(", ")
+            )
         })?;
         builder = builder.target(target);
     }
@@ -174,5 +180,15 @@ fn file_stem(name: &str) -> String {
                 '_'
             }
         })
+        .collect()
+}
+
+/// The target names `--target` accepts: every target a registered executor declares and
+/// every built-in one.
+pub fn known_targets(registry: &ExecutorRegistry) -> Vec<String> {
+    registry
+        .known_names()
+        .into_iter()
+        .filter(|name| registry.target_named(name).is_some())
         .collect()
 }

@@ -1,6 +1,9 @@
 //! The `concord` binary as a user meets it: outputs written, errors as one line with a
 //! non-zero exit and never a panic, fallback said once on stderr, `info` and `--require`.
 
+// A test reports a broken expectation by panicking with what it found.
+#![allow(clippy::panic)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

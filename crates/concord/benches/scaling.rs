@@ -6,9 +6,7 @@
 
 use concord::core::op::Conv;
 use concord::core::{Node, Op};
-use concord::{
-    Backend, DType, FallbackPolicy, Graph, Net, NetBuilder, Overrides, Tensor, ValueInfo,
-};
+use concord::{DType, FallbackPolicy, Graph, Net, NetBuilder, Overrides, Tensor, ValueInfo};
 use concord_core::op::Unary;
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::sync::Arc;
@@ -84,7 +82,7 @@ fn bench(c: &mut Criterion) {
         .expect("reference net");
     nets.push(("cpu", Arc::new(reference)));
     match NetBuilder::from_graph(model())
-        .backend(Backend::OpenCl)
+        .backend(concord::backends::OPENCL)
         .fallback(FallbackPolicy::Deny)
         .overrides(Overrides::default())
         .build()

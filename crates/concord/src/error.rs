@@ -51,6 +51,17 @@ pub enum Error {
         value: String,
         expected: &'static str,
     },
+    /// `CONCORD_REQUIRE` names something no registered executor is or declares.
+    #[error(
+        "CONCORD_REQUIRE={value:?} is not understood: no executor or target is named `{entry}` \
+         (known: {})",
+        known.join(", ")
+    )]
+    UnknownRequirement {
+        value: String,
+        entry: String,
+        known: Vec<String>,
+    },
     /// The fallback policy is Deny and something would have fallen back.
     #[error("asked for {asked} with fallback policy deny, but it would fall back: {}", reasons.join("; "))]
     FallbackDenied { asked: String, reasons: Vec<String> },
@@ -65,7 +76,9 @@ pub enum Error {
     Prepare {
         executor: String,
         target: Target,
-        source: concord_core::Error,
+        /// Boxed so that every `Result<_, Error>` stays small (clippy's
+        /// `result_large_err`): the target name made this variant the largest.
+        source: Box<concord_core::Error>,
     },
     /// An executor broke the contract (e.g. returned the wrong number of outputs).
     #[error("executor `{executor}` broke the executor contract: {detail}")]

@@ -1,8 +1,8 @@
 //! What this build can do on this machine: the backends compiled in and what each one's
 //! runtime probe found. Backs `concord info` and its `--require` start-up assertion.
 
-use crate::registry::{ExecutorRegistry, BUILTIN_BACKENDS};
-use concord_core::{Availability, Backend, Target};
+use crate::registry::{canonical_backend, ExecutorRegistry, BUILTIN_BACKENDS};
+use concord_core::{resolve_target, Availability, Backend, Target, TargetSpec};
 use serde::Serialize;
 use std::fmt;
 
@@ -22,7 +22,8 @@ pub struct BackendInfo {
     pub compiled_in: bool,
     /// None when not compiled in.
     pub probe: Option<Availability>,
-    pub targets: Vec<Target>,
+    /// The targets its executor declares (default first); empty when not compiled in.
+    pub targets: Vec<TargetSpec>,
 }
 
 impl SystemInfo {
@@ -30,7 +31,7 @@ impl SystemInfo {
     pub fn probe(registry: &ExecutorRegistry) -> SystemInfo {
         let mut backends = Vec::new();
         for builtin in BUILTIN_BACKENDS {
-            let backend = Backend::parse(builtin.backend);
+            let backend = Backend::new(builtin.backend);
             let executor = registry.get(&backend);
             backends.push(BackendInfo {
                 name: builtin.backend.to_string(),
@@ -61,17 +62,35 @@ impl SystemInfo {
         }
     }
 
-    /// Checks a requirement written `BACKEND` or `BACKEND:TARGET` (as `concord info
-    /// --require` takes it): Ok when a net asking for it would get it without fallback,
-    /// else the reason.
+    /// Checks a requirement written `BACKEND`, `BACKEND:TARGET` or `TARGET` (as `concord
+    /// info --require` takes it): Ok when a net asking for it would get it without
+    /// fallback, else the reason. Whether the target can run is decided by
+    /// [`resolve_target`], as for a net.
     pub fn check_requirement(&self, requirement: &str) -> Result<(), String> {
         let (backend_name, target_name) = match requirement.split_once(':') {
             Some((b, t)) => (b.trim(), Some(t.trim())),
             None => (requirement.trim(), None),
         };
-        let backend = Backend::parse(backend_name);
-        let Some(info) = self.backends.iter().find(|b| b.name == backend.name()) else {
-            return Err(format!("no backend named `{backend_name}` in this build"));
+        let backend = canonical_backend(backend_name);
+        let by_name = self.backends.iter().find(|b| b.name == backend.name());
+        // A bare target name ("opencl-fp16", "toy-dsp") means the backend declaring it.
+        let by_target = || {
+            let target = Target::named(backend_name);
+            self.backends
+                .iter()
+                .find(|b| b.targets.iter().any(|s| s.target == target))
+                .map(|b| (b, target))
+        };
+        let (info, target) = match (by_name, target_name) {
+            (Some(info), Some(t)) => (info, Some(Target::named(t))),
+            (Some(info), None) => (info, None),
+            (None, None) => match by_target() {
+                Some((info, target)) => (info, Some(target)),
+                None => return Err(format!("no backend named `{backend_name}` in this build")),
+            },
+            (None, Some(_)) => {
+                return Err(format!("no backend named `{backend_name}` in this build"))
+            }
         };
         if !info.compiled_in {
             return Err(format!(
@@ -79,32 +98,14 @@ impl SystemInfo {
                 info.name, info.feature
             ));
         }
-        let devices = match &info.probe {
-            Some(Availability::Available { devices }) if !devices.is_empty() => devices,
-            Some(Availability::Available { .. }) => {
-                return Err(format!("{} found no device", info.name))
-            }
-            Some(Availability::Unavailable { reason, .. }) => {
-                return Err(format!("{} is unavailable: {reason}", info.name))
-            }
-            None => return Err(format!("{} was not probed", info.name)),
+        let Some(probe) = &info.probe else {
+            return Err(format!("{} was not probed", info.name));
         };
-        let Some(target_name) = target_name else {
-            return Ok(());
-        };
-        let target = Target::parse(target_name).ok_or_else(|| {
-            format!("unknown target `{target_name}` (targets: cpu, opencl, opencl-fp16, cuda, cuda-fp16)")
-        })?;
-        if !backend.valid_targets().contains(&target) || !info.targets.contains(&target) {
-            return Err(format!(
-                "target {target} is not valid for backend {}",
-                info.name
-            ));
+        let resolved = resolve_target(&info.name, &info.targets, probe, target.as_ref());
+        match resolved.refusal() {
+            None => Ok(()),
+            Some(why) => Err(why),
         }
-        if target.is_fp16() && !devices.iter().any(|d| d.fp16) {
-            return Err(format!("no {} device supports fp16", info.name));
-        }
-        Ok(())
     }
 }
 
@@ -117,7 +118,7 @@ impl fmt::Display for SystemInfo {
                 writeln!(f, "not compiled in (cargo feature `{}`)", b.feature)?;
                 continue;
             }
-            let targets: Vec<&str> = b.targets.iter().map(|t| t.name()).collect();
+            let targets: Vec<&str> = b.targets.iter().map(|s| s.target.name()).collect();
             match &b.probe {
                 Some(Availability::Available { devices }) => {
                     writeln!(f, "available, targets {}", targets.join(", "))?;

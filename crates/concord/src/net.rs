@@ -323,7 +323,7 @@ impl NetBuilder {
     fn new(source: Source) -> NetBuilder {
         NetBuilder {
             source,
-            backend: Backend::Cpu,
+            backend: crate::backends::CPU,
             target: None,
             policy: FallbackPolicy::default(),
             overrides: None,
@@ -345,14 +345,14 @@ impl NetBuilder {
     }
 
     /// The backend to ask for (default: the reference CPU executor).
-    pub fn backend(mut self, backend: Backend) -> Self {
-        self.backend = backend;
+    pub fn backend(mut self, backend: impl Into<Backend>) -> Self {
+        self.backend = backend.into();
         self
     }
 
     /// The target to ask for (default: the backend's default target).
-    pub fn target(mut self, target: Target) -> Self {
-        self.target = Some(target);
+    pub fn target(mut self, target: impl Into<Target>) -> Self {
+        self.target = Some(target.into());
         self
     }
 

@@ -1,15 +1,19 @@
 //! The planner: the one place where placement and fallback are decided, for every
 //! executor alike. Resolution is eager — it all happens in `NetBuilder::build`, never at the
 //! first forward — and follows the order a user would check by hand: is the backend compiled
-//! in, is its library present, is there a device, is the target valid for the backend, can
-//! the device do fp16, and, node by node, does the executor support it.
+//! in (registered), then [`resolve_target`] (library present, device present, target valid
+//! for the executor, device capable), and, node by node, does the executor support it.
 
 use crate::error::Error;
-use crate::registry::{missing_builtin, ExecutorRegistry};
+use crate::registry::{
+    canonical_backend, missing_builtin, parse_require, ExecutorRegistry, Requirement,
+    BUILTIN_BACKENDS,
+};
+use crate::targets::CPU;
 use concord_core::placement::{NodePlacement, PartitionInfo, Transfer};
 use concord_core::schedule::free_points;
 use concord_core::{
-    Availability, Backend, Executor, FallbackCause, FallbackPolicy, Graph, Notice, Placement,
+    resolve_target, Backend, Executor, FallbackCause, FallbackPolicy, Graph, Notice, Placement,
     PreparedPartition, Shape, Support, Target, ValueInfo,
 };
 use std::collections::{BTreeMap, HashSet};
@@ -31,8 +35,10 @@ pub struct Preferences {
 pub struct Overrides {
     /// Replaces the builder's fallback policy.
     pub fallback: Option<FallbackPolicy>,
-    /// Backends ("opencl", "cuda") or targets ("opencl-fp16", "cuda-fp16") that must not
-    /// fall back when they are asked for.
+    /// Backends ("opencl", "cuda", "toy") or targets ("opencl-fp16", "toy-dsp") that must
+    /// not fall back when they are asked for; each entry may itself be a comma-separated
+    /// list. Resolved against the net's registry by [`parse_require`] when the net is built,
+    /// so an unknown name is an error listing the known ones.
     pub require: Vec<String>,
 }
 
@@ -69,13 +75,11 @@ impl Overrides {
             }
             _ => None,
         };
+        // Which names exist depends on the registry, so the list is parsed when the net
+        // is built (by `parse_require`), not here.
         let require = match std::env::var("CONCORD_REQUIRE") {
-            Ok(v) => parse_require(&v).map_err(|bad| Error::Environment {
-                variable: "CONCORD_REQUIRE",
-                value: bad,
-                expected: "a comma-separated list of cpu, opencl, opencl-fp16, cuda, cuda-fp16",
-            })?,
-            Err(_) => Vec::new(),
+            Ok(v) if !v.trim().is_empty() => vec![v],
+            _ => Vec::new(),
         };
         Ok(Overrides { fallback, require })
     }
@@ -91,24 +95,6 @@ pub fn parse_policy(s: &str) -> Option<FallbackPolicy> {
     }
 }
 
-/// Parses a `CONCORD_REQUIRE` list; returns the first unknown entry as the error.
-pub fn parse_require(s: &str) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    for entry in s
-        .split(',')
-        .map(|e| e.trim().to_ascii_lowercase())
-        .filter(|e| !e.is_empty())
-    {
-        let known =
-            matches!(entry.as_str(), "cpu" | "opencl" | "cuda") || Target::parse(&entry).is_some();
-        if !known {
-            return Err(entry);
-        }
-        out.push(entry);
-    }
-    Ok(out)
-}
-
 /// Decides where every node runs, says so, and prepares the partitions.
 pub(crate) fn plan(
     graph: &Graph,
@@ -116,10 +102,11 @@ pub(crate) fn plan(
     registry: &ExecutorRegistry,
 ) -> Result<Plan, Error> {
     let policy = prefs.overrides.fallback.unwrap_or(prefs.policy);
+    let requirements = parse_require(&prefs.overrides.require.join(","), registry)?;
     let reference = registry.reference();
     let resolution = resolve_backend(graph, prefs, registry);
     let primary = resolution.executor.clone();
-    let target = resolution.target;
+    let target = resolution.target.clone();
     let mut notices = resolution.notices;
     let asked = resolution.asked.clone();
 
@@ -129,11 +116,11 @@ pub(crate) fn plan(
     for node in &graph.nodes {
         let backend_reason = resolution.node_reason.clone();
         if Arc::ptr_eq(&primary, &reference) {
-            assignment.push((reference.clone(), Target::Cpu, backend_reason));
+            assignment.push((reference.clone(), CPU, backend_reason));
             continue;
         }
-        match primary.supports(graph, node, target) {
-            Support::Yes => assignment.push((primary.clone(), target, backend_reason)),
+        match primary.supports(graph, node, &target) {
+            Support::Yes => assignment.push((primary.clone(), target.clone(), backend_reason)),
             Support::No(why) => {
                 let reason = format!(
                     "{} does not support {} on {target}: {why}",
@@ -141,7 +128,7 @@ pub(crate) fn plan(
                     node.op.name()
                 );
                 *unsupported.entry(reason.clone()).or_default() += 1;
-                assignment.push((reference.clone(), Target::Cpu, Some(reason)));
+                assignment.push((reference.clone(), CPU, Some(reason)));
             }
         }
     }
@@ -149,7 +136,7 @@ pub(crate) fn plan(
     // refused now, when the net is built, rather than at the first forward.
     for (node, (executor, _, _)) in graph.nodes.iter().zip(&assignment) {
         if Arc::ptr_eq(executor, &reference) {
-            if let Support::No(why) = reference.supports(graph, node, Target::Cpu) {
+            if let Support::No(why) = reference.supports(graph, node, &CPU) {
                 return Err(Error::Graph(concord_core::Error::at_node(
                     node,
                     concord_core::OpError::Unsupported(why),
@@ -175,17 +162,17 @@ pub(crate) fn plan(
             name: node.name.clone(),
             op: node.op.name().to_string(),
             executor: executor.name().to_string(),
-            target: *target,
+            target: target.clone(),
             reason: reason.clone(),
         })
         .collect();
 
     let groups = partition_groups(&assignment);
-    let (resolved_backend, resolved_target) = majority(&assignment, &primary, target);
+    let (resolved_backend, resolved_target) = majority(&assignment, &primary, &target);
     let mut placement = Placement {
         policy,
-        requested_backend: prefs.backend.clone(),
-        requested_target: resolution.asked_target,
+        requested_backend: resolution.backend.clone(),
+        requested_target: resolution.asked_target.clone(),
         resolved_backend,
         resolved_target,
         nodes,
@@ -194,26 +181,26 @@ pub(crate) fn plan(
         notices,
     };
 
-    enforce(&placement, prefs, policy)?;
+    enforce(&placement, &requirements, policy)?;
 
     let mut partitions = Vec::new();
     let subgraphs = build_subgraphs(graph, &groups);
     for (index, (range, sub)) in groups.iter().zip(subgraphs).enumerate() {
         let (executor, target, _) = &assignment[range.start];
         let prepared = executor
-            .prepare(&sub.graph, *target)
+            .prepare(&sub.graph, target)
             .map_err(|source| Error::Prepare {
                 executor: executor.name().to_string(),
-                target: *target,
-                source,
+                target: target.clone(),
+                source: Box::new(source),
             })?;
         placement.partitions.push(PartitionInfo {
             index,
             executor: executor.name().to_string(),
-            target: *target,
+            target: target.clone(),
             nodes: range.len(),
         });
-        if *target != Target::Cpu {
+        if *target != CPU {
             let device = format!("{}:{}", executor.name(), target);
             for input in &sub.graph.inputs {
                 placement.transfers.push(transfer(
@@ -231,7 +218,7 @@ pub(crate) fn plan(
         }
         partitions.push(PlannedPartition {
             executor: executor.name().to_string(),
-            target: *target,
+            target: target.clone(),
             prepared,
             inputs: sub
                 .graph
@@ -254,6 +241,8 @@ pub(crate) fn plan(
 /// The backend-level outcome: which executor and target, and the notices on the way.
 struct Resolution {
     executor: Arc<dyn Executor>,
+    /// The backend asked for, aliases resolved.
+    backend: Backend,
     target: Target,
     asked: String,
     asked_target: Target,
@@ -262,37 +251,52 @@ struct Resolution {
     node_reason: Option<String>,
 }
 
+/// Finds the asked backend's executor (the registry's business) and lets
+/// [`resolve_target`] decide everything about the target; this only turns its steps into
+/// notices.
 fn resolve_backend(graph: &Graph, prefs: &Preferences, registry: &ExecutorRegistry) -> Resolution {
     let reference = registry.reference();
     let n = graph.nodes.len();
-    let backend = &prefs.backend;
-    let found = registry.get(backend).cloned();
+    let backend = canonical_backend(prefs.backend.name());
+    let found = registry.get(&backend).cloned();
+    let declared = found.as_ref().map(|e| e.targets()).unwrap_or_default();
     let asked_target = prefs
         .target
-        .or_else(|| backend.default_target())
-        .or_else(|| found.as_ref().and_then(|e| e.targets().first().copied()))
-        .unwrap_or(Target::Cpu);
+        .clone()
+        .or_else(|| declared.first().map(|s| s.target.clone()))
+        .or_else(|| {
+            BUILTIN_BACKENDS
+                .iter()
+                .find(|b| b.backend == backend.name())
+                .and_then(|b| b.targets.first().cloned())
+        })
+        .unwrap_or(CPU);
     let asked = format!("{backend}/{asked_target}");
-    let to_cpu = |cause: FallbackCause, reason: String| Resolution {
-        executor: reference.clone(),
-        target: Target::Cpu,
-        asked: asked.clone(),
-        asked_target,
-        notices: vec![Notice {
+    let to_cpu = |mut notices: Vec<Notice>, cause: FallbackCause, reason: String| {
+        notices.push(Notice {
             cause,
             asked: asked.clone(),
             chosen: "cpu/cpu".into(),
             reason: reason.clone(),
             nodes: n,
-        }],
-        node_reason: Some(reason),
+        });
+        Resolution {
+            executor: reference.clone(),
+            backend: backend.clone(),
+            target: CPU,
+            asked: asked.clone(),
+            asked_target: asked_target.clone(),
+            notices,
+            node_reason: Some(reason),
+        }
     };
 
     // 1. Compiled in (or registered)?
     let Some(executor) = found else {
-        return match missing_builtin(backend) {
-            Some(reason) => to_cpu(FallbackCause::NotCompiled, reason),
+        return match missing_builtin(&backend) {
+            Some(reason) => to_cpu(Vec::new(), FallbackCause::NotCompiled, reason),
             None => to_cpu(
+                Vec::new(),
                 FallbackCause::UnknownBackend,
                 format!(
                     "no executor named `{backend}` is registered (registered: {})",
@@ -306,97 +310,40 @@ fn resolve_backend(graph: &Graph, prefs: &Preferences, registry: &ExecutorRegist
             ),
         };
     };
-    if Arc::ptr_eq(&executor, &reference) && asked_target == Target::Cpu {
-        return Resolution {
-            executor,
-            target: Target::Cpu,
-            asked,
-            asked_target,
-            notices: Vec::new(),
-            node_reason: None,
-        };
-    }
 
-    // 2-3. Library present, device present?
-    let devices = match executor.probe() {
-        Availability::Unavailable { cause, reason } => {
-            return to_cpu(cause, format!("{backend} is unavailable: {reason}"))
-        }
-        Availability::Available { devices } if devices.is_empty() => {
-            return to_cpu(
-                FallbackCause::NoDevice,
-                format!("{backend} found no device"),
-            )
-        }
-        Availability::Available { devices } => devices,
-    };
-
-    // 4. Target valid for this backend?
+    // 2-5. Library, device, target validity, device capability: one function decides.
+    let resolved = resolve_target(
+        executor.name(),
+        &declared,
+        &executor.probe(),
+        Some(&asked_target),
+    );
     let mut notices = Vec::new();
-    let mut target = asked_target;
-    let offered = executor.targets();
-    if !backend.valid_targets().contains(&target) || !offered.contains(&target) {
-        let valid: Vec<&str> = offered
-            .iter()
-            .filter(|t| backend.valid_targets().contains(t))
-            .map(|t| t.name())
-            .collect();
-        let reason = format!(
-            "target {target} is not valid for backend {backend} (valid: {})",
-            if valid.is_empty() {
-                "none".to_string()
-            } else {
-                valid.join(", ")
-            }
-        );
-        let fallback_target = backend
-            .default_target()
-            .filter(|t| offered.contains(t))
-            .or_else(|| {
-                offered
-                    .iter()
-                    .copied()
-                    .find(|t| backend.valid_targets().contains(t))
-            });
-        match fallback_target {
-            Some(t) => {
-                notices.push(Notice {
-                    cause: FallbackCause::InvalidTarget,
-                    asked: asked.clone(),
-                    chosen: format!("{backend}/{t}"),
-                    reason,
-                    nodes: n,
-                });
-                target = t;
-            }
-            None => return to_cpu(FallbackCause::InvalidTarget, reason),
-        }
-    }
-
-    // 5. fp16 capable?
-    if target.is_fp16() && !devices.iter().any(|d| d.fp16) {
-        let f32_target = target.without_fp16();
-        let names: Vec<&str> = devices.iter().map(|d| d.name.as_str()).collect();
-        let reason = format!(
-            "no {backend} device supports fp16 ({}): running {f32_target} instead",
-            names.join(", ")
-        );
-        if offered.contains(&f32_target) {
-            notices.push(Notice {
-                cause: FallbackCause::Fp16Unsupported,
+    for step in &resolved.fallbacks {
+        match &step.to {
+            Some(to) => notices.push(Notice {
+                cause: step.cause,
                 asked: asked.clone(),
-                chosen: format!("{backend}/{f32_target}"),
-                reason,
+                chosen: format!("{backend}/{to}"),
+                reason: step.reason.clone(),
                 nodes: n,
-            });
-            target = f32_target;
-        } else {
-            return to_cpu(FallbackCause::Fp16Unsupported, reason);
+            }),
+            None => return to_cpu(notices, step.cause, step.reason.clone()),
         }
     }
+    let Some(target) = resolved.chosen else {
+        // resolve_target ends every unresolved outcome with a step to nothing, handled
+        // above; this is the same fallback, for an outcome without steps.
+        return to_cpu(
+            notices,
+            FallbackCause::InvalidTarget,
+            format!("{backend} can run no target here"),
+        );
+    };
     let node_reason = notices.last().map(|n| n.reason.clone());
     Resolution {
         executor,
+        backend,
         target,
         asked,
         asked_target,
@@ -408,7 +355,7 @@ fn resolve_backend(graph: &Graph, prefs: &Preferences, registry: &ExecutorRegist
 /// Refuses the plan when the policy or `CONCORD_REQUIRE` says so.
 fn enforce(
     placement: &Placement,
-    prefs: &Preferences,
+    requirements: &[Requirement],
     policy: FallbackPolicy,
 ) -> Result<(), Error> {
     if placement.notices.is_empty() {
@@ -419,29 +366,35 @@ fn enforce(
         .iter()
         .map(|n| format!("{} ({} nodes)", n.reason, n.nodes))
         .collect();
-    let backend = prefs.backend.name().to_ascii_lowercase();
-    for requirement in &prefs.overrides.require {
-        let applies = *requirement == backend || *requirement == placement.requested_target.name();
-        if !applies {
+    for requirement in requirements {
+        let on_backend = requirement.backend.as_ref() == Some(&placement.requested_backend);
+        let on_target = requirement.target.as_ref() == Some(&placement.requested_target);
+        let violated = if on_backend {
+            placement
+                .nodes
+                .iter()
+                .any(|n| n.executor != placement.requested_backend.name())
+        } else if on_target {
+            placement
+                .nodes
+                .iter()
+                .any(|n| n.target != placement.requested_target)
+        } else {
             continue;
-        }
-        let violated = placement.nodes.iter().any(|n| {
-            if *requirement == backend {
-                n.executor != backend
-            } else {
-                n.target.name() != requirement
-            }
-        }) || (placement.nodes.is_empty() && !placement.notices.is_empty());
+        } || placement.nodes.is_empty();
         if violated {
             return Err(Error::Required {
-                requirement: requirement.clone(),
+                requirement: requirement.name.clone(),
                 reasons,
             });
         }
     }
     if policy == FallbackPolicy::Deny {
         return Err(Error::FallbackDenied {
-            asked: format!("{}/{}", prefs.backend, placement.requested_target),
+            asked: format!(
+                "{}/{}",
+                placement.requested_backend, placement.requested_target
+            ),
             reasons,
         });
     }
@@ -490,16 +443,16 @@ fn partition_groups(
 fn majority(
     assignment: &[(Arc<dyn Executor>, Target, Option<String>)],
     primary: &Arc<dyn Executor>,
-    target: Target,
+    target: &Target,
 ) -> (Backend, Target) {
     let on_primary = assignment
         .iter()
         .filter(|(e, _, _)| Arc::ptr_eq(e, primary))
         .count();
     if assignment.is_empty() || on_primary * 2 >= assignment.len() {
-        (primary.backend(), target)
+        (Backend::named(primary.name()), target.clone())
     } else {
-        (Backend::Cpu, Target::Cpu)
+        (crate::backends::CPU, CPU)
     }
 }
 

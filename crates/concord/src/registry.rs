@@ -1,7 +1,12 @@
 //! [`ExecutorRegistry`]: the executors a net may be placed on — the built-in ones compiled
-//! into this build and any a backend author registers.
+//! into this build and any a backend author registers — and the names it knows: every
+//! registered executor's name and declared targets, plus the built-ins (and their aliases)
+//! whether compiled in or not. `CONCORD_REQUIRE` is resolved against these names by
+//! [`parse_require`], the one parser of it.
 
-use concord_core::{Backend, Executor};
+use crate::error::Error;
+use crate::targets;
+use concord_core::{Backend, Executor, Target};
 use concord_cpu::CpuExecutor;
 use std::sync::Arc;
 
@@ -16,8 +21,26 @@ pub struct ExecutorRegistry {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BuiltinBackend {
     pub backend: &'static str,
+    /// Other spellings accepted for it ("ocl").
+    pub aliases: &'static [&'static str],
     pub feature: &'static str,
     pub compiled_in: bool,
+    /// The targets its executor declares, default first, by name (so a build without the
+    /// feature can still name them).
+    pub targets: &'static [Target],
+}
+
+/// One entry of `CONCORD_REQUIRE`, resolved against the registry by [`parse_require`]. A
+/// name can be both a backend and a target ("opencl"): a requirement on the backend applies
+/// when a net asks for that backend, one on the target when a net asks for that target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Requirement {
+    /// The entry as written, lower-cased.
+    pub name: String,
+    /// The backend it names (aliases resolved), if it names one.
+    pub backend: Option<Backend>,
+    /// The target it names, if a registered executor or a built-in declares one so named.
+    pub target: Option<Target>,
 }
 
 /// Every built-in backend, compiled in or not, for `concord info` and the planner's
@@ -25,18 +48,24 @@ pub struct BuiltinBackend {
 pub const BUILTIN_BACKENDS: &[BuiltinBackend] = &[
     BuiltinBackend {
         backend: "cpu",
+        aliases: &[],
         feature: "(always)",
         compiled_in: true,
+        targets: &[targets::CPU],
     },
     BuiltinBackend {
         backend: "opencl",
+        aliases: &["ocl"],
         feature: "opencl",
         compiled_in: cfg!(feature = "opencl"),
+        targets: &[targets::OPENCL, targets::OPENCL_FP16],
     },
     BuiltinBackend {
         backend: "cuda",
+        aliases: &[],
         feature: "cuda",
         compiled_in: cfg!(feature = "cuda"),
+        targets: &[targets::CUDA, targets::CUDA_FP16],
     },
 ];
 
@@ -78,20 +107,56 @@ impl ExecutorRegistry {
         self
     }
 
-    /// The executor serving `backend`, if one is registered.
+    /// The executor serving `backend` (aliases resolved), if one is registered.
     pub fn get(&self, backend: &Backend) -> Option<&Arc<dyn Executor>> {
-        self.executors
-            .iter()
-            .find(|e| e.backend() == *backend || e.name() == backend.name())
+        let backend = canonical_backend(backend.name());
+        self.executors.iter().find(|e| e.name() == backend.name())
     }
 
     /// The reference executor.
     pub fn reference(&self) -> Arc<dyn Executor> {
         self.executors
             .iter()
-            .find(|e| e.backend() == Backend::Cpu)
+            .find(|e| e.name() == crate::backends::CPU.name())
             .cloned()
             .unwrap_or_else(|| Arc::new(CpuExecutor::new()))
+    }
+
+    /// The target called `name` that a registered executor declares, or a built-in one
+    /// (compiled in or not); None for a name nothing here knows.
+    pub fn target_named(&self, name: &str) -> Option<Target> {
+        let wanted = Target::named(name);
+        let declared = self
+            .executors
+            .iter()
+            .flat_map(|e| e.targets())
+            .map(|s| s.target);
+        let builtin = BUILTIN_BACKENDS
+            .iter()
+            .flat_map(|b| b.targets.iter().cloned());
+        declared.chain(builtin).find(|t| *t == wanted)
+    }
+
+    /// Every backend and target name this registry knows, in a stable order: registered
+    /// executors and their declared targets, then the built-ins this build lacks.
+    pub fn known_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        let mut add = |name: &str| {
+            if !names.iter().any(|n| n == name) {
+                names.push(name.to_string());
+            }
+        };
+        for e in &self.executors {
+            add(e.name());
+            for spec in e.targets() {
+                add(spec.target.name());
+            }
+        }
+        for b in BUILTIN_BACKENDS {
+            add(b.backend);
+            b.targets.iter().for_each(|t| add(t.name()));
+        }
+        names
     }
 
     pub fn executors(&self) -> &[Arc<dyn Executor>] {
@@ -99,8 +164,57 @@ impl ExecutorRegistry {
     }
 }
 
+/// The canonical spelling of a backend name: lower case, a built-in's alias replaced by its
+/// name ("ocl" → "opencl").
+pub fn canonical_backend(name: &str) -> Backend {
+    let name = name.trim().to_ascii_lowercase();
+    match BUILTIN_BACKENDS
+        .iter()
+        .find(|b| b.backend == name || b.aliases.contains(&name.as_str()))
+    {
+        Some(b) => Backend::new(b.backend),
+        None => Backend::named(&name),
+    }
+}
+
+/// Parses a `CONCORD_REQUIRE` list (comma-separated, any case) against `registry`: each
+/// entry must name a registered executor, a target one declares, or a built-in backend or
+/// target (compiled in or not, so a CI gate for cuda works on a build without it). This is
+/// the only parser of `CONCORD_REQUIRE`; the planner calls it when a net is built, the
+/// conformance suite when it decides whether an unavailable executor fails the run.
+pub fn parse_require(list: &str, registry: &ExecutorRegistry) -> Result<Vec<Requirement>, Error> {
+    let mut out = Vec::new();
+    for entry in list
+        .split(',')
+        .map(|e| e.trim().to_ascii_lowercase())
+        .filter(|e| !e.is_empty())
+    {
+        let canonical = canonical_backend(&entry);
+        let backend = (registry.get(&canonical).is_some()
+            || BUILTIN_BACKENDS
+                .iter()
+                .any(|b| b.backend == canonical.name()))
+        .then_some(canonical);
+        let target = registry.target_named(&entry);
+        if backend.is_none() && target.is_none() {
+            return Err(Error::UnknownRequirement {
+                value: list.to_string(),
+                entry,
+                known: registry.known_names(),
+            });
+        }
+        out.push(Requirement {
+            name: entry,
+            backend,
+            target,
+        });
+    }
+    Ok(out)
+}
+
 /// When `backend` is a built-in the registry lacks: why, in words.
 pub fn missing_builtin(backend: &Backend) -> Option<String> {
+    let backend = canonical_backend(backend.name());
     let builtin = BUILTIN_BACKENDS
         .iter()
         .find(|b| b.backend == backend.name())?;

@@ -1,12 +1,15 @@
 //! Every cause of fallback under every policy: the output still equals the reference, Warn
 //! says so exactly once, Deny refuses with the reason, Allow is quiet but recorded.
 
+// A test reports a broken expectation by panicking with what it found.
+#![allow(clippy::panic)]
+
 mod common;
 
 use common::{count_warnings, small_cnn, small_input, test_executor, TestExecutor};
 use concord::{
     Backend, Error, ExecutorRegistry, FallbackCause, FallbackPolicy, Net, NetBuilder, Overrides,
-    Target, Tensor,
+    Tensor,
 };
 
 /// One way a request can fail to be met.
@@ -29,7 +32,7 @@ fn scenarios() -> Vec<Scenario> {
             conv_executor: "cpu",
             configure: |b| {
                 b.registry(ExecutorRegistry::reference_only())
-                    .backend(Backend::OpenCl)
+                    .backend(concord::backends::OPENCL)
             },
         },
         Scenario {
@@ -43,7 +46,7 @@ fn scenarios() -> Vec<Scenario> {
                     FallbackCause::LibraryMissing,
                     "libfakecl.so not found (looked in /nowhere)",
                 )))
-                .backend(Backend::Custom("fakecl".into()))
+                .backend(Backend::named("fakecl"))
             },
         },
         Scenario {
@@ -57,7 +60,7 @@ fn scenarios() -> Vec<Scenario> {
                     FallbackCause::NoDevice,
                     "no platform found",
                 )))
-                .backend(Backend::Custom("fakecl".into()))
+                .backend(Backend::named("fakecl"))
             },
         },
         Scenario {
@@ -65,7 +68,10 @@ fn scenarios() -> Vec<Scenario> {
             cause: FallbackCause::InvalidTarget,
             reason_contains: "not valid for backend cpu",
             conv_executor: "cpu",
-            configure: |b| b.backend(Backend::Cpu).target(Target::Cuda),
+            configure: |b| {
+                b.backend(concord::backends::CPU)
+                    .target(concord::targets::CUDA)
+            },
         },
         Scenario {
             name: "fp16 unsupported",
@@ -78,8 +84,8 @@ fn scenarios() -> Vec<Scenario> {
                     false,
                     &["Conv", "Relu", "GlobalAveragePool", "Flatten", "Gemm"],
                 )))
-                .backend(Backend::Custom("halfless".into()))
-                .target(Target::OpenClFp16)
+                .backend(Backend::named("halfless"))
+                .target(concord::targets::OPENCL_FP16)
             },
         },
         Scenario {
@@ -93,8 +99,8 @@ fn scenarios() -> Vec<Scenario> {
                     true,
                     &["Conv", "Relu"],
                 )))
-                .backend(Backend::Custom("partial".into()))
-                .target(Target::OpenCl)
+                .backend(Backend::named("partial"))
+                .target(concord::targets::OPENCL)
             },
         },
     ]
@@ -299,13 +305,20 @@ fn environment_overrides_win() {
 fn environment_values_are_parsed_strictly() {
     assert_eq!(concord::parse_policy("Deny"), Some(FallbackPolicy::Deny));
     assert_eq!(concord::parse_policy("strict"), None);
+    let builtins = ExecutorRegistry::with_builtins();
+    let names = |list: &str| {
+        concord::parse_require(list, &builtins)
+            .map(|r| r.into_iter().map(|r| r.name).collect::<Vec<_>>())
+            .map_err(|e| e.to_string())
+    };
     assert_eq!(
-        concord::parse_require("cuda, opencl-fp16").ok(),
-        Some(vec!["cuda".to_string(), "opencl-fp16".to_string()])
+        names("cuda, OpenCL-fp16"),
+        Ok(vec!["cuda".to_string(), "opencl-fp16".to_string()])
     );
-    assert_eq!(
-        concord::parse_require("cuda,vulkan").err(),
-        Some("vulkan".to_string())
+    let unknown = names("cuda,vulkan").expect_err("vulkan is no backend or target");
+    assert!(
+        unknown.contains("`vulkan`") && unknown.contains("known: cpu"),
+        "{unknown}"
     );
 }
 

@@ -2,13 +2,18 @@
 //!
 //! It holds [`Tensor`] (f32, f16, i64 and bool elements), [`Shape`], [`DType`], the graph IR
 //! ([`Graph`], [`Node`], [`Op`] with typed attributes), graph validation, shape inference
-//! and constant folding of shape sub-graphs; the [`Schedule`] every executor walks to run a
-//! partition; and the ONNX rules executors share (broadcasting, [`shape_range`], Resize taps).
+//! and constant folding of shape sub-graphs, the executor contract, and targets as open
+//! names that executors declare ([`TargetSpec`]), with the one function that decides
+//! whether a target can run on what a probe found ([`resolve_target`]); the [`Schedule`]
+//! every executor walks to run a partition; and the ONNX rules executors share
+//! (broadcasting, [`shape_range`], Resize taps).
 //!
 //! Invariants:
-//! - core knows no backend and no file format: ONNX lives in concord-onnx, kernels in the
-//!   executor crates. Constant folding evaluates nodes through an [`fold::Evaluator`] the
-//!   caller supplies (the facade passes the reference executor).
+//! - core knows no backend, no target and no file format: [`Target`] and [`Backend`] are
+//!   open names; the executor crates declare theirs, the facade's registry lists the
+//!   built-ins. ONNX lives in concord-onnx, kernels in the executor crates. Constant
+//!   folding evaluates nodes through an [`fold::Evaluator`] the caller supplies (the facade
+//!   passes the reference executor).
 //! - An [`Op`] carries only typed attributes; operands, optional or not, are node inputs.
 //! - Executors run partitions by walking a [`Schedule`] and supply kernels only: run order,
 //!   value slots, dangling-value errors and frees are decided here, once.
@@ -26,16 +31,18 @@ pub mod resize;
 pub mod schedule;
 pub mod shape;
 pub mod storage;
+pub mod target;
 pub mod tensor;
 
 pub use dtype::DType;
 pub use error::{Error, OpError, Result};
-pub use executor::{
-    Availability, Backend, DeviceInfo, Executor, PreparedPartition, ProfileSink, Support, Target,
-};
+pub use executor::{Availability, DeviceInfo, Executor, PreparedPartition, ProfileSink, Support};
 pub use graph::{Graph, Node, ValueInfo};
 pub use op::Op;
 pub use placement::{FallbackCause, FallbackPolicy, Notice, Placement};
 pub use schedule::{Schedule, Step, StepValues};
 pub use shape::{broadcast_shapes, shape_range, Dim, Shape, SymShape};
+pub use target::{
+    resolve_target, Backend, Capability, Target, TargetFallback, TargetResolution, TargetSpec,
+};
 pub use tensor::{Tensor, TensorData};

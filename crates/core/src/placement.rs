@@ -2,7 +2,7 @@
 //! [`Notice`]s that say every fallback out loud. The planner lives in the facade; these
 //! types live here so executors, the conformance suite and reports share them.
 
-use crate::executor::{Backend, Target};
+use crate::target::{Backend, Target};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

@@ -4,7 +4,6 @@
 
 use crate::dtype::DType;
 use crate::error::OpError;
-use crate::executor::Target;
 use crate::shape::Shape;
 use crate::tensor::{Tensor, TensorData};
 use half::f16;
@@ -20,11 +19,12 @@ pub enum Storage {
 }
 
 impl Storage {
-    /// The device layout of `dtype` on `target`: f32 is half on an fp16 target, f16 values
-    /// are half everywhere, bool is one byte.
-    pub fn of(dtype: DType, target: Target) -> Storage {
+    /// The device layout of `dtype` on a target whose declared storage precision is
+    /// `float_storage` ([`crate::TargetSpec::storage`]): f32 is half on an f16-storage
+    /// target, f16 values are half everywhere, bool is one byte.
+    pub fn of(dtype: DType, float_storage: DType) -> Storage {
         match dtype {
-            DType::F32 if target.is_fp16() => Storage::F16,
+            DType::F32 if float_storage == DType::F16 => Storage::F16,
             DType::F32 => Storage::F32,
             DType::F16 => Storage::F16,
             DType::I64 => Storage::I64,

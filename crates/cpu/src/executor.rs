@@ -1,12 +1,16 @@
-//! The reference executor as an [`Executor`]: always available, one target (Cpu), every
-//! op supported, partitions run by [`ReferenceExecutor`].
+//! The reference executor as an [`Executor`]: always available, one target ([`CPU`], f32
+//! storage), every op supported, partitions run by [`ReferenceExecutor`].
 
 use crate::runner::ReferenceExecutor;
 use concord_core::{
-    Availability, Backend, DeviceInfo, Error, Executor, Graph, Node, PreparedPartition,
-    ProfileSink, Schedule, Support, Target, Tensor,
+    Availability, DType, DeviceInfo, Error, Executor, Graph, Node, PreparedPartition, ProfileSink,
+    Schedule, Support, Target, TargetSpec, Tensor,
 };
 use std::collections::BTreeMap;
+
+/// The reference executor's only target: host memory, f32 storage. The planner places
+/// every node that falls back here.
+pub const CPU: Target = Target::new("cpu");
 
 /// The executor a net falls back to, and the oracle the conformance suite compares with.
 #[derive(Clone, Copy, Debug, Default)]
@@ -30,10 +34,6 @@ impl Executor for CpuExecutor {
         "cpu"
     }
 
-    fn backend(&self) -> Backend {
-        Backend::Cpu
-    }
-
     fn probe(&self) -> Availability {
         let threads = std::thread::available_parallelism()
             .map(|n| n.get())
@@ -53,14 +53,16 @@ impl Executor for CpuExecutor {
         }
     }
 
-    fn targets(&self) -> Vec<Target> {
-        vec![Target::Cpu]
+    fn targets(&self) -> Vec<TargetSpec> {
+        // DType has no f64 (no tensor holds one): the kernels accumulate in f64, which is
+        // at least the f32 declared here.
+        vec![TargetSpec::new(CPU, DType::F32, DType::F32)]
     }
 
-    fn supports(&self, _graph: &Graph, node: &Node, target: Target) -> Support {
+    fn supports(&self, _graph: &Graph, node: &Node, target: &Target) -> Support {
         // Every op of the IR has a reference kernel, but a few attribute values (Resize
         // cubic, Pad reflect…) are not implemented; and the reference runs on the host only.
-        if target != Target::Cpu {
+        if *target != CPU {
             return Support::No(format!(
                 "the reference executor runs on the host only, not {target}"
             ));
@@ -74,7 +76,7 @@ impl Executor for CpuExecutor {
     fn prepare(
         &self,
         partition: &Graph,
-        _target: Target,
+        _target: &Target,
     ) -> Result<Box<dyn PreparedPartition>, Error> {
         Ok(Box::new(CpuPartition {
             schedule: Schedule::for_graph(partition)?,

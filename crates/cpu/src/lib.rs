@@ -1,4 +1,5 @@
-//! concord-cpu: the reference executor, the oracle every other executor is held to.
+//! concord-cpu: the reference executor, the oracle every other executor is held to. It
+//! declares the one target everything falls back to, [`CPU`] ("cpu").
 //!
 //! Invariants:
 //! - Obviously correct before fast: each op family is one file under `ops/`, written from
@@ -15,7 +16,7 @@ mod ops;
 mod runner;
 
 pub use accumulation::{accumulation, Accumulation};
-pub use executor::{CpuExecutor, CpuPartition};
+pub use executor::{CpuExecutor, CpuPartition, CPU};
 pub use ops::{declines, run_op};
 pub use runner::{ReferenceExecutor, RunOutputs};
 

@@ -10,8 +10,7 @@
 //! only: a benchmark is not a test, and the tests already assert the fallback.
 
 use concord::{
-    Availability, Backend, Executor, ExecutorRegistry, FallbackPolicy, Graph, NetBuilder,
-    Overrides, Target,
+    Availability, Executor, ExecutorRegistry, FallbackPolicy, Graph, NetBuilder, Overrides,
 };
 use concord_conformance::models::{images, mobilenet_v2_like, resnet18_like, with_batch};
 use concord_cuda::CudaExecutor;
@@ -41,11 +40,11 @@ fn bench_model(c: &mut Criterion, name: &str, graph: Graph, cuda: Option<&Execut
             });
         }
         if let Some(registry) = cuda {
-            for target in [Target::Cuda, Target::CudaFp16] {
+            for target in [concord::targets::CUDA, concord::targets::CUDA_FP16] {
                 let net = match NetBuilder::from_graph(graph.clone())
                     .registry(registry.clone())
-                    .backend(Backend::Cuda)
-                    .target(target)
+                    .backend(concord::backends::CUDA)
+                    .target(&target)
                     .fallback(FallbackPolicy::Deny)
                     .overrides(Overrides::default())
                     .build()

@@ -5,10 +5,17 @@ use crate::device::{self, Device, Discovery, Unavailable};
 use crate::error::CudaError;
 use crate::partition::CudaPartition;
 use concord_core::{
-    Availability, Backend, Error, Executor, FallbackCause, Graph, Node, PreparedPartition, Support,
-    Target,
+    Availability, Capability, DType, Error, Executor, FallbackCause, Graph, Node,
+    PreparedPartition, Support, Target, TargetSpec,
 };
 use std::sync::{Arc, OnceLock};
+
+/// CUDA device memory, f32 storage and compute: the CUDA executor's default target.
+pub const CUDA: Target = Target::new("cuda");
+
+/// CUDA device memory, f16 storage, f32 accumulation; needs compute capability ≥ 5.3 (else
+/// [`CUDA`] runs instead).
+pub const CUDA_FP16: Target = Target::new("cuda-fp16");
 
 /// The CUDA executor. Cheap to create: nothing is loaded until the first probe or prepare.
 /// Everything it caches (the context, compiled modules, streams) belongs to this instance;
@@ -57,10 +64,6 @@ impl Executor for CudaExecutor {
         "cuda"
     }
 
-    fn backend(&self) -> Backend {
-        Backend::Cuda
-    }
-
     fn probe(&self) -> Availability {
         match self.discovery() {
             Err(unavailable) => unavailable.clone().into_availability(),
@@ -73,30 +76,55 @@ impl Executor for CudaExecutor {
         }
     }
 
-    fn targets(&self) -> Vec<Target> {
-        vec![Target::Cuda, Target::CudaFp16]
+    fn targets(&self) -> Vec<TargetSpec> {
+        target_specs()
     }
 
-    fn supports(&self, graph: &Graph, node: &Node, target: Target) -> Support {
+    fn supports(&self, graph: &Graph, node: &Node, target: &Target) -> Support {
         crate::support::supports(graph, node, target)
     }
 
     fn prepare(
         &self,
         partition: &Graph,
-        target: Target,
+        target: &Target,
     ) -> Result<Box<dyn PreparedPartition>, Error> {
-        let device = self
-            .device()
-            .map_err(|u| CudaError::Unavailable(u.reason).in_partition("preparing a partition"))?;
-        if target.is_fp16() && !device.info.fp16 {
+        // Whether the device can run `target` (fp16) was decided by the planner through
+        // `resolve_target`; this only refuses a target the executor does not serve.
+        if !serves(target) {
             return Err(CudaError::Unavailable(format!(
-                "{} (compute capability {}) cannot run {target}",
-                device.info.name,
-                device.info.compute_capability.as_deref().unwrap_or("?")
+                "the CUDA executor does not serve target {target}"
             ))
             .in_partition("preparing a partition"));
         }
-        Ok(Box::new(CudaPartition::new(device, partition, target)?))
+        let device = self
+            .device()
+            .map_err(|u| CudaError::Unavailable(u.reason).in_partition("preparing a partition"))?;
+        Ok(Box::new(CudaPartition::new(
+            device,
+            partition,
+            target.clone(),
+        )?))
     }
+}
+
+/// The targets the CUDA executor declares, default first.
+fn target_specs() -> Vec<TargetSpec> {
+    vec![
+        TargetSpec::new(CUDA, DType::F32, DType::F32),
+        TargetSpec::new(CUDA_FP16, DType::F16, DType::F32).needing(Capability::Fp16, Some(CUDA)),
+    ]
+}
+
+/// Whether `target` is one of the CUDA executor's.
+pub(crate) fn serves(target: &Target) -> bool {
+    target_specs().iter().any(|s| s.target == *target)
+}
+
+/// The element type f32 values are stored in on `target` (its declared storage).
+pub(crate) fn float_storage(target: &Target) -> DType {
+    target_specs()
+        .into_iter()
+        .find(|s| s.target == *target)
+        .map_or(DType::F32, |s| s.storage)
 }

@@ -8,9 +8,11 @@
 //! embedded with `include_str!` and compiled by NVRTC for the device's architecture the
 //! first time a partition needs them; Gemm, MatMul and Conv (im2col) go through cuBLAS.
 //!
-//! Targets: `cuda` (f32) and `cuda-fp16` (f16 storage, f32 accumulation, cuBLAS with f32
-//! compute). The probe reports fp16 only for compute capability 5.3 and above, so the
-//! planner falls back to `cuda` below that, and says so.
+//! Targets, declared here as data ([`CUDA`], [`CUDA_FP16`]): `cuda` (f32) and `cuda-fp16`
+//! (f16 storage, f32 accumulation, cuBLAS with f32 compute; needs the fp16 capability, else
+//! `cuda` runs instead). The probe reports fp16 only for compute capability 5.3 and above,
+//! so `concord_core::resolve_target` falls back to `cuda` below that, and the planner says
+//! so; `prepare` does not re-decide it.
 //!
 //! Invariants:
 //! - Executors report, the planner decides: `supports` answers per node with a reason, and
@@ -39,5 +41,5 @@ mod tensor;
 
 pub use device::Device;
 pub use error::CudaError;
-pub use executor::CudaExecutor;
+pub use executor::{CudaExecutor, CUDA, CUDA_FP16};
 pub use partition::CudaPartition;

@@ -62,7 +62,7 @@ impl CudaPartition {
             if runtime.contains(name.as_str()) {
                 continue;
             }
-            let storage = Storage::of(t.dtype(), target);
+            let storage = Storage::of(t.dtype(), crate::executor::float_storage(&target));
             let dev = tensor::upload(&lane.stream, t, storage).map_err(setup)?;
             weights.insert(name.clone(), dev);
         }
@@ -106,7 +106,7 @@ impl CudaPartition {
             device: &self.device,
             lane,
             status: status_ptr,
-            target: self.target,
+            target: &self.target,
         };
 
         let walked = self.schedule.walk(
@@ -130,8 +130,12 @@ impl CudaPartition {
                     });
                 }
                 let started = Instant::now();
-                let dev = tensor::upload(&lane.stream, t, Storage::of(t.dtype(), self.target))
-                    .map_err(|e| setup("uploading an input", e))?;
+                let dev = tensor::upload(
+                    &lane.stream,
+                    t,
+                    Storage::of(t.dtype(), crate::executor::float_storage(&self.target)),
+                )
+                .map_err(|e| setup("uploading an input", e))?;
                 if let Some(sink) = profile {
                     sink.record_transfer(&info.name, t.size_in_bytes() as u64, started.elapsed());
                 }

@@ -8,8 +8,8 @@ use concord_core::op::{CoordinateTransform, PadMode, ResizeMode};
 use concord_core::{DType, Dim, Graph, Node, Op, Support, Target};
 
 /// Whether `node` can run on `target`.
-pub fn supports(graph: &Graph, node: &Node, target: Target) -> Support {
-    if !matches!(target, Target::Cuda | Target::CudaFp16) {
+pub fn supports(graph: &Graph, node: &Node, target: &Target) -> Support {
+    if !crate::executor::serves(target) {
         return Support::No(format!(
             "the CUDA executor runs the cuda and cuda-fp16 targets, not {target}"
         ));
@@ -337,7 +337,7 @@ mod tests {
     fn answer(op: Op, inputs: &[&str]) -> Support {
         let node = Node::new("n0", op, inputs, &["y"]);
         let g = graph_with(node.clone());
-        supports(&g, &node, Target::Cuda)
+        supports(&g, &node, &crate::CUDA)
     }
 
     #[test]
@@ -401,9 +401,9 @@ mod tests {
         let node = Node::new("n0", Op::Unary(Unary::Relu), &["x"], &["y"]);
         let g = graph_with(node.clone());
         assert!(matches!(
-            supports(&g, &node, Target::OpenCl),
+            supports(&g, &node, &Target::new("opencl")),
             Support::No(why) if why.contains("opencl")
         ));
-        assert_eq!(supports(&g, &node, Target::CudaFp16), Support::Yes);
+        assert_eq!(supports(&g, &node, &crate::CUDA_FP16), Support::Yes);
     }
 }

@@ -152,7 +152,8 @@ fn wrap(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use concord_core::Target;
+    use crate::executor::float_storage;
+    use crate::{CUDA, CUDA_FP16};
     use half::f16;
 
     #[test]
@@ -176,7 +177,7 @@ mod tests {
             Tensor::from_f16([1], vec![f16::from_f32(0.5)]).expect("f16"),
         ];
         for t in cases {
-            let storage = Storage::of(t.dtype(), Target::Cuda);
+            let storage = Storage::of(t.dtype(), DType::F32);
             let bytes = to_storage_bytes(&t, storage).expect("bytes");
             assert_eq!(bytes.len(), t.len() * storage.size());
             let back =
@@ -187,9 +188,10 @@ mod tests {
 
     #[test]
     fn storage_follows_the_target() {
-        assert_eq!(Storage::of(DType::F32, Target::Cuda), Storage::F32);
-        assert_eq!(Storage::of(DType::F32, Target::CudaFp16), Storage::F16);
-        assert_eq!(Storage::of(DType::I64, Target::CudaFp16), Storage::I64);
-        assert_eq!(Storage::of(DType::Bool, Target::Cuda), Storage::U8);
+        let (f32_target, f16_target) = (float_storage(&CUDA), float_storage(&CUDA_FP16));
+        assert_eq!(Storage::of(DType::F32, f32_target), Storage::F32);
+        assert_eq!(Storage::of(DType::F32, f16_target), Storage::F16);
+        assert_eq!(Storage::of(DType::I64, f16_target), Storage::I64);
+        assert_eq!(Storage::of(DType::Bool, f32_target), Storage::U8);
     }
 }

@@ -8,8 +8,8 @@
 use concord::core::op::{Conv, Gemm};
 use concord::core::{Node, Op};
 use concord::{
-    Availability, Backend, DType, Error, Executor, ExecutorRegistry, FallbackCause, FallbackPolicy,
-    Graph, Net, NetBuilder, Overrides, Target, Tensor, ValueInfo,
+    Availability, DType, Error, Executor, ExecutorRegistry, FallbackCause, FallbackPolicy, Graph,
+    Net, NetBuilder, Overrides, Target, Tensor, ValueInfo,
 };
 use concord_core::op::Unary;
 use concord_cuda::CudaExecutor;
@@ -82,7 +82,7 @@ fn input() -> Tensor {
 fn cuda_builder(target: Target, policy: FallbackPolicy) -> NetBuilder {
     NetBuilder::from_graph(small_cnn())
         .registry(ExecutorRegistry::reference_only().with(Arc::new(CudaExecutor::new())))
-        .backend(Backend::Cuda)
+        .backend(concord::backends::CUDA)
         .target(target)
         .fallback(policy)
         .overrides(Overrides::default())
@@ -149,8 +149,8 @@ fn the_probe_never_panics_and_names_what_it_looked_for() {
 fn warn_and_allow_fall_back_with_the_probe_reason_or_run_on_the_device() {
     let reference = reference_output();
     for policy in [FallbackPolicy::Warn, FallbackPolicy::Allow] {
-        for target in [Target::Cuda, Target::CudaFp16] {
-            let net = cuda_builder(target, policy)
+        for target in [concord::targets::CUDA, concord::targets::CUDA_FP16] {
+            let net = cuda_builder(target.clone(), policy)
                 .build()
                 .expect("a CUDA request builds under Warn and Allow");
             let placement = net.placement();
@@ -179,7 +179,8 @@ fn warn_and_allow_fall_back_with_the_probe_reason_or_run_on_the_device() {
                 }
                 Availability::Available { devices } => {
                     let fp16 = devices.iter().any(|d| d.fp16);
-                    let expected_notices = usize::from(target.is_fp16() && !fp16);
+                    let expected_notices =
+                        usize::from((target == concord::targets::CUDA_FP16) && !fp16);
                     assert_eq!(placement.notices.len(), expected_notices, "{placement}");
                     assert!(
                         placement.nodes.iter().all(|n| n.executor == "cuda"),
@@ -191,7 +192,11 @@ fn warn_and_allow_fall_back_with_the_probe_reason_or_run_on_the_device() {
                     );
                     assert_eq!(g.len(), r.len());
                     // Softmax outputs lie in [0, 1]; half storage keeps about 3 digits.
-                    let tolerance = if target.is_fp16() { 5e-3 } else { 1e-5 };
+                    let tolerance = if target == concord::targets::CUDA_FP16 {
+                        5e-3
+                    } else {
+                        1e-5
+                    };
                     for (a, b) in g.iter().zip(r) {
                         assert!((a - b).abs() <= tolerance, "{a} vs {b} on {target}");
                     }
@@ -203,7 +208,7 @@ fn warn_and_allow_fall_back_with_the_probe_reason_or_run_on_the_device() {
 
 #[test]
 fn deny_refuses_with_the_reason_when_cuda_is_unavailable() {
-    let result = cuda_builder(Target::Cuda, FallbackPolicy::Deny).build();
+    let result = cuda_builder(concord::targets::CUDA, FallbackPolicy::Deny).build();
     match CudaExecutor::new().probe() {
         Availability::Unavailable { reason, .. } => {
             assert!(
@@ -225,7 +230,7 @@ fn deny_refuses_with_the_reason_when_cuda_is_unavailable() {
 #[test]
 fn concurrent_forwards_of_one_net_agree_bit_for_bit() {
     let net = Arc::new(
-        cuda_builder(Target::Cuda, FallbackPolicy::Allow)
+        cuda_builder(concord::targets::CUDA, FallbackPolicy::Allow)
             .build()
             .expect("builds"),
     );

@@ -18,9 +18,7 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use concord::{
-    Availability, Backend, Executor, FallbackPolicy, Graph, NetBuilder, Overrides, Tensor,
-};
+use concord::{Availability, Executor, FallbackPolicy, Graph, NetBuilder, Overrides, Tensor};
 use criterion::{criterion_group, criterion_main, Criterion};
 use npyz::WriterBuilder;
 use std::io::{BufRead, BufReader, Write};
@@ -159,7 +157,7 @@ fn bench_model(c: &mut Criterion, name: &str, graph: Graph, opencl: bool) {
     if opencl {
         let net = NetBuilder::from_graph(graph)
             .registry(common::shared_registry())
-            .backend(Backend::OpenCl)
+            .backend(concord::backends::OPENCL)
             .fallback(FallbackPolicy::Deny)
             .overrides(Overrides::default())
             .build()

@@ -1,10 +1,13 @@
 //! Times one conv layer (Conv → BatchNormalization → ReLU6) on OpenCL and on the reference:
 //! `cargo run --release -p concord-opencl --example layer_bench -- CIN COUT SIZE K STRIDE GROUP [ITERS]`.
 
+// A measuring tool, not library code: a failure ends it with the message.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use concord::{Backend, FallbackPolicy, NetBuilder, Overrides};
+use concord::{FallbackPolicy, NetBuilder, Overrides};
 use std::time::Instant;
 
 fn main() {
@@ -21,7 +24,7 @@ fn main() {
     let input = common::Lcg::new(5).tensor(&[1, cin, size, size], 1.0);
     let net = NetBuilder::from_graph(b.graph.clone())
         .registry(common::shared_registry())
-        .backend(Backend::OpenCl)
+        .backend(concord::backends::OPENCL)
         .fallback(FallbackPolicy::Deny)
         .overrides(Overrides::default())
         .profiling(true)

@@ -7,10 +7,17 @@ use crate::partition::OpenClPartition;
 use crate::plan::GemmKernel;
 use crate::programs::ProgramCache;
 use concord_core::{
-    Availability, Backend, Error, Executor, FallbackCause, Graph, Node, PreparedPartition, Support,
-    Target,
+    Availability, Capability, DType, Error, Executor, FallbackCause, Graph, Node,
+    PreparedPartition, Support, Target, TargetSpec,
 };
 use std::sync::{Arc, OnceLock};
+
+/// OpenCL device memory, f32 storage and compute: the OpenCL executor's default target.
+pub const OPENCL: Target = Target::new("opencl");
+
+/// OpenCL device memory, f16 storage, f32 accumulation; needs `cl_khr_fp16` (else
+/// [`OPENCL`] runs instead).
+pub const OPENCL_FP16: Target = Target::new("opencl-fp16");
 
 /// The OpenCL executor. Cheap to create: nothing is loaded until the first probe or
 /// prepare. Everything it caches (the device context, built programs) belongs to this
@@ -104,10 +111,6 @@ impl Executor for OpenClExecutor {
         "opencl"
     }
 
-    fn backend(&self) -> Backend {
-        Backend::OpenCl
-    }
-
     fn probe(&self) -> Availability {
         match self.discovery() {
             Err(unavailable) => unavailable.clone().into_availability(),
@@ -120,12 +123,12 @@ impl Executor for OpenClExecutor {
         }
     }
 
-    fn targets(&self) -> Vec<Target> {
-        vec![Target::OpenCl, Target::OpenClFp16]
+    fn targets(&self) -> Vec<TargetSpec> {
+        target_specs()
     }
 
-    fn supports(&self, graph: &Graph, node: &Node, target: Target) -> Support {
-        if !matches!(target, Target::OpenCl | Target::OpenClFp16) {
+    fn supports(&self, graph: &Graph, node: &Node, target: &Target) -> Support {
+        if !serves(target) {
             return Support::No(format!(
                 "the OpenCL executor runs the opencl and opencl-fp16 targets, not {target}"
             ));
@@ -136,11 +139,43 @@ impl Executor for OpenClExecutor {
     fn prepare(
         &self,
         partition: &Graph,
-        target: Target,
+        target: &Target,
     ) -> Result<Box<dyn PreparedPartition>, Error> {
+        if !serves(target) {
+            return Err(OpenClError::Unavailable(format!(
+                "the OpenCL executor does not serve target {target}"
+            ))
+            .in_partition("preparing a partition"));
+        }
         let runtime = self.runtime().map_err(|u| {
             OpenClError::Unavailable(u.reason).in_partition("preparing a partition")
         })?;
-        Ok(Box::new(OpenClPartition::new(runtime, partition, target)?))
+        Ok(Box::new(OpenClPartition::new(
+            runtime,
+            partition,
+            target.clone(),
+        )?))
     }
+}
+
+/// The targets the OpenCL executor declares, default first.
+fn target_specs() -> Vec<TargetSpec> {
+    vec![
+        TargetSpec::new(OPENCL, DType::F32, DType::F32),
+        TargetSpec::new(OPENCL_FP16, DType::F16, DType::F32)
+            .needing(Capability::Fp16, Some(OPENCL)),
+    ]
+}
+
+/// Whether `target` is one of the OpenCL executor's.
+fn serves(target: &Target) -> bool {
+    target_specs().iter().any(|s| s.target == *target)
+}
+
+/// The element type f32 values are stored in on `target` (its declared storage).
+pub(crate) fn float_storage(target: &Target) -> DType {
+    target_specs()
+        .into_iter()
+        .find(|s| s.target == *target)
+        .map_or(DType::F32, |s| s.storage)
 }

@@ -6,9 +6,11 @@
 //! Kernels are OpenCL C files under `kernels/`, embedded with `include_str!` and built per
 //! family and storage variant the first time a partition needs them.
 //!
-//! Targets: `opencl` (f32 storage and compute) and `opencl-fp16` (f16 storage through
-//! `vload_half`/`vstore_half`, f32 accumulation). The probe reports fp16 only for devices
-//! with `cl_khr_fp16`, so the planner asks for the f16 target only there.
+//! Targets, declared here as data ([`OPENCL`], [`OPENCL_FP16`]): `opencl` (f32 storage and
+//! compute) and `opencl-fp16` (f16 storage through `vload_half`/`vstore_half`, f32
+//! accumulation; needs the fp16 capability, else `opencl` runs instead). The probe reports
+//! fp16 only for devices with `cl_khr_fp16`, and `concord_core::resolve_target` decides from
+//! that; this crate never re-decides it.
 //!
 //! Invariants:
 //! - Executors report, the planner decides: `supports` answers per node with a reason, and
@@ -35,6 +37,6 @@ mod programs;
 
 pub use device::{DEFAULT_LIBRARY, DYLIB_PATH_VAR};
 pub use error::OpenClError;
-pub use executor::{OpenClExecutor, OpenClOptions};
+pub use executor::{OpenClExecutor, OpenClOptions, OPENCL, OPENCL_FP16};
 pub use partition::OpenClPartition;
 pub use plan::GemmKernel;

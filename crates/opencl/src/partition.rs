@@ -97,7 +97,8 @@ impl OpenClPartition {
                     continue;
                 }
                 if let Some(t) = self.graph.initializers.get(name) {
-                    let storage = Storage::of(t.dtype(), self.target);
+                    let storage =
+                        Storage::of(t.dtype(), crate::executor::float_storage(&self.target));
                     self.weights
                         .get_or_upload(&self.runtime.device, name, t, storage)
                         .map_err(|e| e.at_node(&fused.node))?;
@@ -112,7 +113,7 @@ impl OpenClPartition {
         let mut b = Builder::new(
             &rt.device,
             &rt.programs,
-            self.target,
+            self.target.clone(),
             &self.weights,
             &self.graph.initializers,
             rt.options.gemm,

@@ -288,7 +288,7 @@ impl<'a> Builder<'a> {
     }
 
     pub fn storage(&self, dtype: DType) -> Storage {
-        Storage::of(dtype, self.target)
+        Storage::of(dtype, crate::executor::float_storage(&self.target))
     }
 
     pub fn shape(&self, name: &str) -> Result<&Shape, OpError> {

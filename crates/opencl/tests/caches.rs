@@ -5,14 +5,14 @@
 mod common;
 
 use common::{opencl_here, OpenClHere};
-use concord::{Backend, ExecutorRegistry, FallbackPolicy, Graph, NetBuilder, Overrides};
+use concord::{ExecutorRegistry, FallbackPolicy, Graph, NetBuilder, Overrides};
 use concord_opencl::OpenClExecutor;
 use std::sync::Arc;
 
 fn build(graph: Graph, registry: ExecutorRegistry) {
     let net = NetBuilder::from_graph(graph)
         .registry(registry)
-        .backend(Backend::OpenCl)
+        .backend(concord::backends::OPENCL)
         .fallback(FallbackPolicy::Allow)
         .overrides(Overrides::default())
         .build()

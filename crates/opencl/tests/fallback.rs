@@ -6,12 +6,14 @@
 //! - and, on a device that is present, the f16-storage target itself, prepared directly
 //!   through the executor contract.
 
+// A test reports a broken expectation by panicking with what it found.
+#![allow(clippy::panic)]
+
 mod common;
 
 use common::{opencl_here, OpenClHere};
 use concord::{
-    Backend, DType, Executor, FallbackCause, FallbackPolicy, Graph, NetBuilder, Overrides, Target,
-    Tensor,
+    DType, Executor, FallbackCause, FallbackPolicy, Graph, NetBuilder, Overrides, Tensor,
 };
 use concord_opencl::OpenClExecutor;
 use std::collections::BTreeMap;
@@ -88,7 +90,7 @@ fn library_missing_child() {
         .forward([("input", input.clone())])
         .expect("reference runs");
     let net = NetBuilder::from_graph(graph)
-        .backend(Backend::OpenCl)
+        .backend(concord::backends::OPENCL)
         .fallback(FallbackPolicy::Allow)
         .overrides(Overrides::default())
         .build()
@@ -110,7 +112,7 @@ fn library_missing_child() {
 
     // Deny refuses, naming the library.
     let denied = NetBuilder::from_graph(common::resnet18_like(32, 8, 10))
-        .backend(Backend::OpenCl)
+        .backend(concord::backends::OPENCL)
         .fallback(FallbackPolicy::Deny)
         .overrides(Overrides::default())
         .build();
@@ -139,8 +141,8 @@ fn fp16_target_without_fp16_falls_back_to_f32_and_says_so() {
         .expect("reference runs");
     let net = NetBuilder::from_graph(graph)
         .registry(common::shared_registry())
-        .backend(Backend::OpenCl)
-        .target(Target::OpenClFp16)
+        .backend(concord::backends::OPENCL)
+        .target(concord::targets::OPENCL_FP16)
         .fallback(FallbackPolicy::Allow)
         .overrides(Overrides::default())
         .build()
@@ -168,7 +170,7 @@ fn fp16_target_without_fp16_falls_back_to_f32_and_says_so() {
                 placement
                     .nodes
                     .iter()
-                    .all(|n| n.executor == "opencl" && n.target == Target::OpenCl),
+                    .all(|n| n.executor == "opencl" && n.target == concord::targets::OPENCL),
                 "{placement}"
             );
             println!("the device has no cl_khr_fp16: opencl-fp16 fell back to opencl and said so");
@@ -178,7 +180,7 @@ fn fp16_target_without_fp16_falls_back_to_f32_and_says_so() {
             assert!(placement
                 .nodes
                 .iter()
-                .all(|n| n.target == Target::OpenClFp16));
+                .all(|n| n.target == concord::targets::OPENCL_FP16));
             println!("the device has cl_khr_fp16: opencl-fp16 ran as asked");
         }
         (OpenClHere::Unavailable { cause, .. }, _) => {
@@ -214,7 +216,7 @@ fn fp16_storage_target_prepared_directly_tracks_the_reference() {
     match here {
         OpenClHere::Unavailable { .. } => {
             let err = executor
-                .prepare(&graph, Target::OpenClFp16)
+                .prepare(&graph, &concord::targets::OPENCL_FP16)
                 .expect_err("prepare must fail without a device");
             println!("without OpenCL, prepare says: {err}");
             assert!(err.to_string().contains("OpenCL"));
@@ -224,7 +226,7 @@ fn fp16_storage_target_prepared_directly_tracks_the_reference() {
             // device has, so the target can be checked here even where the planner would
             // not choose it (no cl_khr_fp16).
             let prepared = executor
-                .prepare(&graph, Target::OpenClFp16)
+                .prepare(&graph, &concord::targets::OPENCL_FP16)
                 .expect("prepares for opencl-fp16");
             let mut inputs = BTreeMap::new();
             inputs.insert("input".to_string(), input);
@@ -238,7 +240,7 @@ fn fp16_storage_target_prepared_directly_tracks_the_reference() {
             assert_close(out, &reference, FP16_TOLERANCE.0, FP16_TOLERANCE.1);
             // And it is really f16: not bit-identical to the f32 target's result.
             let f32_out = executor
-                .prepare(&graph, Target::OpenCl)
+                .prepare(&graph, &concord::targets::OPENCL)
                 .expect("prepares for opencl")
                 .run(&inputs, None)
                 .expect("runs");

@@ -8,10 +8,13 @@
 //! instead: every node on the reference, one notice with the probe's cause, and outputs
 //! that still match.
 
+// A test reports a broken expectation by panicking with what it found.
+#![allow(clippy::panic)]
+
 mod common;
 
 use common::{case_inputs, compare, golden_dir, load_manifest, opencl_here, read_npy, OpenClHere};
-use concord::{Backend, ExecutorRegistry, FallbackPolicy, NetBuilder, Overrides};
+use concord::{ExecutorRegistry, FallbackPolicy, NetBuilder, Overrides};
 use concord_opencl::{GemmKernel, OpenClExecutor, OpenClOptions};
 use std::sync::Arc;
 
@@ -56,7 +59,7 @@ fn run_golden(test: &str, registry: ExecutorRegistry) {
                 .ok_or_else(|| format!("unknown tolerance {}", case.tolerance))?;
             let net = NetBuilder::from_onnx_file(golden_dir().join(&case.model))
                 .registry(registry.clone())
-                .backend(Backend::OpenCl)
+                .backend(concord::backends::OPENCL)
                 .fallback(FallbackPolicy::Allow)
                 .overrides(Overrides::default())
                 .build()

@@ -10,12 +10,15 @@
 //! reference's; the test then checks the fallback was announced (unless CONCORD_REQUIRE
 //! names opencl, when it fails).
 
+// A test reports a broken expectation by panicking with what it found.
+#![allow(clippy::panic)]
+
 mod common;
 
 use common::{opencl_here, CnnBuilder, Lcg, OpenClHere};
 use concord::core::op::Pool;
 use concord::core::{Dim, Node, Op, TensorData};
-use concord::{Backend, DType, FallbackPolicy, Graph, NetBuilder, Overrides, Target, Tensor};
+use concord::{DType, FallbackPolicy, Graph, NetBuilder, Overrides, Tensor};
 use concord_conformance::compare::compare;
 use concord_conformance::tolerance::{allowance, ToleranceTable};
 
@@ -43,7 +46,7 @@ fn agree(test: &str, graph: Graph, seed: u64) -> Result<(), String> {
         .map_err(|e| format!("{}: reference build: {e}", graph.name))?;
     let net = NetBuilder::from_graph(graph.clone())
         .registry(common::shared_registry())
-        .backend(Backend::OpenCl)
+        .backend(concord::backends::OPENCL)
         .fallback(FallbackPolicy::Allow)
         .overrides(Overrides::default())
         .build()
@@ -69,7 +72,12 @@ fn agree(test: &str, graph: Graph, seed: u64) -> Result<(), String> {
         let got = actual
             .get(name)
             .ok_or(format!("{}: no output {name}", graph.name))?;
-        let allowed = allowance(level, Target::OpenCl, want, None)?;
+        let f32_storage = concord::TargetSpec::new(
+            concord::targets::OPENCL,
+            concord::DType::F32,
+            concord::DType::F32,
+        );
+        let allowed = allowance(level, &f32_storage, want, None)?;
         let c = compare(name, got, want, &|i, _| allowed[i]);
         if !c.passed() {
             return Err(format!("{}: {}", graph.name, c.describe()));
@@ -220,7 +228,7 @@ fn profiled_forward_times_every_node_on_the_device() {
     let build = |profiling: bool| {
         NetBuilder::from_graph(graph.clone())
             .registry(common::shared_registry())
-            .backend(Backend::OpenCl)
+            .backend(concord::backends::OPENCL)
             .fallback(FallbackPolicy::Allow)
             .overrides(Overrides::default())
             .profiling(profiling)

@@ -7,7 +7,7 @@
 mod common;
 
 use common::{opencl_here, OpenClHere};
-use concord::{Backend, FallbackPolicy, Graph, Net, NetBuilder, Overrides, Tensor};
+use concord::{FallbackPolicy, Graph, Net, NetBuilder, Overrides, Tensor};
 use std::sync::Arc;
 
 const THREADS: usize = 8;
@@ -43,7 +43,7 @@ fn models() -> Vec<(&'static str, Graph, Tensor)> {
 fn build(graph: Graph, here: &OpenClHere) -> Net {
     let net = NetBuilder::from_graph(graph)
         .registry(common::shared_registry())
-        .backend(Backend::OpenCl)
+        .backend(concord::backends::OPENCL)
         .fallback(FallbackPolicy::Allow)
         .overrides(Overrides::default())
         .build()

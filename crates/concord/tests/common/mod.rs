@@ -6,8 +6,8 @@
 use concord::core::op::{Conv, Gemm};
 use concord::core::{Node, Op};
 use concord::{
-    Availability, Backend, CpuExecutor, DType, DeviceInfo, Executor, FallbackCause, Graph,
-    PreparedPartition, Support, Target, Tensor, ValueInfo,
+    Availability, Capability, CpuExecutor, DType, DeviceInfo, Executor, FallbackCause, Graph,
+    PreparedPartition, Support, Target, TargetSpec, Tensor, ValueInfo,
 };
 use concord_core::op::Unary;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -74,7 +74,7 @@ pub fn small_input() -> Tensor {
 pub struct TestExecutor {
     pub name: String,
     pub availability: Availability,
-    pub targets: Vec<Target>,
+    pub targets: Vec<TargetSpec>,
     pub ops: Vec<&'static str>,
 }
 
@@ -89,7 +89,11 @@ impl TestExecutor {
                     ..DeviceInfo::default()
                 }],
             },
-            targets: vec![Target::OpenCl, Target::OpenClFp16],
+            targets: vec![
+                TargetSpec::new(concord::targets::OPENCL, DType::F32, DType::F32),
+                TargetSpec::new(concord::targets::OPENCL_FP16, DType::F16, DType::F32)
+                    .needing(Capability::Fp16, Some(concord::targets::OPENCL)),
+            ],
             ops: ops.to_vec(),
         }
     }
@@ -101,7 +105,11 @@ impl TestExecutor {
                 cause,
                 reason: reason.into(),
             },
-            targets: vec![Target::OpenCl],
+            targets: vec![TargetSpec::new(
+                concord::targets::OPENCL,
+                DType::F32,
+                DType::F32,
+            )],
             ops: Vec::new(),
         }
     }
@@ -111,16 +119,13 @@ impl Executor for TestExecutor {
     fn name(&self) -> &str {
         &self.name
     }
-    fn backend(&self) -> Backend {
-        Backend::Custom(self.name.clone())
-    }
     fn probe(&self) -> Availability {
         self.availability.clone()
     }
-    fn targets(&self) -> Vec<Target> {
+    fn targets(&self) -> Vec<TargetSpec> {
         self.targets.clone()
     }
-    fn supports(&self, _graph: &Graph, node: &Node, _target: Target) -> Support {
+    fn supports(&self, _graph: &Graph, node: &Node, _target: &Target) -> Support {
         if self.ops.contains(&node.op.name()) {
             Support::Yes
         } else {
@@ -130,9 +135,9 @@ impl Executor for TestExecutor {
     fn prepare(
         &self,
         partition: &Graph,
-        _target: Target,
+        _target: &Target,
     ) -> Result<Box<dyn PreparedPartition>, concord::core::Error> {
-        CpuExecutor::new().prepare(partition, Target::Cpu)
+        CpuExecutor::new().prepare(partition, &concord::targets::CPU)
     }
 }
 

@@ -109,7 +109,7 @@ pub(super) fn expect_same_dtype(
 }
 
 /// Checks that `t` has one of the `allowed` dtypes.
-pub(super) fn expect_dtype_in(
+pub(crate) fn expect_dtype_in(
     t: &Tensor,
     index: usize,
     name: &'static str,

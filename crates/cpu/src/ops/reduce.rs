@@ -8,7 +8,7 @@
 //! gives NaN for floats as the ONNX reference implementation (numpy's mean) does, and an
 //! error for i64, which has no NaN.
 
-use super::elementwise::{checked_len, nan_max};
+use super::elementwise::{checked_len, expect_dtype_in, nan_max};
 use super::{i64_operand, optional, required};
 use concord_core::op::ArgReduce;
 use concord_core::shape::normalize_axes;
@@ -32,14 +32,7 @@ pub(crate) fn run(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError
         }
     };
     let data = required(inputs, 0, "data")?;
-    if !matches!(data.dtype(), DType::F32 | DType::F16 | DType::I64) {
-        return Err(OpError::DType {
-            index: 0,
-            name: "data",
-            expected: "f32 or f16 or i64".into(),
-            actual: data.dtype(),
-        });
-    }
+    expect_dtype_in(data, 0, "data", &[DType::F32, DType::F16, DType::I64])?;
     let axes = match (&attrs.axes, optional(inputs, 1)) {
         (Some(attr), Some(input)) => {
             let given = i64_operand(input, 1, "axes")?;
@@ -245,14 +238,7 @@ fn reduce_i64(kind: Kind, plan: &Plan, values: &[i64]) -> Result<Tensor, OpError
 /// with `select_last_index`). A NaN counts as larger than every number, as numpy's argmax
 /// (the ONNX reference implementation) has it.
 fn arg_max(attrs: &ArgReduce, data: &Tensor) -> Result<Tensor, OpError> {
-    if !matches!(data.dtype(), DType::F32 | DType::F16 | DType::I64) {
-        return Err(OpError::DType {
-            index: 0,
-            name: "data",
-            expected: "f32 or f16 or i64".into(),
-            actual: data.dtype(),
-        });
-    }
+    expect_dtype_in(data, 0, "data", &[DType::F32, DType::F16, DType::I64])?;
     let dims = data.dims();
     let axis = normalize_axis(attrs.axis, dims.len()).map_err(|e| OpError::Attribute {
         name: "axis",

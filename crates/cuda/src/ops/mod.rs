@@ -33,7 +33,7 @@ pub struct Launcher<'a> {
     pub lane: &'a Lane,
     /// Device address of the run's status word (an i32 kernels set on bad operands).
     pub status: u64,
-    pub target: Target,
+    pub target: &'a Target,
 }
 
 /// One operand of a node: always on the device; also on the host when it is a constant of
@@ -168,7 +168,7 @@ impl<'a> Launcher<'a> {
     pub fn output(&self, dtype: DType, shape: Shape) -> Result<DeviceTensor, CudaError> {
         tensor::alloc(
             &self.lane.stream,
-            Storage::of(dtype, self.target),
+            Storage::of(dtype, crate::executor::float_storage(self.target)),
             dtype,
             shape,
         )

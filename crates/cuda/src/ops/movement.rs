@@ -46,7 +46,10 @@ pub fn run(
             vec![l.upload(&Tensor::vec_i64(values), Storage::I64)?]
         }
         Op::Constant { value } => {
-            vec![l.upload(value, Storage::of(value.dtype(), l.target))?]
+            vec![l.upload(
+                value,
+                Storage::of(value.dtype(), crate::executor::float_storage(l.target)),
+            )?]
         }
         Op::Cast { to } => vec![cast(l, *to, inputs, facts)?],
         Op::Transpose { perm } => vec![transpose(l, perm.as_deref(), inputs, facts)?],
@@ -82,7 +85,7 @@ fn cast(
 ) -> OpResult<DeviceTensor> {
     let x = required(inputs, 0, "input")?;
     let (dtype, shape) = single(facts)?;
-    let storage = Storage::of(to, l.target);
+    let storage = Storage::of(to, crate::executor::float_storage(l.target));
     if storage == x.dev.storage {
         // Same device layout (f32 and f16 values are both half on the fp16 target): the
         // bytes already are the result.

@@ -36,14 +36,14 @@ pub fn host_operands(op: &Op) -> &'static [usize] {
 }
 
 /// Whether the OpenCL executor can run `node` on `target`, and why not.
-pub fn supports(graph: &Graph, node: &Node, target: Target) -> Support {
+pub fn supports(graph: &Graph, node: &Node, target: &Target) -> Support {
     match check(graph, node, target) {
         Ok(()) => Support::Yes,
         Err(reason) => Support::No(reason),
     }
 }
 
-fn check(graph: &Graph, node: &Node, target: Target) -> Result<(), String> {
+fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
     let names = operand_names(&node.op);
     for &index in host_operands(&node.op) {
         if let Some(Some(value)) = node.inputs.get(index) {

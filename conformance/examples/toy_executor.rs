@@ -7,9 +7,9 @@
 //! file as a test (see `[[test]] name = "example_toy"` in conformance/Cargo.toml), so
 //! docs/backend-authors.md, which walks through it, cannot rot.
 
-use concord::core::op::{Binary, Unary};
-use concord::core::shape::{broadcast_index, broadcast_shapes};
-use concord::core::{Error, Node, Op, OpError, Schedule, Shape};
+use concord::executor::{Error, Node, Op, OpError, Schedule, Shape};
+use concord::op::{Binary, Unary};
+use concord::semantics::{broadcast_index, broadcast_shapes};
 use concord::{
     Availability, DType, DeviceInfo, Executor, Graph, PreparedPartition, ProfileSink, Support,
     Target, TargetSpec, Tensor,

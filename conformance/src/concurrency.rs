@@ -9,9 +9,9 @@ use crate::compare::compare;
 use crate::outcome::Outcome;
 use crate::suite::Suite;
 use crate::tolerance::allowance;
-use concord::core::op::Conv;
-use concord::core::op::{Binary, Unary};
-use concord::core::{Node, Op};
+use concord::executor::{Node, Op};
+use concord::op::Conv;
+use concord::op::{Binary, Unary};
 use concord::{
     DType, FallbackPolicy, Graph, Net, NetBuilder, Overrides, Target, Tensor, ValueInfo,
 };

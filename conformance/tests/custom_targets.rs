@@ -6,7 +6,7 @@
 // A test reports a broken expectation by panicking with what it found.
 #![allow(clippy::panic)]
 
-use concord::core::{Error, Node};
+use concord::executor::{Error, Node};
 use concord::{
     Availability, Capability, CpuExecutor, DType, DeviceInfo, Executor, Graph, PreparedPartition,
     Support, Target, TargetSpec,

@@ -5,7 +5,7 @@
 // A test reports a broken expectation by panicking with what it found.
 #![allow(clippy::panic)]
 
-use concord::core::{Error, Node};
+use concord::executor::{Error, Node};
 use concord::{
     Availability, CpuExecutor, DeviceInfo, Executor, Graph, PreparedPartition, ProfileSink,
     Support, Target, TargetSpec, Tensor,

@@ -6,9 +6,9 @@
 // A test reports a broken expectation by panicking with what it found.
 #![allow(clippy::panic)]
 
-use concord::core::op::Binary;
-use concord::core::op::{Conv, Gemm};
-use concord::core::{Error, Node, Op};
+use concord::executor::{Error, Node, Op};
+use concord::op::Binary;
+use concord::op::{Conv, Gemm};
 use concord::{
     Availability, CpuExecutor, DeviceInfo, Executor, Graph, PreparedPartition, ProfileSink,
     Support, Target, TargetSpec, Tensor,

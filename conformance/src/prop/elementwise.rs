@@ -7,7 +7,7 @@ use super::gen::{
     scalar, seed, spell_axis, Attrs, Recipe, ACCUMULATING, UNIFORM,
 };
 use crate::case::{AttributeValue, OpCase};
-use concord::core::op::{AttrDefault, Unary};
+use concord::op::{AttrDefault, Unary};
 use proptest::prelude::*;
 use proptest::sample::select;
 

@@ -31,11 +31,11 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 /// The ops with a property strategy: every op of concord-core's op table
-/// ([`concord::core::op::supported_names`]) except those in [`NOT_GENERATED`]. A unary op
+/// ([`concord::op::supported_names`]) except those in [`NOT_GENERATED`]. A unary op
 /// added to the table is generated with the activation recipes and its parameters drawn
 /// from the table, with no change here.
 pub fn ops() -> Vec<&'static str> {
-    concord::core::op::supported_names()
+    concord::op::supported_names()
         .iter()
         .copied()
         .filter(|op| !NOT_GENERATED.iter().any(|(name, _)| name == op))

@@ -1,7 +1,7 @@
 //! Reading and writing tensors as .npy files (f32, f16, i64 and bool; int32 and f64 inputs
 //! are converted when the conversion is exact enough to be unsurprising).
 
-use concord::core::TensorData;
+use concord::TensorData;
 use concord::{Shape, Tensor};
 use half::f16;
 use npyz::WriterBuilder;

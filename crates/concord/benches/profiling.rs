@@ -5,7 +5,7 @@
 //!
 //! Run: `cargo bench -p concord --bench profiling`.
 
-use concord::core::{Node, Op};
+use concord::executor::{Node, Op};
 use concord::{DType, Graph, NetBuilder, Overrides, Tensor, ValueInfo};
 use concord_core::op::{Binary, Unary};
 use concord_cpu::ReferenceExecutor;

@@ -4,8 +4,8 @@
 //!
 //! Run: `cargo bench -p concord --bench scaling`.
 
-use concord::core::op::Conv;
-use concord::core::{Node, Op};
+use concord::executor::{Node, Op};
+use concord::op::Conv;
 use concord::{DType, FallbackPolicy, Graph, Net, NetBuilder, Overrides, Tensor, ValueInfo};
 use concord_core::op::Unary;
 use criterion::{criterion_group, criterion_main, Criterion};

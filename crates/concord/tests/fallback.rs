@@ -324,8 +324,8 @@ fn environment_values_are_parsed_strictly() {
 
 #[test]
 fn a_node_even_the_reference_cannot_run_is_refused_at_build() {
-    use concord::core::op::{Resize, ResizeMode};
-    use concord::core::{Node, Op};
+    use concord::executor::{Node, Op};
+    use concord::op::{Resize, ResizeMode};
     use concord::{DType, Graph, ValueInfo};
     let mut g = Graph {
         name: "cubic".into(),

@@ -9,7 +9,7 @@
 // A test reports a broken manifest or data file by panicking with what is wrong.
 #![allow(clippy::panic)]
 
-use concord::core::TensorData;
+use concord::TensorData;
 use concord::{Net, Tensor};
 use npyz::half::f16;
 use serde::Deserialize;
@@ -182,7 +182,7 @@ fn golden_manifest_covers_every_supported_op() {
         "golden has {models} model cases, at least {MIN_MODEL_CASES} expected"
     );
 
-    let uncovered: Vec<&str> = concord::core::op::supported_names()
+    let uncovered: Vec<&str> = concord::op::supported_names()
         .iter()
         .copied()
         .filter(|op| {

@@ -5,8 +5,8 @@
 //! the reference. Which case applies is what the probe says, and each case asserts its own
 //! outcome.
 
-use concord::core::op::{Conv, Gemm};
-use concord::core::{Node, Op};
+use concord::executor::{Node, Op};
+use concord::op::{Conv, Gemm};
 use concord::{
     Availability, DType, Error, Executor, ExecutorRegistry, FallbackCause, FallbackPolicy, Graph,
     Net, NetBuilder, Overrides, Target, Tensor, ValueInfo,

@@ -46,7 +46,7 @@ fn write_model(name: &str, graph: &Graph, input: &Tensor) -> Result<(PathBuf, Pa
     let dir = target_dir().join("bench-models");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let model = dir.join(format!("{name}.onnx"));
-    let bytes = concord::onnx::save(graph).map_err(|e| e.to_string())?;
+    let bytes = concord::internals::onnx::save(graph).map_err(|e| e.to_string())?;
     std::fs::write(&model, bytes).map_err(|e| format!("{}: {e}", model.display()))?;
     let npy = dir.join(format!("{name}.input.npy"));
     let values = input.as_f32().ok_or("the input is not f32")?;

@@ -16,8 +16,8 @@
 mod common;
 
 use common::{opencl_here, CnnBuilder, Lcg, OpenClHere};
-use concord::core::op::Pool;
-use concord::core::{Dim, Node, Op, TensorData};
+use concord::executor::{Dim, Node, Op, TensorData};
+use concord::op::Pool;
 use concord::{DType, FallbackPolicy, Graph, NetBuilder, Overrides, Tensor};
 use concord_conformance::compare::compare;
 use concord_conformance::tolerance::{allowance, ToleranceTable};

@@ -3,8 +3,8 @@
 
 #![allow(dead_code)]
 
-use concord::core::op::{Conv, Gemm};
-use concord::core::{Node, Op};
+use concord::executor::{Node, Op};
+use concord::op::{Conv, Gemm};
 use concord::{
     Availability, Capability, CpuExecutor, DType, DeviceInfo, Executor, FallbackCause, Graph,
     PreparedPartition, Support, Target, TargetSpec, Tensor, ValueInfo,
@@ -136,7 +136,7 @@ impl Executor for TestExecutor {
         &self,
         partition: &Graph,
         _target: &Target,
-    ) -> Result<Box<dyn PreparedPartition>, concord::core::Error> {
+    ) -> Result<Box<dyn PreparedPartition>, concord::executor::Error> {
         CpuExecutor::new().prepare(partition, &concord::targets::CPU)
     }
 }

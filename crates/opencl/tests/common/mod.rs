@@ -6,7 +6,7 @@
 // Helpers of tests report a broken expectation by panicking with what they found.
 #![allow(clippy::panic)]
 
-use concord::core::TensorData;
+use concord::TensorData;
 use concord::{Availability, Executor, ExecutorRegistry, FallbackCause, Tensor};
 use concord_opencl::OpenClExecutor;
 use npyz::half::f16;

@@ -332,6 +332,7 @@ def op_cases():
         uniform(rng_for("hard_sigmoid"), (3, 8), -4.0, 4.0), alpha=0.25, beta=0.4,
     )
     unary("hard_swish", "HardSwish", 14, "pointwise", "HardSwish over [-5, 5]", uniform(rng_for("hard_swish"), (3, 8), -5.0, 5.0))
+    unary("reciprocal", "Reciprocal", 13, "pointwise", "Reciprocal of values away from zero, both signs", np.where(uniform(rng_for("reciprocal_sign"), (3, 8), -1.0, 1.0) < 0, -1.0, 1.0).astype(np.float32) * uniform(rng_for("reciprocal"), (3, 8), 0.1, 8.0))
 
     r = rng_for("clip_min_max")
     add(
@@ -448,6 +449,12 @@ def op_cases():
         [node("ReduceMean", ["X", "axes"], ["Y"], keepdims=1)],
         [("X", normal(r, (2, 3, 4)))],
         [("axes", i64([0, -1]))],
+    )
+    r = rng_for("argmax_last_axis")
+    add(
+        "argmax_last_axis", 13, "exact", "ArgMax over axis=-1, keepdims=0, with ties resolved to the last index",
+        [node("ArgMax", ["X"], ["Y"], axis=-1, keepdims=0, select_last_index=1)],
+        [("X", r.integers(0, 4, (3, 2, 5)).astype(np.float32))],
     )
     r = rng_for("reduce_max_attr_axes")
     add(

@@ -77,11 +77,8 @@ impl Executor for Planted {
         }
     }
     fn targets(&self) -> Vec<TargetSpec> {
-        vec![TargetSpec::new(
-            concord::targets::CPU,
-            concord::DType::F32,
-            concord::DType::F32,
-        )]
+        // It wraps the reference, so it declares the reference's target.
+        CpuExecutor::new().targets()
     }
     fn supports(&self, graph: &Graph, node: &Node, target: &Target) -> Support {
         CpuExecutor::new()

@@ -423,16 +423,6 @@ pub struct AttrSpec {
     pub default: AttrDefault,
 }
 
-/// What kind of value an op's (first) output holds, for the ops whose outputs follow one
-/// rule.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OutputType {
-    /// The dtype of the first input.
-    SameAsInput,
-    /// bool (comparisons).
-    Bool,
-}
-
 /// Everything Concord knows about one op type, in one place: the readers, writers, name
 /// lists, property tests and kernel op codes derive from it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -472,7 +462,6 @@ pub struct BinaryDef {
     /// Kernel-facing names: kernels `binary_<kernel>`, codes `B_<KERNEL>`. Mod has two
     /// (Python-sign `mod`, C-sign `fmod`).
     pub kernels: &'static [&'static str],
-    pub output: OutputType,
     pub attributes: &'static [AttrSpec],
 }
 
@@ -545,10 +534,7 @@ pub const BINARY_OPS: &[BinaryDef] = &[
         attributes: &[attr("fmod", AttrDefault::Int(0))],
         ..binary(Binary::Mod { fmod: false }, "Mod", &["mod", "fmod"])
     },
-    BinaryDef {
-        output: OutputType::Bool,
-        ..binary(Binary::Equal, "Equal", &["equal"])
-    },
+    binary(Binary::Equal, "Equal", &["equal"]),
 ];
 
 const fn binary(op: Binary, name: &'static str, kernels: &'static [&'static str]) -> BinaryDef {
@@ -557,7 +543,6 @@ const fn binary(op: Binary, name: &'static str, kernels: &'static [&'static str]
         name,
         since: 1,
         kernels,
-        output: OutputType::SameAsInput,
         attributes: &[],
     }
 }

@@ -3,12 +3,11 @@
 //! a real ONNX model, so the importer is exercised too and a failing case exports as-is.
 
 use crate::error::SuiteError;
-use concord_core::{DType, Shape, Tensor};
+use concord_core::{DType, Shape, Tensor, TensorData};
 use concord_onnx::proto::{
     AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
     TensorShapeProto, TypeProto, ValueInfoProto,
 };
-use half::f16;
 use rand::{Rng, SeedableRng};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -147,7 +146,7 @@ pub fn load_cases(dir: &Path) -> Result<Vec<OpCase>, SuiteError> {
     Ok(cases)
 }
 
-/// Parses "f32", "f16", "i64", "bool".
+/// Parses a dtype name as [`DType::name`] writes it ("f32", "u8", "bool", …).
 pub fn parse_dtype(s: &str) -> Option<DType> {
     DType::ALL.into_iter().find(|d| d.name() == s)
 }
@@ -401,13 +400,7 @@ pub fn generate(
 
 /// Builds a tensor of `dtype` from f64 values (exact for every value a case file writes).
 pub fn tensor_from_f64(dtype: DType, shape: &[usize], values: &[f64]) -> Result<Tensor, String> {
-    let shape = Shape::from(shape);
-    let t = match dtype {
-        DType::F32 => Tensor::from_f32(shape, values.iter().map(|&v| v as f32).collect()),
-        DType::F16 => Tensor::from_f16(shape, values.iter().map(|&v| f16::from_f64(v)).collect()),
-        DType::I64 => Tensor::from_i64(shape, values.iter().map(|&v| v as i64).collect()),
-        DType::Bool => Tensor::from_bool(shape, values.iter().map(|&v| v != 0.0).collect()),
-    };
+    let t = Tensor::new(Shape::from(shape), TensorData::from_f64(dtype, values));
     t.map_err(|e| e.to_string())
 }
 

@@ -26,6 +26,8 @@ pub mod golden;
 mod harness;
 pub mod models;
 pub mod node_tests;
+/// The .npy reader and writer (the facade's, re-exported for backend authors' tests).
+pub use concord::npy;
 pub mod outcome;
 pub mod progress;
 pub mod prop;

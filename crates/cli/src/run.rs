@@ -4,7 +4,7 @@
 use crate::npy;
 use clap::Args;
 use concord::{
-    parse_policy, Backend, DType, Dim, ExecutorRegistry, Net, NetBuilder, Shape, Tensor,
+    parse_policy, Backend, DType, Dim, ExecutorRegistry, Net, NetBuilder, Shape, Tensor, TensorData,
 };
 use rand::{Rng, SeedableRng};
 use std::path::PathBuf;
@@ -165,6 +165,16 @@ fn random_input(net: &Net, seed: u64) -> Result<(String, Tensor), String> {
         ),
         DType::I64 => Tensor::from_i64(shape, (0..n).map(|_| rng.gen_range(0i64..10)).collect()),
         DType::Bool => Tensor::from_bool(shape, (0..n).map(|_| rng.gen_bool(0.5)).collect()),
+        // The other floats as f32 does, rounded once to the dtype; the other integers as
+        // i64 does (0 to 9 fits every one).
+        float if float.is_float() => {
+            let values: Vec<f64> = (0..n).map(|_| rng.gen_range(-1.0f64..1.0)).collect();
+            Tensor::new(shape, TensorData::from_f64(float, &values))
+        }
+        integer => {
+            let values: Vec<f64> = (0..n).map(|_| rng.gen_range(0i64..10) as f64).collect();
+            Tensor::new(shape, TensorData::from_f64(integer, &values))
+        }
     }
     .map_err(|e| e.to_string())?;
     Ok((info.name.clone(), tensor))

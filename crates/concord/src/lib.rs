@@ -23,6 +23,7 @@ pub mod backends;
 mod error;
 pub mod info;
 mod net;
+pub mod npy;
 mod planner;
 mod profile;
 mod registry;

@@ -1,6 +1,6 @@
 //! concord-core: the vocabulary every other Concord crate speaks.
 //!
-//! It holds [`Tensor`] (f32, f16, i64 and bool elements), [`Shape`], [`DType`], the graph IR
+//! It holds [`Tensor`] (every dense ONNX numeric type and bool), [`Shape`], [`DType`], the graph IR
 //! ([`Graph`], [`Node`], [`Op`] with typed attributes), graph validation, shape inference
 //! and constant folding of shape sub-graphs, the executor contract, and targets as open
 //! names that executors declare ([`TargetSpec`]), with the one function that decides
@@ -45,4 +45,4 @@ pub use shape::{broadcast_shapes, shape_range, Dim, Shape, SymShape};
 pub use target::{
     resolve_target, Backend, Capability, Target, TargetFallback, TargetResolution, TargetSpec,
 };
-pub use tensor::{Tensor, TensorData};
+pub use tensor::{Element, Scalar, Tensor, TensorData};

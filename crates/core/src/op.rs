@@ -31,10 +31,20 @@ pub enum Op {
     Unary(Unary),
     /// Inputs: X, min?, max? (scalars).
     Clip,
+    /// Max, Min, Sum, Mean of one or more broadcasting inputs.
+    Variadic(Variadic),
 
     // Normalisation.
     /// Input: X.
     Softmax {
+        axis: i64,
+    },
+    /// Input: X.
+    LogSoftmax {
+        axis: i64,
+    },
+    /// Input: X. One-hot of the first largest value along `axis`.
+    Hardmax {
         axis: i64,
     },
     /// Inputs: X, Scale, B?. Outputs: Y (Mean and InvStdDev are not supported).
@@ -46,18 +56,55 @@ pub enum Op {
     BatchNormalization {
         epsilon: f32,
     },
+    /// Inputs: X (N, C, …), scale (C), B (C). Statistics per sample and channel.
+    InstanceNormalization {
+        epsilon: f32,
+    },
+    /// Inputs: X, scale, bias. Statistics per sample and group of channels; scale and bias
+    /// per channel (opset 21) or per group (opset 18).
+    GroupNormalization {
+        epsilon: f32,
+        num_groups: usize,
+    },
+    /// Inputs: X, scale. x / sqrt(mean(x²) + epsilon) over the axes from `axis`, times scale.
+    RMSNormalization {
+        axis: i64,
+        epsilon: f32,
+    },
+    /// Input: X. x / ||x||_p along `axis` (p is 1 or 2).
+    LpNormalization {
+        axis: i64,
+        p: i64,
+    },
+    /// Input: X. (x - mean) / (std + 1e-9) over `axes`.
+    MeanVarianceNormalization {
+        axes: Vec<i64>,
+    },
+    /// Input: X (N, C, …). Local response normalisation across channels.
+    LRN {
+        alpha: f32,
+        beta: f32,
+        bias: f32,
+        size: usize,
+    },
 
     // Pooling. Input: X (N, C, spatial…).
     MaxPool(Pool),
     AveragePool(Pool),
     GlobalAveragePool,
+    GlobalMaxPool,
+    /// The p-norm of each window (padding counts as zeros).
+    LpPool(Pool, i64),
+    GlobalLpPool {
+        p: i64,
+    },
 
     // Reductions. Inputs: data, axes? (the attribute form is folded into `axes`).
-    ReduceMean(Reduce),
-    ReduceSum(Reduce),
-    ReduceMax(Reduce),
+    Reduce(ReduceKind, Reduce),
     /// Input: data. Output: i64 indices of the largest values along `axis`.
     ArgMax(ArgReduce),
+    /// Input: data. Output: i64 indices of the smallest values along `axis`.
+    ArgMin(ArgReduce),
 
     // Data movement.
     /// Inputs: any number, same rank.
@@ -115,6 +162,112 @@ pub enum Op {
     Where,
     /// Inputs: input, shape.
     Expand,
+
+    // Indexing: ops that compute positions, or read and write by index.
+    /// Input: shape. Output: that shape filled with `value`'s one element.
+    ConstantOfShape {
+        value: Tensor,
+    },
+    /// Inputs: start, limit, delta (scalars of one numeric type).
+    Range,
+    /// Inputs: input, repeats.
+    Tile,
+    /// Inputs: x, axis (scalar).
+    CumSum {
+        exclusive: bool,
+        reverse: bool,
+    },
+    /// Inputs: data, indices.
+    GatherElements {
+        axis: i64,
+    },
+    /// Inputs: data, indices.
+    GatherND {
+        batch_dims: i64,
+    },
+    /// Inputs: data, indices, updates.
+    ScatterElements {
+        axis: i64,
+        reduction: ScatterReduction,
+    },
+    /// Inputs: data, indices, updates.
+    ScatterND {
+        reduction: ScatterReduction,
+    },
+    /// Inputs: indices, depth, values ([off, on]).
+    OneHot {
+        axis: i64,
+    },
+    /// Inputs: input, k?.
+    Trilu {
+        upper: bool,
+    },
+    /// Input: X. Output: i64 [rank, count] coordinates of the non-zero elements.
+    NonZero,
+    /// Input: data. Output: its element count, an i64 scalar.
+    Size,
+    /// Input: input (N, C, H, W).
+    DepthToSpace {
+        blocksize: usize,
+        /// `mode = "CRD"` (column-row-depth) rather than the default DCR.
+        crd: bool,
+    },
+    SpaceToDepth {
+        blocksize: usize,
+    },
+    /// Input: a 2-D tensor; output: ones on diagonal `k`, of `dtype` (default the input's).
+    EyeLike {
+        dtype: Option<DType>,
+        k: i64,
+    },
+    /// Inputs: X, K. Outputs: Values, Indices (i64).
+    TopK {
+        axis: i64,
+        largest: bool,
+        sorted: bool,
+    },
+    /// Inputs: input, target_type (only its dtype is read).
+    CastLike,
+    /// Inputs: input, condition (1-D bool). No axis: the flattened input.
+    Compress {
+        axis: Option<i64>,
+    },
+}
+
+/// How ScatterElements and ScatterND combine an update with the element it lands on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ScatterReduction {
+    /// Replace.
+    #[default]
+    None,
+    Add,
+    Mul,
+    Max,
+    Min,
+}
+
+impl ScatterReduction {
+    pub const ALL: [(ScatterReduction, &'static str); 5] = [
+        (ScatterReduction::None, "none"),
+        (ScatterReduction::Add, "add"),
+        (ScatterReduction::Mul, "mul"),
+        (ScatterReduction::Max, "max"),
+        (ScatterReduction::Min, "min"),
+    ];
+
+    pub fn name(self) -> &'static str {
+        ScatterReduction::ALL
+            .iter()
+            .find(|(r, _)| *r == self)
+            .map_or("none", |(_, n)| n)
+    }
+
+    pub fn from_name(name: &str) -> Option<ScatterReduction> {
+        ScatterReduction::ALL
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(r, _)| *r)
+    }
 }
 
 /// How a convolution or pooling op pads when explicit pads are not given.
@@ -345,7 +498,7 @@ impl NearestMode {
 }
 
 /// The elementwise unary ops. Each has one row in [`UNARY_OPS`]; its parameters (at most
-/// two, `alpha` and `beta`) are the kernels' two float arguments.
+/// two, `alpha` and `beta` for most) are the kernels' two float arguments.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Unary {
     Sqrt,
@@ -357,9 +510,65 @@ pub enum Unary {
     Sigmoid,
     Tanh,
     HardSwish,
-    LeakyRelu { alpha: f32 },
-    HardSigmoid { alpha: f32, beta: f32 },
+    LeakyRelu {
+        alpha: f32,
+    },
+    HardSigmoid {
+        alpha: f32,
+        beta: f32,
+    },
     Reciprocal,
+    Log,
+    Floor,
+    Ceil,
+    /// Round half to even.
+    Round,
+    Sign,
+    Sin,
+    Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Asinh,
+    Acosh,
+    Atanh,
+    Softplus,
+    Softsign,
+    Elu {
+        alpha: f32,
+    },
+    Selu {
+        alpha: f32,
+        gamma: f32,
+    },
+    Celu {
+        alpha: f32,
+    },
+    ThresholdedRelu {
+        alpha: f32,
+    },
+    Shrink {
+        bias: f32,
+        lambd: f32,
+    },
+    Mish,
+    /// `tanh`: the tanh approximation (`approximate = "tanh"`), else the exact erf form.
+    Gelu {
+        tanh: bool,
+    },
+    /// Produces bool.
+    IsNaN,
+    /// Produces bool.
+    IsInf {
+        detect_negative: bool,
+        detect_positive: bool,
+    },
+    /// bool to bool.
+    Not,
+    BitwiseNot,
 }
 
 /// The elementwise binary ops (multidirectional broadcasting). Each has one row in
@@ -377,6 +586,173 @@ pub enum Binary {
     },
     /// Produces bool.
     Equal,
+    /// Produces bool.
+    Less,
+    /// Produces bool.
+    Greater,
+    /// Produces bool.
+    LessOrEqual,
+    /// Produces bool.
+    GreaterOrEqual,
+    /// bool operands.
+    And,
+    Or,
+    Xor,
+    /// Integer operands.
+    BitwiseAnd,
+    BitwiseOr,
+    BitwiseXor,
+    /// Unsigned operands; `left` shifts left (`direction = "LEFT"`).
+    BitShift {
+        left: bool,
+    },
+    /// Inputs X, slope: `x < 0 ? slope * x : x`.
+    PRelu,
+}
+
+/// The variadic elementwise ops: one or more broadcasting inputs of one dtype.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variadic {
+    Max,
+    Min,
+    Sum,
+    Mean,
+}
+
+/// The reductions over a set of axes ([`Op::Reduce`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceKind {
+    Mean,
+    Sum,
+    Max,
+    Min,
+    Prod,
+    L1,
+    L2,
+    LogSum,
+    LogSumExp,
+    SumSquare,
+}
+
+impl ReduceKind {
+    /// Every reduction, with its ONNX op type.
+    pub const ALL: [(ReduceKind, &'static str); 10] = [
+        (ReduceKind::Mean, "ReduceMean"),
+        (ReduceKind::Sum, "ReduceSum"),
+        (ReduceKind::Max, "ReduceMax"),
+        (ReduceKind::Min, "ReduceMin"),
+        (ReduceKind::Prod, "ReduceProd"),
+        (ReduceKind::L1, "ReduceL1"),
+        (ReduceKind::L2, "ReduceL2"),
+        (ReduceKind::LogSum, "ReduceLogSum"),
+        (ReduceKind::LogSumExp, "ReduceLogSumExp"),
+        (ReduceKind::SumSquare, "ReduceSumSquare"),
+    ];
+
+    pub fn name(self) -> &'static str {
+        ReduceKind::ALL
+            .iter()
+            .find(|(k, _)| *k == self)
+            .map_or("ReduceMean", |(_, n)| n)
+    }
+
+    pub fn from_name(name: &str) -> Option<ReduceKind> {
+        ReduceKind::ALL
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(k, _)| *k)
+    }
+
+    /// The first opset whose form takes `axes` as an input (ReduceSum 13, the rest 18).
+    pub fn axes_input_since(self) -> i64 {
+        if self == ReduceKind::Sum {
+            13
+        } else {
+            18
+        }
+    }
+}
+
+impl Variadic {
+    pub const ALL: [(Variadic, &'static str); 4] = [
+        (Variadic::Max, "Max"),
+        (Variadic::Min, "Min"),
+        (Variadic::Sum, "Sum"),
+        (Variadic::Mean, "Mean"),
+    ];
+
+    pub fn name(self) -> &'static str {
+        Variadic::ALL
+            .iter()
+            .find(|(v, _)| *v == self)
+            .map_or("Max", |(_, n)| n)
+    }
+
+    pub fn from_name(name: &str) -> Option<Variadic> {
+        Variadic::ALL
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(v, _)| *v)
+    }
+
+    /// Max and Min take every numeric type; Sum and Mean the floats.
+    pub fn accepts(self) -> Accepts {
+        match self {
+            Variadic::Max | Variadic::Min => Accepts::Numeric,
+            Variadic::Sum | Variadic::Mean => Accepts::Float,
+        }
+    }
+}
+
+/// Which element types an elementwise op accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accepts {
+    /// f64, f32, f16, bf16.
+    Float,
+    /// The floats and the signed integers.
+    Signed,
+    /// Every type but bool.
+    Numeric,
+    /// The integers (signed and unsigned).
+    Integer,
+    /// The unsigned integers.
+    Unsigned,
+    /// bool only.
+    Bool,
+    /// Every type, bool included.
+    Any,
+}
+
+impl Accepts {
+    pub fn allows(self, dtype: DType) -> bool {
+        match self {
+            Accepts::Float => dtype.is_float(),
+            Accepts::Signed => dtype.is_float() || dtype.is_signed_integer(),
+            Accepts::Numeric => dtype != DType::Bool,
+            Accepts::Integer => dtype.is_integer(),
+            Accepts::Unsigned => dtype.is_integer() && !dtype.is_signed_integer(),
+            Accepts::Bool => dtype == DType::Bool,
+            Accepts::Any => true,
+        }
+    }
+
+    /// The accepted dtypes, in [`DType::ALL`] order.
+    pub fn dtypes(self) -> Vec<DType> {
+        DType::ALL.into_iter().filter(|&d| self.allows(d)).collect()
+    }
+
+    /// The accepted dtypes as words for an error message.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Accepts::Float => "a float type (f64, f32, f16, bf16)",
+            Accepts::Signed => "a float or signed integer type",
+            Accepts::Numeric => "a numeric type (not bool)",
+            Accepts::Integer => "an integer type",
+            Accepts::Unsigned => "an unsigned integer type",
+            Accepts::Bool => "bool",
+            Accepts::Any => "any type",
+        }
+    }
 }
 
 /// What kind of computation an op is. Code that does not care about one op (routing,
@@ -390,16 +766,20 @@ pub enum Family {
     Unary,
     /// [`Op::Binary`]: two broadcasting inputs.
     Binary,
-    /// Other elementwise ops with several operands: Clip, Where.
+    /// Other elementwise ops with several operands: Clip, Where, Max/Min/Sum/Mean.
     Select,
-    /// Softmax, LayerNormalization, BatchNormalization.
+    /// Softmax, LogSoftmax, Hardmax, LayerNormalization, BatchNormalization.
     Normalization,
     /// MaxPool, AveragePool, GlobalAveragePool.
     Pool,
-    /// ReduceMean, ReduceSum, ReduceMax, ArgMax.
+    /// The Reduce* ops, ArgMax, ArgMin.
     Reduce,
     /// Shape, layout and dtype changes that compute nothing: Concat … Expand.
     Movement,
+    /// Ops that compute positions or read and write by index: ConstantOfShape, Range, Tile,
+    /// CumSum, the Gather/Scatter variants, OneHot, Trilu, NonZero, Size, DepthToSpace,
+    /// SpaceToDepth, EyeLike, TopK, CastLike, Compress.
+    Indexing,
     /// Resize.
     Resize,
 }
@@ -447,10 +827,23 @@ pub struct UnaryDef {
     pub since: i64,
     /// The kernel-facing name (snake case): kernels are `unary_<kernel>`, codes `U_<KERNEL>`.
     pub kernel: &'static str,
-    /// Whether ONNX defines it on signed integers too (else floats only).
-    pub integer: bool,
-    /// The names of its float attributes, in kernel-argument order (alpha, beta).
+    /// The input types ONNX defines it on.
+    pub accepts: Accepts,
+    /// Whether the output is bool (IsNaN, IsInf) rather than the input's type.
+    pub bool_output: bool,
+    /// Whether the device executors (OpenCL, CUDA) have a kernel for it; the others run on
+    /// the reference, and device executors decline them by this flag.
+    pub device: bool,
+    /// Its attributes, in kernel-argument order (alpha, beta). Int attributes (IsInf's
+    /// detect flags) travel as 0.0 / 1.0; Gelu's `approximate` string as 0 (none) / 1 (tanh).
     pub params: &'static [AttrSpec],
+}
+
+impl UnaryDef {
+    /// Whether it is defined on signed integers too (device kernels exist for i64).
+    pub fn integer(&self) -> bool {
+        self.accepts.allows(DType::I64)
+    }
 }
 
 /// One elementwise binary op: its schema and what its kernels need.
@@ -460,9 +853,15 @@ pub struct BinaryDef {
     pub name: &'static str,
     pub since: i64,
     /// Kernel-facing names: kernels `binary_<kernel>`, codes `B_<KERNEL>`. Mod has two
-    /// (Python-sign `mod`, C-sign `fmod`).
+    /// (Python-sign `mod`, C-sign `fmod`), BitShift two (`shl`, `shr`).
     pub kernels: &'static [&'static str],
     pub attributes: &'static [AttrSpec],
+    /// The types of input A ONNX defines it on (B has A's type, except Pow's exponent).
+    pub accepts: Accepts,
+    /// Whether the output is bool (comparisons, logical ops).
+    pub bool_output: bool,
+    /// Whether the device executors have a kernel for it (see [`UnaryDef::device`]).
+    pub device: bool,
 }
 
 const fn attr(name: &'static str, default: AttrDefault) -> AttrSpec {
@@ -473,7 +872,7 @@ const fn unary(
     op: Unary,
     name: &'static str,
     kernel: &'static str,
-    integer: bool,
+    accepts: Accepts,
     params: &'static [AttrSpec],
 ) -> UnaryDef {
     UnaryDef {
@@ -481,70 +880,288 @@ const fn unary(
         name,
         since: 1,
         kernel,
-        integer,
+        accepts,
+        bool_output: false,
+        device: false,
         params,
     }
 }
 
+/// A row whose device kernels exist.
+const fn on_device(d: UnaryDef) -> UnaryDef {
+    UnaryDef { device: true, ..d }
+}
+
+const FLOAT: Accepts = Accepts::Float;
+
 /// Every unary op, in kernel-code order (code = position + 1; 0 means "no activation").
+/// Rows with device kernels come first so that their codes never move.
 pub const UNARY_OPS: &[UnaryDef] = &[
-    unary(Unary::Sqrt, "Sqrt", "sqrt", false, &[]),
-    unary(Unary::Exp, "Exp", "exp", false, &[]),
-    unary(Unary::Neg, "Neg", "neg", true, &[]),
-    unary(Unary::Abs, "Abs", "abs", true, &[]),
-    unary(Unary::Erf, "Erf", "erf", false, &[]),
-    unary(Unary::Relu, "Relu", "relu", true, &[]),
-    unary(Unary::Sigmoid, "Sigmoid", "sigmoid", false, &[]),
-    unary(Unary::Tanh, "Tanh", "tanh", false, &[]),
-    UnaryDef {
+    on_device(unary(Unary::Sqrt, "Sqrt", "sqrt", FLOAT, &[])),
+    on_device(unary(Unary::Exp, "Exp", "exp", FLOAT, &[])),
+    on_device(unary(Unary::Neg, "Neg", "neg", Accepts::Signed, &[])),
+    on_device(unary(Unary::Abs, "Abs", "abs", Accepts::Numeric, &[])),
+    on_device(unary(Unary::Erf, "Erf", "erf", FLOAT, &[])),
+    on_device(unary(Unary::Relu, "Relu", "relu", Accepts::Signed, &[])),
+    on_device(unary(Unary::Sigmoid, "Sigmoid", "sigmoid", FLOAT, &[])),
+    on_device(unary(Unary::Tanh, "Tanh", "tanh", FLOAT, &[])),
+    on_device(UnaryDef {
         since: 14,
-        ..unary(Unary::HardSwish, "HardSwish", "hard_swish", false, &[])
-    },
-    unary(
+        ..unary(Unary::HardSwish, "HardSwish", "hard_swish", FLOAT, &[])
+    }),
+    on_device(unary(
         Unary::LeakyRelu { alpha: 0.01 },
         "LeakyRelu",
         "leaky_relu",
-        false,
+        FLOAT,
         &[attr("alpha", AttrDefault::Float(0.01))],
-    ),
-    unary(
+    )),
+    on_device(unary(
         Unary::HardSigmoid {
             alpha: 0.2,
             beta: 0.5,
         },
         "HardSigmoid",
         "hard_sigmoid",
-        false,
+        FLOAT,
         &[
             attr("alpha", AttrDefault::Float(0.2)),
             attr("beta", AttrDefault::Float(0.5)),
         ],
+    )),
+    on_device(unary(
+        Unary::Reciprocal,
+        "Reciprocal",
+        "reciprocal",
+        FLOAT,
+        &[],
+    )),
+    unary(Unary::Log, "Log", "log", FLOAT, &[]),
+    unary(Unary::Floor, "Floor", "floor", FLOAT, &[]),
+    unary(Unary::Ceil, "Ceil", "ceil", FLOAT, &[]),
+    unary(Unary::Round, "Round", "round", FLOAT, &[]),
+    unary(Unary::Sign, "Sign", "sign", Accepts::Numeric, &[]),
+    unary(Unary::Sin, "Sin", "sin", FLOAT, &[]),
+    unary(Unary::Cos, "Cos", "cos", FLOAT, &[]),
+    unary(Unary::Tan, "Tan", "tan", FLOAT, &[]),
+    unary(Unary::Asin, "Asin", "asin", FLOAT, &[]),
+    unary(Unary::Acos, "Acos", "acos", FLOAT, &[]),
+    unary(Unary::Atan, "Atan", "atan", FLOAT, &[]),
+    unary(Unary::Sinh, "Sinh", "sinh", FLOAT, &[]),
+    unary(Unary::Cosh, "Cosh", "cosh", FLOAT, &[]),
+    unary(Unary::Asinh, "Asinh", "asinh", FLOAT, &[]),
+    unary(Unary::Acosh, "Acosh", "acosh", FLOAT, &[]),
+    unary(Unary::Atanh, "Atanh", "atanh", FLOAT, &[]),
+    unary(Unary::Softplus, "Softplus", "softplus", FLOAT, &[]),
+    unary(Unary::Softsign, "Softsign", "softsign", FLOAT, &[]),
+    unary(
+        Unary::Elu { alpha: 1.0 },
+        "Elu",
+        "elu",
+        FLOAT,
+        &[attr("alpha", AttrDefault::Float(1.0))],
     ),
-    unary(Unary::Reciprocal, "Reciprocal", "reciprocal", false, &[]),
-];
-
-/// Every binary op, in kernel-code order.
-pub const BINARY_OPS: &[BinaryDef] = &[
-    binary(Binary::Add, "Add", &["add"]),
-    binary(Binary::Sub, "Sub", &["sub"]),
-    binary(Binary::Mul, "Mul", &["mul"]),
-    binary(Binary::Div, "Div", &["div"]),
-    binary(Binary::Pow, "Pow", &["pow"]),
-    BinaryDef {
-        attributes: &[attr("fmod", AttrDefault::Int(0))],
-        ..binary(Binary::Mod { fmod: false }, "Mod", &["mod", "fmod"])
+    unary(
+        Unary::Selu {
+            alpha: SELU_ALPHA,
+            gamma: SELU_GAMMA,
+        },
+        "Selu",
+        "selu",
+        FLOAT,
+        &[
+            attr("alpha", AttrDefault::Float(SELU_ALPHA)),
+            attr("gamma", AttrDefault::Float(SELU_GAMMA)),
+        ],
+    ),
+    unary(
+        Unary::Celu { alpha: 1.0 },
+        "Celu",
+        "celu",
+        FLOAT,
+        &[attr("alpha", AttrDefault::Float(1.0))],
+    ),
+    unary(
+        Unary::ThresholdedRelu { alpha: 1.0 },
+        "ThresholdedRelu",
+        "thresholded_relu",
+        FLOAT,
+        &[attr("alpha", AttrDefault::Float(1.0))],
+    ),
+    unary(
+        Unary::Shrink {
+            bias: 0.0,
+            lambd: 0.5,
+        },
+        "Shrink",
+        "shrink",
+        Accepts::Numeric,
+        &[
+            attr("bias", AttrDefault::Float(0.0)),
+            attr("lambd", AttrDefault::Float(0.5)),
+        ],
+    ),
+    unary(Unary::Mish, "Mish", "mish", FLOAT, &[]),
+    UnaryDef {
+        since: 20,
+        ..unary(
+            Unary::Gelu { tanh: false },
+            "Gelu",
+            "gelu",
+            FLOAT,
+            &[attr("approximate", AttrDefault::Str("none"))],
+        )
     },
-    binary(Binary::Equal, "Equal", &["equal"]),
+    UnaryDef {
+        bool_output: true,
+        ..unary(Unary::IsNaN, "IsNaN", "is_nan", FLOAT, &[])
+    },
+    UnaryDef {
+        bool_output: true,
+        ..unary(
+            Unary::IsInf {
+                detect_negative: true,
+                detect_positive: true,
+            },
+            "IsInf",
+            "is_inf",
+            FLOAT,
+            &[
+                attr("detect_negative", AttrDefault::Int(1)),
+                attr("detect_positive", AttrDefault::Int(1)),
+            ],
+        )
+    },
+    unary(Unary::Not, "Not", "not", Accepts::Bool, &[]),
+    UnaryDef {
+        since: 18,
+        ..unary(
+            Unary::BitwiseNot,
+            "BitwiseNot",
+            "bitwise_not",
+            Accepts::Integer,
+            &[],
+        )
+    },
 ];
 
-const fn binary(op: Binary, name: &'static str, kernels: &'static [&'static str]) -> BinaryDef {
+/// Selu's default alpha and gamma, as the ONNX schema writes them (f32).
+pub const SELU_ALPHA: f32 = 1.673_263_2;
+pub const SELU_GAMMA: f32 = 1.050_701;
+
+/// Every binary op, in kernel-code order; rows with device kernels first.
+pub const BINARY_OPS: &[BinaryDef] = &[
+    on_device_binary(binary(Binary::Add, "Add", &["add"], Accepts::Numeric)),
+    on_device_binary(binary(Binary::Sub, "Sub", &["sub"], Accepts::Numeric)),
+    on_device_binary(binary(Binary::Mul, "Mul", &["mul"], Accepts::Numeric)),
+    on_device_binary(binary(Binary::Div, "Div", &["div"], Accepts::Numeric)),
+    on_device_binary(binary(Binary::Pow, "Pow", &["pow"], Accepts::Numeric)),
+    on_device_binary(BinaryDef {
+        attributes: &[attr("fmod", AttrDefault::Int(0))],
+        ..binary(
+            Binary::Mod { fmod: false },
+            "Mod",
+            &["mod", "fmod"],
+            Accepts::Numeric,
+        )
+    }),
+    on_device_binary(comparison(Binary::Equal, "Equal", &["equal"], Accepts::Any)),
+    comparison(Binary::Less, "Less", &["less"], Accepts::Numeric),
+    comparison(Binary::Greater, "Greater", &["greater"], Accepts::Numeric),
+    BinaryDef {
+        since: 12,
+        ..comparison(
+            Binary::LessOrEqual,
+            "LessOrEqual",
+            &["less_or_equal"],
+            Accepts::Numeric,
+        )
+    },
+    BinaryDef {
+        since: 12,
+        ..comparison(
+            Binary::GreaterOrEqual,
+            "GreaterOrEqual",
+            &["greater_or_equal"],
+            Accepts::Numeric,
+        )
+    },
+    comparison(Binary::And, "And", &["and"], Accepts::Bool),
+    comparison(Binary::Or, "Or", &["or"], Accepts::Bool),
+    comparison(Binary::Xor, "Xor", &["xor"], Accepts::Bool),
+    BinaryDef {
+        since: 18,
+        ..binary(
+            Binary::BitwiseAnd,
+            "BitwiseAnd",
+            &["bitwise_and"],
+            Accepts::Integer,
+        )
+    },
+    BinaryDef {
+        since: 18,
+        ..binary(
+            Binary::BitwiseOr,
+            "BitwiseOr",
+            &["bitwise_or"],
+            Accepts::Integer,
+        )
+    },
+    BinaryDef {
+        since: 18,
+        ..binary(
+            Binary::BitwiseXor,
+            "BitwiseXor",
+            &["bitwise_xor"],
+            Accepts::Integer,
+        )
+    },
+    BinaryDef {
+        since: 11,
+        attributes: &[attr("direction", AttrDefault::Required)],
+        ..binary(
+            Binary::BitShift { left: true },
+            "BitShift",
+            &["shl", "shr"],
+            Accepts::Unsigned,
+        )
+    },
+    binary(Binary::PRelu, "PRelu", &["prelu"], Accepts::Signed),
+];
+
+const fn binary(
+    op: Binary,
+    name: &'static str,
+    kernels: &'static [&'static str],
+    accepts: Accepts,
+) -> BinaryDef {
     BinaryDef {
         op,
         name,
         since: 1,
         kernels,
         attributes: &[],
+        accepts,
+        bool_output: false,
+        device: false,
     }
+}
+
+/// A binary op whose output is bool.
+const fn comparison(
+    op: Binary,
+    name: &'static str,
+    kernels: &'static [&'static str],
+    accepts: Accepts,
+) -> BinaryDef {
+    BinaryDef {
+        bool_output: true,
+        ..binary(op, name, kernels, accepts)
+    }
+}
+
+const fn on_device_binary(d: BinaryDef) -> BinaryDef {
+    BinaryDef { device: true, ..d }
 }
 
 const fn schema(
@@ -572,6 +1189,11 @@ const CONV_ATTRS: &[AttrSpec] = &[
     attr("pads", Absent),
     attr("strides", Absent),
 ];
+const ARG_ATTRS: &[AttrSpec] = &[
+    attr("axis", Int(0)),
+    attr("keepdims", Int(1)),
+    attr("select_last_index", Int(0)),
+];
 const REDUCE_ATTRS: &[AttrSpec] = &[
     attr("axes", Absent),
     attr("keepdims", Int(1)),
@@ -598,6 +1220,18 @@ pub const OTHER_OPS: &[OpSchema] = &[
     schema("Where", 1, Family::Select, &[]),
     schema(
         "Softmax",
+        1,
+        Family::Normalization,
+        &[attr("axis", Int(-1))],
+    ),
+    schema(
+        "LogSoftmax",
+        1,
+        Family::Normalization,
+        &[attr("axis", Int(-1))],
+    ),
+    schema(
+        "Hardmax",
         1,
         Family::Normalization,
         &[attr("axis", Int(-1))],
@@ -651,19 +1285,87 @@ pub const OTHER_OPS: &[OpSchema] = &[
         ],
     ),
     schema("GlobalAveragePool", 1, Family::Pool, &[]),
+    schema("GlobalMaxPool", 1, Family::Pool, &[]),
+    schema(
+        "LpPool",
+        2,
+        Family::Pool,
+        &[
+            attr("auto_pad", Str("NOTSET")),
+            attr("ceil_mode", Int(0)),
+            attr("dilations", Absent),
+            attr("kernel_shape", Required),
+            attr("p", Int(2)),
+            attr("pads", Absent),
+            attr("strides", Absent),
+        ],
+    ),
+    schema("GlobalLpPool", 2, Family::Pool, &[attr("p", Int(2))]),
+    schema(
+        "InstanceNormalization",
+        1,
+        Family::Normalization,
+        &[attr("epsilon", Float(1e-5))],
+    ),
+    schema(
+        "GroupNormalization",
+        18,
+        Family::Normalization,
+        &[
+            attr("epsilon", Float(1e-5)),
+            attr("num_groups", Required),
+            attr("stash_type", Int(1)),
+        ],
+    ),
+    schema(
+        "RMSNormalization",
+        23,
+        Family::Normalization,
+        &[
+            attr("axis", Int(-1)),
+            attr("epsilon", Float(1e-5)),
+            attr("stash_type", Int(1)),
+        ],
+    ),
+    schema(
+        "LpNormalization",
+        1,
+        Family::Normalization,
+        &[attr("axis", Int(-1)), attr("p", Int(2))],
+    ),
+    schema(
+        "MeanVarianceNormalization",
+        9,
+        Family::Normalization,
+        &[attr("axes", Absent)],
+    ),
+    schema(
+        "LRN",
+        1,
+        Family::Normalization,
+        &[
+            attr("alpha", Float(1e-4)),
+            attr("beta", Float(0.75)),
+            attr("bias", Float(1.0)),
+            attr("size", Required),
+        ],
+    ),
     schema("ReduceMean", 1, Family::Reduce, REDUCE_ATTRS),
     schema("ReduceSum", 1, Family::Reduce, REDUCE_ATTRS),
     schema("ReduceMax", 1, Family::Reduce, REDUCE_ATTRS),
-    schema(
-        "ArgMax",
-        1,
-        Family::Reduce,
-        &[
-            attr("axis", Int(0)),
-            attr("keepdims", Int(1)),
-            attr("select_last_index", Int(0)),
-        ],
-    ),
+    schema("ReduceMin", 1, Family::Reduce, REDUCE_ATTRS),
+    schema("ReduceProd", 1, Family::Reduce, REDUCE_ATTRS),
+    schema("ReduceL1", 1, Family::Reduce, REDUCE_ATTRS),
+    schema("ReduceL2", 1, Family::Reduce, REDUCE_ATTRS),
+    schema("ReduceLogSum", 1, Family::Reduce, REDUCE_ATTRS),
+    schema("ReduceLogSumExp", 1, Family::Reduce, REDUCE_ATTRS),
+    schema("ReduceSumSquare", 1, Family::Reduce, REDUCE_ATTRS),
+    schema("ArgMax", 1, Family::Reduce, ARG_ATTRS),
+    schema("ArgMin", 1, Family::Reduce, ARG_ATTRS),
+    schema("Max", 1, Family::Select, &[]),
+    schema("Min", 1, Family::Select, &[]),
+    schema("Sum", 1, Family::Select, &[]),
+    schema("Mean", 1, Family::Select, &[]),
     schema("Concat", 1, Family::Movement, &[attr("axis", Required)]),
     schema(
         "Split",
@@ -715,6 +1417,78 @@ pub const OTHER_OPS: &[OpSchema] = &[
         ],
     ),
     schema("Expand", 1, Family::Movement, &[]),
+    schema(
+        "ConstantOfShape",
+        9,
+        Family::Indexing,
+        &[attr("value", Absent)],
+    ),
+    schema("Range", 11, Family::Indexing, &[]),
+    schema("Tile", 1, Family::Indexing, &[]),
+    schema(
+        "CumSum",
+        11,
+        Family::Indexing,
+        &[attr("exclusive", Int(0)), attr("reverse", Int(0))],
+    ),
+    schema(
+        "GatherElements",
+        11,
+        Family::Indexing,
+        &[attr("axis", Int(0))],
+    ),
+    schema(
+        "GatherND",
+        11,
+        Family::Indexing,
+        &[attr("batch_dims", Int(0))],
+    ),
+    schema(
+        "ScatterElements",
+        11,
+        Family::Indexing,
+        &[attr("axis", Int(0)), attr("reduction", Str("none"))],
+    ),
+    schema(
+        "ScatterND",
+        11,
+        Family::Indexing,
+        &[attr("reduction", Str("none"))],
+    ),
+    schema("OneHot", 9, Family::Indexing, &[attr("axis", Int(-1))]),
+    schema("Trilu", 14, Family::Indexing, &[attr("upper", Int(1))]),
+    schema("NonZero", 9, Family::Indexing, &[]),
+    schema("Size", 1, Family::Indexing, &[]),
+    schema(
+        "DepthToSpace",
+        1,
+        Family::Indexing,
+        &[attr("blocksize", Required), attr("mode", Str("DCR"))],
+    ),
+    schema(
+        "SpaceToDepth",
+        1,
+        Family::Indexing,
+        &[attr("blocksize", Required)],
+    ),
+    schema(
+        "EyeLike",
+        9,
+        Family::Indexing,
+        &[attr("dtype", Absent), attr("k", Int(0))],
+    ),
+    schema(
+        "TopK",
+        10,
+        Family::Indexing,
+        &[
+            attr("axis", Int(-1)),
+            attr("largest", Int(1)),
+            attr("sorted", Int(1)),
+        ],
+    ),
+    schema("CastLike", 15, Family::Indexing, &[]),
+    schema("Compress", 9, Family::Indexing, &[attr("axis", Absent)]),
 ];
 
 impl UnaryDef {
@@ -764,9 +1538,20 @@ impl Unary {
 
     /// The two float parameters the kernels take (alpha, beta); zero where unused.
     pub fn params(self) -> [f32; 2] {
+        let flag = |b: bool| if b { 1.0 } else { 0.0 };
         match self {
-            Unary::LeakyRelu { alpha } => [alpha, 0.0],
+            Unary::LeakyRelu { alpha }
+            | Unary::Elu { alpha }
+            | Unary::Celu { alpha }
+            | Unary::ThresholdedRelu { alpha } => [alpha, 0.0],
             Unary::HardSigmoid { alpha, beta } => [alpha, beta],
+            Unary::Selu { alpha, gamma } => [alpha, gamma],
+            Unary::Shrink { bias, lambd } => [bias, lambd],
+            Unary::Gelu { tanh } => [flag(tanh), 0.0],
+            Unary::IsInf {
+                detect_negative,
+                detect_positive,
+            } => [flag(detect_negative), flag(detect_positive)],
             _ => [0.0, 0.0],
         }
     }
@@ -775,9 +1560,25 @@ impl Unary {
     pub fn with_params(self, p: [f32; 2]) -> Unary {
         match self {
             Unary::LeakyRelu { .. } => Unary::LeakyRelu { alpha: p[0] },
+            Unary::Elu { .. } => Unary::Elu { alpha: p[0] },
+            Unary::Celu { .. } => Unary::Celu { alpha: p[0] },
+            Unary::ThresholdedRelu { .. } => Unary::ThresholdedRelu { alpha: p[0] },
             Unary::HardSigmoid { .. } => Unary::HardSigmoid {
                 alpha: p[0],
                 beta: p[1],
+            },
+            Unary::Selu { .. } => Unary::Selu {
+                alpha: p[0],
+                gamma: p[1],
+            },
+            Unary::Shrink { .. } => Unary::Shrink {
+                bias: p[0],
+                lambd: p[1],
+            },
+            Unary::Gelu { .. } => Unary::Gelu { tanh: p[0] != 0.0 },
+            Unary::IsInf { .. } => Unary::IsInf {
+                detect_negative: p[0] != 0.0,
+                detect_positive: p[1] != 0.0,
             },
             other => other,
         }
@@ -803,11 +1604,14 @@ impl Binary {
         self.def().name
     }
 
-    /// The kernel-facing name: `fmod` for C-sign Mod, else the row's first.
+    /// The kernel-facing name: `fmod` for C-sign Mod, `shr` for a right BitShift, else the
+    /// row's first.
     pub fn kernel(self) -> &'static str {
         let kernels = self.def().kernels;
         match self {
-            Binary::Mod { fmod: true } => kernels.get(1).copied().unwrap_or(kernels[0]),
+            Binary::Mod { fmod: true } | Binary::BitShift { left: false } => {
+                kernels.get(1).copied().unwrap_or(kernels[0])
+            }
             _ => kernels[0],
         }
     }
@@ -901,10 +1705,21 @@ impl Op {
             Op::MaxPool(_) => other("MaxPool"),
             Op::AveragePool(_) => other("AveragePool"),
             Op::GlobalAveragePool => other("GlobalAveragePool"),
-            Op::ReduceMean(_) => other("ReduceMean"),
-            Op::ReduceSum(_) => other("ReduceSum"),
-            Op::ReduceMax(_) => other("ReduceMax"),
+            Op::GlobalMaxPool => other("GlobalMaxPool"),
+            Op::LpPool(..) => other("LpPool"),
+            Op::GlobalLpPool { .. } => other("GlobalLpPool"),
+            Op::InstanceNormalization { .. } => other("InstanceNormalization"),
+            Op::GroupNormalization { .. } => other("GroupNormalization"),
+            Op::RMSNormalization { .. } => other("RMSNormalization"),
+            Op::LpNormalization { .. } => other("LpNormalization"),
+            Op::MeanVarianceNormalization { .. } => other("MeanVarianceNormalization"),
+            Op::LRN { .. } => other("LRN"),
+            Op::Reduce(kind, _) => other(kind.name()),
             Op::ArgMax(_) => other("ArgMax"),
+            Op::ArgMin(_) => other("ArgMin"),
+            Op::Variadic(v) => other(v.name()),
+            Op::LogSoftmax { .. } => other("LogSoftmax"),
+            Op::Hardmax { .. } => other("Hardmax"),
             Op::Concat { .. } => other("Concat"),
             Op::Split { .. } => other("Split"),
             Op::Slice => other("Slice"),
@@ -923,6 +1738,24 @@ impl Op {
             Op::Resize(_) => other("Resize"),
             Op::Where => other("Where"),
             Op::Expand => other("Expand"),
+            Op::ConstantOfShape { .. } => other("ConstantOfShape"),
+            Op::Range => other("Range"),
+            Op::Tile => other("Tile"),
+            Op::CumSum { .. } => other("CumSum"),
+            Op::GatherElements { .. } => other("GatherElements"),
+            Op::GatherND { .. } => other("GatherND"),
+            Op::ScatterElements { .. } => other("ScatterElements"),
+            Op::ScatterND { .. } => other("ScatterND"),
+            Op::OneHot { .. } => other("OneHot"),
+            Op::Trilu { .. } => other("Trilu"),
+            Op::NonZero => other("NonZero"),
+            Op::Size => other("Size"),
+            Op::DepthToSpace { .. } => other("DepthToSpace"),
+            Op::SpaceToDepth { .. } => other("SpaceToDepth"),
+            Op::EyeLike { .. } => other("EyeLike"),
+            Op::TopK { .. } => other("TopK"),
+            Op::CastLike => other("CastLike"),
+            Op::Compress { .. } => other("Compress"),
         }
     }
 
@@ -946,10 +1779,17 @@ mod tests {
         for d in UNARY_OPS {
             assert_eq!(d.op.def().name, d.name, "{} finds its own row", d.name);
             assert_eq!(d.op.with_params(d.op.params()), d.op);
-            assert_eq!(
-                d.params.len(),
-                d.op.params().iter().filter(|p| **p != 0.0).count()
+            assert!(
+                d.params.len() <= 2,
+                "{}: kernels take two parameters",
+                d.name
             );
+            // Every parameter reaches the kernels: changing it changes the op.
+            for i in 0..d.params.len() {
+                let mut p = d.op.params();
+                p[i] = if p[i] == 0.0 { 1.0 } else { 0.0 };
+                assert_ne!(d.op.with_params(p), d.op, "{} parameter {i}", d.name);
+            }
         }
         for d in BINARY_OPS {
             assert_eq!(d.op.def().name, d.name, "{} finds its own row", d.name);

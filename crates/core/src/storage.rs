@@ -21,7 +21,10 @@ pub enum Storage {
 impl Storage {
     /// The device layout of `dtype` on a target whose declared storage precision is
     /// `float_storage` ([`crate::TargetSpec::storage`]): f32 is half on an f16-storage
-    /// target, f16 values are half everywhere, bool is one byte.
+    /// target, f16 values are half everywhere, bool is one byte. The other dtypes have no
+    /// device layout yet: device executors decline nodes touching them ([`Storage::holds`]),
+    /// and this maps them to a layout of their width so that a caller that asks anyway gets
+    /// a conversion error from [`to_storage_bytes`], not a panic.
     pub fn of(dtype: DType, float_storage: DType) -> Storage {
         match dtype {
             DType::F32 if float_storage == DType::F16 => Storage::F16,
@@ -29,7 +32,18 @@ impl Storage {
             DType::F16 => Storage::F16,
             DType::I64 => Storage::I64,
             DType::Bool => Storage::U8,
+            other => match other.size_in_bytes() {
+                8 => Storage::I64,
+                4 => Storage::F32,
+                2 => Storage::F16,
+                _ => Storage::U8,
+            },
         }
+    }
+
+    /// True when device executors have a layout for `dtype` (f32, f16, i64 and bool).
+    pub fn holds(dtype: DType) -> bool {
+        matches!(dtype, DType::F32 | DType::F16 | DType::I64 | DType::Bool)
     }
 
     /// Bytes per element.

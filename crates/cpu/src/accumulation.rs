@@ -7,7 +7,7 @@
 //! its operands, so running it on |inputs| (and |alpha|, |beta|) gives Σ|terms| exactly.
 
 use crate::ops::run_op;
-use concord_core::op::{Gemm, Pool, Reduce};
+use concord_core::op::{Gemm, Pool, ReduceKind};
 use concord_core::{Op, OpError, Shape, Tensor};
 
 /// Accumulation figures of one op's (first) output.
@@ -43,7 +43,7 @@ pub fn accumulation(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Option<Accumu
             let a = operand(inputs, 0)?;
             a.dims().last().copied().unwrap_or(1)
         }
-        Op::ReduceSum(_) | Op::ReduceMean(_) => {
+        Op::Reduce(ReduceKind::Sum | ReduceKind::Mean, _) => {
             let x = operand(inputs, 0)?;
             let out = run_op(op, inputs, 1)?;
             let out_n = out.first().map(|t| t.len()).unwrap_or(1).max(1);
@@ -67,14 +67,6 @@ pub fn accumulation(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Option<Accumu
             beta: g.beta.abs(),
             ..g.clone()
         }),
-        Op::ReduceSum(r) | Op::ReduceMean(r) => {
-            let r: Reduce = r.clone();
-            if matches!(op, Op::ReduceSum(_)) {
-                Op::ReduceSum(r)
-            } else {
-                Op::ReduceMean(r)
-            }
-        }
         other => other.clone(),
     };
     let magnitude = run_op(&abs_op, &refs, 1)?

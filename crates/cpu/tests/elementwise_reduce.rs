@@ -3,7 +3,7 @@
 
 mod elementwise_support;
 
-use concord_core::op::Reduce;
+use concord_core::op::{Reduce, ReduceKind};
 use concord_core::{DType, Op, Tensor};
 use elementwise_support::{
     check_err, check_float, check_i64, f16s, f32s, i64s, ok, run, run_opt, Failure,
@@ -26,9 +26,12 @@ fn two_by_three() -> Tensor {
 #[test]
 fn sum_over_one_axis_with_and_without_keepdims() {
     let x = two_by_three();
-    let y = ok(&Op::ReduceSum(attrs(Some(&[0]), true)), &[&x]);
+    let y = ok(&Op::Reduce(ReduceKind::Sum, attrs(Some(&[0]), true)), &[&x]);
     check_float(&y, DType::F32, &[1, 3], &[5.0, 7.0, 9.0], Exact);
-    let y = ok(&Op::ReduceSum(attrs(Some(&[-1]), false)), &[&x]);
+    let y = ok(
+        &Op::Reduce(ReduceKind::Sum, attrs(Some(&[-1]), false)),
+        &[&x],
+    );
     check_float(&y, DType::F32, &[2], &[6.0, 15.0], Exact);
 }
 
@@ -36,26 +39,42 @@ fn sum_over_one_axis_with_and_without_keepdims() {
 fn axes_from_the_input_operand() {
     let x = two_by_three();
     let axes = i64s(&[1], &[1]);
-    let y = ok(&Op::ReduceMean(attrs(None, true)), &[&x, &axes]);
+    let y = ok(
+        &Op::Reduce(ReduceKind::Mean, attrs(None, true)),
+        &[&x, &axes],
+    );
     check_float(&y, DType::F32, &[2, 1], &[2.0, 5.0], Exact);
     let axes = i64s(&[2], &[-2, 1]);
-    let y = ok(&Op::ReduceMax(attrs(None, false)), &[&x, &axes]);
+    let y = ok(
+        &Op::Reduce(ReduceKind::Max, attrs(None, false)),
+        &[&x, &axes],
+    );
     check_float(&y, DType::F32, &[], &[6.0], Exact);
 }
 
 #[test]
 fn no_axes_reduces_everything_unless_noop() {
     let x = two_by_three();
-    let y = run_opt(&Op::ReduceSum(attrs(None, true)), &[Some(&x), None]).expect("ReduceSum");
+    let y = run_opt(
+        &Op::Reduce(ReduceKind::Sum, attrs(None, true)),
+        &[Some(&x), None],
+    )
+    .expect("ReduceSum");
     check_float(&y, DType::F32, &[1, 1], &[21.0], Exact);
-    let y = ok(&Op::ReduceMean(attrs(Some(&[]), false)), &[&x]);
+    let y = ok(
+        &Op::Reduce(ReduceKind::Mean, attrs(Some(&[]), false)),
+        &[&x],
+    );
     check_float(&y, DType::F32, &[], &[3.5], Exact);
     let noop = Reduce {
         axes: None,
         keepdims: false,
         noop_with_empty_axes: true,
     };
-    let y = ok(&Op::ReduceSum(noop.clone()), &[&x, &i64s(&[0], &[])]);
+    let y = ok(
+        &Op::Reduce(ReduceKind::Sum, noop.clone()),
+        &[&x, &i64s(&[0], &[])],
+    );
     check_float(
         &y,
         DType::F32,
@@ -63,7 +82,7 @@ fn no_axes_reduces_everything_unless_noop() {
         &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
         Exact,
     );
-    let y = ok(&Op::ReduceMax(noop), &[&x]);
+    let y = ok(&Op::Reduce(ReduceKind::Max, noop), &[&x]);
     check_float(
         &y,
         DType::F32,
@@ -77,9 +96,15 @@ fn no_axes_reduces_everything_unless_noop() {
 fn middle_axis_of_a_rank3_tensor() {
     // Shape [2, 2, 2]; reducing axis 1 sums x[i, 0, k] + x[i, 1, k].
     let x = f32s(&[2, 2, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
-    let y = ok(&Op::ReduceSum(attrs(Some(&[1]), false)), &[&x]);
+    let y = ok(
+        &Op::Reduce(ReduceKind::Sum, attrs(Some(&[1]), false)),
+        &[&x],
+    );
     check_float(&y, DType::F32, &[2, 2], &[4.0, 6.0, 12.0, 14.0], Exact);
-    let y = ok(&Op::ReduceMax(attrs(Some(&[0, 2]), true)), &[&x]);
+    let y = ok(
+        &Op::Reduce(ReduceKind::Max, attrs(Some(&[0, 2]), true)),
+        &[&x],
+    );
     check_float(&y, DType::F32, &[1, 2, 1], &[6.0, 8.0], Exact);
 }
 
@@ -87,14 +112,14 @@ fn middle_axis_of_a_rank3_tensor() {
 fn rank0_data_reduces_to_itself() {
     let x = f32s(&[], &[5.0]);
     check_float(
-        &ok(&Op::ReduceSum(attrs(None, true)), &[&x]),
+        &ok(&Op::Reduce(ReduceKind::Sum, attrs(None, true)), &[&x]),
         DType::F32,
         &[],
         &[5.0],
         Exact,
     );
     check_float(
-        &ok(&Op::ReduceMean(attrs(None, false)), &[&x]),
+        &ok(&Op::Reduce(ReduceKind::Mean, attrs(None, false)), &[&x]),
         DType::F32,
         &[],
         &[5.0],
@@ -105,9 +130,15 @@ fn rank0_data_reduces_to_itself() {
 #[test]
 fn nan_and_inf_propagate() {
     let x = f32s(&[2, 2], &[f32::NAN, 1.0, f32::INFINITY, f32::NEG_INFINITY]);
-    let y = ok(&Op::ReduceMax(attrs(Some(&[1]), false)), &[&x]);
+    let y = ok(
+        &Op::Reduce(ReduceKind::Max, attrs(Some(&[1]), false)),
+        &[&x],
+    );
     check_float(&y, DType::F32, &[2], &[f64::NAN, f64::INFINITY], Exact);
-    let y = ok(&Op::ReduceSum(attrs(Some(&[1]), false)), &[&x]);
+    let y = ok(
+        &Op::Reduce(ReduceKind::Sum, attrs(Some(&[1]), false)),
+        &[&x],
+    );
     check_float(&y, DType::F32, &[2], &[f64::NAN, f64::NAN], Exact);
 }
 
@@ -116,7 +147,7 @@ fn f32_sums_accumulate_in_f64() {
     // 1e8 + 1 - 1e8 is 0 in f32 arithmetic but 1 when accumulated in f64.
     let x = f32s(&[3], &[1e8, 1.0, -1e8]);
     check_float(
-        &ok(&Op::ReduceSum(attrs(None, false)), &[&x]),
+        &ok(&Op::Reduce(ReduceKind::Sum, attrs(None, false)), &[&x]),
         DType::F32,
         &[],
         &[1.0],
@@ -124,7 +155,7 @@ fn f32_sums_accumulate_in_f64() {
     );
     // f16 in, f16 out: the mean of [1, 2, 2] is 5/3, rounded once to f16.
     let y = ok(
-        &Op::ReduceMean(attrs(None, false)),
+        &Op::Reduce(ReduceKind::Mean, attrs(None, false)),
         &[&f16s(&[3], &[1.0, 2.0, 2.0])],
     );
     check_float(&y, DType::F16, &[], &[5.0 / 3.0], RoundedOnce);
@@ -134,9 +165,15 @@ fn f32_sums_accumulate_in_f64() {
 fn empty_reductions_follow_the_onnx_spec() {
     // Shape [2, 0] reduced over axis 1: each output cell sees no values.
     let x = f32s(&[2, 0], &[]);
-    let y = ok(&Op::ReduceSum(attrs(Some(&[1]), false)), &[&x]);
+    let y = ok(
+        &Op::Reduce(ReduceKind::Sum, attrs(Some(&[1]), false)),
+        &[&x],
+    );
     check_float(&y, DType::F32, &[2], &[0.0, 0.0], Exact);
-    let y = ok(&Op::ReduceMax(attrs(Some(&[1]), false)), &[&x]);
+    let y = ok(
+        &Op::Reduce(ReduceKind::Max, attrs(Some(&[1]), false)),
+        &[&x],
+    );
     check_float(
         &y,
         DType::F32,
@@ -144,27 +181,42 @@ fn empty_reductions_follow_the_onnx_spec() {
         &[f64::NEG_INFINITY, f64::NEG_INFINITY],
         Exact,
     );
-    let y = ok(&Op::ReduceMean(attrs(Some(&[1]), true)), &[&x]);
+    let y = ok(
+        &Op::Reduce(ReduceKind::Mean, attrs(Some(&[1]), true)),
+        &[&x],
+    );
     check_float(&y, DType::F32, &[2, 1], &[f64::NAN, f64::NAN], Exact);
     let xi = i64s(&[2, 0], &[]);
     check_i64(
-        &ok(&Op::ReduceMax(attrs(Some(&[1]), false)), &[&xi]),
+        &ok(
+            &Op::Reduce(ReduceKind::Max, attrs(Some(&[1]), false)),
+            &[&xi],
+        ),
         &[2],
         &[i64::MIN, i64::MIN],
     );
     check_i64(
-        &ok(&Op::ReduceSum(attrs(Some(&[1]), false)), &[&xi]),
+        &ok(
+            &Op::Reduce(ReduceKind::Sum, attrs(Some(&[1]), false)),
+            &[&xi],
+        ),
         &[2],
         &[0, 0],
     );
     check_err(
-        run(&Op::ReduceMean(attrs(Some(&[1]), false)), &[&xi]),
+        run(
+            &Op::Reduce(ReduceKind::Mean, attrs(Some(&[1]), false)),
+            &[&xi],
+        ),
         Failure::Shape,
         "empty set",
     );
     // Reducing the non-empty axis leaves an empty output and nothing to be undefined.
     check_i64(
-        &ok(&Op::ReduceMean(attrs(Some(&[0]), false)), &[&xi]),
+        &ok(
+            &Op::Reduce(ReduceKind::Mean, attrs(Some(&[0]), false)),
+            &[&xi],
+        ),
         &[0],
         &[],
     );
@@ -175,12 +227,12 @@ fn i64_reductions_are_exact() {
     // 2^53 + 1 + 1 is exact in i64 but 2^53 + 2 ≠ the f64 sum 2^53.
     let x = i64s(&[3], &[9_007_199_254_740_993, 1, 0]);
     check_i64(
-        &ok(&Op::ReduceSum(attrs(None, false)), &[&x]),
+        &ok(&Op::Reduce(ReduceKind::Sum, attrs(None, false)), &[&x]),
         &[],
         &[9_007_199_254_740_994],
     );
     check_i64(
-        &ok(&Op::ReduceMax(attrs(None, true)), &[&x]),
+        &ok(&Op::Reduce(ReduceKind::Max, attrs(None, true)), &[&x]),
         &[1],
         &[9_007_199_254_740_993],
     );
@@ -188,7 +240,10 @@ fn i64_reductions_are_exact() {
     // overflow.
     let x = i64s(&[2, 2], &[-7, 0, i64::MAX, i64::MAX]);
     check_i64(
-        &ok(&Op::ReduceMean(attrs(Some(&[1]), false)), &[&x]),
+        &ok(
+            &Op::Reduce(ReduceKind::Mean, attrs(Some(&[1]), false)),
+            &[&x],
+        ),
         &[2],
         &[-3, i64::MAX],
     );
@@ -198,18 +253,21 @@ fn i64_reductions_are_exact() {
 fn reduce_errors_are_typed() {
     let x = two_by_three();
     check_err(
-        run(&Op::ReduceSum(attrs(Some(&[2]), true)), &[&x]),
+        run(&Op::Reduce(ReduceKind::Sum, attrs(Some(&[2]), true)), &[&x]),
         Failure::Attribute,
         "[2, 3]",
     );
     check_err(
-        run(&Op::ReduceSum(attrs(Some(&[1, -1]), true)), &[&x]),
+        run(
+            &Op::Reduce(ReduceKind::Sum, attrs(Some(&[1, -1]), true)),
+            &[&x],
+        ),
         Failure::Attribute,
         "repeated",
     );
     check_err(
         run(
-            &Op::ReduceMean(attrs(None, true)),
+            &Op::Reduce(ReduceKind::Mean, attrs(None, true)),
             &[&x, &f32s(&[1], &[0.0])],
         ),
         Failure::DType { index: 1 },
@@ -217,7 +275,7 @@ fn reduce_errors_are_typed() {
     );
     check_err(
         run(
-            &Op::ReduceMean(attrs(None, true)),
+            &Op::Reduce(ReduceKind::Mean, attrs(None, true)),
             &[&x, &i64s(&[1, 1], &[0])],
         ),
         Failure::Shape,
@@ -225,7 +283,7 @@ fn reduce_errors_are_typed() {
     );
     check_err(
         run(
-            &Op::ReduceMax(attrs(Some(&[0]), true)),
+            &Op::Reduce(ReduceKind::Max, attrs(Some(&[0]), true)),
             &[&x, &i64s(&[1], &[1])],
         ),
         Failure::Attribute,
@@ -233,7 +291,7 @@ fn reduce_errors_are_typed() {
     );
     let b = Tensor::from_bool([1], vec![true]).expect("bool tensor");
     check_err(
-        run(&Op::ReduceSum(attrs(None, true)), &[&b]),
+        run(&Op::Reduce(ReduceKind::Sum, attrs(None, true)), &[&b]),
         Failure::DType { index: 0 },
         "bool",
     );

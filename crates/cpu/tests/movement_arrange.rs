@@ -179,17 +179,26 @@ fn pad_rejects_bad_operands() {
 }
 
 #[test]
-fn pad_modes_other_than_constant_are_unsupported() {
-    let x = f32s(&[2], &[1.0, 2.0]);
-    for (mode, name) in [
-        (PadMode::Reflect, "reflect"),
-        (PadMode::Edge, "edge"),
-        (PadMode::Wrap, "wrap"),
+fn pad_modes_follow_numpy() {
+    // Expected values are numpy's: np.pad([1, 2, 3], (2, 2), mode).
+    let x = f32s(&[3], &[1.0, 2.0, 3.0]);
+    for (mode, want) in [
+        (PadMode::Reflect, [3.0, 2.0, 1.0, 2.0, 3.0, 2.0, 1.0]),
+        (PadMode::Edge, [1.0, 1.0, 1.0, 2.0, 3.0, 3.0, 3.0]),
+        (PadMode::Wrap, [2.0, 3.0, 1.0, 2.0, 3.0, 1.0, 2.0]),
     ] {
-        let e = err(&Op::Pad { mode }, &[&x, &ints(&[1, 1])]);
-        assert!(matches!(e, OpError::Unsupported(_)), "{e:?}");
-        assert_mentions(&e, &[name]);
+        let y = ok(&Op::Pad { mode }, &[&x, &ints(&[2, 2])]);
+        assert_eq!(y.as_f32(), Some(&want[..]), "{mode:?}");
     }
+    // An empty axis has nothing to repeat.
+    let empty = f32s(&[0], &[]);
+    let e = err(
+        &Op::Pad {
+            mode: PadMode::Edge,
+        },
+        &[&empty, &ints(&[1, 1])],
+    );
+    assert!(matches!(e, OpError::Shape(_)), "{e:?}");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use crate::ops::pool::MAX_SPATIAL;
 use crate::ops::MAX_RANK;
-use concord_core::op::Binary;
+use concord_core::op::{Binary, ReduceKind};
 use concord_core::op::{CoordinateTransform, PadMode, ResizeMode};
 use concord_core::{DType, Dim, Graph, Node, Op, Support, Target};
 
@@ -27,6 +27,14 @@ const NUMERIC: &[DType] = &[DType::F32, DType::F16, DType::I64];
 const ANY: &[DType] = &[DType::F32, DType::F16, DType::I64, DType::Bool];
 
 fn check(graph: &Graph, node: &Node) -> Check {
+    let device_row = match &node.op {
+        Op::Unary(u) => u.def().device,
+        Op::Binary(b) => b.def().device,
+        _ => true,
+    };
+    if !device_row {
+        return Err(format!("{} has no CUDA kernel", node.op.name()));
+    }
     let facts = Facts { graph, node };
     for name in node
         .present_inputs()
@@ -34,6 +42,13 @@ fn check(graph: &Graph, node: &Node) -> Check {
     {
         if name.is_empty() {
             continue;
+        }
+        if let Some(dtype) = facts.graph.values.get(name).map(|v| v.dtype) {
+            if !concord_core::storage::Storage::holds(dtype) {
+                return Err(format!(
+                    "`{name}` is {dtype}; the CUDA kernels handle f32, f16, i64 and bool"
+                ));
+            }
         }
         if let Some(rank) = facts.rank_of(name) {
             if rank > MAX_RANK {
@@ -121,7 +136,7 @@ fn check(graph: &Graph, node: &Node) -> Check {
             facts.spatial(0)
         }
         Op::GlobalAveragePool => facts.dtype_in(0, FLOAT).map(|_| ()),
-        Op::ReduceMean(_) | Op::ReduceSum(_) | Op::ReduceMax(_) => {
+        Op::Reduce(ReduceKind::Mean | ReduceKind::Sum | ReduceKind::Max, _) => {
             facts.dtype_in(0, FLOAT)?;
             facts.constant(1, "axes")
         }

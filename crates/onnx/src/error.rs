@@ -105,7 +105,8 @@ pub enum Error {
     /// An element type Concord does not compute in.
     #[error(
         "{what} `{name}` has ONNX data type {} ({data_type}), which Concord does not support; \
-         it computes in float32, float16, int64 and bool: convert the model to one of those",
+         it holds the dense numeric types (float64/32/16, bfloat16, int8 to int64, uint8 to \
+         uint64) and bool, not strings, complex numbers or the 4- and 8-bit formats",
         crate::tensor::data_type_name(*data_type)
     )]
     UnsupportedDType {

@@ -13,9 +13,10 @@
 //!   ignored. Optional extra outputs Concord does not compute (MaxPool's Indices, Dropout's
 //!   mask, LayerNormalization's Mean and InvStdDev, BatchNormalization's training outputs)
 //!   are dropped when nothing reads them and refused otherwise.
-//! - Tensors are f32, f16, i64 or bool. Constant integer tensors of narrower types (int32,
-//!   int16, int8, uint32, uint16, uint8) widen to i64 losslessly; float64, strings and the
-//!   rest are refused. External and sparse tensor data are refused.
+//! - Tensors of every dense numeric type (float64/32/16, bfloat16, int8 to int64, uint8 to
+//!   uint64) and bool keep their type, from raw or typed fields; strings, complex numbers and
+//!   the 4- and 8-bit formats are refused, naming the type. External and sparse tensor data
+//!   are refused.
 //! - A graph input that is also an initializer is read as an initializer (a constant), not
 //!   as a runtime input.
 //! - Nodes without a name get `<OpType>_<index>`; repeated names get a suffix, so node

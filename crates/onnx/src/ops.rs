@@ -13,7 +13,7 @@ use crate::proto::AttributeProto;
 use crate::tensor::{dtype_from_onnx, dtype_to_onnx, tensor_from_proto, tensor_to_proto};
 use concord_core::op::{
     ArgReduce, AttrDefault, AutoPad, Binary, CoordinateTransform, NearestMode, PadMode, Pool,
-    Reduce, Resize, ResizeMode, Unary,
+    Reduce, ReduceKind, Resize, ResizeMode, ScatterReduction, Unary, Variadic,
 };
 use concord_core::{op, Node, Op, Tensor};
 
@@ -74,10 +74,32 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
             Binary::Mod { .. } => Binary::Mod {
                 fmod: a.flag_or("fmod", false)?,
             },
+            Binary::BitShift { .. } => Binary::BitShift {
+                left: match a.string("direction")?.as_deref() {
+                    Some("LEFT") => true,
+                    Some("RIGHT") => false,
+                    Some(other) => {
+                        return Err(a.error("direction", format!("`{other}` is not LEFT or RIGHT")))
+                    }
+                    None => return Err(a.missing("direction")),
+                },
+            },
             other => other,
         });
         a.finish()?;
         return Ok(op);
+    }
+    if let Some(kind) = ReduceKind::from_name(op_type) {
+        let op = Op::Reduce(kind, read_reduce(a, ctx)?);
+        a.finish()?;
+        return Ok(op);
+    }
+    if let Some(variadic) = Variadic::from_name(op_type) {
+        if ctx.inputs.is_empty() {
+            return Err(a.error("inputs", format!("{op_type} needs at least one input")));
+        }
+        a.finish()?;
+        return Ok(Op::Variadic(variadic));
     }
     let op = match op_type {
         "Conv" => Op::Conv(read_conv(a)?),
@@ -117,14 +139,65 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
         "MaxPool" => Op::MaxPool(read_pool(a, PoolKind::Max)?),
         "AveragePool" => Op::AveragePool(read_pool(a, PoolKind::Average)?),
         "GlobalAveragePool" => Op::GlobalAveragePool,
-        "ReduceMean" => Op::ReduceMean(read_reduce(a, ctx)?),
-        "ReduceSum" => Op::ReduceSum(read_reduce(a, ctx)?),
-        "ReduceMax" => Op::ReduceMax(read_reduce(a, ctx)?),
-        "ArgMax" => Op::ArgMax(ArgReduce {
-            axis: a.int_or("axis", 0)?,
-            keepdims: a.flag_or("keepdims", true)?,
-            select_last_index: a.flag_or("select_last_index", false)?,
-        }),
+        "GlobalMaxPool" => Op::GlobalMaxPool,
+        "GlobalLpPool" => Op::GlobalLpPool {
+            p: a.int_or("p", 2)?,
+        },
+        "LpPool" => {
+            let p = a.int_or("p", 2)?;
+            Op::LpPool(read_pool(a, PoolKind::Lp)?, p)
+        }
+        "InstanceNormalization" => Op::InstanceNormalization {
+            epsilon: a.float_or("epsilon", NORM_EPSILON)?,
+        },
+        "GroupNormalization" => {
+            // As LayerNormalization's: the reference accumulates in f64 whatever it says.
+            a.ignore("stash_type");
+            let g = a
+                .int("num_groups")?
+                .ok_or_else(|| a.missing("num_groups"))?;
+            Op::GroupNormalization {
+                epsilon: a.float_or("epsilon", NORM_EPSILON)?,
+                num_groups: usize::try_from(g)
+                    .ok()
+                    .filter(|&g| g >= 1)
+                    .ok_or_else(|| a.error("num_groups", format!("must be at least 1, got {g}")))?,
+            }
+        }
+        "RMSNormalization" => {
+            a.ignore("stash_type");
+            Op::RMSNormalization {
+                axis: a.int_or("axis", -1)?,
+                epsilon: a.float_or("epsilon", NORM_EPSILON)?,
+            }
+        }
+        "LpNormalization" => Op::LpNormalization {
+            axis: a.int_or("axis", -1)?,
+            p: a.int_or("p", 2)?,
+        },
+        "MeanVarianceNormalization" => Op::MeanVarianceNormalization {
+            axes: a.ints("axes")?.unwrap_or_else(|| vec![0, 2, 3]),
+        },
+        "LRN" => {
+            let size = a.int("size")?.ok_or_else(|| a.missing("size"))?;
+            Op::LRN {
+                alpha: a.float_or("alpha", 1e-4)?,
+                beta: a.float_or("beta", 0.75)?,
+                bias: a.float_or("bias", 1.0)?,
+                size: usize::try_from(size)
+                    .ok()
+                    .filter(|&s| s >= 1)
+                    .ok_or_else(|| a.error("size", format!("must be at least 1, got {size}")))?,
+            }
+        }
+        "ArgMax" => Op::ArgMax(read_arg_reduce(a)?),
+        "ArgMin" => Op::ArgMin(read_arg_reduce(a)?),
+        "LogSoftmax" => Op::LogSoftmax {
+            axis: a.int_or("axis", -1)?,
+        },
+        "Hardmax" => Op::Hardmax {
+            axis: a.int_or("axis", -1)?,
+        },
         "Concat" => Op::Concat {
             axis: a.int("axis")?.ok_or_else(|| a.missing("axis"))?,
         },
@@ -206,6 +279,90 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
         "Resize" => Op::Resize(read_resize(a)?),
         "Where" => Op::Where,
         "Expand" => Op::Expand,
+        "ConstantOfShape" => Op::ConstantOfShape {
+            value: match a.tensor("value")? {
+                Some(proto) => {
+                    let t = tensor_from_proto(proto, a.node())?;
+                    if t.len() != 1 {
+                        return Err(a.error(
+                            "value",
+                            format!("must hold one element, it has shape {}", t.shape()),
+                        ));
+                    }
+                    t
+                }
+                // The spec's default: a float32 zero.
+                None => Tensor::from_f32([1], vec![0.0])?,
+            },
+        },
+        "Range" => Op::Range,
+        "Tile" => Op::Tile,
+        "CumSum" => Op::CumSum {
+            exclusive: a.flag_or("exclusive", false)?,
+            reverse: a.flag_or("reverse", false)?,
+        },
+        "GatherElements" => Op::GatherElements {
+            axis: a.int_or("axis", 0)?,
+        },
+        "GatherND" => Op::GatherND {
+            batch_dims: a.int_or("batch_dims", 0)?,
+        },
+        "ScatterElements" => Op::ScatterElements {
+            axis: a.int_or("axis", 0)?,
+            reduction: read_reduction(a)?,
+        },
+        "ScatterND" => Op::ScatterND {
+            reduction: read_reduction(a)?,
+        },
+        "OneHot" => Op::OneHot {
+            axis: a.int_or("axis", -1)?,
+        },
+        "Trilu" => Op::Trilu {
+            upper: a.flag_or("upper", true)?,
+        },
+        "NonZero" => Op::NonZero,
+        "Size" => Op::Size,
+        "DepthToSpace" => Op::DepthToSpace {
+            blocksize: read_blocksize(a)?,
+            crd: match a.string("mode")?.as_deref() {
+                None | Some("DCR") => false,
+                Some("CRD") => true,
+                Some(other) => return Err(a.error("mode", format!("`{other}` is not DCR or CRD"))),
+            },
+        },
+        "SpaceToDepth" => Op::SpaceToDepth {
+            blocksize: read_blocksize(a)?,
+        },
+        "EyeLike" => Op::EyeLike {
+            dtype: match a.int("dtype")? {
+                None => None,
+                Some(code) => Some(
+                    i32::try_from(code)
+                        .ok()
+                        .and_then(dtype_from_onnx)
+                        .ok_or_else(|| Error::UnsupportedDType {
+                            what: "the EyeLike dtype of node",
+                            name: a.node().to_string(),
+                            data_type: i32::try_from(code).unwrap_or(-1),
+                        })?,
+                ),
+            },
+            k: a.int_or("k", 0)?,
+        },
+        "TopK" => Op::TopK {
+            axis: a.int_or("axis", -1)?,
+            largest: a.flag_or("largest", true)?,
+            sorted: a.flag_or("sorted", true)?,
+        },
+        "CastLike" => {
+            // As Cast: saturate only affects float8 targets, which Concord refuses.
+            a.ignore("saturate");
+            a.ignore("round_mode");
+            Op::CastLike
+        }
+        "Compress" => Op::Compress {
+            axis: a.int("axis")?,
+        },
         // The schemas and this match list the same ops; reaching here means they disagree.
         _ => {
             return Err(Error::UnknownOp {
@@ -258,8 +415,14 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
                 at.push(attrs::flag("fmod", true));
             }
         }
+        Op::Binary(Binary::BitShift { left }) => {
+            at.push(attrs::string(
+                "direction",
+                if *left { "LEFT" } else { "RIGHT" },
+            ));
+        }
         Op::Unary(u) => write_unary(*u, at),
-        Op::Softmax { axis } => {
+        Op::Softmax { axis } | Op::LogSoftmax { axis } | Op::Hardmax { axis } => {
             if *axis != -1 {
                 at.push(attrs::int("axis", *axis));
             }
@@ -283,11 +446,11 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
         Op::AveragePool(p) => {
             write_pool(p, PoolKind::Average, opset, at).map_err(|d| unrepresentable(&d))?
         }
-        Op::ReduceMean(r) | Op::ReduceSum(r) | Op::ReduceMax(r) => {
+        Op::Reduce(_, r) => {
             out.axes_input =
                 write_reduce(op, r, node, opset, at).map_err(|d| unrepresentable(&d))?
         }
-        Op::ArgMax(r) => {
+        Op::ArgMax(r) | Op::ArgMin(r) => {
             if r.axis != 0 {
                 at.push(attrs::int("axis", r.axis));
             }
@@ -363,8 +526,128 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
             }
         }
         Op::Resize(r) => write_resize(r, opset, at).map_err(|d| unrepresentable(&d))?,
+        Op::GlobalLpPool { p } if *p != 2 => at.push(attrs::int("p", *p)),
+        Op::LpPool(pool, p) => {
+            write_pool(pool, PoolKind::Lp, opset, at).map_err(|d| unrepresentable(&d))?;
+            if *p != 2 {
+                at.push(attrs::int("p", *p));
+            }
+        }
+        Op::InstanceNormalization { epsilon } if *epsilon != NORM_EPSILON => {
+            at.push(attrs::float("epsilon", *epsilon))
+        }
+        Op::GroupNormalization {
+            epsilon,
+            num_groups,
+        } => {
+            if *epsilon != NORM_EPSILON {
+                at.push(attrs::float("epsilon", *epsilon));
+            }
+            at.push(attrs::int("num_groups", *num_groups as i64));
+        }
+        Op::RMSNormalization { axis, epsilon } => {
+            if *axis != -1 {
+                at.push(attrs::int("axis", *axis));
+            }
+            if *epsilon != NORM_EPSILON {
+                at.push(attrs::float("epsilon", *epsilon));
+            }
+        }
+        Op::LpNormalization { axis, p } => {
+            if *axis != -1 {
+                at.push(attrs::int("axis", *axis));
+            }
+            if *p != 2 {
+                at.push(attrs::int("p", *p));
+            }
+        }
+        Op::MeanVarianceNormalization { axes } => at.push(attrs::ints("axes", axes)),
+        Op::LRN {
+            alpha,
+            beta,
+            bias,
+            size,
+        } => {
+            at.push(attrs::float("alpha", *alpha));
+            at.push(attrs::float("beta", *beta));
+            at.push(attrs::float("bias", *bias));
+            at.push(attrs::int("size", *size as i64));
+        }
+        Op::GlobalMaxPool | Op::GlobalLpPool { .. } | Op::InstanceNormalization { .. } => {}
+        Op::ConstantOfShape { value } => {
+            at.push(attrs::tensor("value", tensor_to_proto("value", value)));
+        }
+        Op::CumSum { exclusive, reverse } => {
+            if *exclusive {
+                at.push(attrs::flag("exclusive", true));
+            }
+            if *reverse {
+                at.push(attrs::flag("reverse", true));
+            }
+        }
+        Op::GatherElements { axis } | Op::OneHot { axis } if *axis != op_default_axis(op) => {
+            at.push(attrs::int("axis", *axis));
+        }
+        Op::GatherND { batch_dims } if *batch_dims != 0 => {
+            at.push(attrs::int("batch_dims", *batch_dims));
+        }
+        Op::ScatterElements { axis, reduction } => {
+            if *axis != 0 {
+                at.push(attrs::int("axis", *axis));
+            }
+            if *reduction != ScatterReduction::None {
+                at.push(attrs::string("reduction", reduction.name()));
+            }
+        }
+        Op::ScatterND { reduction } if *reduction != ScatterReduction::None => {
+            at.push(attrs::string("reduction", reduction.name()));
+        }
+        Op::Trilu { upper } if !*upper => at.push(attrs::flag("upper", false)),
+        Op::DepthToSpace { blocksize, crd } => {
+            at.push(attrs::int("blocksize", *blocksize as i64));
+            if *crd {
+                at.push(attrs::string("mode", "CRD"));
+            }
+        }
+        Op::SpaceToDepth { blocksize } => at.push(attrs::int("blocksize", *blocksize as i64)),
+        Op::EyeLike { dtype, k } => {
+            if let Some(d) = dtype {
+                at.push(attrs::int("dtype", i64::from(dtype_to_onnx(*d))));
+            }
+            if *k != 0 {
+                at.push(attrs::int("k", *k));
+            }
+        }
+        Op::TopK {
+            axis,
+            largest,
+            sorted,
+        } => {
+            if *axis != -1 {
+                at.push(attrs::int("axis", *axis));
+            }
+            if !*largest {
+                at.push(attrs::flag("largest", false));
+            }
+            if !*sorted {
+                at.push(attrs::flag("sorted", false));
+            }
+        }
+        Op::Compress { axis: Some(axis) } => at.push(attrs::int("axis", *axis)),
+        Op::GatherElements { .. }
+        | Op::OneHot { .. }
+        | Op::GatherND { .. }
+        | Op::ScatterND { .. }
+        | Op::Trilu { .. }
+        | Op::Compress { .. }
+        | Op::Range
+        | Op::Tile
+        | Op::NonZero
+        | Op::Size
+        | Op::CastLike => {}
         Op::MatMul
         | Op::Binary(_)
+        | Op::Variadic(_)
         | Op::Clip
         | Op::GlobalAveragePool
         | Op::Slice
@@ -380,13 +663,34 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
 
 const NORM_EPSILON: f32 = 1e-5;
 
+/// The ONNX default of an op's `axis` attribute, for ops that differ (OneHot's is -1).
+fn op_default_axis(op: &Op) -> i64 {
+    match op {
+        Op::OneHot { .. } => -1,
+        _ => 0,
+    }
+}
+
 // Unary: the parameters and their defaults come from the op's row of UNARY_OPS.
 
 fn read_unary(op: Unary, a: &Attrs) -> Result<Unary, Error> {
     let mut params = op.params();
     for (value, spec) in params.iter_mut().zip(op.def().params) {
-        if let AttrDefault::Float(default) = spec.default {
-            *value = a.float_or(spec.name, default)?;
+        match spec.default {
+            AttrDefault::Float(default) => *value = a.float_or(spec.name, default)?,
+            // Int attributes (IsInf's detect flags) travel as floats.
+            AttrDefault::Int(default) => *value = a.int_or(spec.name, default)? as f32,
+            // Gelu's `approximate`, the one string parameter: none is 0, tanh is 1.
+            AttrDefault::Str(_) => {
+                *value = match a.string(spec.name)?.as_deref() {
+                    None | Some("none") => 0.0,
+                    Some("tanh") => 1.0,
+                    Some(other) => {
+                        return Err(a.error(spec.name, format!("`{other}` is not none or tanh")))
+                    }
+                }
+            }
+            AttrDefault::Required | AttrDefault::Absent => {}
         }
     }
     Ok(op.with_params(params))
@@ -394,10 +698,43 @@ fn read_unary(op: Unary, a: &Attrs) -> Result<Unary, Error> {
 
 fn write_unary(op: Unary, at: &mut Vec<AttributeProto>) {
     for (value, spec) in op.params().iter().zip(op.def().params) {
-        if spec.default != AttrDefault::Float(*value) {
-            at.push(attrs::float(spec.name, *value));
+        match spec.default {
+            AttrDefault::Float(d) if d != *value => at.push(attrs::float(spec.name, *value)),
+            AttrDefault::Int(d) if d as f32 != *value => {
+                at.push(attrs::int(spec.name, *value as i64))
+            }
+            AttrDefault::Str(_) if *value != 0.0 => at.push(attrs::string(spec.name, "tanh")),
+            _ => {}
         }
     }
+}
+
+fn read_reduction(a: &Attrs) -> Result<ScatterReduction, Error> {
+    match a.string("reduction")? {
+        None => Ok(ScatterReduction::None),
+        Some(name) => ScatterReduction::from_name(&name).ok_or_else(|| {
+            a.error(
+                "reduction",
+                format!("`{name}` is not one of none, add, mul, max, min"),
+            )
+        }),
+    }
+}
+
+fn read_blocksize(a: &Attrs) -> Result<usize, Error> {
+    let b = a.int("blocksize")?.ok_or_else(|| a.missing("blocksize"))?;
+    usize::try_from(b)
+        .ok()
+        .filter(|&b| b >= 1)
+        .ok_or_else(|| a.error("blocksize", format!("must be at least 1, got {b}")))
+}
+
+fn read_arg_reduce(a: &Attrs) -> Result<ArgReduce, Error> {
+    Ok(ArgReduce {
+        axis: a.int_or("axis", 0)?,
+        keepdims: a.flag_or("keepdims", true)?,
+        select_last_index: a.flag_or("select_last_index", false)?,
+    })
 }
 
 // Conv.
@@ -470,6 +807,7 @@ fn write_auto_pad(auto_pad: AutoPad, at: &mut Vec<AttributeProto>) {
 enum PoolKind {
     Max,
     Average,
+    Lp,
 }
 
 fn read_pool(a: &Attrs, kind: PoolKind) -> Result<Pool, Error> {
@@ -479,6 +817,7 @@ fn read_pool(a: &Attrs, kind: PoolKind) -> Result<Pool, Error> {
     }
     let count_include_pad = match kind {
         PoolKind::Average => a.flag_or("count_include_pad", false)?,
+        PoolKind::Lp => false,
         PoolKind::Max => {
             if a.int_or("storage_order", 0)? != 0 {
                 return Err(a.error(
@@ -564,10 +903,9 @@ fn write_reduce(
     at: &mut Vec<AttributeProto>,
 ) -> Result<Option<Vec<i64>>, String> {
     // The opset from which axes is an input (and noop_with_empty_axes exists).
-    let input_form_since = if matches!(op, Op::ReduceSum(_)) {
-        13
-    } else {
-        18
+    let input_form_since = match op {
+        Op::Reduce(kind, _) => kind.axes_input_since(),
+        _ => 18,
     };
     let mut axes_input = None;
     if let Some(axes) = &r.axes {

@@ -1,9 +1,9 @@
 //! Conversion between ONNX `TensorProto` and core [`Tensor`], and between ONNX data type
 //! codes and core [`DType`].
 //!
-//! Reading accepts `raw_data` (little-endian, fixed width) or the typed repeated fields.
-//! Integer tensors of a narrower type (int32, int16, int8, uint32, uint16, uint8) become i64,
-//! which is lossless; float64 and every other type is refused. The element count is checked
+//! Reading accepts `raw_data` (little-endian, fixed width) or the typed repeated fields, for
+//! every dtype Concord holds (see [`concord_core::DType`]); strings, complex numbers and the
+//! 4- and 8-bit floats are refused with the type named. The element count is checked
 //! against the dims before anything is allocated, so a lying header cannot make the reader
 //! allocate what the data does not back.
 
@@ -11,28 +11,32 @@ use crate::error::Error;
 use crate::proto::tensor_proto::{DataLocation, DataType};
 use crate::proto::TensorProto;
 use concord_core::{DType, Shape, Tensor, TensorData};
-use half::f16;
+use half::{bf16, f16};
 
 /// The ONNX data type code of a core dtype.
 pub fn dtype_to_onnx(dtype: DType) -> i32 {
     let code = match dtype {
+        DType::F64 => DataType::Double,
         DType::F32 => DataType::Float,
         DType::F16 => DataType::Float16,
+        DType::BF16 => DataType::Bfloat16,
+        DType::I8 => DataType::Int8,
+        DType::I16 => DataType::Int16,
+        DType::I32 => DataType::Int32,
         DType::I64 => DataType::Int64,
+        DType::U8 => DataType::Uint8,
+        DType::U16 => DataType::Uint16,
+        DType::U32 => DataType::Uint32,
+        DType::U64 => DataType::Uint64,
         DType::Bool => DataType::Bool,
     };
     code as i32
 }
 
-/// The core dtype of an ONNX data type code, for types that map exactly (no widening).
+/// The core dtype of an ONNX data type code; None for the types Concord does not hold
+/// (string, complex, the 4- and 8-bit floats).
 pub fn dtype_from_onnx(code: i32) -> Option<DType> {
-    match DataType::try_from(code).ok()? {
-        DataType::Float => Some(DType::F32),
-        DataType::Float16 => Some(DType::F16),
-        DataType::Int64 => Some(DType::I64),
-        DataType::Bool => Some(DType::Bool),
-        _ => None,
-    }
+    DType::ALL.into_iter().find(|&d| dtype_to_onnx(d) == code)
 }
 
 /// The upper-case onnx.proto name of a data type code ("FLOAT", "DOUBLE", …).
@@ -64,6 +68,8 @@ pub fn data_type_name(code: i32) -> &'static str {
             DataType::Int4 => "INT4",
             DataType::Float4e2m1 => "FLOAT4E2M1",
         },
+        // FLOAT8E8M0 (opset 24) is newer than the proto definitions here.
+        Err(_) if code == 24 => "FLOAT8E8M0",
         Err(_) => "an unknown type",
     }
 }
@@ -108,108 +114,71 @@ pub fn tensor_from_proto(proto: &TensorProto, name: &str) -> Result<Tensor, Erro
         name: name.to_string(),
         data_type: proto.data_type,
     };
-    let kind = DataType::try_from(proto.data_type).map_err(|_| unsupported())?;
-    let raw = if proto.raw_data.is_empty() {
-        None
+    let dtype = dtype_from_onnx(proto.data_type).ok_or_else(unsupported)?;
+    let data = if proto.raw_data.is_empty() {
+        typed_data(proto, dtype, count, &data_err)?
     } else {
-        Some(proto.raw_data.as_slice())
-    };
-    let data = match kind {
-        DataType::Float => TensorData::F32(match raw {
-            Some(bytes) => {
-                from_raw::<4, f32>(bytes, count, "FLOAT", &data_err, f32::from_le_bytes)?
-            }
-            None => typed(&proto.float_data, count, "float_data", &data_err)?.to_vec(),
-        }),
-        DataType::Float16 => TensorData::F16(match raw {
-            Some(bytes) => {
-                from_raw::<2, f16>(bytes, count, "FLOAT16", &data_err, f16::from_le_bytes)?
-            }
-            // float16 elements are stored as bit patterns in the low 16 bits of int32_data.
-            None => typed(&proto.int32_data, count, "int32_data", &data_err)?
-                .iter()
-                .map(|&v| f16::from_bits(v as u16))
-                .collect(),
-        }),
-        DataType::Int64 => TensorData::I64(match raw {
-            Some(bytes) => {
-                from_raw::<8, i64>(bytes, count, "INT64", &data_err, i64::from_le_bytes)?
-            }
-            None => typed(&proto.int64_data, count, "int64_data", &data_err)?.to_vec(),
-        }),
-        DataType::Bool => TensorData::Bool(match raw {
-            Some(bytes) => from_raw::<1, bool>(bytes, count, "BOOL", &data_err, |b| b[0] != 0)?,
-            None => typed(&proto.int32_data, count, "int32_data", &data_err)?
-                .iter()
-                .map(|&v| v != 0)
-                .collect(),
-        }),
-        DataType::Int32 => TensorData::I64(match raw {
-            Some(bytes) => from_raw::<4, i64>(bytes, count, "INT32", &data_err, |b| {
-                i64::from(i32::from_le_bytes(b))
-            })?,
-            None => widen(typed(&proto.int32_data, count, "int32_data", &data_err)?),
-        }),
-        DataType::Int16 => TensorData::I64(match raw {
-            Some(bytes) => from_raw::<2, i64>(bytes, count, "INT16", &data_err, |b| {
-                i64::from(i16::from_le_bytes(b))
-            })?,
-            // The typed field holds each int16 sign-extended; truncate back to 16 bits so a
-            // writer that stored the bit pattern unextended reads the same.
-            None => typed(&proto.int32_data, count, "int32_data", &data_err)?
-                .iter()
-                .map(|&v| i64::from(v as i16))
-                .collect(),
-        }),
-        DataType::Int8 => TensorData::I64(match raw {
-            Some(bytes) => from_raw::<1, i64>(bytes, count, "INT8", &data_err, |b| {
-                i64::from(i8::from_le_bytes(b))
-            })?,
-            None => typed(&proto.int32_data, count, "int32_data", &data_err)?
-                .iter()
-                .map(|&v| i64::from(v as i8))
-                .collect(),
-        }),
-        DataType::Uint16 => TensorData::I64(match raw {
-            Some(bytes) => from_raw::<2, i64>(bytes, count, "UINT16", &data_err, |b| {
-                i64::from(u16::from_le_bytes(b))
-            })?,
-            None => typed(&proto.int32_data, count, "int32_data", &data_err)?
-                .iter()
-                .map(|&v| i64::from(v as u16))
-                .collect(),
-        }),
-        DataType::Uint8 => TensorData::I64(match raw {
-            Some(bytes) => {
-                from_raw::<1, i64>(bytes, count, "UINT8", &data_err, |b| i64::from(b[0]))?
-            }
-            None => typed(&proto.int32_data, count, "int32_data", &data_err)?
-                .iter()
-                .map(|&v| i64::from(v as u8))
-                .collect(),
-        }),
-        DataType::Uint32 => TensorData::I64(match raw {
-            Some(bytes) => from_raw::<4, i64>(bytes, count, "UINT32", &data_err, |b| {
-                i64::from(u32::from_le_bytes(b))
-            })?,
-            None => typed(&proto.uint64_data, count, "uint64_data", &data_err)?
-                .iter()
-                .map(|&v| i64::from(v as u32))
-                .collect(),
-        }),
-        _ => return Err(unsupported()),
+        let bytes = proto.raw_data.as_slice();
+        let size = dtype.size_in_bytes();
+        let expected = count.checked_mul(size);
+        if expected != Some(bytes.len()) {
+            return Err(data_err(format!(
+                "raw_data has {} bytes, but {count} {} elements of {size} bytes need {}",
+                bytes.len(),
+                data_type_name(proto.data_type),
+                expected.map_or_else(|| "more than fits in memory".to_string(), |e| e.to_string())
+            )));
+        }
+        TensorData::from_le_bytes(dtype, bytes)
+            .ok_or_else(|| data_err("raw_data is not a whole number of elements".into()))?
     };
     Tensor::new(shape, data).map_err(|e| data_err(e.to_string()))
 }
 
+/// The elements of a tensor stored in its typed repeated field, which onnx.proto fixes per
+/// type: float_data, double_data, int64_data, uint64_data (uint32 and uint64), and
+/// int32_data for every narrower type (16-bit floats as their bit patterns).
+fn typed_data(
+    proto: &TensorProto,
+    dtype: DType,
+    count: usize,
+    data_err: &dyn Fn(String) -> Error,
+) -> Result<TensorData, Error> {
+    let int32 = || typed(&proto.int32_data, count, "int32_data", data_err);
+    let uint64 = || typed(&proto.uint64_data, count, "uint64_data", data_err);
+    Ok(match dtype {
+        DType::F32 => {
+            TensorData::F32(typed(&proto.float_data, count, "float_data", data_err)?.to_vec())
+        }
+        DType::F64 => {
+            TensorData::F64(typed(&proto.double_data, count, "double_data", data_err)?.to_vec())
+        }
+        DType::I64 => {
+            TensorData::I64(typed(&proto.int64_data, count, "int64_data", data_err)?.to_vec())
+        }
+        DType::U64 => TensorData::U64(uint64()?.to_vec()),
+        DType::U32 => TensorData::U32(uint64()?.iter().map(|&v| v as u32).collect()),
+        DType::F16 => TensorData::F16(int32()?.iter().map(|&v| f16::from_bits(v as u16)).collect()),
+        DType::BF16 => TensorData::BF16(
+            int32()?
+                .iter()
+                .map(|&v| bf16::from_bits(v as u16))
+                .collect(),
+        ),
+        // Narrow integers are stored sign- or zero-extended; truncating back to the width
+        // reads the same whichever a writer chose.
+        DType::I32 => TensorData::I32(int32()?.to_vec()),
+        DType::I16 => TensorData::I16(int32()?.iter().map(|&v| v as i16).collect()),
+        DType::I8 => TensorData::I8(int32()?.iter().map(|&v| v as i8).collect()),
+        DType::U16 => TensorData::U16(int32()?.iter().map(|&v| v as u16).collect()),
+        DType::U8 => TensorData::U8(int32()?.iter().map(|&v| v as u8).collect()),
+        DType::Bool => TensorData::Bool(int32()?.iter().map(|&v| v != 0).collect()),
+    })
+}
+
 /// Converts a core tensor to a TensorProto with little-endian `raw_data`.
 pub fn tensor_to_proto(name: &str, tensor: &Tensor) -> TensorProto {
-    let raw_data: Vec<u8> = match tensor.data() {
-        TensorData::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        TensorData::F16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        TensorData::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        TensorData::Bool(v) => v.iter().map(|&b| u8::from(b)).collect(),
-    };
+    let raw_data = tensor.data().to_le_bytes();
     TensorProto {
         // Dims of a live tensor fit in i64: its element buffer exists, so each dim is at most
         // isize::MAX.
@@ -219,32 +188,6 @@ pub fn tensor_to_proto(name: &str, tensor: &Tensor) -> TensorProto {
         raw_data,
         ..TensorProto::default()
     }
-}
-
-/// Reads `count` fixed-width elements from raw little-endian bytes.
-fn from_raw<const N: usize, T>(
-    bytes: &[u8],
-    count: usize,
-    type_name: &str,
-    data_err: &dyn Fn(String) -> Error,
-    convert: impl Fn([u8; N]) -> T,
-) -> Result<Vec<T>, Error> {
-    let expected = count.checked_mul(N);
-    if expected != Some(bytes.len()) {
-        return Err(data_err(format!(
-            "raw_data has {} bytes, but {count} {type_name} elements of {N} bytes need {}",
-            bytes.len(),
-            expected.map_or_else(|| "more than fits in memory".to_string(), |e| e.to_string())
-        )));
-    }
-    Ok(bytes
-        .chunks_exact(N)
-        .map(|chunk| {
-            let mut word = [0u8; N];
-            word.copy_from_slice(chunk);
-            convert(word)
-        })
-        .collect())
 }
 
 /// Checks that a typed repeated field holds exactly `count` elements.
@@ -261,10 +204,6 @@ fn typed<'a, T>(
         )));
     }
     Ok(values)
-}
-
-fn widen(values: &[i32]) -> Vec<i64> {
-    values.iter().map(|&v| i64::from(v)).collect()
 }
 
 #[cfg(test)]
@@ -303,16 +242,19 @@ mod tests {
     }
 
     #[test]
-    fn narrow_integers_widen_to_i64() {
+    fn narrow_integers_keep_their_type() {
         let mut p = proto(DataType::Int8, &[3]);
         p.raw_data = vec![0xff, 0x7f, 0x80];
         let t = tensor_from_proto(&p, "t").map_err(|e| e.to_string());
-        assert_eq!(t.map(|t| t.to_i64_vec()), Ok(Some(vec![-1, 127, -128])));
+        assert_eq!(
+            t.map(|t| t.into_data()),
+            Ok(TensorData::I8(vec![-1, 127, -128]))
+        );
 
         let mut p = proto(DataType::Uint8, &[2]);
         p.int32_data = vec![255, 7];
         let t = tensor_from_proto(&p, "t").map_err(|e| e.to_string());
-        assert_eq!(t.map(|t| t.to_i64_vec()), Ok(Some(vec![255, 7])));
+        assert_eq!(t.map(|t| t.into_data()), Ok(TensorData::U8(vec![255, 7])));
 
         let mut p = proto(DataType::Int32, &[2]);
         p.raw_data = (-5i32)
@@ -322,6 +264,24 @@ mod tests {
             .collect();
         let t = tensor_from_proto(&p, "t").map_err(|e| e.to_string());
         assert_eq!(t.map(|t| t.to_i64_vec()), Ok(Some(vec![-5, 9])));
+
+        let mut p = proto(DataType::Uint64, &[1]);
+        p.uint64_data = vec![u64::MAX];
+        let t = tensor_from_proto(&p, "t").map_err(|e| e.to_string());
+        assert_eq!(
+            t.map(|t| t.into_data()),
+            Ok(TensorData::U64(vec![u64::MAX]))
+        );
+    }
+
+    #[test]
+    fn every_dtype_round_trips_through_raw_data() {
+        for dtype in DType::ALL {
+            let t = Tensor::new([3], TensorData::from_f64(dtype, &[1.0, 0.0, 2.0]))
+                .unwrap_or_else(|_| Tensor::scalar_f32(0.0));
+            let back = tensor_from_proto(&tensor_to_proto("t", &t), "t").map_err(|e| e.to_string());
+            assert_eq!(back, Ok(t), "{dtype}");
+        }
     }
 
     #[test]
@@ -336,12 +296,15 @@ mod tests {
     }
 
     #[test]
-    fn double_is_refused() {
+    fn double_reads_from_double_data_and_strings_are_refused() {
         let mut p = proto(DataType::Double, &[1]);
-        p.double_data = vec![1.0];
+        p.double_data = vec![1.5];
+        let t = tensor_from_proto(&p, "t").map_err(|e| e.to_string());
+        assert_eq!(t.map(|t| t.into_data()), Ok(TensorData::F64(vec![1.5])));
+        let p = proto(DataType::String, &[1]);
         assert!(matches!(
             tensor_from_proto(&p, "t"),
-            Err(Error::UnsupportedDType { data_type: 11, .. })
+            Err(Error::UnsupportedDType { data_type: 8, .. })
         ));
     }
 

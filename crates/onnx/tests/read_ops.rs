@@ -8,7 +8,7 @@
 mod common;
 
 use common::*;
-use concord_core::op::{ArgReduce, Binary, Unary};
+use concord_core::op::{ArgReduce, Binary, ReduceKind, Unary};
 use concord_core::op::{
     AutoPad, Conv, CoordinateTransform, Gemm, NearestMode, PadMode, Pool, Reduce, Resize,
     ResizeMode,
@@ -189,11 +189,14 @@ fn cases() -> Vec<(NodeProto, Op)> {
                 &["x"],
                 vec![attr_ints("axes", &[-1]), attr_int("keepdims", 0)],
             ),
-            Op::ReduceMean(Reduce {
-                axes: Some(vec![-1]),
-                keepdims: false,
-                noop_with_empty_axes: false,
-            }),
+            Op::Reduce(
+                ReduceKind::Mean,
+                Reduce {
+                    axes: Some(vec![-1]),
+                    keepdims: false,
+                    noop_with_empty_axes: false,
+                },
+            ),
         ),
         (
             one(
@@ -201,19 +204,25 @@ fn cases() -> Vec<(NodeProto, Op)> {
                 &["x", "axes"],
                 vec![attr_int("noop_with_empty_axes", 1)],
             ),
-            Op::ReduceSum(Reduce {
-                axes: None,
-                keepdims: true,
-                noop_with_empty_axes: true,
-            }),
+            Op::Reduce(
+                ReduceKind::Sum,
+                Reduce {
+                    axes: None,
+                    keepdims: true,
+                    noop_with_empty_axes: true,
+                },
+            ),
         ),
         (
             one("ReduceMax", &["x"], vec![]),
-            Op::ReduceMax(Reduce {
-                axes: None,
-                keepdims: true,
-                noop_with_empty_axes: false,
-            }),
+            Op::Reduce(
+                ReduceKind::Max,
+                Reduce {
+                    axes: None,
+                    keepdims: true,
+                    noop_with_empty_axes: false,
+                },
+            ),
         ),
         (
             one("ArgMax", &["x"], vec![]),
@@ -361,6 +370,232 @@ fn cases() -> Vec<(NodeProto, Op)> {
         (one("Where", &["c", "a", "b"], vec![]), Op::Where),
         (one("Expand", &["x", "shape"], vec![]), Op::Expand),
     ]
+    .into_iter()
+    .chain(newer_cases())
+    .collect()
+}
+
+/// The ops added with the wider op table (issue 13): each read once with ONNX's defaults
+/// and, where it has attributes, once with every attribute set.
+fn newer_cases() -> Vec<(NodeProto, Op)> {
+    use concord_core::op::{Pool, Reduce, ScatterReduction, Variadic};
+    let one = |op_type: &str, inputs: &[&str], attrs| node(op_type, "", inputs, &["out"], attrs);
+    let mut cases = Vec::new();
+    for def in concord_core::op::UNARY_OPS.iter().filter(|d| !d.device) {
+        cases.push((one(def.name, &["x"], vec![]), Op::Unary(def.op)));
+    }
+    for def in concord_core::op::BINARY_OPS.iter().filter(|d| !d.device) {
+        let attrs = if def.name == "BitShift" {
+            vec![attr_string("direction", "LEFT")]
+        } else {
+            vec![]
+        };
+        cases.push((one(def.name, &["a", "b"], attrs), Op::Binary(def.op)));
+    }
+    cases.push((
+        one(
+            "BitShift",
+            &["a", "b"],
+            vec![attr_string("direction", "RIGHT")],
+        ),
+        Op::Binary(Binary::BitShift { left: false }),
+    ));
+    cases.push((
+        one(
+            "Selu",
+            &["x"],
+            vec![attr_float("alpha", 2.0), attr_float("gamma", 3.0)],
+        ),
+        Op::Unary(Unary::Selu {
+            alpha: 2.0,
+            gamma: 3.0,
+        }),
+    ));
+    cases.push((
+        one("Gelu", &["x"], vec![attr_string("approximate", "tanh")]),
+        Op::Unary(Unary::Gelu { tanh: true }),
+    ));
+    cases.push((
+        one("IsInf", &["x"], vec![attr_int("detect_positive", 0)]),
+        Op::Unary(Unary::IsInf {
+            detect_negative: true,
+            detect_positive: false,
+        }),
+    ));
+    for (v, name) in Variadic::ALL {
+        cases.push((one(name, &["a", "b", "c"], vec![]), Op::Variadic(v)));
+    }
+    for (kind, name) in ReduceKind::ALL {
+        cases.push((
+            one(name, &["x", "axes"], vec![attr_int("keepdims", 0)]),
+            Op::Reduce(
+                kind,
+                Reduce {
+                    keepdims: false,
+                    ..Reduce::default()
+                },
+            ),
+        ));
+    }
+    cases.push((
+        one(
+            "ArgMin",
+            &["x"],
+            vec![attr_int("axis", -1), attr_int("select_last_index", 1)],
+        ),
+        Op::ArgMin(ArgReduce {
+            axis: -1,
+            keepdims: true,
+            select_last_index: true,
+        }),
+    ));
+    cases.push((
+        one("LogSoftmax", &["x"], vec![]),
+        Op::LogSoftmax { axis: -1 },
+    ));
+    cases.push((
+        one("Hardmax", &["x"], vec![attr_int("axis", 0)]),
+        Op::Hardmax { axis: 0 },
+    ));
+    cases.push((
+        one("InstanceNormalization", &["x", "s", "b"], vec![]),
+        Op::InstanceNormalization { epsilon: 1e-5 },
+    ));
+    cases.push((
+        one(
+            "GroupNormalization",
+            &["x", "s", "b"],
+            vec![attr_int("num_groups", 4)],
+        ),
+        Op::GroupNormalization {
+            epsilon: 1e-5,
+            num_groups: 4,
+        },
+    ));
+    cases.push((
+        one("RMSNormalization", &["x", "s"], vec![attr_int("axis", 1)]),
+        Op::RMSNormalization {
+            axis: 1,
+            epsilon: 1e-5,
+        },
+    ));
+    cases.push((
+        one("LpNormalization", &["x"], vec![attr_int("p", 1)]),
+        Op::LpNormalization { axis: -1, p: 1 },
+    ));
+    cases.push((
+        one("MeanVarianceNormalization", &["x"], vec![]),
+        Op::MeanVarianceNormalization {
+            axes: vec![0, 2, 3],
+        },
+    ));
+    cases.push((
+        one("LRN", &["x"], vec![attr_int("size", 5)]),
+        Op::LRN {
+            alpha: 1e-4,
+            beta: 0.75,
+            bias: 1.0,
+            size: 5,
+        },
+    ));
+    cases.push((one("GlobalMaxPool", &["x"], vec![]), Op::GlobalMaxPool));
+    cases.push((
+        one("GlobalLpPool", &["x"], vec![]),
+        Op::GlobalLpPool { p: 2 },
+    ));
+    cases.push((
+        one(
+            "LpPool",
+            &["x"],
+            vec![attr_ints("kernel_shape", &[3]), attr_int("p", 3)],
+        ),
+        Op::LpPool(
+            Pool {
+                kernel_shape: vec![3],
+                ..Pool::default()
+            },
+            3,
+        ),
+    ));
+    cases.push((
+        one("ConstantOfShape", &["s"], vec![]),
+        Op::ConstantOfShape {
+            value: concord_core::Tensor::from_f32([1], vec![0.0]).unwrap_or_else(|e| panic!("{e}")),
+        },
+    ));
+    cases.push((one("Range", &["a", "b", "c"], vec![]), Op::Range));
+    cases.push((one("Tile", &["x", "r"], vec![]), Op::Tile));
+    cases.push((
+        one("CumSum", &["x", "a"], vec![attr_int("reverse", 1)]),
+        Op::CumSum {
+            exclusive: false,
+            reverse: true,
+        },
+    ));
+    cases.push((
+        one("GatherElements", &["x", "i"], vec![]),
+        Op::GatherElements { axis: 0 },
+    ));
+    cases.push((
+        one("GatherND", &["x", "i"], vec![]),
+        Op::GatherND { batch_dims: 0 },
+    ));
+    cases.push((
+        one(
+            "ScatterElements",
+            &["x", "i", "u"],
+            vec![attr_string("reduction", "min")],
+        ),
+        Op::ScatterElements {
+            axis: 0,
+            reduction: ScatterReduction::Min,
+        },
+    ));
+    cases.push((
+        one("ScatterND", &["x", "i", "u"], vec![]),
+        Op::ScatterND {
+            reduction: ScatterReduction::None,
+        },
+    ));
+    cases.push((
+        one("OneHot", &["i", "d", "v"], vec![]),
+        Op::OneHot { axis: -1 },
+    ));
+    cases.push((one("Trilu", &["x"], vec![]), Op::Trilu { upper: true }));
+    cases.push((one("NonZero", &["x"], vec![]), Op::NonZero));
+    cases.push((one("Size", &["x"], vec![]), Op::Size));
+    cases.push((
+        one("DepthToSpace", &["x"], vec![attr_int("blocksize", 2)]),
+        Op::DepthToSpace {
+            blocksize: 2,
+            crd: false,
+        },
+    ));
+    cases.push((
+        one("SpaceToDepth", &["x"], vec![attr_int("blocksize", 3)]),
+        Op::SpaceToDepth { blocksize: 3 },
+    ));
+    cases.push((
+        one("EyeLike", &["x"], vec![attr_int("dtype", 7)]),
+        Op::EyeLike {
+            dtype: Some(DType::I64),
+            k: 0,
+        },
+    ));
+    cases.push((
+        one("TopK", &["x", "k"], vec![]),
+        Op::TopK {
+            axis: -1,
+            largest: true,
+            sorted: true,
+        },
+    ));
+    cases.push((one("CastLike", &["x", "y"], vec![]), Op::CastLike));
+    cases.push((
+        one("Compress", &["x", "c"], vec![]),
+        Op::Compress { axis: None },
+    ));
+    cases
 }
 
 #[test]
@@ -376,7 +611,9 @@ fn every_op_type_reads_as_the_spec_says() {
     // Each node in its own graph, so that the shared output name does not collide.
     for (proto, expected) in cases {
         let op_type = proto.op_type.clone();
-        let m = model(17, graph(vec![proto], vec![], vec![], vec![]));
+        // Opset 17, or the op's first opset when it is newer.
+        let opset = expected.schema().since.max(17);
+        let m = model(opset, graph(vec![proto], vec![], vec![], vec![]));
         let graph = match read_graph(&bytes(&m)) {
             Ok(g) => g,
             Err(e) => panic!("{op_type}: {e}"),

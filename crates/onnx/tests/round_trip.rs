@@ -8,7 +8,7 @@
 mod common;
 
 use common::*;
-use concord_core::op::{ArgReduce, Binary, Unary};
+use concord_core::op::{ArgReduce, Binary, ReduceKind, Unary};
 use concord_core::op::{
     AutoPad, Conv, CoordinateTransform, Gemm, NearestMode, PadMode, Pool, Reduce, Resize,
     ResizeMode,
@@ -215,26 +215,32 @@ fn every_op_graph(opset: i64) -> Graph {
         n("gap", Op::GlobalAveragePool, &["x"], &["gap"]),
         n(
             "rmean",
-            Op::ReduceMean(Reduce {
-                axes: None,
-                keepdims: false,
-                noop_with_empty_axes: true,
-            }),
+            Op::Reduce(
+                ReduceKind::Mean,
+                Reduce {
+                    axes: None,
+                    keepdims: false,
+                    noop_with_empty_axes: true,
+                },
+            ),
             &["x", "axes"],
             &["rmean"],
         ),
         n(
             "rsum",
-            Op::ReduceSum(Reduce::default()),
+            Op::Reduce(ReduceKind::Sum, Reduce::default()),
             &["x", "axes"],
             &["rsum"],
         ),
         n(
             "rmax",
-            Op::ReduceMax(Reduce {
-                keepdims: false,
-                ..Reduce::default()
-            }),
+            Op::Reduce(
+                ReduceKind::Max,
+                Reduce {
+                    keepdims: false,
+                    ..Reduce::default()
+                },
+            ),
             &["x"],
             &["rmax"],
         ),
@@ -418,6 +424,12 @@ fn every_op_graph(opset: i64) -> Graph {
         n("where", Op::Where, &["flag", "x", "x"], &["where"]),
         n("expand", Op::Expand, &["x", "shape"], &["expand"]),
     ];
+    let mut nodes = nodes;
+    nodes.extend(
+        newer_op_nodes()
+            .into_iter()
+            .filter(|n| n.op.schema().since <= opset),
+    );
     let mut initializers = BTreeMap::new();
     initializers.insert(
         "w".to_string(),
@@ -483,10 +495,194 @@ fn every_op_graph(opset: i64) -> Graph {
     }
 }
 
+/// One node per op added with the wider op table (issue 13), non-default attributes where
+/// the op has them so the writer and reader must both carry them.
+fn newer_op_nodes() -> Vec<Node> {
+    use concord_core::op::{ScatterReduction, Variadic};
+    let mut nodes = Vec::new();
+    let mut add = |op: Op, inputs: &[&str], outputs: usize| {
+        let name = format!("n{}", nodes.len());
+        let outs: Vec<String> = (0..outputs).map(|i| format!("{name}_{i}")).collect();
+        let outs: Vec<&str> = outs.iter().map(String::as_str).collect();
+        nodes.push(n(&name, op, inputs, &outs));
+    };
+    for def in concord_core::op::UNARY_OPS.iter().filter(|d| !d.device) {
+        // Non-default parameters: every float moved by 0.25, every flag flipped.
+        let p = def.op.params().map(|v| {
+            if v == 0.0 || v == 1.0 {
+                1.0 - v
+            } else {
+                v + 0.25
+            }
+        });
+        let op = def.op.with_params(if def.params.is_empty() {
+            def.op.params()
+        } else {
+            p
+        });
+        add(Op::Unary(op), &["x"], 1);
+    }
+    for def in concord_core::op::BINARY_OPS.iter().filter(|d| !d.device) {
+        add(Op::Binary(def.op), &["x", "x"], 1);
+    }
+    add(
+        Op::Binary(Binary::BitShift { left: false }),
+        &["idx", "idx"],
+        1,
+    );
+    for (v, _) in Variadic::ALL {
+        add(Op::Variadic(v), &["x", "x", "x"], 1);
+    }
+    for (kind, _) in ReduceKind::ALL {
+        add(
+            Op::Reduce(
+                kind,
+                Reduce {
+                    keepdims: false,
+                    ..Reduce::default()
+                },
+            ),
+            &["x", "axes"],
+            1,
+        );
+    }
+    add(
+        Op::ArgMin(ArgReduce {
+            axis: 1,
+            keepdims: false,
+            select_last_index: true,
+        }),
+        &["x"],
+        1,
+    );
+    add(Op::LogSoftmax { axis: 1 }, &["x"], 1);
+    add(Op::Hardmax { axis: 0 }, &["x"], 1);
+    add(
+        Op::InstanceNormalization { epsilon: 1e-3 },
+        &["x", "scale", "b"],
+        1,
+    );
+    add(
+        Op::GroupNormalization {
+            epsilon: 1e-4,
+            num_groups: 2,
+        },
+        &["x", "scale", "b"],
+        1,
+    );
+    add(
+        Op::RMSNormalization {
+            axis: 1,
+            epsilon: 1e-3,
+        },
+        &["x", "scale"],
+        1,
+    );
+    add(Op::LpNormalization { axis: 0, p: 1 }, &["x"], 1);
+    add(
+        Op::MeanVarianceNormalization { axes: vec![0, 1] },
+        &["x"],
+        1,
+    );
+    add(
+        Op::LRN {
+            alpha: 0.5,
+            beta: 0.25,
+            bias: 2.0,
+            size: 3,
+        },
+        &["x"],
+        1,
+    );
+    add(Op::GlobalMaxPool, &["x"], 1);
+    add(Op::GlobalLpPool { p: 3 }, &["x"], 1);
+    add(
+        Op::LpPool(
+            Pool {
+                kernel_shape: vec![2, 2],
+                strides: vec![2, 1],
+                ..Pool::default()
+            },
+            1,
+        ),
+        &["x"],
+        1,
+    );
+    add(
+        Op::ConstantOfShape {
+            value: Tensor::vec_i64(vec![7]),
+        },
+        &["shape"],
+        1,
+    );
+    add(Op::Range, &["max", "max", "max"], 1);
+    add(Op::Tile, &["x", "shape"], 1);
+    add(
+        Op::CumSum {
+            exclusive: true,
+            reverse: true,
+        },
+        &["x", "axes"],
+        1,
+    );
+    add(Op::GatherElements { axis: 1 }, &["x", "idx"], 1);
+    add(Op::GatherND { batch_dims: 1 }, &["x", "idx"], 1);
+    add(
+        Op::ScatterElements {
+            axis: 1,
+            reduction: ScatterReduction::Max,
+        },
+        &["x", "idx", "x"],
+        1,
+    );
+    add(
+        Op::ScatterND {
+            reduction: ScatterReduction::Mul,
+        },
+        &["x", "idx", "x"],
+        1,
+    );
+    add(Op::OneHot { axis: 0 }, &["idx", "max", "m"], 1);
+    add(Op::Trilu { upper: false }, &["m", "axes"], 1);
+    add(Op::NonZero, &["x"], 1);
+    add(Op::Size, &["x"], 1);
+    add(
+        Op::DepthToSpace {
+            blocksize: 2,
+            crd: true,
+        },
+        &["x"],
+        1,
+    );
+    add(Op::SpaceToDepth { blocksize: 2 }, &["x"], 1);
+    add(
+        Op::EyeLike {
+            dtype: Some(DType::U8),
+            k: -1,
+        },
+        &["m"],
+        1,
+    );
+    add(
+        Op::TopK {
+            axis: 1,
+            largest: false,
+            sorted: false,
+        },
+        &["x", "axes"],
+        2,
+    );
+    add(Op::CastLike, &["x", "idx"], 1);
+    add(Op::Compress { axis: Some(1) }, &["x", "mask"], 1);
+    add(Op::Compress { axis: None }, &["x", "mask"], 1);
+    nodes
+}
+
 #[test]
 fn every_op_variant_survives_save_and_read() {
+    let newest = every_op_graph(concord_onnx::MAX_OPSET);
+    let covered: BTreeSet<&str> = newest.nodes.iter().map(|n| n.op.name()).collect();
     let graph = every_op_graph(19);
-    let covered: BTreeSet<&str> = graph.nodes.iter().map(|n| n.op.name()).collect();
     let supported: BTreeSet<&str> = concord_core::op::supported_names()
         .iter()
         .copied()
@@ -514,21 +710,27 @@ fn reduce_axes_attribute_round_trips_where_the_opset_has_it() {
         nodes: vec![
             n(
                 "mean",
-                Op::ReduceMean(Reduce {
-                    axes: Some(vec![1, -1]),
-                    keepdims: true,
-                    noop_with_empty_axes: false,
-                }),
+                Op::Reduce(
+                    ReduceKind::Mean,
+                    Reduce {
+                        axes: Some(vec![1, -1]),
+                        keepdims: true,
+                        noop_with_empty_axes: false,
+                    },
+                ),
                 &["x"],
                 &["mean"],
             ),
             n(
                 "max",
-                Op::ReduceMax(Reduce {
-                    axes: Some(vec![]),
-                    keepdims: false,
-                    noop_with_empty_axes: false,
-                }),
+                Op::Reduce(
+                    ReduceKind::Max,
+                    Reduce {
+                        axes: Some(vec![]),
+                        keepdims: false,
+                        noop_with_empty_axes: false,
+                    },
+                ),
                 &["x"],
                 &["max"],
             ),
@@ -566,21 +768,27 @@ fn reduce_axes_become_an_input_from_opset_18() {
         nodes: vec![
             n(
                 "mean",
-                Op::ReduceMean(Reduce {
-                    axes: Some(vec![1]),
-                    ..Reduce::default()
-                }),
+                Op::Reduce(
+                    ReduceKind::Mean,
+                    Reduce {
+                        axes: Some(vec![1]),
+                        ..Reduce::default()
+                    },
+                ),
                 &["x"],
                 &["mean"],
             ),
             // ReduceSum's axes are an input from opset 13.
             n(
                 "sum",
-                Op::ReduceSum(Reduce {
-                    axes: Some(vec![0, 2]),
-                    keepdims: false,
-                    noop_with_empty_axes: false,
-                }),
+                Op::Reduce(
+                    ReduceKind::Sum,
+                    Reduce {
+                        axes: Some(vec![0, 2]),
+                        keepdims: false,
+                        noop_with_empty_axes: false,
+                    },
+                ),
                 &["x"],
                 &["sum"],
             ),
@@ -593,7 +801,7 @@ fn reduce_axes_become_an_input_from_opset_18() {
     for ((node_name, axes), node) in expect.iter().zip(&back.nodes) {
         assert_eq!(&node.name, node_name);
         let reduce = match &node.op {
-            Op::ReduceMean(r) | Op::ReduceSum(r) => r.clone(),
+            Op::Reduce(ReduceKind::Mean | ReduceKind::Sum, r) => r.clone(),
             other => panic!("unexpected op {other:?}"),
         };
         assert_eq!(reduce.axes, None, "axes moved out of the attribute");
@@ -643,10 +851,13 @@ fn ops_the_opset_cannot_express_are_refused_on_save() {
         ),
         (
             relu_like(
-                Op::ReduceMean(Reduce {
-                    noop_with_empty_axes: true,
-                    ..Reduce::default()
-                }),
+                Op::Reduce(
+                    ReduceKind::Mean,
+                    Reduce {
+                        noop_with_empty_axes: true,
+                        ..Reduce::default()
+                    },
+                ),
                 17,
             ),
             "noop_with_empty_axes",
@@ -980,7 +1191,7 @@ fn ai_onnx_domain_spelling_is_the_default_domain() {
 }
 
 #[test]
-fn narrow_integer_initializers_widen_to_i64() {
+fn narrow_integer_initializers_keep_their_type() {
     let int32_raw = TensorProto {
         dims: vec![3],
         data_type: DataType::Int32 as i32,
@@ -1028,10 +1239,13 @@ fn narrow_integer_initializers_widen_to_i64() {
     let get = |name: &str| graph.initializers.get(name).cloned();
     assert_eq!(
         get("i32raw"),
-        Some(Tensor::vec_i64(vec![7, -8, -2147483648]))
+        Some(t(Tensor::from_vec([3], vec![7i32, -8, i32::MIN])))
     );
-    assert_eq!(get("i32typed"), Some(Tensor::vec_i64(vec![-1, 2])));
-    assert_eq!(get("u8"), Some(Tensor::vec_i64(vec![200, 1])));
+    assert_eq!(
+        get("i32typed"),
+        Some(t(Tensor::from_vec([2], vec![-1i32, 2])))
+    );
+    assert_eq!(get("u8"), Some(t(Tensor::from_vec([2], vec![200u8, 1]))));
     assert_eq!(
         get("flags"),
         Some(t(Tensor::from_bool([2], vec![true, false])))

@@ -8,12 +8,12 @@
 use super::{expect_dtype, optional, required, OutputFact, ValueFact};
 use crate::dtype::DType;
 use crate::error::OpError;
-use crate::op::{ArgReduce, Binary, Op, Reduce};
+use crate::op::{Accepts, ArgReduce, Binary, Op, Reduce, ReduceKind, Variadic};
 use crate::shape::{broadcast_sym, format_sym, normalize_axes, normalize_axis, Dim, SymShape};
 
 /// The arithmetic dtypes.
-const NUMERIC: [DType; 3] = [DType::F32, DType::F16, DType::I64];
-const FLOAT: [DType; 2] = [DType::F32, DType::F16];
+const NUMERIC: [DType; 12] = DType::NUMERIC;
+const FLOAT: [DType; 4] = DType::FLOATS;
 
 pub(super) fn infer(
     op: &Op,
@@ -22,23 +22,47 @@ pub(super) fn infer(
 ) -> Result<Vec<OutputFact>, OpError> {
     let fact = match op {
         Op::Binary(b) => binary(*b, inputs)?,
-        // The integer-capable unary ops (Neg, Abs, Relu) take i64 too.
-        Op::Unary(u) if u.def().integer => unary(inputs, &NUMERIC)?,
-        Op::Unary(_) => unary(inputs, &FLOAT)?,
+        Op::Unary(u) => {
+            let def = u.def();
+            let x = required(inputs, 0, "X")?;
+            expect_accepted(&x, 0, "X", def.accepts)?;
+            let dtype = if def.bool_output {
+                DType::Bool
+            } else {
+                x.dtype
+            };
+            OutputFact::new(dtype, x.shape.to_vec())
+        }
         Op::Clip => clip(inputs)?,
         Op::Where => select(inputs)?,
-        Op::Softmax { axis } => {
+        Op::Variadic(v) => variadic(*v, inputs)?,
+        Op::Softmax { axis } | Op::LogSoftmax { axis } | Op::Hardmax { axis } => {
             let x = required(inputs, 0, "input")?;
             expect_dtype(&x, 0, "input", &FLOAT)?;
-            resolve_axis("Softmax", *axis, &x)?;
+            resolve_axis(op.name(), *axis, &x)?;
             OutputFact::new(x.dtype, x.shape.to_vec())
         }
         Op::LayerNormalization { axis, .. } => layer_normalization(*axis, inputs)?,
-        Op::BatchNormalization { .. } => batch_normalization(inputs)?,
-        Op::ArgMax(attrs) => arg_max(attrs, inputs)?,
-        Op::ReduceMean(attrs) | Op::ReduceSum(attrs) | Op::ReduceMax(attrs) => {
-            reduce(op.name(), attrs, inputs)?
+        Op::InstanceNormalization { .. }
+        | Op::GroupNormalization { .. }
+        | Op::RMSNormalization { .. }
+        | Op::LpNormalization { .. }
+        | Op::MeanVarianceNormalization { .. }
+        | Op::LRN { .. } => {
+            // Parameter shapes are checked by the kernel, which names them.
+            let x = required(inputs, 0, "X")?;
+            expect_dtype(&x, 0, "X", &FLOAT)?;
+            if x.shape.is_empty() {
+                return Err(OpError::Shape(format!(
+                    "{} needs an input of rank 1 or more",
+                    op.name()
+                )));
+            }
+            OutputFact::new(x.dtype, x.shape.to_vec())
         }
+        Op::BatchNormalization { .. } => batch_normalization(inputs)?,
+        Op::ArgMax(attrs) | Op::ArgMin(attrs) => arg_reduce(op.name(), attrs, inputs)?,
+        Op::Reduce(kind, attrs) => reduce(*kind, attrs, inputs)?,
         other => {
             return Err(OpError::Unsupported(format!(
                 "{} is not in the elementwise family",
@@ -83,25 +107,39 @@ fn broadcast(op: &str, operands: &[(usize, &str, &ValueFact)]) -> Result<SymShap
     })
 }
 
+/// Checks that input `index` has a dtype the op accepts.
+fn expect_accepted(
+    fact: &ValueFact,
+    index: usize,
+    name: &'static str,
+    accepts: Accepts,
+) -> Result<(), OpError> {
+    if accepts.allows(fact.dtype) {
+        return Ok(());
+    }
+    Err(OpError::DType {
+        index,
+        name,
+        expected: accepts.describe().into(),
+        actual: fact.dtype,
+    })
+}
+
 fn binary(op: Binary, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
     let a = required(inputs, 0, "A")?;
     let b = required(inputs, 1, "B")?;
-    let dtype = match op {
-        Binary::Equal => {
-            expect_same(&b, 1, "B", a.dtype, "input 0 (A)")?;
-            DType::Bool
-        }
-        Binary::Pow => {
-            // The exponent may have another numeric dtype; the result keeps the base's.
-            expect_dtype(&a, 0, "X", &NUMERIC)?;
-            expect_dtype(&b, 1, "Y", &NUMERIC)?;
-            a.dtype
-        }
-        _ => {
-            expect_dtype(&a, 0, "A", &NUMERIC)?;
-            expect_same(&b, 1, "B", a.dtype, "input 0 (A)")?;
-            a.dtype
-        }
+    let def = op.def();
+    expect_accepted(&a, 0, "A", def.accepts)?;
+    if op == Binary::Pow {
+        // The exponent may have another numeric dtype; the result keeps the base's.
+        expect_dtype(&b, 1, "Y", &NUMERIC)?;
+    } else {
+        expect_same(&b, 1, "B", a.dtype, "input 0 (A)")?;
+    }
+    let dtype = if def.bool_output {
+        DType::Bool
+    } else {
+        a.dtype
     };
     if op == (Binary::Mod { fmod: false }) && a.dtype.is_float() {
         return Err(OpError::Attribute {
@@ -117,10 +155,25 @@ fn binary(op: Binary, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpErro
     Ok(OutputFact::new(dtype, shape))
 }
 
-fn unary(inputs: &[Option<ValueFact>], allowed: &[DType]) -> Result<OutputFact, OpError> {
-    let x = required(inputs, 0, "X")?;
-    expect_dtype(&x, 0, "X", allowed)?;
-    Ok(OutputFact::new(x.dtype, x.shape.to_vec()))
+/// Max, Min, Sum, Mean: one or more inputs of one dtype, broadcast together.
+fn variadic(op: Variadic, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+    let first = required(inputs, 0, "data_0")?;
+    expect_accepted(&first, 0, "data_0", op.accepts())?;
+    let mut operands = Vec::with_capacity(inputs.len());
+    for (index, input) in inputs.iter().enumerate() {
+        let Some(fact) = input else {
+            return Err(OpError::MissingInput {
+                index,
+                name: "data",
+            });
+        };
+        expect_same(fact, index, "data", first.dtype, "input 0 (data_0)")?;
+        operands.push((index, "data", fact));
+    }
+    let operands: Vec<(usize, &str, &ValueFact)> =
+        operands.iter().map(|(i, n, f)| (*i, *n, *f)).collect();
+    let shape = broadcast(op.name(), &operands)?;
+    Ok(OutputFact::new(first.dtype, shape))
 }
 
 fn clip(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
@@ -244,12 +297,22 @@ fn batch_normalization(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpErr
     Ok(OutputFact::new(x.dtype, x.shape.to_vec()))
 }
 
-/// ReduceMean / ReduceSum / ReduceMax. The output shape needs the axes, from the attribute
-/// or the `axes` input's constant value; when that input is not constant, only a
-/// `keepdims` output has a known rank.
-fn reduce(op: &str, attrs: &Reduce, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+/// The Reduce* ops. The output shape needs the axes, from the attribute or the `axes`
+/// input's constant value; when that input is not constant, only a `keepdims` output has a
+/// known rank. ReduceMax and ReduceMin take bool too (opset 20); the ones that take a log,
+/// a root or a mean take floats and integers alike, as ONNX's schemas do.
+fn reduce(
+    kind: ReduceKind,
+    attrs: &Reduce,
+    inputs: &[Option<ValueFact>],
+) -> Result<OutputFact, OpError> {
+    let op = kind.name();
     let data = required(inputs, 0, "data")?;
-    expect_dtype(&data, 0, "data", &NUMERIC)?;
+    let accepts = match kind {
+        ReduceKind::Max | ReduceKind::Min => Accepts::Any,
+        _ => Accepts::Numeric,
+    };
+    expect_accepted(&data, 0, "data", accepts)?;
     let rank = data.shape.len();
     let axes_input = optional(inputs, 1);
     if let Some(axes) = &axes_input {
@@ -315,21 +378,25 @@ fn reduce(op: &str, attrs: &Reduce, inputs: &[Option<ValueFact>]) -> Result<Outp
     Ok(OutputFact::new(data.dtype, shape))
 }
 
-/// ArgMax: i64 indices, `axis` removed (or kept as 1).
-fn arg_max(attrs: &ArgReduce, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+/// ArgMax, ArgMin: i64 indices, `axis` removed (or kept as 1).
+fn arg_reduce(
+    op: &str,
+    attrs: &ArgReduce,
+    inputs: &[Option<ValueFact>],
+) -> Result<OutputFact, OpError> {
     let data = required(inputs, 0, "data")?;
     expect_dtype(&data, 0, "data", &NUMERIC)?;
     let axis = normalize_axis(attrs.axis, data.shape.len()).map_err(|e| OpError::Attribute {
         name: "axis",
         detail: format!(
-            "ArgMax: axis {} is invalid for input 0 (data) of shape {}: {e}",
+            "{op}: axis {} is invalid for input 0 (data) of shape {}: {e}",
             attrs.axis,
             format_sym(data.shape)
         ),
     })?;
     if matches!(data.shape[axis], Dim::Fixed(0)) {
         return Err(OpError::Shape(format!(
-            "ArgMax: axis {axis} of input 0 (data) {} is empty, so it has no largest value",
+            "{op}: axis {axis} of input 0 (data) {} is empty, so it has no extreme value",
             format_sym(data.shape)
         )));
     }

@@ -2,6 +2,7 @@
 //! values of inputs that are constants). One file per op family; this file routes.
 
 mod elementwise;
+mod indexing;
 mod movement;
 mod nn;
 
@@ -48,6 +49,7 @@ pub fn infer_op(
         | Family::Normalization
         | Family::Reduce => elementwise::infer(op, inputs, num_outputs)?,
         Family::Movement => movement::infer(op, inputs, num_outputs)?,
+        Family::Indexing => indexing::infer(op, inputs, num_outputs)?,
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(

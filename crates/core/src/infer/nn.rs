@@ -14,7 +14,15 @@ use crate::op::{AutoPad, Conv, Gemm, Op, Pool};
 use crate::shape::{broadcast_sym, format_sym, Dim, SymShape};
 use crate::tensor::Tensor;
 
-const FLOAT: [DType; 2] = [DType::F32, DType::F16];
+const FLOAT: [DType; 4] = DType::FLOATS;
+const MAX_POOL_TYPES: [DType; 6] = [
+    DType::F64,
+    DType::F32,
+    DType::F16,
+    DType::BF16,
+    DType::I8,
+    DType::U8,
+];
 
 pub(super) fn infer(
     op: &Op,
@@ -38,7 +46,10 @@ pub(super) fn infer(
         Op::MatMul => matmul(inputs)?,
         Op::MaxPool(attrs) => pool("MaxPool", attrs, inputs)?,
         Op::AveragePool(attrs) => pool("AveragePool", attrs, inputs)?,
-        Op::GlobalAveragePool => global_average_pool(inputs)?,
+        Op::GlobalAveragePool | Op::GlobalMaxPool | Op::GlobalLpPool { .. } => {
+            global_average_pool(inputs)?
+        }
+        Op::LpPool(attrs, _) => pool("LpPool", attrs, inputs)?,
         Op::Resize(_) => resize(inputs)?,
         other => {
             return Err(OpError::Unsupported(format!(
@@ -260,7 +271,12 @@ fn matmul(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
 
 fn pool(op: &str, attrs: &Pool, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
     let x = required(inputs, 0, "X")?;
-    expect_dtype(&x, 0, "X", &FLOAT)?;
+    if op == "MaxPool" {
+        // MaxPool takes int8 and uint8 too (opset 12).
+        expect_dtype(&x, 0, "X", &MAX_POOL_TYPES)?;
+    } else {
+        expect_dtype(&x, 0, "X", &FLOAT)?;
+    }
     let xs = x.shape;
     if xs.len() < 3 {
         return Err(OpError::Shape(format!(

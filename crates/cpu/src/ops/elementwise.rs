@@ -10,6 +10,7 @@ mod erf;
 mod unary;
 
 use super::{optional, required};
+use concord_core::op::{Accepts, Variadic};
 use concord_core::shape::broadcast_index;
 use concord_core::{broadcast_shapes, DType, Op, OpError, Shape, Tensor, TensorData};
 
@@ -20,6 +21,7 @@ pub(crate) fn run(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError
         Op::Unary(u) => unary::run(*u, inputs),
         Op::Clip => clip(inputs),
         Op::Where => select(inputs),
+        Op::Variadic(v) => variadic(*v, inputs),
         other => Err(OpError::Unsupported(format!(
             "{} is not an elementwise op",
             other.name()
@@ -108,6 +110,24 @@ pub(super) fn expect_same_dtype(
     })
 }
 
+/// Checks that `t` has a dtype the op's table row accepts.
+pub(crate) fn expect_accepts(
+    t: &Tensor,
+    index: usize,
+    name: &'static str,
+    accepts: Accepts,
+) -> Result<(), OpError> {
+    if accepts.allows(t.dtype()) {
+        return Ok(());
+    }
+    Err(OpError::DType {
+        index,
+        name,
+        expected: accepts.describe().into(),
+        actual: t.dtype(),
+    })
+}
+
 /// Checks that `t` has one of the `allowed` dtypes.
 pub(crate) fn expect_dtype_in(
     t: &Tensor,
@@ -154,7 +174,7 @@ pub(super) fn nan_min(a: f64, b: f64) -> f64 {
 /// (or a NaN bound) gives NaN, and min > max sets every element to max, as the spec says.
 fn clip(inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     let x = required(inputs, 0, "input")?;
-    expect_dtype_in(x, 0, "input", &[DType::F32, DType::F16, DType::I64])?;
+    expect_accepts(x, 0, "input", Accepts::Numeric)?;
     let bound = |index: usize, name: &'static str| -> Result<Option<&Tensor>, OpError> {
         let Some(t) = optional(inputs, index) else {
             return Ok(None);
@@ -171,14 +191,16 @@ fn clip(inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     };
     let min = bound(1, "min")?;
     let max = bound(2, "max")?;
-    match x.data() {
-        TensorData::I64(values) => {
-            let lo = min.and_then(|t| t.as_i64()).map_or(i64::MIN, |v| v[0]);
-            let hi = max.and_then(|t| t.as_i64()).map_or(i64::MAX, |v| v[0]);
-            let out = values.iter().map(|&v| v.max(lo).min(hi)).collect();
-            Tensor::from_parts(x.shape().clone(), TensorData::I64(out))
+    match x.to_i128_vec() {
+        Some(values) => {
+            // Bounds were checked to hold one element of X's integer dtype.
+            let first = |t: &Tensor| t.to_i128_vec().and_then(|v| v.first().copied());
+            let lo = min.and_then(first).unwrap_or(i128::MIN);
+            let hi = max.and_then(first).unwrap_or(i128::MAX);
+            let out = values.into_iter().map(|v| v.max(lo).min(hi)).collect();
+            Tensor::from_i128(x.dtype(), x.shape().clone(), out)
         }
-        _ => {
+        None => {
             // Bounds were checked to hold exactly one element of X's float dtype.
             let lo = min.map_or(f64::NEG_INFINITY, |t| t.to_f64_vec()[0]);
             let hi = max.map_or(f64::INFINITY, |t| t.to_f64_vec()[0]);
@@ -205,29 +227,73 @@ fn select(inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     let x_map = broadcast_map(&out, x.shape())?;
     let y_map = broadcast_map(&out, y.shape())?;
     let c = cond.as_bool().unwrap_or(&[]);
-    fn pick<T: Copy>(c: &[bool], x: &[T], y: &[T], maps: [&[usize]; 3]) -> Vec<T> {
-        let [cm, xm, ym] = maps;
-        cm.iter()
-            .zip(xm)
-            .zip(ym)
-            .map(|((&ci, &xi), &yi)| if c[ci] { x[xi] } else { y[yi] })
-            .collect()
-    }
-    let maps = [c_map.as_slice(), x_map.as_slice(), y_map.as_slice()];
-    let data = match (x.data(), y.data()) {
-        (TensorData::F32(a), TensorData::F32(b)) => TensorData::F32(pick(c, a, b, maps)),
-        (TensorData::F16(a), TensorData::F16(b)) => TensorData::F16(pick(c, a, b, maps)),
-        (TensorData::I64(a), TensorData::I64(b)) => TensorData::I64(pick(c, a, b, maps)),
-        (TensorData::Bool(a), TensorData::Bool(b)) => TensorData::Bool(pick(c, a, b, maps)),
-        // expect_same_dtype above rules this out; kept as an error rather than a panic.
-        _ => {
-            return Err(OpError::DType {
-                index: 2,
-                name: "Y",
-                expected: x.dtype().name().into(),
-                actual: y.dtype(),
-            })
-        }
-    };
+    let take_x: Vec<bool> = c_map
+        .iter()
+        .map(|&i| c.get(i).copied().unwrap_or(false))
+        .collect();
+    let data = TensorData::choose(&take_x, x.data(), &x_map, y.data(), &y_map)?;
     Tensor::from_parts(out, data)
+}
+
+/// Max, Min, Sum, Mean: the inputs broadcast together, combined elementwise left to right.
+/// Max and Min propagate NaN (numpy's maximum and minimum); integers compare exactly.
+fn variadic(op: Variadic, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+    let first = required(inputs, 0, "data_0")?;
+    expect_accepts(first, 0, "data_0", op.accepts())?;
+    let mut operands = Vec::with_capacity(inputs.len());
+    for index in 0..inputs.len() {
+        let t = required(inputs, index, "data")?;
+        expect_same_dtype(t, index, "data", first.dtype(), "input 0 (data_0)")?;
+        operands.push((index, "data", t));
+    }
+    let out = broadcast_operands(op.name(), &operands)?;
+    let maps = operands
+        .iter()
+        .map(|(_, _, t)| broadcast_map(&out, t.shape()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let n = checked_len(&out)?;
+    if let (Variadic::Max | Variadic::Min, Some(_)) = (op, first.to_i128_vec()) {
+        let mut acc: Vec<i128> = vec![
+            if op == Variadic::Max {
+                i128::MIN
+            } else {
+                i128::MAX
+            };
+            n
+        ];
+        for ((_, _, t), map) in operands.iter().zip(&maps) {
+            let values = t.to_i128_vec().unwrap_or_default();
+            for (a, &i) in acc.iter_mut().zip(map) {
+                let v = values.get(i).copied().unwrap_or(*a);
+                *a = if op == Variadic::Max {
+                    (*a).max(v)
+                } else {
+                    (*a).min(v)
+                };
+            }
+        }
+        return Tensor::from_i128(first.dtype(), out, acc);
+    }
+    let start = match op {
+        Variadic::Max => f64::NEG_INFINITY,
+        Variadic::Min => f64::INFINITY,
+        Variadic::Sum | Variadic::Mean => 0.0,
+    };
+    let mut acc = vec![start; n];
+    for ((_, _, t), map) in operands.iter().zip(&maps) {
+        let values = t.to_f64_vec();
+        for (a, &i) in acc.iter_mut().zip(map) {
+            let v = values.get(i).copied().unwrap_or(f64::NAN);
+            *a = match op {
+                Variadic::Max => nan_max(*a, v),
+                Variadic::Min => nan_min(*a, v),
+                Variadic::Sum | Variadic::Mean => *a + v,
+            };
+        }
+    }
+    if op == Variadic::Mean {
+        let count = operands.len() as f64;
+        acc.iter_mut().for_each(|a| *a /= count);
+    }
+    Tensor::from_f64(first.dtype(), out, acc)
 }

@@ -3,6 +3,7 @@
 mod conv;
 mod elementwise;
 mod gemm;
+mod indexing;
 mod matrix;
 pub(crate) mod movement;
 mod norm;
@@ -29,6 +30,9 @@ pub fn run_op(
             Op::MaxPool(attrs) => pool::max_pool(attrs, inputs)?,
             Op::AveragePool(attrs) => pool::average_pool(attrs, inputs)?,
             Op::GlobalAveragePool => pool::global_average_pool(inputs)?,
+            Op::GlobalMaxPool => pool::global_pool(inputs, None)?,
+            Op::GlobalLpPool { p } => pool::global_pool(inputs, Some(*p))?,
+            Op::LpPool(attrs, p) => pool::lp_pool(attrs, *p, inputs)?,
             Op::Resize(attrs) => resize::resize(attrs, inputs)?,
             other => return Err(not_in_family(other)),
         }],
@@ -36,6 +40,7 @@ pub fn run_op(
         Family::Normalization => vec![norm::run(op, inputs)?],
         Family::Reduce => vec![reduce::run(op, inputs)?],
         Family::Movement => movement::run(op, inputs, num_outputs)?,
+        Family::Indexing => indexing::run(op, inputs, num_outputs)?,
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(
@@ -64,7 +69,6 @@ pub(crate) fn not_in_family(op: &Op) -> OpError {
 pub fn declines(op: &Op) -> Option<String> {
     let refused = match op {
         Op::Resize(attrs) => resize::check_supported(attrs),
-        Op::Pad { mode } => movement::arrange::check_pad_mode(*mode),
         _ => Ok(()),
     };
     refused.err().map(|e| e.to_string())

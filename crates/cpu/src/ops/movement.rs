@@ -8,7 +8,7 @@
 //! one op that changes values, and it converts each pair of types directly.
 
 pub(crate) mod arrange;
-mod cast;
+pub(crate) mod cast;
 mod join;
 mod reshape;
 mod select;
@@ -173,25 +173,7 @@ fn strided_sources(out_dims: &[usize], base: i64, strides: &[i64]) -> Result<Vec
 
 /// A new buffer whose element `i` is `data[sources[i]]`, bits unchanged.
 fn take(data: &TensorData, sources: &[usize]) -> Result<TensorData, OpError> {
-    fn pick<T: Copy>(values: &[T], sources: &[usize]) -> Result<Vec<T>, OpError> {
-        sources
-            .iter()
-            .map(|&i| {
-                values.get(i).copied().ok_or_else(|| {
-                    OpError::Shape(format!(
-                        "internal: source element {i} of a buffer of {}",
-                        values.len()
-                    ))
-                })
-            })
-            .collect()
-    }
-    Ok(match data {
-        TensorData::F32(v) => TensorData::F32(pick(v, sources)?),
-        TensorData::F16(v) => TensorData::F16(pick(v, sources)?),
-        TensorData::I64(v) => TensorData::I64(pick(v, sources)?),
-        TensorData::Bool(v) => TensorData::Bool(pick(v, sources)?),
-    })
+    data.gather(sources)
 }
 
 /// Like [`take`], but a `None` source is filled with the single element of `fill`, which
@@ -201,80 +183,11 @@ fn take_or_fill(
     sources: &[Option<usize>],
     fill: &TensorData,
 ) -> Result<TensorData, OpError> {
-    fn pick<T: Copy>(
-        values: &[T],
-        sources: &[Option<usize>],
-        fill: &[T],
-    ) -> Result<Vec<T>, OpError> {
-        let fill = fill
-            .first()
-            .copied()
-            .ok_or_else(|| OpError::Shape("the fill value has no element".to_string()))?;
-        sources
-            .iter()
-            .map(|s| match s {
-                None => Ok(fill),
-                Some(i) => values.get(*i).copied().ok_or_else(|| {
-                    OpError::Shape(format!(
-                        "internal: source element {i} of a buffer of {}",
-                        values.len()
-                    ))
-                }),
-            })
-            .collect()
-    }
-    Ok(match (data, fill) {
-        (TensorData::F32(v), TensorData::F32(f)) => TensorData::F32(pick(v, sources, f)?),
-        (TensorData::F16(v), TensorData::F16(f)) => TensorData::F16(pick(v, sources, f)?),
-        (TensorData::I64(v), TensorData::I64(f)) => TensorData::I64(pick(v, sources, f)?),
-        (TensorData::Bool(v), TensorData::Bool(f)) => TensorData::Bool(pick(v, sources, f)?),
-        (d, f) => {
-            return Err(OpError::Shape(format!(
-                "the fill value is {} but the data is {}",
-                f.dtype(),
-                d.dtype()
-            )))
-        }
-    })
+    data.gather_or_fill(sources, fill)
 }
 
 /// The element buffers of `parts` one after another; all parts must share a dtype.
 fn concat_data(parts: &[&TensorData]) -> Result<TensorData, OpError> {
-    fn join<'a, T: Copy + 'a>(parts: impl Iterator<Item = Option<&'a [T]>>) -> Option<Vec<T>> {
-        let mut out = Vec::new();
-        for part in parts {
-            out.extend_from_slice(part?);
-        }
-        Some(out)
-    }
     let dtype = parts.first().map(|p| p.dtype()).unwrap_or(DType::F32);
-    let joined = match dtype {
-        DType::F32 => join(parts.iter().map(|p| match p {
-            TensorData::F32(v) => Some(v.as_slice()),
-            _ => None,
-        }))
-        .map(TensorData::F32),
-        DType::F16 => join(parts.iter().map(|p| match p {
-            TensorData::F16(v) => Some(v.as_slice()),
-            _ => None,
-        }))
-        .map(TensorData::F16),
-        DType::I64 => join(parts.iter().map(|p| match p {
-            TensorData::I64(v) => Some(v.as_slice()),
-            _ => None,
-        }))
-        .map(TensorData::I64),
-        DType::Bool => join(parts.iter().map(|p| match p {
-            TensorData::Bool(v) => Some(v.as_slice()),
-            _ => None,
-        }))
-        .map(TensorData::Bool),
-    };
-    joined.ok_or_else(|| {
-        let dtypes: Vec<&str> = parts.iter().map(|p| p.dtype().name()).collect();
-        OpError::Shape(format!(
-            "inputs must share one dtype, got {}",
-            dtypes.join(", ")
-        ))
-    })
+    TensorData::concat(dtype, parts)
 }

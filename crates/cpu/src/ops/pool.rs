@@ -27,11 +27,19 @@ use half::f16;
 /// MaxPool's first output (the optional Indices output is not supported).
 pub(crate) fn max_pool(attrs: &Pool, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     let x = required(inputs, 0, "X")?;
-    expect_float(x, 0, "X")?;
+    if !matches!(x.dtype(), DType::I8 | DType::U8) {
+        expect_float(x, 0, "X")?;
+    }
     let windows = Windows::new(attrs, x.shape(), "MaxPool")?;
+    // A window entirely in the padding has no element: the lowest finite value of the type.
     let empty_window = match x.dtype() {
         DType::F16 => f16::MIN.to_f64(),
-        _ => f32::MIN as f64,
+        DType::BF16 => half::bf16::MIN.to_f64(),
+        DType::F64 => f64::MIN,
+        other => match other.integer_range() {
+            Some((lo, _)) => lo as f64,
+            None => f32::MIN as f64,
+        },
     };
     let y = windows.apply(&x.to_f64_vec(), |plane, offsets, _| {
         // NaN propagates, as in numpy's max; f64::max would drop it.
@@ -40,6 +48,68 @@ pub(crate) fn max_pool(attrs: &Pool, inputs: &[Option<&Tensor>]) -> Result<Tenso
             .map(|&i| plane[i])
             .reduce(|a, b| if a.is_nan() || a >= b { a } else { b })
             .unwrap_or(empty_window)
+    });
+    Tensor::from_f64(x.dtype(), Shape::new(windows.output_shape), y)
+}
+
+/// GlobalMaxPool (`p` None) and GlobalLpPool: one value per (N, C) plane.
+pub(crate) fn global_pool(inputs: &[Option<&Tensor>], p: Option<i64>) -> Result<Tensor, OpError> {
+    let x = required(inputs, 0, "X")?;
+    expect_float(x, 0, "X")?;
+    let op = if p.is_some() {
+        "GlobalLpPool"
+    } else {
+        "GlobalMaxPool"
+    };
+    if x.rank() < 2 {
+        return Err(OpError::Shape(format!(
+            "{op} needs X of rank 2 or more (N, C, spatial…), got X {}",
+            x.shape()
+        )));
+    }
+    let plane = checked_product(&x.dims()[2..], "spatial shape")?;
+    if plane == 0 {
+        return Err(OpError::Shape(format!(
+            "{op}: X {} has an empty spatial axis",
+            x.shape()
+        )));
+    }
+    let values = x.to_f64_vec();
+    let y: Vec<f64> = values
+        .chunks_exact(plane)
+        .map(|w| match p {
+            None => w
+                .iter()
+                .copied()
+                .reduce(|a, b| if a.is_nan() || a >= b { a } else { b })
+                .unwrap_or(f64::NAN),
+            Some(p) => lp_norm(w.iter().copied(), p),
+        })
+        .collect();
+    let mut out = x.dims()[..2].to_vec();
+    out.extend(std::iter::repeat(1).take(x.rank() - 2));
+    Tensor::from_f64(x.dtype(), Shape::new(out), y)
+}
+
+/// (Σ |v|^p)^(1/p).
+fn lp_norm(values: impl Iterator<Item = f64>, p: i64) -> f64 {
+    let p = p as f64;
+    values.map(|v| v.abs().powf(p)).sum::<f64>().powf(1.0 / p)
+}
+
+/// LpPool: the p-norm of each window; padded cells are zeros and add nothing.
+pub(crate) fn lp_pool(attrs: &Pool, p: i64, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+    let x = required(inputs, 0, "X")?;
+    expect_float(x, 0, "X")?;
+    if p < 1 {
+        return Err(OpError::Attribute {
+            name: "p",
+            detail: format!("LpPool: p must be at least 1, got {p}"),
+        });
+    }
+    let windows = Windows::new(attrs, x.shape(), "LpPool")?;
+    let y = windows.apply(&x.to_f64_vec(), |plane, offsets, _| {
+        lp_norm(offsets.iter().map(|&i| plane[i]), p)
     });
     Tensor::from_f64(x.dtype(), Shape::new(windows.output_shape), y)
 }

@@ -1,29 +1,27 @@
-//! Reduction kernels: ReduceMean, ReduceSum and ReduceMax over a set of axes.
+//! Reduction kernels: the Reduce* ops over a set of axes, and ArgMax / ArgMin.
 //!
 //! Axes come from the attribute form (`Reduce::axes`) or the optional i64 `axes` input;
 //! none, or an empty list, reduces every axis unless `noop_with_empty_axes` makes the op
 //! the identity. Reducing an empty set of values follows the ONNX spec (clarified in onnx
-//! PR #5568, opset 18/20 docs): ReduceSum gives 0, ReduceMax the lowest value of the type
-//! (-inf for floats, i64::MIN for i64), and ReduceMean, which the spec leaves undefined,
-//! gives NaN for floats as the ONNX reference implementation (numpy's mean) does, and an
-//! error for i64, which has no NaN.
+//! PR #5568, opset 18/20 docs): the sums give 0, ReduceProd 1, ReduceMax the lowest value
+//! of the type (-inf for floats), ReduceMin the highest, ReduceLogSum and ReduceLogSumExp
+//! -inf, and ReduceMean, which the spec leaves undefined, gives NaN for floats as the ONNX
+//! reference implementation (numpy's mean) does, and an error for integers, which have no
+//! NaN.
 
-use super::elementwise::{checked_len, expect_dtype_in, nan_max};
+use super::elementwise::{checked_len, expect_accepts, nan_max, nan_min};
 use super::{i64_operand, optional, required};
-use concord_core::op::ArgReduce;
+use concord_core::op::{Accepts, ArgReduce, ReduceKind};
 use concord_core::shape::normalize_axes;
 use concord_core::shape::normalize_axis;
 use concord_core::{DType, Op, OpError, Shape, Tensor, TensorData};
 
 /// Runs one reduction op.
 pub(crate) fn run(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
-    if let Op::ArgMax(attrs) = op {
-        return arg_max(attrs, required(inputs, 0, "data")?);
-    }
     let (kind, attrs) = match op {
-        Op::ReduceMean(a) => (Kind::Mean, a),
-        Op::ReduceSum(a) => (Kind::Sum, a),
-        Op::ReduceMax(a) => (Kind::Max, a),
+        Op::ArgMax(attrs) => return arg_reduce(attrs, true, required(inputs, 0, "data")?),
+        Op::ArgMin(attrs) => return arg_reduce(attrs, false, required(inputs, 0, "data")?),
+        Op::Reduce(kind, attrs) => (*kind, attrs),
         other => {
             return Err(OpError::Unsupported(format!(
                 "{} is not a reduction",
@@ -32,7 +30,14 @@ pub(crate) fn run(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError
         }
     };
     let data = required(inputs, 0, "data")?;
-    expect_dtype_in(data, 0, "data", &[DType::F32, DType::F16, DType::I64])?;
+    if data.dtype() == DType::Bool && !matches!(kind, ReduceKind::Max | ReduceKind::Min) {
+        return Err(OpError::DType {
+            index: 0,
+            name: "data",
+            expected: "a numeric type (bool only for ReduceMax and ReduceMin)".into(),
+            actual: data.dtype(),
+        });
+    }
     let axes = match (&attrs.axes, optional(inputs, 1)) {
         (Some(attr), Some(input)) => {
             let given = i64_operand(input, 1, "axes")?;
@@ -65,50 +70,92 @@ pub(crate) fn run(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError
     }
     let reduced = reduced_axes(op.name(), &axes, data)?;
     let plan = Plan::new(data.shape(), &reduced, attrs.keepdims)?;
-    match data.data() {
-        TensorData::I64(values) => reduce_i64(kind, &plan, values),
-        _ => {
-            let values = plan.accumulate(&data.to_f64_vec(), kind.float_start(), |acc, v| {
-                kind.float_step(acc, v)
-            });
-            let out = values
+    if let Some(values) = data.to_i128_vec() {
+        if let Some(out) = reduce_exact(kind, &plan, &values, data.dtype())? {
+            return Tensor::from_i128(data.dtype(), plan.out_shape, out);
+        }
+    }
+    let values = data.to_f64_vec();
+    let out = reduce_float(kind, &plan, &values);
+    Tensor::from_f64(data.dtype(), plan.out_shape, out)
+}
+
+/// The float reductions, in f64. Empty sets give each op's identity: 0 for the sums and
+/// norms, 1 for Prod, -inf for Max, LogSum and LogSumExp (ln 0), +inf for Min, NaN for Mean.
+fn reduce_float(kind: ReduceKind, plan: &Plan, values: &[f64]) -> Vec<f64> {
+    let sum = |f: fn(f64) -> f64| plan.accumulate(values, 0.0, move |acc, v| acc + f(v));
+    match kind {
+        ReduceKind::Sum => sum(|v| v),
+        ReduceKind::Mean => sum(|v| v)
+            .into_iter()
+            .map(|acc| acc / plan.count as f64)
+            .collect(),
+        ReduceKind::Max => plan.accumulate(values, f64::NEG_INFINITY, nan_max),
+        ReduceKind::Min => plan.accumulate(values, f64::INFINITY, nan_min),
+        ReduceKind::Prod => plan.accumulate(values, 1.0, |acc, v| acc * v),
+        ReduceKind::L1 => sum(f64::abs),
+        ReduceKind::L2 => sum(|v| v * v).into_iter().map(f64::sqrt).collect(),
+        ReduceKind::SumSquare => sum(|v| v * v),
+        ReduceKind::LogSum => sum(|v| v).into_iter().map(f64::ln).collect(),
+        ReduceKind::LogSumExp => {
+            // max + ln Σ exp(v - max): no overflow for large values. A cell whose max is
+            // ±inf or NaN takes the plain formula, which is then exact (or NaN).
+            let max = plan.accumulate(values, f64::NEG_INFINITY, nan_max);
+            let mut acc = vec![0.0; max.len()];
+            for (&cell, &v) in plan.cell_of.iter().zip(values) {
+                let m = max[cell];
+                acc[cell] += if m.is_finite() {
+                    (v - m).exp()
+                } else {
+                    v.exp()
+                };
+            }
+            acc.into_iter()
+                .zip(max)
+                .map(|(s, m)| if m.is_finite() { m + s.ln() } else { s.ln() })
+                .collect()
+        }
+    }
+}
+
+/// The integer (and bool) reductions that have an exact form, in i128: Sum, L1, SumSquare
+/// and Prod wrap to the type's width like Add and Mul; Mean truncates toward zero (the
+/// mean lies between the min and the max, so it fits). None for the ones with a root or
+/// a log (L2, LogSum, LogSumExp), which compute in f64 and truncate.
+fn reduce_exact(
+    kind: ReduceKind,
+    plan: &Plan,
+    values: &[i128],
+    dtype: DType,
+) -> Result<Option<Vec<i128>>, OpError> {
+    let (lo, hi) = dtype.integer_range().unwrap_or((i128::MIN, i128::MAX));
+    Ok(Some(match kind {
+        ReduceKind::Sum => plan.accumulate(values, 0, i128::wrapping_add),
+        ReduceKind::L1 => plan.accumulate(values, 0, |acc, v| acc.wrapping_add(v.abs())),
+        ReduceKind::SumSquare => {
+            plan.accumulate(values, 0, |acc, v| acc.wrapping_add(v.wrapping_mul(v)))
+        }
+        ReduceKind::Prod => plan.accumulate(values, 1, i128::wrapping_mul),
+        // Empty: the lowest value of the type for Max, the highest for Min (bool: false
+        // and true).
+        ReduceKind::Max => plan.accumulate(values, lo, i128::max),
+        ReduceKind::Min => plan.accumulate(values, hi, i128::min),
+        ReduceKind::Mean => {
+            if plan.count == 0 && plan.out_shape.numel() > 0 {
+                return Err(OpError::Shape(format!(
+                    "ReduceMean: the mean of an empty set of {dtype} values is undefined \
+                     (reducing to output shape {} over zero elements)",
+                    plan.out_shape
+                )));
+            }
+            let count = plan.count.max(1) as i128;
+            plan.accumulate(values, 0, |acc, v| acc + v)
                 .into_iter()
-                .map(|acc| kind.float_finish(acc, plan.count))
-                .collect();
-            Tensor::from_f64(data.dtype(), plan.out_shape, out)
+                .map(|sum| sum / count)
+                .collect()
         }
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Kind {
-    Mean,
-    Sum,
-    Max,
-}
-
-impl Kind {
-    fn float_start(self) -> f64 {
-        match self {
-            Kind::Mean | Kind::Sum => 0.0,
-            Kind::Max => f64::NEG_INFINITY,
-        }
-    }
-
-    fn float_step(self, acc: f64, v: f64) -> f64 {
-        match self {
-            Kind::Mean | Kind::Sum => acc + v,
-            Kind::Max => nan_max(acc, v),
-        }
-    }
-
-    /// The output from the accumulator over `count` values. For an empty Mean, 0/0 is NaN.
-    fn float_finish(self, acc: f64, count: usize) -> f64 {
-        match self {
-            Kind::Mean => acc / count as f64,
-            Kind::Sum | Kind::Max => acc,
-        }
-    }
+        ReduceKind::L2 | ReduceKind::LogSum | ReduceKind::LogSumExp => return Ok(None),
+    }))
 }
 
 /// Which axes of `data` are reduced: every axis when `axes` is empty.
@@ -209,68 +256,52 @@ impl Plan {
     }
 }
 
-/// The i64 reductions, exactly: Sum wraps on overflow like Add; Mean sums in i128 (which
-/// cannot overflow for any tensor that fits in memory) and truncates toward zero.
-fn reduce_i64(kind: Kind, plan: &Plan, values: &[i64]) -> Result<Tensor, OpError> {
-    let out: Vec<i64> = match kind {
-        Kind::Sum => plan.accumulate(values, 0i64, i64::wrapping_add),
-        Kind::Max => plan.accumulate(values, i64::MIN, i64::max),
-        Kind::Mean => {
-            if plan.count == 0 && plan.out_shape.numel() > 0 {
-                return Err(OpError::Shape(format!(
-                    "ReduceMean: the mean of an empty set of i64 values is undefined (reducing \
-                     to output shape {} over zero elements)",
-                    plan.out_shape
-                )));
-            }
-            let count = plan.count.max(1) as i128;
-            plan.accumulate(values, 0i128, |acc, v| acc + i128::from(v))
-                .into_iter()
-                // The mean of i64 values lies between their min and max, so it fits in i64.
-                .map(|sum| i64::try_from(sum / count).unwrap_or(0))
-                .collect()
-        }
-    };
-    Tensor::from_parts(plan.out_shape.clone(), TensorData::I64(out))
-}
-
-/// ArgMax: the index of the largest value along one axis, the first of equal ones (the last
-/// with `select_last_index`). A NaN counts as larger than every number, as numpy's argmax
-/// (the ONNX reference implementation) has it.
-fn arg_max(attrs: &ArgReduce, data: &Tensor) -> Result<Tensor, OpError> {
-    expect_dtype_in(data, 0, "data", &[DType::F32, DType::F16, DType::I64])?;
+/// ArgMax (`largest`) and ArgMin: the index of the largest (smallest) value along one
+/// axis, the first of equal ones (the last with `select_last_index`). A NaN counts as more
+/// extreme than every number, as numpy's argmax and argmin (the ONNX reference
+/// implementation) have it.
+fn arg_reduce(attrs: &ArgReduce, largest: bool, data: &Tensor) -> Result<Tensor, OpError> {
+    let op = if largest { "ArgMax" } else { "ArgMin" };
+    expect_accepts(data, 0, "data", Accepts::Numeric)?;
     let dims = data.dims();
     let axis = normalize_axis(attrs.axis, dims.len()).map_err(|e| OpError::Attribute {
         name: "axis",
-        detail: format!(
-            "ArgMax: axis {} for shape {}: {e}",
-            attrs.axis,
-            data.shape()
-        ),
+        detail: format!("{op}: axis {} for shape {}: {e}", attrs.axis, data.shape()),
     })?;
     let len = dims[axis];
     if len == 0 {
         return Err(OpError::Shape(format!(
-            "ArgMax: axis {axis} of input 0 (data) {} is empty, so it has no largest value",
+            "{op}: axis {axis} of input 0 (data) {} is empty, so it has no extreme value",
             data.shape()
         )));
     }
     let outer: usize = dims[..axis].iter().product();
     let inner: usize = dims[axis + 1..].iter().product();
-    // i64 values are compared exactly; floats widen to f64 exactly.
-    let keys: Vec<f64> = match data.data() {
-        TensorData::I64(v) => v.iter().map(|&x| x as f64).collect(),
-        _ => data.to_f64_vec(),
+    // Integers are compared exactly; floats widen to f64 exactly.
+    let exact = data.to_i128_vec();
+    let keys: Vec<f64> = if exact.is_some() {
+        Vec::new()
+    } else {
+        data.to_f64_vec()
     };
-    let exact = data.as_i64();
-    let greater = |a: usize, b: usize| -> bool {
-        match exact {
-            Some(v) => v[a] > v[b],
-            None => (keys[a].is_nan() && !keys[b].is_nan()) || keys[a] > keys[b],
+    // `better(a, b)`: a is strictly more extreme than b.
+    let better = |a: usize, b: usize| -> bool {
+        match &exact {
+            Some(v) => {
+                if largest {
+                    v[a] > v[b]
+                } else {
+                    v[a] < v[b]
+                }
+            }
+            None => {
+                let (x, y) = (keys[a], keys[b]);
+                (x.is_nan() && !y.is_nan()) || if largest { x > y } else { x < y }
+            }
         }
     };
     let equal = |a: usize, b: usize| -> bool {
-        match exact {
+        match &exact {
             Some(v) => v[a] == v[b],
             None => keys[a] == keys[b] || (keys[a].is_nan() && keys[b].is_nan()),
         }
@@ -281,7 +312,7 @@ fn arg_max(attrs: &ArgReduce, data: &Tensor) -> Result<Tensor, OpError> {
             let at = |k: usize| (o * len + k) * inner + i;
             let mut best = 0;
             for k in 1..len {
-                if greater(at(k), at(best)) || (attrs.select_last_index && equal(at(k), at(best))) {
+                if better(at(k), at(best)) || (attrs.select_last_index && equal(at(k), at(best))) {
                     best = k;
                 }
             }

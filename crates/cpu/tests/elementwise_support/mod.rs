@@ -109,7 +109,7 @@ fn round_to(dtype: DType, w: f64) -> f64 {
     match dtype {
         DType::F32 => f64::from(w as f32),
         DType::F16 => f16::from_f64(w).to_f64(),
-        DType::I64 | DType::Bool => w,
+        _ => w,
     }
 }
 

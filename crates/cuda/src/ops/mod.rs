@@ -17,6 +17,7 @@ use crate::tensor::StorageSuffix;
 use crate::tensor::{self, DeviceTensor, Storage};
 use concord_core::infer::{infer_op, OutputFact, ValueFact};
 use concord_core::op::Family as OpFamily;
+use concord_core::op::ReduceKind;
 use concord_core::{DType, Node, Op, OpError, Shape, Target, Tensor};
 use cudarc::driver::PushKernelArg;
 use cudarc::driver::{CudaFunction, DeviceRepr, LaunchArgs, LaunchConfig};
@@ -110,7 +111,7 @@ pub fn run_node(
         Op::MaxPool(attrs) => one(pool::pool(l, attrs, false, inputs, &facts)?),
         Op::AveragePool(attrs) => one(pool::pool(l, attrs, true, inputs, &facts)?),
         Op::GlobalAveragePool => one(reduce::global_average_pool(l, inputs, &facts)?),
-        Op::ReduceMean(attrs) | Op::ReduceSum(attrs) | Op::ReduceMax(attrs) => {
+        Op::Reduce(ReduceKind::Mean | ReduceKind::Sum | ReduceKind::Max, attrs) => {
             one(reduce::reduce(l, &node.op, attrs, inputs, &facts)?)
         }
         Op::Resize(attrs) => one(resize::resize(l, attrs, inputs, &facts)?),

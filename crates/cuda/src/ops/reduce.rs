@@ -8,7 +8,7 @@ use super::{
 use crate::kernels::Family;
 use crate::tensor::DeviceTensor;
 use crate::tensor::StorageSuffix;
-use concord_core::op::Reduce;
+use concord_core::op::{Reduce, ReduceKind};
 use concord_core::shape::normalize_axes;
 use concord_core::{DType, Op, OpError, Shape};
 use cudarc::driver::PushKernelArg;
@@ -28,8 +28,8 @@ pub fn reduce(
     let x = required(inputs, 0, "data")?;
     expect_float(x, 0, "data")?;
     let kind = match op {
-        Op::ReduceSum(_) => SUM,
-        Op::ReduceMean(_) => MEAN,
+        Op::Reduce(ReduceKind::Sum, _) => SUM,
+        Op::Reduce(ReduceKind::Mean, _) => MEAN,
         _ => MAX,
     };
     let axes = match (&attrs.axes, optional(inputs, 1)) {

@@ -85,7 +85,7 @@ fn binary(b: &mut Builder, node: &Node, op: Binary) -> Result<(), OpError> {
 fn unary(b: &mut Builder, node: &Node, op: Unary) -> Result<(), OpError> {
     let (x, y) = (input(node, 0, "X")?, output(node)?);
     let dtype = b.dtype(x)?;
-    if dtype == DType::I64 && !op.def().integer {
+    if dtype == DType::I64 && !op.def().integer() {
         return Err(OpError::Unsupported(format!(
             "{} on i64 has no OpenCL kernel",
             op.name()

@@ -17,7 +17,8 @@ pub(crate) use linear::local_tiled_fits;
 use crate::fuse::FusedNode;
 use crate::plan::Builder;
 use concord_core::op::PadMode;
-use concord_core::op::{Binary, Family};
+use concord_core::op::{Binary, Family, ReduceKind};
+use concord_core::storage::Storage;
 use concord_core::{DType, Graph, Node, Op, OpError, Support, Target};
 
 /// Operand positions whose values a kernel needs on the host when the plan is made (shape,
@@ -29,7 +30,7 @@ pub fn host_operands(op: &Op) -> &'static [usize] {
         Op::Slice => &[1, 2, 3, 4],
         Op::Pad { .. } => &[1, 2, 3],
         Op::Resize(_) => &[1, 2, 3],
-        Op::ReduceMean(_) | Op::ReduceSum(_) | Op::ReduceMax(_) => &[1],
+        Op::Reduce(..) => &[1],
         Op::Dropout => &[1, 2],
         _ => &[],
     }
@@ -44,6 +45,14 @@ pub fn supports(graph: &Graph, node: &Node, target: &Target) -> Support {
 }
 
 fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
+    let device_row = match &node.op {
+        Op::Unary(u) => u.def().device,
+        Op::Binary(b) => b.def().device,
+        _ => true,
+    };
+    if !device_row {
+        return Err(format!("{} has no OpenCL kernel", node.op.name()));
+    }
     let names = operand_names(&node.op);
     for &index in host_operands(&node.op) {
         if let Some(Some(value)) = node.inputs.get(index) {
@@ -61,6 +70,12 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
         .chain(node.outputs.iter().map(String::as_str))
     {
         if let Some(info) = graph.values.get(value) {
+            if !Storage::holds(info.dtype) {
+                return Err(format!(
+                    "`{value}` is {}; the OpenCL kernels handle f32, f16, i64 and bool",
+                    info.dtype
+                ));
+            }
             if info.shape.len() > 8 {
                 return Err(format!(
                     "`{value}` has rank {}; the OpenCL kernels handle rank 8 at most",
@@ -116,7 +131,7 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
             _ => Ok(()),
         },
         // The unary ops ONNX defines on integers (Neg, Abs, Relu) have i64 kernels.
-        Op::Unary(u) if u.def().integer => match x {
+        Op::Unary(u) if u.def().integer() => match x {
             Some(DType::Bool) => Err(format!("{} on bool is not defined", node.op.name())),
             _ => Ok(()),
         },
@@ -139,7 +154,9 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
             pool::check(graph, node, p)
         }
         Op::GlobalAveragePool => float("GlobalAveragePool"),
-        Op::ReduceMean(_) | Op::ReduceSum(_) | Op::ReduceMax(_) => float(node.op.name()),
+        Op::Reduce(ReduceKind::Mean | ReduceKind::Sum | ReduceKind::Max, _) => {
+            float(node.op.name())
+        }
         Op::Resize(attrs) => {
             float("Resize")?;
             resize::check(attrs)
@@ -215,7 +232,7 @@ fn operand_names(op: &Op) -> &'static [&'static str] {
         Op::Slice => &["data", "starts", "ends", "axes", "steps"],
         Op::Pad { .. } => &["data", "pads", "constant_value", "axes"],
         Op::Resize(_) => &["X", "roi", "scales", "sizes"],
-        Op::ReduceMean(_) | Op::ReduceSum(_) | Op::ReduceMax(_) => &["data", "axes"],
+        Op::Reduce(..) => &["data", "axes"],
         Op::Dropout => &["data", "ratio", "training_mode"],
         _ => &[],
     }
@@ -233,7 +250,9 @@ pub fn build(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> {
             norm::build(b, node)
         }
         Op::MaxPool(_) | Op::AveragePool(_) | Op::GlobalAveragePool => pool::build(b, node),
-        Op::ReduceMean(_) | Op::ReduceSum(_) | Op::ReduceMax(_) => reduce::build(b, node),
+        Op::Reduce(ReduceKind::Mean | ReduceKind::Sum | ReduceKind::Max, _) => {
+            reduce::build(b, node)
+        }
         Op::Resize(attrs) => resize::build(b, node, attrs),
         op if op.family() == Family::Movement => movement::build(b, node),
         // `supports` declines every op without a kernel, so this is a planner bug.

@@ -4,15 +4,16 @@ use super::{input, optional_input, output};
 use crate::plan::StorageDefines;
 use crate::plan::{i32_arg, int8, strides_of, Arg, Builder};
 use crate::programs::Family;
+use concord_core::op::ReduceKind;
 use concord_core::shape::normalize_axes;
 use concord_core::{Node, Op, OpError};
 
 pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
     let (x, y) = (input(node, 0, "data")?, output(node)?);
     let (attrs, op) = match &node.op {
-        Op::ReduceSum(a) => (a, 0),
-        Op::ReduceMean(a) => (a, 1),
-        Op::ReduceMax(a) => (a, 2),
+        Op::Reduce(ReduceKind::Sum, a) => (a, 0),
+        Op::Reduce(ReduceKind::Mean, a) => (a, 1),
+        Op::Reduce(ReduceKind::Max, a) => (a, 2),
         other => {
             return Err(OpError::Unsupported(format!(
                 "{} is not a reduction",

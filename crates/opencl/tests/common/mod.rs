@@ -9,7 +9,6 @@
 use concord::TensorData;
 use concord::{Availability, Executor, ExecutorRegistry, FallbackCause, Tensor};
 use concord_opencl::OpenClExecutor;
-use npyz::half::f16;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -190,36 +189,9 @@ pub fn compare(actual: &Tensor, expected: &Tensor, tolerance: &Tolerance) -> Res
     Err(message)
 }
 
-/// Reads a C-order .npy file of f32, f16, i64 or bool into a tensor.
+/// Reads a .npy file into a tensor (the facade's reader: every numpy dtype).
 pub fn read_npy(path: &Path) -> Result<Tensor, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    let npy = npyz::NpyFile::new(&bytes[..])
-        .map_err(|e| format!("{} is not .npy: {e}", path.display()))?;
-    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
-    let descr = match npy.dtype() {
-        npyz::DType::Plain(type_str) => type_str.to_string(),
-        other => {
-            return Err(format!(
-                "{}: unsupported dtype {}",
-                path.display(),
-                other.descr()
-            ))
-        }
-    };
-    let read_err = |e: std::io::Error| format!("reading data of {}: {e}", path.display());
-    let tensor = match descr.as_str() {
-        "<f4" => Tensor::from_f32(shape, npy.into_vec::<f32>().map_err(read_err)?),
-        "<f2" => Tensor::from_f16(shape, npy.into_vec::<f16>().map_err(read_err)?),
-        "<i8" => Tensor::from_i64(shape, npy.into_vec::<i64>().map_err(read_err)?),
-        "|b1" => Tensor::from_bool(shape, npy.into_vec::<bool>().map_err(read_err)?),
-        other => {
-            return Err(format!(
-                "{}: dtype {other} is not supported",
-                path.display()
-            ))
-        }
-    };
-    tensor.map_err(|e| format!("{}: {e}", path.display()))
+    concord::npy::read(path)
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1,29 +1,28 @@
-//! Broadcasting binary kernels: Add, Sub, Mul, Div, Pow, Mod and Equal.
+//! Broadcasting binary kernels: arithmetic (Add, Sub, Mul, Div, Pow, Mod, PRelu),
+//! comparisons (Equal, Less, Greater, LessOrEqual, GreaterOrEqual), logical (And, Or, Xor)
+//! and bitwise ops (BitwiseAnd/Or/Xor, BitShift).
+//!
+//! Floats widen to f64 (exactly), compute there and round once at the output. Integers of
+//! every width compute exactly in i128 and wrap once to their width, as two's-complement
+//! hardware and numpy do; integer division by zero is an error naming the element.
 
-use super::{broadcast_map, broadcast_operands, expect_dtype_in, expect_same_dtype};
+use super::{
+    broadcast_map, broadcast_operands, expect_accepts, expect_dtype_in, expect_same_dtype,
+};
 use crate::ops::required;
 use concord_core::op::Binary;
 use concord_core::{DType, OpError, Shape, Tensor, TensorData};
-
-/// The arithmetic dtypes: every binary op but Equal accepts exactly these.
-const NUMERIC: [DType; 3] = [DType::F32, DType::F16, DType::I64];
 
 /// Runs one binary op on inputs A and B.
 pub(super) fn run(op: Binary, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     let a = required(inputs, 0, "A")?;
     let b = required(inputs, 1, "B")?;
-    match op {
-        Binary::Equal => {
-            expect_same_dtype(b, 1, "B", a.dtype(), "input 0 (A)")?;
-        }
-        Binary::Pow => {
-            expect_dtype_in(a, 0, "X", &NUMERIC)?;
-            expect_dtype_in(b, 1, "Y", &NUMERIC)?;
-        }
-        _ => {
-            expect_dtype_in(a, 0, "A", &NUMERIC)?;
-            expect_same_dtype(b, 1, "B", a.dtype(), "input 0 (A)")?;
-        }
+    let def = op.def();
+    expect_accepts(a, 0, "A", def.accepts)?;
+    if op == Binary::Pow {
+        expect_dtype_in(b, 1, "Y", &DType::NUMERIC)?;
+    } else {
+        expect_same_dtype(b, 1, "B", a.dtype(), "input 0 (A)")?;
     }
     if let Binary::Mod { fmod: false } = op {
         if a.dtype().is_float() {
@@ -45,24 +44,59 @@ pub(super) fn run(op: Binary, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpEr
         b_map: &b_map,
     };
 
-    if let Binary::Equal = op {
-        let equal = match (a.data(), b.data()) {
-            (TensorData::I64(x), TensorData::I64(y)) => pairs.map(x, y, |p, q| p == q),
-            (TensorData::Bool(x), TensorData::Bool(y)) => pairs.map(x, y, |p, q| p == q),
-            // Floats compare by value (NaN is unequal to itself, -0 equals +0); widening
-            // f32 and f16 to f64 is exact, so comparing there is comparing the originals.
-            _ => pairs.map(&a.to_f64_vec(), &b.to_f64_vec(), |p, q| p == q),
+    if def.bool_output {
+        let values = match (a.as_bool(), b.as_bool()) {
+            (Some(x), Some(y)) => pairs.map(x, y, |p, q| logical(op, p, q)),
+            _ => match (a.to_i128_vec(), b.to_i128_vec()) {
+                // Integers compare exactly.
+                (Some(x), Some(y)) => pairs.map(&x, &y, |p, q| compare(op, p, q)),
+                // Floats compare by value (NaN is unordered and unequal to itself, -0
+                // equals +0); widening to f64 is exact, so comparing there is comparing the
+                // originals.
+                _ => pairs.map(&a.to_f64_vec(), &b.to_f64_vec(), |p, q| compare(op, p, q)),
+            },
         };
-        return Tensor::from_parts(out, TensorData::Bool(equal));
+        return Tensor::from_parts(
+            out,
+            TensorData::Bool(values.into_iter().collect::<Result<_, _>>()?),
+        );
     }
 
-    match (a.data(), b.data()) {
-        (TensorData::I64(x), TensorData::I64(y)) => {
-            let values = pairs.try_map(x, y, |p, q| integer_op(op, p, q))?;
-            Tensor::from_parts(out, TensorData::I64(values))
+    match (a.to_i128_vec(), b.to_i128_vec()) {
+        (Some(x), Some(y)) => {
+            let bits = a.dtype().size_in_bytes() as u32 * 8;
+            let values = pairs.try_map(&x, &y, |p, q| integer_op(op, p, q, bits))?;
+            Tensor::from_i128(a.dtype(), out, values)
         }
         _ => float_result(op, a, b, out, &pairs),
     }
+}
+
+/// And, Or, Xor on bool; Equal on bool.
+fn logical(op: Binary, p: bool, q: bool) -> Result<bool, OpError> {
+    match op {
+        Binary::And => Ok(p && q),
+        Binary::Or => Ok(p || q),
+        Binary::Xor => Ok(p != q),
+        Binary::Equal => Ok(p == q),
+        other => Err(not_this_kind(other, "a logical op")),
+    }
+}
+
+/// A comparison of two exact integers or two floats (every comparison with NaN is false).
+fn compare<T: PartialOrd>(op: Binary, p: T, q: T) -> Result<bool, OpError> {
+    match op {
+        Binary::Equal => Ok(p == q),
+        Binary::Less => Ok(p < q),
+        Binary::Greater => Ok(p > q),
+        Binary::LessOrEqual => Ok(p <= q),
+        Binary::GreaterOrEqual => Ok(p >= q),
+        other => Err(not_this_kind(other, "a comparison")),
+    }
+}
+
+fn not_this_kind(op: Binary, kind: &str) -> OpError {
+    OpError::Unsupported(format!("{} is not {kind}", op.name()))
 }
 
 /// The broadcast index maps of A and B, one entry per output element.
@@ -99,8 +133,8 @@ impl Pairs<'_> {
     }
 }
 
-/// An op whose result has A's float dtype (or is Pow with an i64 base and a float
-/// exponent, whose result is i64): computed in f64, rounded once.
+/// An op whose result has A's float dtype (or is Pow with an integer base and a float
+/// exponent, whose result has the base's type): computed in f64, rounded once.
 fn float_result(
     op: Binary,
     a: &Tensor,
@@ -119,28 +153,26 @@ fn float_result(
         // Rust's `%` on floats is C's fmod: the remainder takes the dividend's sign, and
         // it is exact, so rounding the f64 result loses nothing.
         Binary::Mod { .. } => pairs.map(&x, &y, |p, q| p % q),
-        other => {
-            return Err(OpError::Unsupported(format!(
-                "{} is not a binary arithmetic op",
-                other.name()
-            )))
-        }
+        Binary::PRelu => pairs.map(&x, &y, |p, q| if p < 0.0 { q * p } else { p }),
+        other => return Err(not_this_kind(other, "float arithmetic")),
     };
-    // Pow keeps the base's dtype even when the exponent's differs; an i64 base with a
+    // Pow keeps the base's dtype even when the exponent's differs; an integer base with a
     // float exponent truncates toward zero (saturating), as a C cast of pow() would.
     Tensor::from_f64(a.dtype(), out, values)
 }
 
-/// One i64 element of an arithmetic op, exactly.
-fn integer_op(op: Binary, p: i64, q: i64) -> Result<i64, OpError> {
+/// One integer element of an arithmetic or bitwise op, exactly; the caller wraps the result
+/// to the operands' width of `bits` bits.
+fn integer_op(op: Binary, p: i128, q: i128, bits: u32) -> Result<i128, OpError> {
     match op {
         Binary::Add => Ok(p.wrapping_add(q)),
         Binary::Sub => Ok(p.wrapping_sub(q)),
+        // Wrapping modulo 2^128 keeps the low 64 bits exact.
         Binary::Mul => Ok(p.wrapping_mul(q)),
         Binary::Div => {
             nonzero_divisor(op, p, q)?;
-            // Rust's integer division truncates toward zero, as ONNX and C do; only
-            // i64::MIN / -1 overflows, and it wraps back to i64::MIN.
+            // Integer division truncates toward zero, as ONNX and C do; the most negative
+            // value over -1 is one past the type's range and wraps back to itself.
             Ok(p.wrapping_div(q))
         }
         Binary::Mod { fmod } => {
@@ -155,14 +187,27 @@ fn integer_op(op: Binary, p: i64, q: i64) -> Result<i64, OpError> {
             }
         }
         Binary::Pow => integer_pow(p, q),
-        other => Err(OpError::Unsupported(format!(
-            "{} is not a binary arithmetic op on i64",
-            other.name()
-        ))),
+        Binary::PRelu => Ok(if p < 0 { p.wrapping_mul(q) } else { p }),
+        // On sign-extended values, bitwise ops keep the low bits right.
+        Binary::BitwiseAnd => Ok(p & q),
+        Binary::BitwiseOr => Ok(p | q),
+        Binary::BitwiseXor => Ok(p ^ q),
+        // Unsigned operands only. A shift by the width or more gives 0 (numpy's result;
+        // C leaves it undefined).
+        Binary::BitShift { left } => {
+            if q < 0 || q >= i128::from(bits) {
+                Ok(0)
+            } else if left {
+                Ok(p << q)
+            } else {
+                Ok(p >> q)
+            }
+        }
+        other => Err(not_this_kind(other, "integer arithmetic")),
     }
 }
 
-fn nonzero_divisor(op: Binary, p: i64, q: i64) -> Result<(), OpError> {
+fn nonzero_divisor(op: Binary, p: i128, q: i128) -> Result<(), OpError> {
     if q == 0 {
         return Err(OpError::Unsupported(format!(
             "{}: integer division by zero (input 0 (A) element {p}, input 1 (B) element 0)",
@@ -172,22 +217,23 @@ fn nonzero_divisor(op: Binary, p: i64, q: i64) -> Result<(), OpError> {
     Ok(())
 }
 
-/// `base` to the power `exp` in i64, wrapping on overflow. A negative exponent gives the
-/// reciprocal truncated toward zero: 0 unless the base is 1 or -1; zero to a negative power
-/// is a division by zero and an error.
-fn integer_pow(base: i64, exp: i64) -> Result<i64, OpError> {
+/// `base` to the power `exp`, wrapping on overflow. A negative exponent gives the reciprocal
+/// truncated toward zero: 0 unless the base is 1 or -1; zero to a negative power is a
+/// division by zero and an error.
+fn integer_pow(base: i128, exp: i128) -> Result<i128, OpError> {
     if exp < 0 {
         return match base {
             0 => Err(OpError::Unsupported(format!(
-                "Pow: 0 raised to the negative power {exp} is a division by zero in i64"
+                "Pow: 0 raised to the negative power {exp} is a division by zero in integers"
             ))),
             1 => Ok(1),
             -1 => Ok(if exp % 2 == 0 { 1 } else { -1 }),
             _ => Ok(0),
         };
     }
-    // Square-and-multiply over the exponent's bits, wrapping like every other i64 op here.
-    let mut result: i64 = 1;
+    // Square-and-multiply over the exponent's bits, wrapping modulo 2^128, which keeps the
+    // low 64 bits (every width here) exact.
+    let mut result: i128 = 1;
     let mut square = base;
     let mut e = exp;
     while e > 0 {

@@ -1,41 +1,80 @@
-//! Unary kernels: Sqrt, Exp, Neg, Abs, Erf and the activations (Relu, Sigmoid, Tanh,
-//! HardSwish, LeakyRelu, HardSigmoid) and Reciprocal.
+//! Unary kernels: the maths, rounding, trigonometric and activation functions, the bool
+//! predicates IsNaN and IsInf, Not and BitwiseNot.
+//!
+//! Floats widen to f64, compute there and round once at the output. Integers compute
+//! exactly in i128 and wrap to their width (Neg and Abs of the most negative value wrap to
+//! themselves, as numpy does).
 
 use super::erf::erf;
-use super::{expect_dtype_in, nan_max, nan_min};
+use super::{expect_accepts, nan_max, nan_min};
 use crate::ops::required;
 use concord_core::op::Unary;
-use concord_core::{DType, OpError, Tensor, TensorData};
+use concord_core::{OpError, Tensor, TensorData};
 
 /// Runs one unary op on input X.
 pub(super) fn run(op: Unary, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     let x = required(inputs, 0, "X")?;
-    // Neg, Abs and Relu are defined on signed integers too (Relu since opset 14); the
-    // transcendental ops and the other activations are float-only in ONNX.
-    if op.def().integer {
-        expect_dtype_in(x, 0, "X", &[DType::F32, DType::F16, DType::I64])?;
-    } else {
-        expect_dtype_in(x, 0, "X", &[DType::F32, DType::F16])?;
+    let def = op.def();
+    expect_accepts(x, 0, "X", def.accepts)?;
+    let shape = x.shape().clone();
+    if def.bool_output {
+        let f = predicate(op)?;
+        let out = x.to_f64_vec().into_iter().map(f).collect();
+        return Tensor::from_parts(shape, TensorData::Bool(out));
     }
-    if let TensorData::I64(values) = x.data() {
-        // i64::MIN has no positive counterpart; it wraps to itself, as in numpy.
-        let f: fn(i64) -> i64 = match op {
-            Unary::Neg => i64::wrapping_neg,
-            Unary::Abs => i64::wrapping_abs,
-            Unary::Relu => |v| v.max(0),
-            other => {
-                return Err(OpError::Unsupported(format!(
-                    "{} has no integer reference kernel",
-                    other.name()
-                )))
+    if let Some(values) = x.as_bool() {
+        // Only Not accepts bool.
+        let out = values.iter().map(|&v| !v).collect();
+        return Tensor::from_parts(shape, TensorData::Bool(out));
+    }
+    if let Some(values) = x.to_i128_vec() {
+        let out = match integer_fn(op) {
+            Some(f) => values.into_iter().map(f).collect(),
+            // The ops ONNX defines on integers without an exact integer form (Shrink)
+            // compute in f64 and convert back, truncating toward zero.
+            None => {
+                let f = float_fn(op);
+                let out: Vec<f64> = values.into_iter().map(|v| f(v as f64)).collect();
+                return Tensor::from_f64(x.dtype(), shape, out);
             }
         };
-        let out = values.iter().map(|&v| f(v)).collect();
-        return Tensor::from_parts(x.shape().clone(), TensorData::I64(out));
+        return Tensor::from_i128(x.dtype(), shape, out);
     }
     let f = float_fn(op);
     let out = x.to_f64_vec().into_iter().map(f).collect();
-    Tensor::from_f64(x.dtype(), x.shape().clone(), out)
+    Tensor::from_f64(x.dtype(), shape, out)
+}
+
+/// The exact integer form of an op on integers, where it has one.
+fn integer_fn(op: Unary) -> Option<fn(i128) -> i128> {
+    Some(match op {
+        Unary::Neg => |v| -v,
+        Unary::Abs => i128::abs,
+        Unary::Relu => |v| v.max(0),
+        Unary::Sign => i128::signum,
+        // Two's complement: !v on the sign-extended value keeps the low bits right.
+        Unary::BitwiseNot => |v| !v,
+        _ => return None,
+    })
+}
+
+/// The f64 → bool function of IsNaN and IsInf.
+fn predicate(op: Unary) -> Result<Box<dyn Fn(f64) -> bool>, OpError> {
+    Ok(match op {
+        Unary::IsNaN => Box::new(f64::is_nan),
+        Unary::IsInf {
+            detect_negative,
+            detect_positive,
+        } => Box::new(move |v: f64| {
+            (v == f64::INFINITY && detect_positive) || (v == f64::NEG_INFINITY && detect_negative)
+        }),
+        other => {
+            return Err(OpError::Unsupported(format!(
+                "{} does not produce bool",
+                other.name()
+            )))
+        }
+    })
 }
 
 /// The f64 function of a float unary op. Each propagates NaN.
@@ -61,6 +100,88 @@ fn float_fn(op: Unary) -> Box<dyn Fn(f64) -> f64> {
             let (alpha, beta) = (f64::from(alpha), f64::from(beta));
             Box::new(move |v: f64| hard_clamp(alpha * v + beta))
         }
+        Unary::Log => Box::new(f64::ln),
+        Unary::Floor => Box::new(f64::floor),
+        Unary::Ceil => Box::new(f64::ceil),
+        // ONNX rounds halves to even, as numpy's round does.
+        Unary::Round => Box::new(f64::round_ties_even),
+        // signum(±0) is ±1 in Rust; ONNX's Sign of zero is 0.
+        Unary::Sign => Box::new(|v: f64| {
+            if v == 0.0 || v.is_nan() {
+                v
+            } else {
+                v.signum()
+            }
+        }),
+        Unary::Sin => Box::new(f64::sin),
+        Unary::Cos => Box::new(f64::cos),
+        Unary::Tan => Box::new(f64::tan),
+        Unary::Asin => Box::new(f64::asin),
+        Unary::Acos => Box::new(f64::acos),
+        Unary::Atan => Box::new(f64::atan),
+        Unary::Sinh => Box::new(f64::sinh),
+        Unary::Cosh => Box::new(f64::cosh),
+        Unary::Asinh => Box::new(f64::asinh),
+        Unary::Acosh => Box::new(f64::acosh),
+        Unary::Atanh => Box::new(f64::atanh),
+        Unary::Softplus => Box::new(softplus),
+        Unary::Softsign => Box::new(|v: f64| v / (1.0 + v.abs())),
+        Unary::Elu { alpha } => {
+            let alpha = f64::from(alpha);
+            Box::new(move |v: f64| if v < 0.0 { alpha * v.exp_m1() } else { v })
+        }
+        Unary::Selu { alpha, gamma } => {
+            let (alpha, gamma) = (f64::from(alpha), f64::from(gamma));
+            Box::new(move |v: f64| {
+                if v > 0.0 {
+                    gamma * v
+                } else {
+                    gamma * alpha * v.exp_m1()
+                }
+            })
+        }
+        Unary::Celu { alpha } => {
+            let alpha = f64::from(alpha);
+            Box::new(move |v: f64| v.max(0.0) + (alpha * (v / alpha).exp_m1()).min(0.0))
+        }
+        Unary::ThresholdedRelu { alpha } => {
+            let alpha = f64::from(alpha);
+            Box::new(move |v: f64| if v > alpha { v } else { 0.0 })
+        }
+        Unary::Shrink { bias, lambd } => {
+            let (bias, lambd) = (f64::from(bias), f64::from(lambd));
+            Box::new(move |v: f64| {
+                if v < -lambd {
+                    v + bias
+                } else if v > lambd {
+                    v - bias
+                } else {
+                    0.0
+                }
+            })
+        }
+        Unary::Mish => Box::new(|v: f64| v * softplus(v).tanh()),
+        Unary::Gelu { tanh: false } => {
+            Box::new(|v: f64| 0.5 * v * (1.0 + erf(v / std::f64::consts::SQRT_2)))
+        }
+        Unary::Gelu { tanh: true } => Box::new(|v: f64| {
+            let k = (2.0 / std::f64::consts::PI).sqrt();
+            0.5 * v * (1.0 + (k * (v + 0.044715 * v * v * v)).tanh())
+        }),
+        // Bool-valued and bool-typed ops never reach here (run handles them first); NaN
+        // makes a mistake visible rather than plausible.
+        Unary::IsNaN | Unary::IsInf { .. } | Unary::Not | Unary::BitwiseNot => {
+            Box::new(|_| f64::NAN)
+        }
+    }
+}
+
+/// ln(1 + e^v), without overflow for large v.
+fn softplus(v: f64) -> f64 {
+    if v > 30.0 {
+        v + (-v).exp().ln_1p()
+    } else {
+        v.exp().ln_1p()
     }
 }
 

@@ -46,10 +46,9 @@ fn checked_perm(perm: &[i64], rank: usize) -> Result<Vec<usize>, OpError> {
     Ok(out)
 }
 
-/// Pad in constant mode. `pads` is [begin per axis…, end per axis…] over `axes` (all axes
-/// when omitted); negative pads crop. The fill is `constant_value` or zero (false).
+/// Pad in every mode. `pads` is [begin per axis…, end per axis…] over `axes` (all axes
+/// when omitted); negative pads crop. The constant fill is `constant_value` or zero (false).
 pub(super) fn pad(mode: PadMode, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
-    check_pad_mode(mode)?;
     let data = required(inputs, 0, "data")?;
     let pads = int_list(required(inputs, 1, "pads")?, 1, "pads")?;
     let rank = data.rank();
@@ -110,8 +109,9 @@ pub(super) fn pad(mode: PadMode, inputs: &[Option<&Tensor>]) -> Result<Tensor, O
         for k in 0..rank {
             // i128: a begin pad may be as extreme as INT64_MIN when the end pad offsets it.
             let c = coord[k] as i128 - begins[k] as i128;
-            flat = match flat {
-                Some(f) if c >= 0 && c < in_dims[k] as i128 => Some(f + c as usize * in_strides[k]),
+            let c = source_coordinate(mode, c, in_dims[k] as i128, k, data.shape())?;
+            flat = match (flat, c) {
+                (Some(f), Some(c)) => Some(f + c * in_strides[k]),
                 _ => None,
             };
         }
@@ -157,15 +157,40 @@ pub(super) fn expand(inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     Tensor::from_parts(out, take(data.data(), &sources)?)
 }
 
-/// Refuses the Pad modes the reference does not implement, naming them.
-pub(crate) fn check_pad_mode(mode: PadMode) -> Result<(), OpError> {
-    let name = match mode {
-        PadMode::Constant => return Ok(()),
-        PadMode::Reflect => "reflect",
-        PadMode::Edge => "edge",
-        PadMode::Wrap => "wrap",
+/// The input coordinate that output coordinate `c - begin` (here `c`) reads along an axis
+/// of extent `len`, or None for the constant fill: `reflect` mirrors about the edge
+/// elements (numpy's "reflect"), `edge` repeats them, `wrap` continues periodically.
+fn source_coordinate(
+    mode: PadMode,
+    c: i128,
+    len: i128,
+    axis: usize,
+    shape: &Shape,
+) -> Result<Option<usize>, OpError> {
+    if (0..len).contains(&c) {
+        return Ok(Some(c as usize));
+    }
+    let picked = match mode {
+        PadMode::Constant => return Ok(None),
+        _ if len == 0 => {
+            return Err(OpError::Shape(format!(
+                "Pad: axis {axis} of input 0 (data) {shape} is empty, so {mode:?} padding has \
+                 no element to repeat"
+            )))
+        }
+        PadMode::Edge => c.clamp(0, len - 1),
+        PadMode::Wrap => c.rem_euclid(len),
+        PadMode::Reflect if len == 1 => 0,
+        PadMode::Reflect => {
+            // Mirror without repeating the edge: the pattern has period 2 * (len - 1).
+            let period = 2 * (len - 1);
+            let m = c.rem_euclid(period);
+            if m < len {
+                m
+            } else {
+                period - m
+            }
+        }
     };
-    Err(OpError::Unsupported(format!(
-        "Pad mode `{name}` is not supported by the reference executor; only `constant` is"
-    )))
+    Ok(Some(picked as usize))
 }

@@ -1,82 +1,64 @@
-//! Cast between f32, f16, i64 and bool, one direct conversion per pair of types.
+//! Cast between any two dtypes, rounding once.
 //!
 //! Conversions, following numpy and onnxruntime where they agree:
 //! - to a float: round to nearest, ties to even (f32 → f16 overflows to ±inf; i64 → f16
 //!   goes through f64, which is exact below 2^53, and every i64 beyond that overflows f16).
-//! - float → i64: truncation toward zero. NaN, ±inf and values outside the i64 range are an
+//! - float → integer: truncation toward zero. NaN, ±inf and values outside the range are an
 //!   error naming the element: the ONNX spec leaves them undefined and real backends
 //!   disagree (x86 gives INT64_MIN, ARM saturates), so the oracle refuses to pick one.
 //! - to bool: `x != 0`, so NaN is true (as numpy's `bool(nan)`).
+//! - integer → integer: wraps modulo the target width, as numpy's `astype`.
 //! - bool → number: 1 or 0.
 
 use crate::ops::required;
 use concord_core::{DType, OpError, Tensor, TensorData};
-use half::f16;
 
 /// Cast every element of the input to `to`.
-pub(super) fn cast(to: DType, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+pub(crate) fn cast(to: DType, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     let input = required(inputs, 0, "input")?;
-    let data = match (input.data(), to) {
-        (TensorData::F32(v), DType::F32) => TensorData::F32(v.clone()),
-        (TensorData::F32(v), DType::F16) => {
-            TensorData::F16(v.iter().map(|&x| f16::from_f32(x)).collect())
+    let data = if input.dtype() == to {
+        input.data().clone()
+    } else if let Some(ints) = input.to_i128_vec() {
+        // An integer or bool source: exact in i128.
+        match to {
+            // Rust's i128 → f32 and → f64 conversions round once, to nearest.
+            DType::F32 => TensorData::F32(ints.iter().map(|&v| v as f32).collect()),
+            DType::F64 => TensorData::F64(ints.iter().map(|&v| v as f64).collect()),
+            // f16 and bf16 through f64: exact for every integer below 2^53, and every
+            // integer beyond that overflows f16 or is far past bf16's 8 significant bits.
+            to if to.is_float() => {
+                TensorData::from_f64(to, &ints.iter().map(|&v| v as f64).collect::<Vec<_>>())
+            }
+            // Integer to integer wraps modulo the target's width (numpy's astype); to bool
+            // is `!= 0`.
+            to => TensorData::from_i128(to, &ints),
         }
-        (TensorData::F32(v), DType::I64) => TensorData::I64(
-            v.iter()
-                .enumerate()
-                .map(|(i, &x)| float_to_i64(x as f64, i))
-                .collect::<Result<_, _>>()?,
-        ),
-        (TensorData::F32(v), DType::Bool) => {
-            TensorData::Bool(v.iter().map(|&x| x != 0.0).collect())
+    } else {
+        // A float source: widening to f64 is exact, so one rounding happens below.
+        let values = input.to_f64_vec();
+        if let (true, Some((lo, hi))) = (to.is_integer(), to.integer_range()) {
+            for (index, &x) in values.iter().enumerate() {
+                check_float_to_int(x, index, to, lo, hi)?;
+            }
         }
-
-        (TensorData::F16(v), DType::F32) => {
-            TensorData::F32(v.iter().map(|&x| x.to_f32()).collect())
-        }
-        (TensorData::F16(v), DType::F16) => TensorData::F16(v.clone()),
-        (TensorData::F16(v), DType::I64) => TensorData::I64(
-            v.iter()
-                .enumerate()
-                .map(|(i, &x)| float_to_i64(x.to_f64(), i))
-                .collect::<Result<_, _>>()?,
-        ),
-        (TensorData::F16(v), DType::Bool) => {
-            TensorData::Bool(v.iter().map(|&x| x.to_f32() != 0.0).collect())
-        }
-
-        (TensorData::I64(v), DType::F32) => TensorData::F32(v.iter().map(|&x| x as f32).collect()),
-        (TensorData::I64(v), DType::F16) => {
-            TensorData::F16(v.iter().map(|&x| f16::from_f64(x as f64)).collect())
-        }
-        (TensorData::I64(v), DType::I64) => TensorData::I64(v.clone()),
-        (TensorData::I64(v), DType::Bool) => TensorData::Bool(v.iter().map(|&x| x != 0).collect()),
-
-        (TensorData::Bool(v), DType::F32) => {
-            TensorData::F32(v.iter().map(|&x| if x { 1.0 } else { 0.0 }).collect())
-        }
-        (TensorData::Bool(v), DType::F16) => TensorData::F16(
-            v.iter()
-                .map(|&x| if x { f16::ONE } else { f16::ZERO })
-                .collect(),
-        ),
-        (TensorData::Bool(v), DType::I64) => TensorData::I64(v.iter().map(|&x| x as i64).collect()),
-        (TensorData::Bool(v), DType::Bool) => TensorData::Bool(v.clone()),
+        // Floats round to nearest; to an integer, truncation toward zero (in range, as
+        // checked); to bool, `!= 0`, so NaN is true.
+        TensorData::from_f64(to, &values)
     };
     Tensor::from_parts(input.shape().clone(), data)
 }
 
-/// Truncates toward zero, refusing values with no i64 counterpart.
-fn float_to_i64(x: f64, index: usize) -> Result<i64, OpError> {
+/// Refuses a float whose truncation has no value in the integer type `to` of range
+/// `lo..=hi`.
+fn check_float_to_int(x: f64, index: usize, to: DType, lo: i128, hi: i128) -> Result<(), OpError> {
     let t = x.trunc();
-    // -2^63 is representable exactly; 2^63 is the first value past i64::MAX. NaN is in no
+    // lo and hi + 1 are powers of two (or zero), so both are exact in f64; NaN is in no
     // range, so it is refused too.
-    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
-    if !(-LIMIT..LIMIT).contains(&t) {
+    if !((lo as f64) <= t && t < (hi + 1) as f64) {
         return Err(OpError::Unsupported(format!(
-            "Cast to i64: element {index} is {x}, which has no i64 value (the ONNX spec leaves \
-             NaN, infinities and out-of-range values undefined)"
+            "Cast to {to}: element {index} is {x}, which has no {to} value (the ONNX spec \
+             leaves NaN, infinities and out-of-range values undefined)"
         )));
     }
-    Ok(t as i64)
+    Ok(())
 }

@@ -431,7 +431,9 @@ pub struct OpSchema {
     pub name: &'static str,
     /// The ONNX domain; "" is the default domain (ai.onnx).
     pub domain: &'static str,
-    /// The first default-domain opset whose form of the op Concord reads.
+    /// The first default-domain opset whose form of the op Concord reads: the opset that
+    /// introduced the op, since the ONNX reader normalises every form from opset 7 on
+    /// (opset-7-and-older ops say 1).
     pub since: i64,
     pub family: Family,
     /// Every attribute the op reads, with ONNX's default.
@@ -492,7 +494,10 @@ pub const UNARY_OPS: &[UnaryDef] = &[
     unary(Unary::Exp, "Exp", "exp", false, &[]),
     unary(Unary::Neg, "Neg", "neg", true, &[]),
     unary(Unary::Abs, "Abs", "abs", true, &[]),
-    unary(Unary::Erf, "Erf", "erf", false, &[]),
+    UnaryDef {
+        since: 9,
+        ..unary(Unary::Erf, "Erf", "erf", false, &[])
+    },
     unary(Unary::Relu, "Relu", "relu", true, &[]),
     unary(Unary::Sigmoid, "Sigmoid", "sigmoid", false, &[]),
     unary(Unary::Tanh, "Tanh", "tanh", false, &[]),
@@ -531,6 +536,7 @@ pub const BINARY_OPS: &[BinaryDef] = &[
     binary(Binary::Div, "Div", &["div"]),
     binary(Binary::Pow, "Pow", &["pow"]),
     BinaryDef {
+        since: 10,
         attributes: &[attr("fmod", AttrDefault::Int(0))],
         ..binary(Binary::Mod { fmod: false }, "Mod", &["mod", "fmod"])
     },
@@ -595,7 +601,7 @@ pub const OTHER_OPS: &[OpSchema] = &[
     ),
     schema("MatMul", 1, Family::Linear, &[]),
     schema("Clip", 1, Family::Select, &[]),
-    schema("Where", 1, Family::Select, &[]),
+    schema("Where", 9, Family::Select, &[]),
     schema(
         "Softmax",
         1,
@@ -700,7 +706,7 @@ pub const OTHER_OPS: &[OpSchema] = &[
     schema("Pad", 1, Family::Movement, &[attr("mode", Str("constant"))]),
     schema(
         "Resize",
-        1,
+        10,
         Family::Resize,
         &[
             attr("antialias", Int(0)),
@@ -714,7 +720,7 @@ pub const OTHER_OPS: &[OpSchema] = &[
             attr("nearest_mode", Str("round_prefer_floor")),
         ],
     ),
-    schema("Expand", 1, Family::Movement, &[]),
+    schema("Expand", 8, Family::Movement, &[]),
 ];
 
 impl UnaryDef {

@@ -33,7 +33,16 @@ pub fn decode_model(bytes: &[u8]) -> Result<ModelProto, Error> {
 /// Converts a decoded model to a graph without validating it.
 pub fn graph_from_model(model: &ModelProto) -> Result<Graph, Error> {
     let graph = model.graph.as_ref().ok_or(Error::NoGraph)?;
-    let opset = default_opset(model)?;
+    let opset = match (default_opset(model), other_domain_node(graph)) {
+        (Ok(opset), _) => opset,
+        // A model of only, say, ai.onnx.ml nodes imports no default opset: the domain it
+        // does use is the thing to name.
+        (Err(Error::MissingOpset { .. }), Some((index, node))) => {
+            let name = NodeNames::new(&graph.node).assign(node, index);
+            return Err(unsupported_domain(node, &name, &model.opset_import));
+        }
+        (Err(e), _) => return Err(e),
+    };
     if let Some(sparse) = graph.sparse_initializer.first() {
         let tensor = sparse
             .values
@@ -114,6 +123,15 @@ fn default_opset(model: &ModelProto) -> Result<i64, Error> {
         });
     }
     Ok(entry.version)
+}
+
+/// The first node of a domain other than the default one, with its index.
+fn other_domain_node(graph: &GraphProto) -> Option<(usize, &NodeProto)> {
+    graph
+        .node
+        .iter()
+        .enumerate()
+        .find(|(_, n)| !is_default_domain(&n.domain))
 }
 
 fn is_default_domain(domain: &str) -> bool {
@@ -229,15 +247,7 @@ fn check_node_kind(
     imports: &[OperatorSetIdProto],
 ) -> Result<(), Error> {
     if !is_default_domain(&proto.domain) {
-        return Err(Error::UnsupportedDomain {
-            node: name.to_string(),
-            op: proto.op_type.clone(),
-            domain: proto.domain.clone(),
-            imported: imports
-                .iter()
-                .find(|o| o.domain == proto.domain)
-                .map(|o| o.version),
-        });
+        return Err(unsupported_domain(proto, name, imports));
     }
     let known = since_version(&proto.op_type).is_some_and(|since| since <= opset)
         || legacy::is_legacy_alias(&proto.op_type, opset);
@@ -249,6 +259,18 @@ fn check_node_kind(
         });
     }
     Ok(())
+}
+
+fn unsupported_domain(proto: &NodeProto, name: &str, imports: &[OperatorSetIdProto]) -> Error {
+    Error::UnsupportedDomain {
+        node: name.to_string(),
+        op: proto.op_type.clone(),
+        domain: proto.domain.clone(),
+        imported: imports
+            .iter()
+            .find(|o| o.domain == proto.domain)
+            .map(|o| o.version),
+    }
 }
 
 /// Reads one node already in its opset-`form_opset` form (13 or newer).

@@ -712,6 +712,27 @@ fn nodes_of_other_domains_name_the_domain() {
             "7 to 24",
         ],
     );
+    // A model of ai.onnx.ml nodes only imports no default opset: the domain is named.
+    let mut n = one("Binarizer", &["x"], vec![]);
+    n.domain = "ai.onnx.ml".to_string();
+    let mut m = model(9, graph(vec![n], x(&[2]), vec![output("y")], vec![]));
+    m.opset_import = vec![OperatorSetIdProto {
+        domain: "ai.onnx.ml".to_string(),
+        version: 1,
+    }];
+    expect_err(
+        load(&bytes(&m)),
+        |e| {
+            matches!(
+                e,
+                Error::UnsupportedDomain {
+                    imported: Some(1),
+                    ..
+                }
+            )
+        },
+        &["ai.onnx.ml", "Binarizer", "`n`"],
+    );
     // An unused import of another domain is no obstacle.
     let mut m = relu_model(11);
     m.opset_import.push(OperatorSetIdProto {

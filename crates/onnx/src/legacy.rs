@@ -134,6 +134,7 @@ impl<'g> Normaliser<'g> {
             return unchanged(name);
         }
         let opset = self.opset;
+        refuse_newer_attributes(proto, &name, opset)?;
         let node = name.clone();
         let a = Attrs::new(&node, &proto.op_type, &proto.attribute)?;
         let rewritten = match proto.op_type.as_str() {
@@ -524,6 +525,50 @@ fn refuse_pre_opset_7(proto: &NodeProto, name: &str, opset: i64) -> Result<(), E
             ),
         )),
     }
+}
+
+/// Attributes the op mapping reads that an op gained in opsets 8 to 13, with the opset
+/// that added each: in an older model they are not part of the op, so the model is not
+/// valid at its opset and is refused rather than read as a newer form.
+const NEWER_ATTRIBUTES: &[(&str, &str, i64)] = &[
+    ("MaxPool", "storage_order", 8),
+    ("MaxPool", "ceil_mode", 10),
+    ("MaxPool", "dilations", 10),
+    ("AveragePool", "ceil_mode", 10),
+    ("ArgMax", "select_last_index", 12),
+    ("Dropout", "seed", 12),
+    ("Constant", "sparse_value", 11),
+    ("Constant", "value_float", 12),
+    ("Constant", "value_floats", 12),
+    ("Constant", "value_int", 12),
+    ("Constant", "value_ints", 12),
+    ("Constant", "value_string", 12),
+    ("Constant", "value_strings", 12),
+    ("ReduceSum", "noop_with_empty_axes", 13),
+    ("ReduceMean", "noop_with_empty_axes", 18),
+    ("ReduceMax", "noop_with_empty_axes", 18),
+];
+
+fn refuse_newer_attributes(proto: &NodeProto, name: &str, opset: i64) -> Result<(), Error> {
+    let op = proto.op_type.as_str();
+    for attribute in &proto.attribute {
+        let newer = NEWER_ATTRIBUTES
+            .iter()
+            .find(|(o, a, since)| *o == op && *a == attribute.name && *since > opset);
+        if let Some((_, a, since)) = newer {
+            return Err(legacy(
+                proto,
+                name,
+                opset,
+                &format!("attribute `{a}`"),
+                format!(
+                    "{op} has it from opset {since}, so it is not part of the op at opset \
+                     {opset}; re-export the model at opset {since} or newer, or without it"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn without_attributes(proto: &NodeProto, names: &[&str]) -> NodeProto {

@@ -625,6 +625,42 @@ fn forms_with_no_equivalent_are_refused_by_name() {
 }
 
 #[test]
+fn attributes_newer_than_the_model_are_refused() {
+    let cases = [
+        (9, "MaxPool", "ceil_mode", 10),
+        (7, "MaxPool", "storage_order", 8),
+        (9, "AveragePool", "ceil_mode", 10),
+        (11, "ArgMax", "select_last_index", 12),
+        (12, "ReduceSum", "noop_with_empty_axes", 13),
+        (12, "ReduceMean", "noop_with_empty_axes", 18),
+    ];
+    for (opset, op, attribute, since) in cases {
+        let mut attributes = vec![attr_int(attribute, 1)];
+        if op.ends_with("Pool") {
+            attributes.push(attr_ints("kernel_shape", &[1]));
+        }
+        legacy_err(
+            opset,
+            one(op, &["x"], attributes),
+            x(&[1, 1, 4]),
+            attribute,
+            &[&format!("from opset {since}"), &format!("at opset {opset}")],
+        );
+    }
+    // At the opset that added it, the attribute reads.
+    let ok = read(
+        10,
+        vec![one(
+            "MaxPool",
+            &["x"],
+            vec![attr_int("ceil_mode", 1), attr_ints("kernel_shape", &[2])],
+        )],
+        x(&[1, 1, 5]),
+    );
+    assert!(ok.is_ok(), "{ok:?}");
+}
+
+#[test]
 fn older_forms_check_their_attributes() {
     expect_err(
         read(11, vec![one("Unsqueeze", &["x"], vec![])], x(&[2])),

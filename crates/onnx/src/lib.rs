@@ -95,7 +95,9 @@ pub fn load_file(path: &Path) -> Result<Graph, Error> {
     load(&bytes)
 }
 
-/// Decodes and converts an ONNX model without validating it or inferring shapes.
+/// Decodes and converts an ONNX model without validating it or inferring shapes. (A model
+/// of opset 7 to 10 whose Clip bounds or Pad value were attributes, and that may hold f16
+/// data, is inferred on a copy to give those bounds the data's dtype.)
 pub fn read_graph(bytes: &[u8]) -> Result<Graph, Error> {
     let model = read::decode_model(bytes)?;
     read::graph_from_model(&model)

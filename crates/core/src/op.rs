@@ -811,7 +811,9 @@ pub struct OpSchema {
     pub name: &'static str,
     /// The ONNX domain; "" is the default domain (ai.onnx).
     pub domain: &'static str,
-    /// The first default-domain opset whose form of the op Concord reads.
+    /// The first default-domain opset whose form of the op Concord reads: the opset that
+    /// introduced the op, since the ONNX reader normalises every form from opset 7 on
+    /// (opset-7-and-older ops say 1).
     pub since: i64,
     pub family: Family,
     /// Every attribute the op reads, with ONNX's default.
@@ -901,7 +903,10 @@ pub const UNARY_OPS: &[UnaryDef] = &[
     on_device(unary(Unary::Exp, "Exp", "exp", FLOAT, &[])),
     on_device(unary(Unary::Neg, "Neg", "neg", Accepts::Signed, &[])),
     on_device(unary(Unary::Abs, "Abs", "abs", Accepts::Numeric, &[])),
-    on_device(unary(Unary::Erf, "Erf", "erf", FLOAT, &[])),
+    on_device(UnaryDef {
+        since: 9,
+        ..unary(Unary::Erf, "Erf", "erf", FLOAT, &[])
+    }),
     on_device(unary(Unary::Relu, "Relu", "relu", Accepts::Signed, &[])),
     on_device(unary(Unary::Sigmoid, "Sigmoid", "sigmoid", FLOAT, &[])),
     on_device(unary(Unary::Tanh, "Tanh", "tanh", FLOAT, &[])),
@@ -1057,6 +1062,7 @@ pub const BINARY_OPS: &[BinaryDef] = &[
     on_device_binary(binary(Binary::Div, "Div", &["div"], Accepts::Numeric)),
     on_device_binary(binary(Binary::Pow, "Pow", &["pow"], Accepts::Numeric)),
     on_device_binary(BinaryDef {
+        since: 10,
         attributes: &[attr("fmod", AttrDefault::Int(0))],
         ..binary(
             Binary::Mod { fmod: false },
@@ -1217,7 +1223,7 @@ pub const OTHER_OPS: &[OpSchema] = &[
     ),
     schema("MatMul", 1, Family::Linear, &[]),
     schema("Clip", 1, Family::Select, &[]),
-    schema("Where", 1, Family::Select, &[]),
+    schema("Where", 9, Family::Select, &[]),
     schema(
         "Softmax",
         1,
@@ -1402,7 +1408,7 @@ pub const OTHER_OPS: &[OpSchema] = &[
     schema("Pad", 1, Family::Movement, &[attr("mode", Str("constant"))]),
     schema(
         "Resize",
-        1,
+        10,
         Family::Resize,
         &[
             attr("antialias", Int(0)),
@@ -1416,7 +1422,7 @@ pub const OTHER_OPS: &[OpSchema] = &[
             attr("nearest_mode", Str("round_prefer_floor")),
         ],
     ),
-    schema("Expand", 1, Family::Movement, &[]),
+    schema("Expand", 8, Family::Movement, &[]),
     schema(
         "ConstantOfShape",
         9,

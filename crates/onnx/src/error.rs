@@ -40,26 +40,59 @@ pub enum Error {
         max_supported: i64,
     },
 
-    /// The default-domain opset is older than Concord knows.
+    /// The default-domain opset is older than Concord reads.
     #[error(
-        "opset {domain} {version} is older than the oldest Concord supports ({min_supported}): \
-         convert the model with onnx.version_converter to opset {min_supported} or newer"
+        "opset {domain} {version} is older than Concord reads: it reads opsets {min_supported} \
+         to {max_supported} (before opset 7, binary ops broadcast only with the `broadcast` and \
+         `axis` attributes and many ops carry `consumed_inputs`); convert the model with \
+         onnx.version_converter to opset {min_supported} or newer"
     )]
     OpsetTooOld {
         domain: String,
         version: i64,
         min_supported: i64,
+        max_supported: i64,
+    },
+
+    /// A node in a form of an older opset that has no equivalent in Concord's IR, or that
+    /// belongs to an opset before the oldest Concord reads.
+    #[error("node `{node}` ({op}) at opset {opset}, {attribute}: {detail}")]
+    LegacyForm {
+        node: String,
+        op: String,
+        opset: i64,
+        /// The attribute or input concerned, as `attribute `name`` or `input N (name)`.
+        attribute: String,
+        detail: String,
+    },
+
+    /// The writer was asked for an opset older than the ones whose forms it writes.
+    #[error(
+        "cannot write opset {version}: Concord writes opsets {min_supported} to {max_supported} \
+         only (a model read at opset 7 to 12 is normalised to opset-13 forms, and its graph \
+         says opset 13); set graph.opset to {min_supported} or newer"
+    )]
+    WriteOpsetTooOld {
+        version: i64,
+        min_supported: i64,
+        max_supported: i64,
     },
 
     /// A node belongs to an operator domain other than the default ONNX one.
     #[error(
-        "node `{node}` ({op}) is in operator domain `{domain}`, which Concord does not \
-         support; only the default ONNX domain is: export without custom or contrib ops"
+        "node `{node}` ({op}) is in operator domain `{domain}`{}, which Concord does not \
+         implement; it implements only the default ONNX domain (\"\" or \"ai.onnx\"), opsets \
+         {} to {}: export without custom, contrib or ai.onnx.ml ops",
+        imported.map(|v| format!(" (the model imports version {v})")).unwrap_or_default(),
+        crate::MIN_OPSET,
+        crate::MAX_OPSET
     )]
     UnsupportedDomain {
         node: String,
         op: String,
         domain: String,
+        /// The version of `domain` the model imports, if it imports it at all.
+        imported: Option<i64>,
     },
 
     /// A node's op type is not one Concord represents (at this opset).

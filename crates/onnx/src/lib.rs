@@ -6,8 +6,19 @@
 //! shapes; [`read_graph`] only decodes and converts; [`save`] writes.
 //!
 //! Invariants:
-//! - Only the default ONNX domain at opsets [`MIN_OPSET`]..=[`MAX_OPSET`] is read; anything
-//!   else is a typed [`Error`] naming the node, op, domain or opset.
+//! - Only the default ONNX domain at opsets [`MIN_OPSET`]..=[`MAX_OPSET`] (7 to 24) is read;
+//!   anything else is a typed [`Error`] naming the node, op, domain or opset. A node of
+//!   another domain (ai.onnx.ml, com.microsoft, …) is an [`Error::UnsupportedDomain`]
+//!   naming the domain, node and op.
+//! - A model at opset 7 to 12 is normalised on import into the one form the IR has, its
+//!   opset-13 form: attributes that later became inputs become initializers the node reads
+//!   (Slice, Pad, Clip, Dropout, Squeeze, Unsqueeze, Split), Upsample and Resize-10 become
+//!   Resize with their asymmetric mapping, Softmax's old 2-D coercion becomes Flatten →
+//!   Softmax → Reshape, and its graph says opset 13. An old form with no opset-13
+//!   equivalent, and any attribute from before opset 7, is an [`Error::LegacyForm`]
+//!   naming node, op, opset and attribute. See `legacy.rs`.
+//! - Only opsets [`MIN_WRITE_OPSET`]..=[`MAX_OPSET`] (13 to 24) are written; an older
+//!   `graph.opset` is an [`Error::WriteOpsetTooOld`].
 //! - Every attribute of a node is either mapped to a typed field of its [`concord_core::Op`]
 //!   (ONNX defaults applied) or refused: nothing that changes the result is silently
 //!   ignored. Optional extra outputs Concord does not compute (MaxPool's Indices, Dropout's
@@ -26,6 +37,7 @@
 
 pub mod attrs;
 pub mod error;
+mod legacy;
 mod ops;
 pub mod proto;
 mod read;
@@ -41,8 +53,13 @@ use prost::Message;
 use std::ops::RangeInclusive;
 use std::path::Path;
 
-/// The oldest default-domain opset Concord reads.
-pub const MIN_OPSET: i64 = 13;
+/// The oldest default-domain opset Concord reads. Opsets 7 to 12 are normalised to their
+/// opset-13 forms on import; before 7, binary ops broadcast only by attribute and many ops
+/// carry `consumed_inputs`, forms Concord does not read.
+pub const MIN_OPSET: i64 = 7;
+/// The oldest default-domain opset Concord writes: the writer emits opset-13 forms and
+/// newer only.
+pub const MIN_WRITE_OPSET: i64 = legacy::FORM_OPSET;
 /// The newest default-domain opset Concord reads.
 ///
 /// Opsets 23 and 24 changed none of Concord's ops for the dtypes Concord has: they added
@@ -52,9 +69,14 @@ pub const MIN_OPSET: i64 = 13;
 /// refused by name like any op outside the set.
 pub const MAX_OPSET: i64 = 24;
 
-/// The default-domain opsets Concord reads and writes.
+/// The default-domain opsets Concord reads.
 pub fn opset_range() -> RangeInclusive<i64> {
     MIN_OPSET..=MAX_OPSET
+}
+
+/// The default-domain opsets Concord writes.
+pub fn write_opset_range() -> RangeInclusive<i64> {
+    MIN_WRITE_OPSET..=MAX_OPSET
 }
 
 /// Decodes an ONNX model, converts it, and returns the validated, topologically sorted,
@@ -74,7 +96,9 @@ pub fn load_file(path: &Path) -> Result<Graph, Error> {
     load(&bytes)
 }
 
-/// Decodes and converts an ONNX model without validating it or inferring shapes.
+/// Decodes and converts an ONNX model without validating it or inferring shapes. (A model
+/// of opset 7 to 10 whose Clip bounds or Pad value were attributes, and that may hold f16
+/// data, is inferred on a copy to give those bounds the data's dtype.)
 pub fn read_graph(bytes: &[u8]) -> Result<Graph, Error> {
     let model = read::decode_model(bytes)?;
     read::graph_from_model(&model)

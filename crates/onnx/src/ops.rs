@@ -3,8 +3,9 @@
 //! attributes. The structured ops (Conv, pooling, reductions, Resize) keep their reader and
 //! writer side by side below so that a change to one is seen next to the other.
 //!
-//! Reading applies the ONNX defaults (opset 13..22) and refuses attribute values Concord
-//! does not compute. Writing emits every attribute whose value differs from its ONNX default,
+//! Reading sees opset-13-and-newer forms only (older nodes were rewritten by `legacy.rs`),
+//! applies the ONNX defaults (opsets 13 to 24) and refuses attribute values Concord does
+//! not compute. Writing emits every attribute whose value differs from its ONNX default,
 //! plus the required ones, and refuses values the target opset cannot express.
 
 use crate::attrs::{self, Attrs};
@@ -20,6 +21,8 @@ use concord_core::{op, Node, Op, Tensor};
 /// What the reader knows about the node besides its attributes.
 #[derive(Clone, Copy, Debug)]
 pub struct NodeContext<'a> {
+    /// The opset whose form the node is in: the model's, or 13 for a node of opset 7 to 12
+    /// that `legacy.rs` rewrote.
     pub opset: i64,
     /// Inputs after ONNX's empty names became `None`.
     pub inputs: &'a [Option<String>],
@@ -34,8 +37,9 @@ pub struct WrittenOp {
     pub axes_input: Option<Vec<i64>>,
 }
 
-/// The first opset of the default domain whose form of `op_type` Concord reads (from the
-/// op's schema in concord-core); `None` for an op Concord does not know.
+/// The first opset of the default domain in which `op_type` exists and Concord reads it
+/// (from the op's schema in concord-core; older forms are normalised on import); `None` for
+/// an op Concord does not know.
 pub fn since_version(op_type: &str) -> Option<i64> {
     op::schema_of("", op_type).map(|s| s.since)
 }

@@ -5,15 +5,16 @@
 
 use crate::attrs::Attrs;
 use crate::error::Error;
-use crate::ops::{computed_outputs, read_op, NodeContext};
+use crate::legacy::{self, FollowsDtype, Normaliser, FORM_OPSET};
+use crate::ops::{computed_outputs, read_op, since_version, NodeContext};
 use crate::proto::tensor_shape_proto::dimension::Value as DimValue;
 use crate::proto::type_proto::Value as TypeValue;
-use crate::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto};
+use crate::proto::{GraphProto, ModelProto, NodeProto, OperatorSetIdProto, ValueInfoProto};
 use crate::tensor::{dtype_from_onnx, tensor_from_proto};
 use crate::{MAX_OPSET, MIN_OPSET};
-use concord_core::{Dim, Graph, Node, Tensor, ValueInfo};
+use concord_core::{DType, Dim, Graph, Node, Op, Tensor, ValueInfo};
 use prost::Message;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Decodes a ModelProto, refusing empty input (which protobuf would read as an empty model).
 pub fn decode_model(bytes: &[u8]) -> Result<ModelProto, Error> {
@@ -32,7 +33,16 @@ pub fn decode_model(bytes: &[u8]) -> Result<ModelProto, Error> {
 /// Converts a decoded model to a graph without validating it.
 pub fn graph_from_model(model: &ModelProto) -> Result<Graph, Error> {
     let graph = model.graph.as_ref().ok_or(Error::NoGraph)?;
-    let opset = default_opset(model)?;
+    let opset = match (default_opset(model), other_domain_node(graph)) {
+        (Ok(opset), _) => opset,
+        // A model of only, say, ai.onnx.ml nodes imports no default opset: the domain it
+        // does use is the thing to name.
+        (Err(Error::MissingOpset { .. }), Some((index, node))) => {
+            let name = NodeNames::new(&graph.node).assign(node, index);
+            return Err(unsupported_domain(node, &name, &model.opset_import));
+        }
+        (Err(e), _) => return Err(e),
+    };
     if let Some(sparse) = graph.sparse_initializer.first() {
         let tensor = sparse
             .values
@@ -41,7 +51,7 @@ pub fn graph_from_model(model: &ModelProto) -> Result<Graph, Error> {
             .unwrap_or_default();
         return Err(Error::SparseTensor { tensor });
     }
-    let initializers = read_initializers(graph)?;
+    let mut initializers = read_initializers(graph)?;
     let mut inputs = Vec::with_capacity(graph.input.len());
     for info in &graph.input {
         // An input that is also an initializer is ONNX's "overridable default"; Concord
@@ -59,16 +69,26 @@ pub fn graph_from_model(model: &ModelProto) -> Result<Graph, Error> {
         }
         outputs.push(info.name.clone());
     }
-    let nodes = read_nodes(graph, opset)?;
-    Ok(Graph {
+    let ranks: HashMap<String, usize> = inputs
+        .iter()
+        .map(|i| (i.name.clone(), i.shape.len()))
+        .chain(initializers.iter().map(|(n, t)| (n.clone(), t.rank())))
+        .collect();
+    let mut normaliser = Normaliser::new(opset, &mut initializers, value_names(graph), ranks);
+    let nodes = read_nodes(graph, opset, &model.opset_import, &mut normaliser)?;
+    let follows = std::mem::take(&mut normaliser.follows);
+    let mut out = Graph {
         name: graph.name.clone(),
         inputs,
         outputs,
         initializers,
         nodes,
-        opset,
+        // Nodes of opsets 7 to 12 were rewritten to their opset-13 forms.
+        opset: opset.max(FORM_OPSET),
         values: BTreeMap::new(),
-    })
+    };
+    retype_follows(&mut out, &follows);
+    Ok(out)
 }
 
 /// The default-domain opset the model imports, checked against the supported range.
@@ -99,9 +119,19 @@ fn default_opset(model: &ModelProto) -> Result<i64, Error> {
             domain,
             version: entry.version,
             min_supported: MIN_OPSET,
+            max_supported: MAX_OPSET,
         });
     }
     Ok(entry.version)
+}
+
+/// The first node of a domain other than the default one, with its index.
+fn other_domain_node(graph: &GraphProto) -> Option<(usize, &NodeProto)> {
+    graph
+        .node
+        .iter()
+        .enumerate()
+        .find(|(_, n)| !is_default_domain(&n.domain))
 }
 
 fn is_default_domain(domain: &str) -> bool {
@@ -175,7 +205,12 @@ fn read_input(info: &ValueInfoProto) -> Result<ValueInfo, Error> {
     Ok(ValueInfo::new(name, dtype, dims))
 }
 
-fn read_nodes(graph: &GraphProto, opset: i64) -> Result<Vec<Node>, Error> {
+fn read_nodes(
+    graph: &GraphProto,
+    opset: i64,
+    imports: &[OperatorSetIdProto],
+    normaliser: &mut Normaliser,
+) -> Result<Vec<Node>, Error> {
     // Values something reads: an extra output in this set cannot be dropped.
     let used: HashSet<&str> = graph
         .node
@@ -187,26 +222,64 @@ fn read_nodes(graph: &GraphProto, opset: i64) -> Result<Vec<Node>, Error> {
         .collect();
     let mut names = NodeNames::new(&graph.node);
     let mut nodes = Vec::with_capacity(graph.node.len());
+    let form_opset = opset.max(FORM_OPSET);
     for (index, proto) in graph.node.iter().enumerate() {
         let name = names.assign(proto, index);
-        nodes.push(read_node(proto, name, opset, &used)?);
+        check_node_kind(proto, &name, opset, imports)?;
+        for normalised in normaliser.normalise(proto, name, &mut names)? {
+            nodes.push(read_node(
+                &normalised.proto,
+                normalised.name,
+                form_opset,
+                &used,
+            )?);
+        }
     }
     Ok(nodes)
 }
 
+/// Refuses a node of another domain, and an op the table lacks or that its schema says
+/// exists only from a later opset than the model's.
+fn check_node_kind(
+    proto: &NodeProto,
+    name: &str,
+    opset: i64,
+    imports: &[OperatorSetIdProto],
+) -> Result<(), Error> {
+    if !is_default_domain(&proto.domain) {
+        return Err(unsupported_domain(proto, name, imports));
+    }
+    let known = since_version(&proto.op_type).is_some_and(|since| since <= opset)
+        || legacy::is_legacy_alias(&proto.op_type, opset);
+    if !known {
+        return Err(Error::UnknownOp {
+            op: proto.op_type.clone(),
+            node: name.to_string(),
+            opset,
+        });
+    }
+    Ok(())
+}
+
+fn unsupported_domain(proto: &NodeProto, name: &str, imports: &[OperatorSetIdProto]) -> Error {
+    Error::UnsupportedDomain {
+        node: name.to_string(),
+        op: proto.op_type.clone(),
+        domain: proto.domain.clone(),
+        imported: imports
+            .iter()
+            .find(|o| o.domain == proto.domain)
+            .map(|o| o.version),
+    }
+}
+
+/// Reads one node already in its opset-`form_opset` form (13 or newer).
 fn read_node(
     proto: &NodeProto,
     name: String,
-    opset: i64,
+    form_opset: i64,
     used: &HashSet<&str>,
 ) -> Result<Node, Error> {
-    if !is_default_domain(&proto.domain) {
-        return Err(Error::UnsupportedDomain {
-            node: name,
-            op: proto.op_type.clone(),
-            domain: proto.domain.clone(),
-        });
-    }
     let mut inputs: Vec<Option<String>> = proto
         .input
         .iter()
@@ -217,7 +290,7 @@ fn read_node(
     }
     let attrs = Attrs::new(&name, &proto.op_type, &proto.attribute)?;
     let ctx = NodeContext {
-        opset,
+        opset: form_opset,
         inputs: &inputs,
         num_outputs: proto.output.len(),
     };
@@ -244,10 +317,82 @@ fn read_node(
     })
 }
 
+/// Every value name the graph proto mentions.
+fn value_names(graph: &GraphProto) -> HashSet<String> {
+    graph
+        .input
+        .iter()
+        .chain(&graph.output)
+        .map(|v| v.name.clone())
+        .chain(graph.initializer.iter().map(|t| t.name.clone()))
+        .chain(
+            graph
+                .node
+                .iter()
+                .flat_map(|n| n.input.iter().chain(&n.output).cloned()),
+        )
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
+/// Gives the bounds and pad values made from opset 7–10 attributes (made f32) the dtype of
+/// the data they apply to. Only f16 data needs a change, so a graph that cannot hold f16
+/// is left alone; otherwise the data's dtype comes from inference on a copy without the
+/// made inputs. When that inference fails the values stay f32 and [`crate::load`]'s own
+/// inference reports what is wrong.
+fn retype_follows(graph: &mut Graph, follows: &[FollowsDtype]) {
+    if follows.is_empty() || !may_hold_f16(graph) {
+        return;
+    }
+    let made: HashSet<&str> = follows.iter().map(|f| f.initializer.as_str()).collect();
+    let mut copy = graph.clone();
+    for node in &mut copy.nodes {
+        for input in &mut node.inputs {
+            if input.as_deref().is_some_and(|i| made.contains(i)) {
+                *input = None;
+            }
+        }
+    }
+    copy.initializers
+        .retain(|name, _| !made.contains(name.as_str()));
+    if copy.infer_shapes().is_err() {
+        return;
+    }
+    for f in follows {
+        let dtype = copy
+            .values
+            .get(&f.value)
+            .map(|v| v.dtype)
+            .or_else(|| copy.initializers.get(&f.value).map(Tensor::dtype));
+        if dtype != Some(DType::F16) {
+            continue;
+        }
+        if let Some(value) = graph.initializers.get_mut(&f.initializer) {
+            // A made scalar always converts; on the impossible failure it stays f32 and
+            // inference names the mismatch.
+            if let Ok(t) = Tensor::from_f64(DType::F16, value.shape().clone(), value.to_f64_vec()) {
+                *value = t;
+            }
+        }
+    }
+}
+
+/// Whether any value of the graph can be f16: an f16 input or initializer, a Cast to f16,
+/// or an f16 Constant.
+fn may_hold_f16(graph: &Graph) -> bool {
+    graph.inputs.iter().any(|i| i.dtype == DType::F16)
+        || graph.initializers.values().any(|t| t.dtype() == DType::F16)
+        || graph.nodes.iter().any(|n| match &n.op {
+            Op::Cast { to } => *to == DType::F16,
+            Op::Constant { value } => value.dtype() == DType::F16,
+            _ => false,
+        })
+}
+
 /// Gives every node a unique name: its own when no earlier node took it, otherwise
 /// `<OpType>_<index>` (or `<name>_<index>` for a repeated name), with a further suffix if
 /// even that is taken.
-struct NodeNames {
+pub(crate) struct NodeNames {
     /// Every explicit name in the graph, so a generated name never steals a later one.
     explicit: HashSet<String>,
     /// Names already assigned.
@@ -276,7 +421,12 @@ impl NodeNames {
         } else {
             format!("{}_{index}", node.name)
         };
-        let mut candidate = base.clone();
+        self.fresh(&base)
+    }
+
+    /// A name no node has or will have, starting from `base` (for nodes the reader adds).
+    pub(crate) fn fresh(&mut self, base: &str) -> String {
+        let mut candidate = base.to_string();
         let mut suffix = 1usize;
         while self.explicit.contains(&candidate) || self.assigned.contains(&candidate) {
             candidate = format!("{base}_{suffix}");

@@ -15,7 +15,7 @@ use crate::proto::{
     ValueInfoProto,
 };
 use crate::tensor::{dtype_to_onnx, tensor_to_proto};
-use crate::{MAX_OPSET, MIN_OPSET};
+use crate::{MAX_OPSET, MIN_WRITE_OPSET};
 use concord_core::{Dim, Graph, ValueInfo};
 use std::collections::HashSet;
 
@@ -93,11 +93,11 @@ pub fn ir_version_for(opset: i64) -> i64 {
 }
 
 fn check_opset(opset: i64) -> Result<(), Error> {
-    if opset < MIN_OPSET {
-        return Err(Error::OpsetTooOld {
-            domain: "ai.onnx".to_string(),
+    if opset < MIN_WRITE_OPSET {
+        return Err(Error::WriteOpsetTooOld {
             version: opset,
-            min_supported: MIN_OPSET,
+            min_supported: MIN_WRITE_OPSET,
+            max_supported: MAX_OPSET,
         });
     }
     if opset > MAX_OPSET {

@@ -112,18 +112,19 @@ fn opset_too_new() {
 #[test]
 fn opset_too_old() {
     expect_err(
-        load(&bytes(&relu_model(12))),
+        load(&bytes(&relu_model(6))),
         |e| {
             matches!(
                 e,
                 Error::OpsetTooOld {
-                    version: 12,
-                    min_supported: 13,
+                    version: 6,
+                    min_supported: 7,
+                    max_supported: 24,
                     ..
                 }
             )
         },
-        &["12", "13"],
+        &["6", "opsets 7 to 24", "broadcast"],
     );
 }
 

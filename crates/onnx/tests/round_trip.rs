@@ -872,8 +872,17 @@ fn ops_the_opset_cannot_express_are_refused_on_save() {
     }
     expect_err(
         save(&relu_like(Op::Unary(Unary::Relu), 0)),
-        |e| matches!(e, Error::OpsetTooOld { version: 0, .. }),
-        &["13"],
+        |e| {
+            matches!(
+                e,
+                Error::WriteOpsetTooOld {
+                    version: 0,
+                    min_supported: 13,
+                    ..
+                }
+            )
+        },
+        &["13 to 24"],
     );
 }
 

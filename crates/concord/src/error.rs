@@ -36,12 +36,16 @@ pub enum Error {
         expected_rank: usize,
         actual: Shape,
     },
-    /// An input has a wrong extent on one axis, or a named dim disagrees across inputs.
+    /// An input has a wrong extent on one axis (a fixed dim differs, or a named dim
+    /// disagrees with its extent in another input).
     #[error("input `{name}` has shape {actual}, the model expects {expected}: {detail}")]
     InputShape {
         name: String,
+        /// The declared shape, symbolic dims by name ("[N, 3, 4]").
         expected: String,
         actual: Shape,
+        /// The first axis that does not fit.
+        axis: usize,
         detail: String,
     },
     /// An environment variable Concord reads has a value it does not understand.

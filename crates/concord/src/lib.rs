@@ -5,8 +5,10 @@
 //!
 //! Invariants:
 //! - Everything that can be decided when the net is built is decided in
-//!   [`NetBuilder::build`]: validation, shape inference, constant folding. `forward` only
-//!   checks the caller's inputs and runs.
+//!   [`NetBuilder::build`]: validation, shape inference, constant folding, placement.
+//!   `forward` only checks the caller's inputs against the declared (possibly symbolic)
+//!   shapes and runs; a net with symbolic input dims is built once and serves every shape,
+//!   its unfoldable shape sub-graphs computed per forward on the reference executor.
 //! - [`Net`] is `Send + Sync` and holds no interior mutability that a forward writes, so
 //!   concurrent forwards cannot observe one another.
 //! - Every failure is a typed [`Error`] naming the input, node, op or file involved.

@@ -133,7 +133,8 @@ impl Net {
 
     /// Runs the model. Inputs are given by name; every model input must be present once,
     /// with the model's dtype and a shape that matches its fixed dims (named dims must
-    /// agree across inputs).
+    /// agree across inputs); a mismatch is [`Error::InputShape`] naming the input and axis.
+    /// Named dims may differ from one forward to the next.
     pub fn forward<S: Into<String>>(
         &self,
         inputs: impl IntoIterator<Item = (S, Tensor)>,
@@ -294,6 +295,7 @@ fn check_input<'a>(
                     name: info.name.clone(),
                     expected,
                     actual: tensor.shape().clone(),
+                    axis,
                     detail: format!("axis {axis} is {actual}, expected {n}"),
                 });
             }
@@ -303,6 +305,7 @@ fn check_input<'a>(
                         name: info.name.clone(),
                         expected,
                         actual: tensor.shape().clone(),
+                        axis,
                         detail: format!(
                             "axis {axis} (`{symbol}`) is {actual}, but `{symbol}` is {bound} in input `{by}`"
                         ),

@@ -2,17 +2,26 @@
 //! are all known when the net is built.
 //!
 //! Folding is what turns a PyTorch export's `Shape → Gather → Concat → Reshape` chain (and
-//! Slice bounds computed from `Shape`) into fixed initializers, so that no int64 shape
-//! arithmetic is left at run time and every downstream shape becomes static. Core has no
-//! kernels: nodes are evaluated through an [`Evaluator`] the caller supplies.
+//! Slice bounds computed from `Shape`, or from `Mod` of constants) into fixed initializers,
+//! so that no int64 shape arithmetic is left at run time and every downstream shape becomes
+//! static. Core has no kernels: nodes are evaluated through an [`Evaluator`] the caller
+//! supplies.
+//!
+//! Inference and folding are one pass in topological order, so a folded value's exact type
+//! is what its readers are inferred from. Inference alone ([`Graph::infer_shapes`], what the
+//! ONNX loader runs) cannot evaluate, so a node whose output rank needs an operand only
+//! evaluation gives is left untyped, with everything after it, until folding. What cannot
+//! fold because it reads a runtime input (`Shape` of a symbolic batch) stays a node: its
+//! outputs get unknown dims, the reference computes it per forward, and device executors
+//! that need such an operand as a constant decline the node when the net is built.
 
 use crate::error::{Error, OpError, Result};
 use crate::graph::{Graph, ValueInfo};
-use crate::infer::{infer_op, ValueFact};
+use crate::infer::{infer_op, OutputFact, ValueFact};
 use crate::op::Op;
 use crate::shape::Shape;
 use crate::tensor::Tensor;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Evaluates one op on concrete inputs (the facade passes the reference executor).
 pub trait Evaluator {
@@ -39,16 +48,27 @@ pub struct FoldSummary {
 }
 
 impl Graph {
-    /// Validates the graph, orders its nodes and infers the type of every value, without
-    /// changing any node.
+    /// Validates the graph, orders its nodes and infers the type of every value it can
+    /// without evaluating any node, changing no node.
+    ///
+    /// A value whose rank depends on an operand that only evaluation could compute (a
+    /// Reshape target concatenated from a Slice whose starts come from `Mod` of two
+    /// constants, say) is left out of `values`, and so is everything computed from it:
+    /// [`Graph::fold_constants`] computes such operands and infers the rest. Every other
+    /// inference error is returned.
     pub fn infer_shapes(&mut self) -> Result<()> {
         self.validate()?;
         self.sort_nodes()?;
         infer_and_fold(self, None).map(|_| ())
     }
 
-    /// Validates, orders, infers and folds every node whose inputs are all constants (and
-    /// `Shape` of a value whose shape is fully known). Unused initializers are pruned.
+    /// Validates, orders, infers and folds, in one pass in topological order: every node
+    /// whose inputs are all known when the net is built (initializers, Constant nodes,
+    /// outputs folded before it) is evaluated and its outputs become initializers, and so
+    /// does `Shape` of a value whose dims are all known. Each folded output's exact type
+    /// replaces the inferred one before any reader of it is inferred, so one pass reaches
+    /// the fixed point: folding the result again folds nothing. Unused initializers are
+    /// pruned.
     pub fn fold_constants(&mut self, evaluator: &dyn Evaluator) -> Result<FoldSummary> {
         self.validate()?;
         self.sort_nodes()?;
@@ -76,18 +96,24 @@ fn infer_and_fold(graph: &mut Graph, evaluator: Option<&dyn Evaluator>) -> Resul
     let mut summary = FoldSummary::default();
     let nodes = std::mem::take(&mut graph.nodes);
     let mut kept = Vec::with_capacity(nodes.len());
-    // Values of Constant nodes, known even when nothing is folded: shape inference needs
-    // them (an exporter's Unsqueeze axes and Reshape shapes are often Constant nodes).
-    let mut constant_nodes: std::collections::HashMap<String, Tensor> = Default::default();
+    // Values known at build that are still produced by a node: Constant nodes and `Shape`
+    // of fully known dims when nothing is folded (shape inference needs them: exporters
+    // write Unsqueeze axes and Reshape shapes as Constant nodes), and folded graph outputs,
+    // whose nodes stay. Their readers infer and fold with them.
+    let mut known: HashMap<String, Tensor> = HashMap::new();
+    // Values whose type waits for folding (inference without an evaluator only).
+    let mut deferred: HashSet<String> = HashSet::new();
     for node in nodes {
+        if node.present_inputs().any(|i| deferred.contains(i)) {
+            deferred.extend(node.outputs.iter().cloned());
+            kept.push(node);
+            continue;
+        }
         let constant = |name: &str| {
             if runtime_inputs.contains(name) {
                 None
             } else {
-                graph
-                    .initializers
-                    .get(name)
-                    .or_else(|| constant_nodes.get(name))
+                graph.initializers.get(name).or_else(|| known.get(name))
             }
         };
         let mut facts = Vec::with_capacity(node.inputs.len());
@@ -108,71 +134,85 @@ fn infer_and_fold(graph: &mut Graph, evaluator: Option<&dyn Evaluator>) -> Resul
                 }
             }
         }
-        let out_facts =
-            infer_op(&node.op, &facts, node.outputs.len()).map_err(|e| Error::at_node(&node, e))?;
-
-        let folded = match evaluator {
-            None => None,
-            Some(evaluator) => try_fold(
-                &node.op,
-                &node.inputs,
-                &facts,
-                node.outputs.len(),
-                evaluator,
-            )
-            .map_err(|e| Error::at_node(&node, e))?,
+        let out_facts = match infer_op(&node.op, &facts, node.outputs.len()) {
+            Ok(out_facts) => out_facts,
+            // Without an evaluator an operand may be unknown only because nothing has
+            // computed it yet; with one, it is computed at run time, which is an error.
+            Err(OpError::NotConstant { .. }) if evaluator.is_none() => {
+                deferred.extend(node.outputs.iter().cloned());
+                kept.push(node);
+                continue;
+            }
+            Err(e) => return Err(Error::at_node(&node, e)),
         };
-        // A graph output stays produced by its node so that the output keeps its name's
-        // producer; folding it would still be correct, but the placement report reads better.
-        let folded = folded.filter(|_| !node.outputs.iter().any(|o| graph_outputs.contains(o)));
 
-        if let (Op::Constant { value }, Some(name)) = (&node.op, node.outputs.first()) {
-            constant_nodes.insert(name.clone(), value.clone());
-        }
+        let values = match evaluator {
+            None => known_without_evaluating(&node.op, &facts).map(|t| vec![t]),
+            Some(evaluator) => try_fold(&node.op, &node.inputs, &facts, &out_facts, evaluator)
+                .map_err(|e| Error::at_node(&node, e))?,
+        };
         for (name, fact) in node.outputs.iter().zip(&out_facts) {
             graph.values.insert(
                 name.clone(),
                 ValueInfo::new(name.clone(), fact.dtype, fact.shape.clone()),
             );
         }
-        match folded {
-            Some(tensors) => {
-                for (name, t) in node.outputs.iter().zip(tensors) {
-                    graph.values.insert(
-                        name.clone(),
-                        ValueInfo::new(name.clone(), t.dtype(), t.shape().to_sym()),
-                    );
-                    graph.initializers.insert(name.clone(), t);
-                }
-                summary.folded_nodes += 1;
-            }
-            None => kept.push(node),
+        let Some(tensors) = values else {
+            kept.push(node);
+            continue;
+        };
+        for (name, t) in node.outputs.iter().zip(&tensors) {
+            graph.values.insert(
+                name.clone(),
+                ValueInfo::new(name.clone(), t.dtype(), t.shape().to_sym()),
+            );
+        }
+        // A graph output stays produced by its node so that the output keeps its name's
+        // producer (the placement report reads better); its value still serves its readers.
+        if evaluator.is_none() || node.outputs.iter().any(|o| graph_outputs.contains(o)) {
+            known.extend(node.outputs.iter().cloned().zip(tensors));
+            kept.push(node);
+        } else {
+            graph
+                .initializers
+                .extend(node.outputs.iter().cloned().zip(tensors));
+            summary.folded_nodes += 1;
         }
     }
     graph.nodes = kept;
     Ok(summary)
 }
 
-/// Folds one node if all its inputs are known, returning its output tensors.
+/// The value of a node's single output that needs no kernel: a Constant's, and Shape's of
+/// an input whose dims are all known.
+fn known_without_evaluating(op: &Op, facts: &[Option<ValueFact>]) -> Option<Tensor> {
+    match op {
+        Op::Constant { value } => Some(value.clone()),
+        Op::Shape { start, end } => {
+            let fact = facts.first().copied().flatten()?;
+            let shape = Shape::from_sym(fact.shape)?;
+            let range = crate::shape::shape_range(shape.rank(), *start, *end);
+            let dims = shape.dims().get(range)?;
+            Some(Tensor::vec_i64(dims.iter().map(|&d| d as i64).collect()))
+        }
+        _ => None,
+    }
+}
+
+/// Folds one node if all its inputs are known, returning its output tensors. A node whose
+/// inferred outputs are larger than [`MAX_FOLDED_ELEMENTS`] is not evaluated at all.
 fn try_fold(
     op: &Op,
     input_names: &[Option<String>],
     facts: &[Option<ValueFact>],
-    num_outputs: usize,
+    out_facts: &[OutputFact],
     evaluator: &dyn Evaluator,
 ) -> std::result::Result<Option<Vec<Tensor>>, OpError> {
-    // Shape needs only its input's shape, not its value.
-    if let Op::Shape { start, end } = op {
-        if let Some(Some(fact)) = facts.first() {
-            if let Some(shape) = Shape::from_sym(fact.shape) {
-                let range = crate::shape::shape_range(shape.rank(), *start, *end);
-                let slice = shape.dims()[range].iter().map(|&d| d as i64).collect();
-                return Ok(Some(vec![Tensor::vec_i64(slice)]));
-            }
-        }
-        return Ok(None);
+    if let Some(value) = known_without_evaluating(op, facts) {
+        return Ok(Some(vec![value]));
     }
-    if input_names.iter().flatten().next().is_none() && !matches!(op, Op::Constant { .. }) {
+    // A node without inputs (other than Constant, handled above) has nothing to fold from.
+    if input_names.iter().flatten().next().is_none() {
         return Ok(None);
     }
     let mut values = Vec::with_capacity(facts.len());
@@ -185,8 +225,16 @@ fn try_fold(
             },
         }
     }
-    let outputs = evaluator.evaluate(op, &values, num_outputs)?;
-    if outputs.iter().any(|t| t.len() > MAX_FOLDED_ELEMENTS) && !matches!(op, Op::Constant { .. }) {
+    let too_large = |numel: Option<usize>| numel.map_or(true, |n| n > MAX_FOLDED_ELEMENTS);
+    if out_facts
+        .iter()
+        .filter_map(|f| Shape::from_sym(&f.shape))
+        .any(|s| too_large(s.checked_numel()))
+    {
+        return Ok(None);
+    }
+    let outputs = evaluator.evaluate(op, &values, out_facts.len())?;
+    if outputs.iter().any(|t| too_large(Some(t.len()))) {
         return Ok(None);
     }
     Ok(Some(outputs))

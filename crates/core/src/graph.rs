@@ -26,7 +26,8 @@ pub struct Graph {
     pub nodes: Vec<Node>,
     /// The default-domain opset the graph was written against.
     pub opset: i64,
-    /// Inferred type of every value, filled by [`Graph::infer_shapes`].
+    /// Inferred type of every value, filled by [`Graph::infer_shapes`] (all but those whose
+    /// rank needs folding) and [`Graph::fold_constants`] (all).
     pub values: BTreeMap<String, ValueInfo>,
 }
 

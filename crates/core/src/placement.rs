@@ -193,12 +193,24 @@ impl fmt::Display for Placement {
                 p.index, p.executor, p.target, p.nodes
             )?;
         }
-        writeln!(
-            f,
-            "transfers per forward: {} ({} bytes)",
-            self.transfer_count(),
-            self.transfer_bytes()
-        )?;
+        // A transfer of a value with symbolic dims has no size until the forward.
+        let unsized_count = self.transfers.iter().filter(|t| t.bytes.is_none()).count();
+        if unsized_count == 0 {
+            writeln!(
+                f,
+                "transfers per forward: {} ({} bytes)",
+                self.transfer_count(),
+                self.transfer_bytes()
+            )?;
+        } else {
+            writeln!(
+                f,
+                "transfers per forward: {} ({} bytes known; {} sized by the input shapes)",
+                self.transfer_count(),
+                self.transfer_bytes(),
+                unsized_count
+            )?;
+        }
         for t in &self.transfers {
             let bytes = t.bytes.map(|b| b.to_string()).unwrap_or_else(|| "?".into());
             writeln!(f, "  {} {} -> {} ({} bytes)", t.value, t.from, t.to, bytes)?;
@@ -222,5 +234,50 @@ impl fmt::Display for Placement {
             }
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_transfers(bytes: &[Option<u64>]) -> Placement {
+        let target = Target::new("dev");
+        Placement {
+            policy: FallbackPolicy::Warn,
+            requested_backend: Backend::new("dev"),
+            requested_target: target.clone(),
+            resolved_backend: Backend::new("dev"),
+            resolved_target: target,
+            nodes: Vec::new(),
+            partitions: Vec::new(),
+            transfers: bytes
+                .iter()
+                .enumerate()
+                .map(|(i, &bytes)| Transfer {
+                    value: format!("v{i}"),
+                    from: "host".into(),
+                    to: "dev".into(),
+                    bytes,
+                })
+                .collect(),
+            notices: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn transfers_of_symbolic_values_are_not_reported_as_zero_bytes() {
+        let fixed = with_transfers(&[Some(16), Some(8)]).to_string();
+        assert!(
+            fixed.contains("transfers per forward: 2 (24 bytes)"),
+            "{fixed}"
+        );
+        let symbolic = with_transfers(&[Some(16), None]).to_string();
+        assert!(
+            symbolic
+                .contains("transfers per forward: 2 (16 bytes known; 1 sized by the input shapes)"),
+            "{symbolic}"
+        );
+        assert!(symbolic.contains("v1 host -> dev (? bytes)"), "{symbolic}");
     }
 }

@@ -355,3 +355,188 @@ fn constant_nodes_instead_of_initializers_infer_and_fold() {
         assert!(b.bit_identical(a), "{name} changed after folding");
     }
 }
+
+/// PyTorch's opset-17 transformer export computes a Slice start as `Mod(-1, rank)` of two
+/// Constant nodes, reshaped to [1]: X → Shape → Slice(starts = Reshape(Mod(-1, 4), [1]),
+/// ends [INT64_MAX], axes [0]) → Concat([-1], ·) → Reshape(X, ·) → Y. Only evaluating Mod
+/// tells the target's length, so inference alone must leave Y for folding to finish.
+fn mod_slice_chain() -> Graph {
+    let mut g = Graph {
+        name: "mod_slice_chain".into(),
+        opset: 17,
+        ..Graph::default()
+    };
+    g.inputs
+        .push(ValueInfo::fixed("X", DType::F32, &[2, 3, 4, 5]));
+    let constant = |name: &str, value: Tensor| {
+        Node::new(
+            format!("const_{name}"),
+            Op::Constant { value },
+            &[],
+            &[name],
+        )
+    };
+    g.nodes = vec![
+        constant("minus_one_scalar", Tensor::scalar_i64(-1)),
+        constant("rank", Tensor::scalar_i64(4)),
+        Node::new(
+            "mod",
+            Op::Binary(concord_core::op::Binary::Mod { fmod: false }),
+            &["minus_one_scalar", "rank"],
+            &["last_axis"],
+        ),
+        constant("one", Tensor::vec_i64(vec![1])),
+        Node::new(
+            "reshape_1",
+            Op::Reshape { allowzero: false },
+            &["last_axis", "one"],
+            &["starts"],
+        ),
+        constant("ends", Tensor::vec_i64(vec![i64::MAX])),
+        constant("axes", Tensor::vec_i64(vec![0])),
+        Node::new(
+            "shape",
+            Op::Shape {
+                start: 0,
+                end: None,
+            },
+            &["X"],
+            &["x_shape"],
+        ),
+        Node::new(
+            "slice",
+            Op::Slice,
+            &["x_shape", "starts", "ends", "axes"],
+            &["tail"],
+        ),
+        constant("minus_one", Tensor::vec_i64(vec![-1])),
+        Node::new(
+            "concat",
+            Op::Concat { axis: 0 },
+            &["minus_one", "tail"],
+            &["target"],
+        ),
+        Node::new(
+            "reshape_2",
+            Op::Reshape { allowzero: false },
+            &["X", "target"],
+            &["Y"],
+        ),
+    ];
+    g.outputs = vec!["Y".into()];
+    g
+}
+
+#[test]
+fn inference_alone_leaves_what_only_folding_can_know() {
+    let mut g = mod_slice_chain();
+    g.infer_shapes()
+        .unwrap_or_else(|e| panic!("inference must not refuse what folding computes: {e}"));
+    // Shape of the fixed X is known without evaluating; Mod's value is not, so Slice's
+    // extent and the target's length are unknown, and Y's rank waits for folding.
+    assert_eq!(g.values["x_shape"].shape, fixed(&[4]));
+    assert_eq!(g.values["starts"].shape, fixed(&[1]));
+    assert_eq!(g.values["tail"].shape, vec![Dim::Unknown]);
+    assert_eq!(g.values["target"].shape, vec![Dim::Unknown]);
+    assert!(!g.values.contains_key("Y"));
+    assert_eq!(g.nodes.len(), 12, "inference changes no node");
+}
+
+#[test]
+fn mod_reshape_slice_concat_chain_folds_to_a_static_reshape() {
+    let mut g = mod_slice_chain();
+    // The loader's order: inference first, folding at build.
+    g.infer_shapes().expect("inference");
+    let summary = g
+        .fold_constants(&ReferenceEvaluator)
+        .unwrap_or_else(|e| panic!("folding fails: {e}"));
+    assert_eq!(op_names(&g), vec!["Reshape"]);
+    assert_eq!(summary.folded_nodes, 11);
+    // -1 mod 4 is 3 (ONNX's integer Mod takes the divisor's sign), so the tail is
+    // X's dims from axis 3 on: [5], and the target is [-1, 5].
+    assert_eq!(
+        g.initializers.get("target"),
+        Some(&Tensor::vec_i64(vec![-1, 5]))
+    );
+    assert_eq!(g.values["Y"].shape, fixed(&[24, 5]));
+
+    // One pass is the fixed point: folding again finds nothing.
+    let again = g.fold_constants(&ReferenceEvaluator).expect("refold");
+    assert_eq!(again.folded_nodes, 0);
+
+    // Reshape keeps the element order, so Y's data is X's.
+    let inputs = iota_input(&[2, 3, 4, 5]);
+    let out = run(&g, &inputs);
+    assert_eq!(out[0].1.dims(), &[24, 5]);
+    assert_eq!(out[0].1.as_f32(), inputs["X"].as_f32());
+}
+
+#[test]
+fn a_folded_graph_output_still_feeds_its_readers() {
+    // x_shape is also a graph output: its Shape node stays, but its value is known, so the
+    // Gather → Unsqueeze → Concat after it still fold and Reshape's target is static.
+    let mut g = shape_chain(ValueInfo::fixed("X", DType::F32, &[2, 3, 4, 5]));
+    g.outputs.push("x_shape".into());
+    g.fold_constants(&ReferenceEvaluator).expect("folding");
+    assert_eq!(op_names(&g), vec!["Shape", "Reshape", "Slice"]);
+    assert_eq!(
+        g.initializers.get("target"),
+        Some(&Tensor::vec_i64(vec![2, -1]))
+    );
+    assert_eq!(g.values["Y"].shape, fixed(&[2, 60]));
+    let out = run(&g, &iota_input(&[2, 3, 4, 5]));
+    assert_eq!(out[2].0, "x_shape");
+    assert_eq!(out[2].1, Tensor::vec_i64(vec![2, 3, 4, 5]));
+}
+
+/// The reference evaluator, counting what it is asked to evaluate.
+#[derive(Default)]
+struct CountingEvaluator {
+    evaluated: std::sync::Mutex<Vec<&'static str>>,
+}
+
+impl concord_core::fold::Evaluator for CountingEvaluator {
+    fn evaluate(
+        &self,
+        op: &Op,
+        inputs: &[Option<&Tensor>],
+        num_outputs: usize,
+    ) -> Result<Vec<Tensor>, concord_core::OpError> {
+        if let Ok(mut seen) = self.evaluated.lock() {
+            seen.push(op.name());
+        }
+        ReferenceEvaluator.evaluate(op, inputs, num_outputs)
+    }
+}
+
+#[test]
+fn outputs_over_the_size_limit_are_not_even_evaluated() {
+    // A Transpose of a weight with more than MAX_FOLDED_ELEMENTS elements is left to run
+    // time, and its inferred size says so before any kernel runs; the small Shape chain
+    // beside it still folds.
+    let side = 300;
+    assert!(side * side > concord_core::fold::MAX_FOLDED_ELEMENTS);
+    let mut g = shape_chain(ValueInfo::fixed("X", DType::F32, &[2, 3, 4, 5]));
+    g.initializers
+        .insert("big".into(), Tensor::zeros(DType::F32, [side, side]));
+    g.nodes.push(Node::new(
+        "transpose",
+        Op::Transpose { perm: None },
+        &["big"],
+        &["big_t"],
+    ));
+    g.nodes.push(Node::new(
+        "use_big",
+        Op::Unary(concord_core::op::Unary::Relu),
+        &["big_t"],
+        &["R"],
+    ));
+    g.outputs.push("R".into());
+    let evaluator = CountingEvaluator::default();
+    g.fold_constants(&evaluator).expect("folding");
+    let evaluated = evaluator.evaluated.lock().expect("lock").clone();
+    assert!(!evaluated.contains(&"Transpose"), "{evaluated:?}");
+    assert!(evaluated.contains(&"Concat"), "{evaluated:?}");
+    assert!(op_names(&g).contains(&"Transpose"));
+    assert!(!op_names(&g).contains(&"Concat"));
+}

@@ -80,7 +80,8 @@ pub fn write_opset_range() -> RangeInclusive<i64> {
 }
 
 /// Decodes an ONNX model, converts it, and returns the validated, topologically sorted,
-/// shape-inferred graph.
+/// shape-inferred graph ([`Graph::infer_shapes`]: a value whose rank only evaluating a
+/// node could tell is typed later, when the net is built and folds constants).
 pub fn load(bytes: &[u8]) -> Result<Graph, Error> {
     let mut graph = read_graph(bytes)?;
     graph.infer_shapes()?;

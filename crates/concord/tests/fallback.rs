@@ -325,7 +325,7 @@ fn environment_values_are_parsed_strictly() {
 #[test]
 fn a_node_even_the_reference_cannot_run_is_refused_at_build() {
     use concord::executor::{Node, Op};
-    use concord::op::{Resize, ResizeMode};
+    use concord::op::{CoordinateTransform, Resize, ResizeMode};
     use concord::{DType, Graph, ValueInfo};
     let mut g = Graph {
         name: "cubic".into(),
@@ -338,13 +338,14 @@ fn a_node_even_the_reference_cannot_run_is_refused_at_build() {
         "scales".into(),
         Tensor::from_f32([4], vec![1.0, 1.0, 2.0, 2.0]).expect("scales"),
     );
-    let cubic = Resize {
-        mode: ResizeMode::Cubic,
+    let crop = Resize {
+        mode: ResizeMode::Linear,
+        coordinate_transformation_mode: CoordinateTransform::TfCropAndResize,
         ..Resize::default()
     };
     g.nodes.push(Node::new(
         "up",
-        Op::Resize(cubic),
+        Op::Resize(crop),
         &["x", "", "scales"],
         &["y"],
     ));
@@ -356,7 +357,7 @@ fn a_node_even_the_reference_cannot_run_is_refused_at_build() {
         Err(e) => {
             let message = e.to_string();
             assert!(
-                message.contains("`up`") && message.contains("cubic"),
+                message.contains("`up`") && message.contains("tf_crop_and_resize"),
                 "{message}"
             );
         }

@@ -49,10 +49,7 @@ pub fn since_version(op_type: &str) -> Option<i64> {
 /// output is computed.
 pub fn computed_outputs(op: &Op) -> Option<usize> {
     match op {
-        Op::Dropout
-        | Op::MaxPool(_)
-        | Op::LayerNormalization { .. }
-        | Op::BatchNormalization { .. } => Some(1),
+        Op::MaxPool(_) | Op::BatchNormalization { .. } => Some(1),
         _ => None,
     }
 }

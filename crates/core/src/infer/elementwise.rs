@@ -18,7 +18,7 @@ const FLOAT: [DType; 4] = DType::FLOATS;
 pub(super) fn infer(
     op: &Op,
     inputs: &[Option<ValueFact>],
-    _num_outputs: usize,
+    num_outputs: usize,
 ) -> Result<Vec<OutputFact>, OpError> {
     let fact = match op {
         Op::Binary(b) => binary(*b, inputs)?,
@@ -42,7 +42,22 @@ pub(super) fn infer(
             resolve_axis(op.name(), *axis, &x)?;
             OutputFact::new(x.dtype, x.shape.to_vec())
         }
-        Op::LayerNormalization { axis, .. } => layer_normalization(*axis, inputs)?,
+        Op::LayerNormalization { axis, .. } => {
+            let y = layer_normalization(*axis, inputs)?;
+            if num_outputs <= 1 {
+                y
+            } else {
+                // Mean and InvStdDev: f32 (stash_type 1), the normalised axes kept as 1.
+                let x = required(inputs, 0, "X")?;
+                let axis = resolve_axis("LayerNormalization", *axis, &x)?;
+                let mut stat = x.shape[..axis].to_vec();
+                stat.resize(x.shape.len(), Dim::Fixed(1));
+                let stat = OutputFact::new(DType::F32, stat);
+                let mut facts = vec![y, stat.clone(), stat];
+                facts.truncate(num_outputs);
+                return Ok(facts);
+            }
+        }
         Op::InstanceNormalization { .. }
         | Op::GroupNormalization { .. }
         | Op::RMSNormalization { .. }

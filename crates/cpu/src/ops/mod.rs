@@ -37,7 +37,7 @@ pub fn run_op(
             other => return Err(not_in_family(other)),
         }],
         Family::Unary | Family::Binary | Family::Select => vec![elementwise::run(op, inputs)?],
-        Family::Normalization => vec![norm::run(op, inputs)?],
+        Family::Normalization => norm::run(op, inputs, num_outputs)?,
         Family::Reduce => vec![reduce::run(op, inputs)?],
         Family::Movement => movement::run(op, inputs, num_outputs)?,
         Family::Indexing => indexing::run(op, inputs, num_outputs)?,

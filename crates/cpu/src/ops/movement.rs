@@ -69,9 +69,15 @@ fn dropout(inputs: &[Option<&Tensor>], num_outputs: usize) -> Result<Vec<Tensor>
                 training.shape()
             )));
         }
-        if flag.first() == Some(&true) {
+        // Training with ratio 0 drops nothing, so it is the identity too; any other ratio
+        // needs randomness.
+        let ratio =
+            super::optional(inputs, 1).map_or(Some(0.5), |r| r.to_f64_vec().first().copied());
+        if flag.first() == Some(&true) && ratio != Some(0.0) {
             return Err(OpError::Unsupported(
-                "Dropout with training_mode = true is not supported: only inference is".into(),
+                "Dropout with training_mode = true and a ratio other than 0 is not supported: \
+                 it is random; only inference (or ratio 0) is"
+                    .into(),
             ));
         }
     }

@@ -4,15 +4,26 @@
 use super::elementwise::{broadcast_map, expect_same_dtype, nan_max};
 use super::{expect_float, optional, required};
 use concord_core::shape::normalize_axis;
-use concord_core::{Op, OpError, Shape, Tensor};
+use concord_core::{DType, Op, OpError, Shape, Tensor};
 
 /// Runs one normalisation op.
-pub(crate) fn run(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+pub(crate) fn run(
+    op: &Op,
+    inputs: &[Option<&Tensor>],
+    num_outputs: usize,
+) -> Result<Vec<Tensor>, OpError> {
+    if let Op::LayerNormalization { axis, epsilon } = *op {
+        return layer_normalization(axis, epsilon, inputs, num_outputs);
+    }
+    single(op, inputs).map(|t| vec![t])
+}
+
+/// The normalisation ops with one output.
+fn single(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     match *op {
         Op::Softmax { axis } => softmax(axis, false, inputs),
         Op::LogSoftmax { axis } => softmax(axis, true, inputs),
         Op::Hardmax { axis } => hardmax(axis, inputs),
-        Op::LayerNormalization { axis, epsilon } => layer_normalization(axis, epsilon, inputs),
         Op::BatchNormalization { epsilon } => batch_normalization(epsilon, inputs),
         Op::InstanceNormalization { epsilon } => {
             group_norm("InstanceNormalization", epsilon, None, inputs)
@@ -112,11 +123,14 @@ fn softmax(axis: i64, log: bool, inputs: &[Option<&Tensor>]) -> Result<Tensor, O
 /// LayerNormalization: each slice over axes [axis, rank) is normalised to zero mean and
 /// unit variance (biased variance, epsilon inside the square root), then scaled by Scale
 /// and shifted by B, both of which broadcast to the normalised shape.
+/// LayerNormalization's Y, and with `num_outputs` 3 its Mean and InvStdDev (f32, the
+/// stash type 1; the normalised axes kept as extent 1).
 fn layer_normalization(
     axis: i64,
     epsilon: f32,
     inputs: &[Option<&Tensor>],
-) -> Result<Tensor, OpError> {
+    num_outputs: usize,
+) -> Result<Vec<Tensor>, OpError> {
     let x = required(inputs, 0, "X")?;
     expect_float(x, 0, "X")?;
     let scale = required(inputs, 1, "Scale")?;
@@ -145,6 +159,8 @@ fn layer_normalization(
     let inner = normalized.numel();
     let v = x.to_f64_vec();
     let mut out = vec![0.0f64; v.len()];
+    let mut means = Vec::new();
+    let mut inv_stds = Vec::new();
     let eps = f64::from(epsilon);
     // `inner` > 0 inside the loop: chunks_exact of an empty row length is not taken.
     if inner > 0 {
@@ -152,6 +168,8 @@ fn layer_normalization(
             let mean = row.iter().sum::<f64>() / inner as f64;
             let var = row.iter().map(|&e| (e - mean) * (e - mean)).sum::<f64>() / inner as f64;
             let inv_std = 1.0 / (var + eps).sqrt();
+            means.push(mean);
+            inv_stds.push(inv_std);
             for (j, (&e, y)) in row.iter().zip(out_row.iter_mut()).enumerate() {
                 let mut r = (e - mean) * inv_std * scale_v[scale_map[j]];
                 if let Some((map, b)) = &bias_params {
@@ -161,7 +179,17 @@ fn layer_normalization(
             }
         }
     }
-    Tensor::from_f64(x.dtype(), x.shape().clone(), out)
+    let y = Tensor::from_f64(x.dtype(), x.shape().clone(), out)?;
+    if num_outputs <= 1 {
+        return Ok(vec![y]);
+    }
+    let mut stat_dims = x.dims()[..axis].to_vec();
+    stat_dims.resize(x.rank(), 1);
+    let mean = Tensor::from_f64(DType::F32, Shape::new(stat_dims.clone()), means)?;
+    let inv = Tensor::from_f64(DType::F32, Shape::new(stat_dims), inv_stds)?;
+    let mut outs = vec![y, mean, inv];
+    outs.truncate(num_outputs);
+    Ok(outs)
 }
 
 /// BatchNormalization, inference mode: y = (x - mean[c]) / √(var[c] + ε) · scale[c] + B[c]

@@ -1,4 +1,4 @@
-//! Resize with `nearest` and `linear` modes over any axes (bilinear, trilinear, … are
+//! Resize with `nearest`, `linear` and `cubic` modes over any axes (bilinear, trilinear, … are
 //! separable, so the output is built one axis at a time).
 //!
 //! Coordinate mapping follows onnxruntime exactly, including its f32 arithmetic: output
@@ -140,13 +140,6 @@ fn output_plan(input: &[usize], target: &Target) -> Result<Vec<(usize, f32)>, Op
 
 /// Refuses the modes this executor does not implement, naming them.
 pub(crate) fn check_supported(attrs: &Resize) -> Result<(), OpError> {
-    if attrs.mode == ResizeMode::Cubic {
-        return Err(OpError::Unsupported(
-            "Resize mode `cubic` is not supported by the reference executor (nearest and \
-             linear are)"
-                .into(),
-        ));
-    }
     if attrs.coordinate_transformation_mode == CoordinateTransform::TfCropAndResize {
         return Err(OpError::Unsupported(
             "Resize coordinate_transformation_mode `tf_crop_and_resize` is not supported by \
@@ -175,12 +168,17 @@ enum Tap {
         w0: f64,
         w1: f64,
     },
+    /// `Σ w[k]·x[i[k]]` over four neighbours (cubic mode).
+    Cubic { i: [usize; 4], w: [f64; 4] },
 }
 
 /// The tap of every output index along one axis of length `in_len` resized to `out_len`:
 /// core's one Resize tap rule, with the weights widened to f64 for the reference's f64
 /// blend (exactly: see [`concord_core::resize::Tap::w1`]).
 fn axis_taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> Vec<Tap> {
+    if attrs.mode == ResizeMode::Cubic {
+        return cubic_taps(attrs, in_len, out_len, scale);
+    }
     resize_taps(attrs, in_len, out_len, scale)
         .into_iter()
         .map(|t| {
@@ -195,6 +193,51 @@ fn axis_taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> Vec<T
                 w0: 1.0 - w1,
                 w1,
             }
+        })
+        .collect()
+}
+
+/// Cubic taps, as the ONNX spec and its reference implementation define them: the
+/// neighbours floor(x) - 1 ..= floor(x) + 2 of the (unclamped) original coordinate x, with
+/// Keys' cubic convolution weights for coefficient A = cubic_coeff_a; a neighbour outside
+/// the input repeats the edge element, or with exclude_outside gets weight 0 and the
+/// others are renormalised. The coordinate is computed in f32 as for the other modes, the
+/// weights in f64.
+fn cubic_taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> Vec<Tap> {
+    let a = f64::from(attrs.cubic_coeff_a);
+    let last = in_len.saturating_sub(1) as i64;
+    (0..out_len)
+        .map(|o| {
+            let x = attrs.coordinate_transformation_mode.original(
+                o as f32,
+                scale,
+                out_len as f32,
+                in_len as f32,
+            );
+            let base = x.floor();
+            let r = f64::from(x - base);
+            let base = base as i64;
+            let mut w = [
+                ((a * (r + 1.0) - 5.0 * a) * (r + 1.0) + 8.0 * a) * (r + 1.0) - 4.0 * a,
+                ((a + 2.0) * r - (a + 3.0)) * r * r + 1.0,
+                ((a + 2.0) * (1.0 - r) - (a + 3.0)) * (1.0 - r) * (1.0 - r) + 1.0,
+                ((a * (2.0 - r) - 5.0 * a) * (2.0 - r) + 8.0 * a) * (2.0 - r) - 4.0 * a,
+            ];
+            let mut i = [0usize; 4];
+            for k in 0..4 {
+                let at = base - 1 + k as i64;
+                if attrs.exclude_outside && !(0..=last).contains(&at) {
+                    w[k] = 0.0;
+                }
+                i[k] = at.clamp(0, last.max(0)) as usize;
+            }
+            if attrs.exclude_outside {
+                let sum: f64 = w.iter().sum();
+                if sum != 0.0 {
+                    w.iter_mut().for_each(|v| *v /= sum);
+                }
+            }
+            Tap::Cubic { i, w }
         })
         .collect()
 }
@@ -217,6 +260,16 @@ fn resize_axis(values: &[f64], dims: &[usize], axis: usize, taps: &[Tap]) -> Vec
                     let a = &block[i0 * inner..(i0 + 1) * inner];
                     let b = &block[i1 * inner..(i1 + 1) * inner];
                     out.extend(a.iter().zip(b).map(|(&a, &b)| w0 * a + w1 * b));
+                }
+                Tap::Cubic { i, w } => {
+                    let start = out.len();
+                    out.resize(start + inner, 0.0);
+                    for (&ik, &wk) in i.iter().zip(&w) {
+                        let src = &block[ik * inner..(ik + 1) * inner];
+                        for (o, &v) in out[start..].iter_mut().zip(src) {
+                            *o += wk * v;
+                        }
+                    }
                 }
             }
         }

@@ -146,6 +146,9 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
             }
             _ => Ok(()),
         },
+        Op::LayerNormalization { .. } if node.outputs.iter().skip(1).any(|o| !o.is_empty()) => {
+            Err("LayerNormalization's Mean and InvStdDev outputs are not implemented".into())
+        }
         Op::Softmax { .. } | Op::LayerNormalization { .. } | Op::BatchNormalization { .. } => {
             float(node.op.name())
         }

@@ -186,7 +186,7 @@ fn symbolic_dims_broadcast() {
 }
 
 #[test]
-fn reduce_with_runtime_axes_knows_rank_only_with_keepdims() {
+fn reduce_with_runtime_axes_knows_the_rank_from_their_count() {
     let data = [named("N"), Dim::Fixed(1), Dim::Fixed(5)];
     let axes = [Dim::Fixed(1)];
     let op = Op::Reduce(ReduceKind::Sum, reduce(None, true, false));
@@ -194,8 +194,19 @@ fn reduce_with_runtime_axes_knows_rank_only_with_keepdims() {
     // An axis of extent 1 is 1 whether reduced or not; the others are unknown.
     let want = vec![Dim::Unknown, Dim::Fixed(1), Dim::Unknown];
     assert_eq!(out, Ok(OutputFact::new(DType::F32, want)));
+    // Without keepdims, the axes input's length gives the rank (rank 3 less one axis).
     let op = Op::Reduce(ReduceKind::Sum, reduce(None, false, false));
     let out = infer_one(&op, &[fact(DType::F32, &data), fact(DType::I64, &axes)]);
+    assert_eq!(
+        out,
+        Ok(OutputFact::new(
+            DType::F32,
+            vec![Dim::Unknown, Dim::Unknown]
+        ))
+    );
+    // An axes input of unknown length leaves even the rank unknown.
+    let unknown = [Dim::Unknown];
+    let out = infer_one(&op, &[fact(DType::F32, &data), fact(DType::I64, &unknown)]);
     assert_eq!(
         out,
         Err(OpError::NotConstant {

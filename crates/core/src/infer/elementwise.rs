@@ -356,12 +356,20 @@ fn reduce(
                     .collect();
                 return Ok(OutputFact::new(data.dtype, shape));
             }
-            None => {
-                return Err(OpError::NotConstant {
-                    index: 1,
-                    name: "axes",
-                })
-            }
+            // Without keepdims the output rank is the input's less the number of axes,
+            // which the axes input's length gives (ONNX forbids repeated axes); the
+            // extents are known when the reference computes them.
+            None => match input.shape {
+                [Dim::Fixed(k)] if *k > 0 && *k <= rank => {
+                    return Ok(OutputFact::new(data.dtype, vec![Dim::Unknown; rank - k]));
+                }
+                _ => {
+                    return Err(OpError::NotConstant {
+                        index: 1,
+                        name: "axes",
+                    })
+                }
+            },
         },
     };
     if axes.is_empty() && attrs.noop_with_empty_axes {

@@ -400,7 +400,7 @@ pub enum PadMode {
     Wrap,
 }
 
-/// Resize attributes (NCHW nearest and linear).
+/// Resize attributes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resize {
     pub mode: ResizeMode,
@@ -409,6 +409,92 @@ pub struct Resize {
     pub extrapolation_value: f32,
     pub cubic_coeff_a: f32,
     pub exclude_outside: bool,
+    /// The axes `scales` or `sizes` are given for (opset 18); None: every axis.
+    pub axes: Option<Vec<i64>>,
+    /// How `sizes` is honoured over `axes` (opset 18).
+    pub keep_aspect_ratio: AspectRatioPolicy,
+}
+
+/// Resize's `keep_aspect_ratio_policy`: `sizes` as given, or one scale for every resized
+/// axis, the largest that fits inside `sizes` (not larger) or the smallest that covers it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum AspectRatioPolicy {
+    #[default]
+    Stretch,
+    NotLarger,
+    NotSmaller,
+}
+
+impl Resize {
+    /// The output extent and the f32 coordinate scale of every axis of an input of extents
+    /// `input`, from a `scales` (f32) or `sizes` target given for [`Resize::axes`] (every
+    /// axis when None). One rule for shape inference and every executor: extents are
+    /// `floor(in · scale)` in f32, a `sizes` target maps with `out / in` in f32, and a
+    /// keep-aspect policy uses one scale, rounding `scale · in` half up, as ONNX says.
+    pub fn plan(
+        &self,
+        input: &[usize],
+        scales: Option<&[f32]>,
+        sizes: Option<&[i64]>,
+    ) -> Result<Vec<(usize, f32)>, crate::OpError> {
+        use crate::OpError;
+        let rank = input.len();
+        let axes: Vec<usize> = match &self.axes {
+            None => (0..rank).collect(),
+            Some(axes) => crate::shape::normalize_axes(axes, rank)?,
+        };
+        let given = scales.map_or_else(|| sizes.map_or(0, <[i64]>::len), <[f32]>::len);
+        if given != axes.len() {
+            return Err(OpError::Shape(format!(
+                "Resize: {} has {given} values for {} axes of an input of rank {rank}",
+                if scales.is_some() { "scales" } else { "sizes" },
+                axes.len()
+            )));
+        }
+        let mut plan: Vec<(usize, f32)> = input.iter().map(|&d| (d, 1.0)).collect();
+        if let Some(scales) = scales {
+            for (&axis, &s) in axes.iter().zip(scales) {
+                if !(s.is_finite() && s > 0.0) {
+                    return Err(OpError::Shape(format!(
+                        "Resize: scales {scales:?} must all be finite and greater than 0"
+                    )));
+                }
+                plan[axis] = ((input[axis] as f32 * s).floor() as usize, s);
+            }
+            return Ok(plan);
+        }
+        let sizes = sizes.unwrap_or(&[]);
+        let mut wanted = Vec::with_capacity(axes.len());
+        for (&axis, &s) in axes.iter().zip(sizes) {
+            let out = usize::try_from(s).map_err(|_| {
+                OpError::Shape(format!("Resize: sizes {sizes:?} must not be negative"))
+            })?;
+            if input[axis] == 0 && out > 0 {
+                return Err(OpError::Shape(format!(
+                    "Resize: axis {axis} of the input is empty, which cannot grow to sizes \
+                     {sizes:?}"
+                )));
+            }
+            wanted.push((axis, out));
+        }
+        let ratio = |axis: usize, out: usize| out as f32 / input[axis] as f32;
+        let one_scale = match self.keep_aspect_ratio {
+            AspectRatioPolicy::Stretch => None,
+            AspectRatioPolicy::NotLarger => {
+                wanted.iter().map(|&(a, o)| ratio(a, o)).reduce(f32::min)
+            }
+            AspectRatioPolicy::NotSmaller => {
+                wanted.iter().map(|&(a, o)| ratio(a, o)).reduce(f32::max)
+            }
+        };
+        for &(axis, out) in &wanted {
+            plan[axis] = match one_scale {
+                None => (out, ratio(axis, out)),
+                Some(s) => ((s * input[axis] as f32 + 0.5).floor() as usize, s),
+            };
+        }
+        Ok(plan)
+    }
 }
 
 impl Default for Resize {
@@ -420,6 +506,8 @@ impl Default for Resize {
             extrapolation_value: 0.0,
             cubic_coeff_a: -0.75,
             exclude_outside: false,
+            axes: None,
+            keep_aspect_ratio: AspectRatioPolicy::Stretch,
         }
     }
 }

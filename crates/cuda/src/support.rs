@@ -183,6 +183,13 @@ fn check(graph: &Graph, node: &Node) -> Check {
             facts.constant(3, "axes")
         }
         Op::Resize(r) => {
+            if r.axes.is_some()
+                || r.keep_aspect_ratio != concord_core::op::AspectRatioPolicy::Stretch
+            {
+                return Err(
+                    "Resize with axes or a keep_aspect_ratio_policy is not implemented".into(),
+                );
+            }
             if r.mode == ResizeMode::Cubic {
                 return Err("Resize mode cubic is not implemented (nearest and linear are)".into());
             }

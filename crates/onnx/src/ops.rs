@@ -13,8 +13,8 @@ use crate::error::Error;
 use crate::proto::AttributeProto;
 use crate::tensor::{dtype_from_onnx, dtype_to_onnx, tensor_from_proto, tensor_to_proto};
 use concord_core::op::{
-    ArgReduce, AttrDefault, AutoPad, Binary, CoordinateTransform, NearestMode, PadMode, Pool,
-    Reduce, ReduceKind, Resize, ResizeMode, ScatterReduction, Unary, Variadic,
+    ArgReduce, AspectRatioPolicy, AttrDefault, AutoPad, Binary, CoordinateTransform, NearestMode,
+    PadMode, Pool, Reduce, ReduceKind, Resize, ResizeMode, ScatterReduction, Unary, Variadic,
 };
 use concord_core::{op, Node, Op, Tensor};
 
@@ -939,20 +939,17 @@ fn read_resize(a: &Attrs) -> Result<Resize, Error> {
     if a.int_or("antialias", 0)? != 0 {
         return Err(a.error("antialias", "antialiased resizing is not supported"));
     }
-    if a.has("axes") {
-        return Err(a.error(
-            "axes",
-            "is not supported: give scales or sizes for every axis instead",
-        ));
-    }
-    if let Some(policy) = a.string("keep_aspect_ratio_policy")? {
-        if policy != "stretch" {
+    let keep_aspect_ratio = match a.string("keep_aspect_ratio_policy")?.as_deref() {
+        None | Some("stretch") => AspectRatioPolicy::Stretch,
+        Some("not_larger") => AspectRatioPolicy::NotLarger,
+        Some("not_smaller") => AspectRatioPolicy::NotSmaller,
+        Some(other) => {
             return Err(a.error(
                 "keep_aspect_ratio_policy",
-                format!("`{policy}` is not supported; only `stretch` is"),
-            ));
+                format!("`{other}` is not one of stretch, not_larger, not_smaller"),
+            ))
         }
-    }
+    };
     let defaults = Resize::default();
     let mode = match a.string("mode")?.as_deref() {
         None => defaults.mode,
@@ -1007,6 +1004,8 @@ fn read_resize(a: &Attrs) -> Result<Resize, Error> {
         extrapolation_value: a.float_or("extrapolation_value", defaults.extrapolation_value)?,
         cubic_coeff_a: a.float_or("cubic_coeff_a", defaults.cubic_coeff_a)?,
         exclude_outside: a.flag_or("exclude_outside", defaults.exclude_outside)?,
+        axes: a.ints("axes")?,
+        keep_aspect_ratio,
     })
 }
 
@@ -1051,6 +1050,21 @@ fn write_resize(r: &Resize, opset: i64, at: &mut Vec<AttributeProto>) -> Result<
     }
     if r.exclude_outside {
         at.push(attrs::flag("exclude_outside", true));
+    }
+    if (r.axes.is_some() || r.keep_aspect_ratio != AspectRatioPolicy::Stretch) && opset < 18 {
+        return Err("Resize's axes and keep_aspect_ratio_policy exist from opset 18".to_string());
+    }
+    if let Some(axes) = &r.axes {
+        at.push(attrs::ints("axes", axes));
+    }
+    match r.keep_aspect_ratio {
+        AspectRatioPolicy::Stretch => {}
+        AspectRatioPolicy::NotLarger => {
+            at.push(attrs::string("keep_aspect_ratio_policy", "not_larger"))
+        }
+        AspectRatioPolicy::NotSmaller => {
+            at.push(attrs::string("keep_aspect_ratio_policy", "not_smaller"))
+        }
     }
     Ok(())
 }

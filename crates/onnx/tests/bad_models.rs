@@ -487,7 +487,7 @@ fn resize_antialias_is_refused() {
 }
 
 #[test]
-fn resize_keep_aspect_ratio_policy_is_refused() {
+fn resize_unknown_keep_aspect_ratio_policy_is_refused() {
     let m = model(
         18,
         graph(
@@ -496,7 +496,7 @@ fn resize_keep_aspect_ratio_policy_is_refused() {
                 "up",
                 &["x", "", "", "sizes"],
                 &["y"],
-                vec![attr_string("keep_aspect_ratio_policy", "not_larger")],
+                vec![attr_string("keep_aspect_ratio_policy", "sideways")],
             )],
             vec![f32_value("x", &[1, 1, 2, 2])],
             vec![output("y")],
@@ -506,7 +506,7 @@ fn resize_keep_aspect_ratio_policy_is_refused() {
     expect_err(
         read_graph(&bytes(&m)),
         |e| matches!(e, Error::Attribute { attribute, .. } if attribute == "keep_aspect_ratio_policy"),
-        &["not_larger", "not supported"],
+        &["sideways", "not_larger", "not_smaller"],
     );
 }
 
@@ -544,26 +544,33 @@ fn maxpool_used_indices_output() {
 }
 
 #[test]
-fn layer_norm_mean_as_graph_output() {
+fn batch_norm_running_mean_as_graph_output() {
+    // BatchNormalization's running statistics exist only in training mode, which Concord
+    // does not run; reading one is refused by output index.
     let m = model(
         17,
         graph(
             vec![node(
-                "LayerNormalization",
-                "ln",
-                &["x", "scale"],
-                &["y", "mean"],
+                "BatchNormalization",
+                "bn",
+                &["x", "s", "b", "m", "v"],
+                &["y", "running_mean"],
                 vec![],
             )],
-            vec![f32_value("x", &[2, 4])],
-            vec![output("y"), output("mean")],
-            vec![float_tensor("scale", &[4], &[1.0; 4])],
+            vec![f32_value("x", &[1, 2, 2, 2])],
+            vec![output("y"), output("running_mean")],
+            vec![
+                float_tensor("s", &[2], &[1.0; 2]),
+                float_tensor("b", &[2], &[0.0; 2]),
+                float_tensor("m", &[2], &[0.0; 2]),
+                float_tensor("v", &[2], &[1.0; 2]),
+            ],
         ),
     );
     expect_err(
         read_graph(&bytes(&m)),
         |e| matches!(e, Error::UnsupportedOutput { index: 1, .. }),
-        &["ln", "LayerNormalization", "mean"],
+        &["bn", "BatchNormalization", "running_mean"],
     );
 }
 

@@ -344,6 +344,8 @@ fn cases() -> Vec<(NodeProto, Op)> {
                 extrapolation_value: 0.0,
                 cubic_coeff_a: -0.75,
                 exclude_outside: false,
+                axes: None,
+                keep_aspect_ratio: concord_core::op::AspectRatioPolicy::Stretch,
             }),
         ),
         (
@@ -356,6 +358,8 @@ fn cases() -> Vec<(NodeProto, Op)> {
                     attr_string("mode", "cubic"),
                     attr_float("cubic_coeff_a", -0.5),
                     attr_int("exclude_outside", 1),
+                    attr_ints("axes", &[-1, 2]),
+                    attr_string("keep_aspect_ratio_policy", "not_smaller"),
                 ],
             ),
             Op::Resize(Resize {
@@ -365,6 +369,8 @@ fn cases() -> Vec<(NodeProto, Op)> {
                 extrapolation_value: 9.0,
                 cubic_coeff_a: -0.5,
                 exclude_outside: true,
+                axes: Some(vec![-1, 2]),
+                keep_aspect_ratio: concord_core::op::AspectRatioPolicy::NotSmaller,
             }),
         ),
         (one("Where", &["c", "a", "b"], vec![]), Op::Where),

@@ -400,6 +400,8 @@ fn every_op_graph(opset: i64) -> Graph {
                 extrapolation_value: 1.5,
                 cubic_coeff_a: -0.5,
                 exclude_outside: true,
+                axes: Some(vec![2, 3]),
+                keep_aspect_ratio: concord_core::op::AspectRatioPolicy::NotLarger,
             }),
             &["x", "", "scales"],
             &["resize"],
@@ -1096,6 +1098,8 @@ fn hand_made_model_reads_with_onnx_defaults() {
             extrapolation_value: 0.0,
             cubic_coeff_a: -0.75,
             exclude_outside: false,
+            axes: None,
+            keep_aspect_ratio: concord_core::op::AspectRatioPolicy::Stretch,
         }))
     );
     assert_eq!(

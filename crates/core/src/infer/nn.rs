@@ -50,7 +50,7 @@ pub(super) fn infer(
             global_average_pool(inputs)?
         }
         Op::LpPool(attrs, _) => pool("LpPool", attrs, inputs)?,
-        Op::Resize(_) => resize(inputs)?,
+        Op::Resize(attrs) => resize(attrs, inputs)?,
         other => {
             return Err(OpError::Unsupported(format!(
                 "{} is not in the nn family",
@@ -333,36 +333,59 @@ fn global_average_pool(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpErr
     Ok(OutputFact::new(x.dtype, shape))
 }
 
-fn resize(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+fn resize(attrs: &crate::op::Resize, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
     let x = required(inputs, 0, "X")?;
     expect_dtype(&x, 0, "X", &FLOAT)?;
     let rank = x.shape.len();
     // An empty tensor in the scales slot is the opset-11 way of saying "use sizes".
     let scales = given(optional(inputs, 2));
     let sizes = given(optional(inputs, 3));
-    let unknown = || vec![Dim::Unknown; rank];
+    // Which axes the target names, and how many values it must hold.
+    let axes: Vec<usize> = match &attrs.axes {
+        None => (0..rank).collect(),
+        Some(axes) => crate::shape::normalize_axes(axes, rank).map_err(|e| OpError::Attribute {
+            name: "axes",
+            detail: format!("Resize: axes {axes:?} for X {}: {e}", format_sym(x.shape)),
+        })?,
+    };
+    let expected = axes.len();
+    let fixed_dims: Option<Vec<usize>> = x.shape.iter().map(fixed).collect();
+    // Unknown where an axis is resized, the input's dim where it is not.
+    let resized_unknown = || -> SymShape {
+        x.shape
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                if axes.contains(&i) {
+                    Dim::Unknown
+                } else {
+                    d.clone()
+                }
+            })
+            .collect()
+    };
     let shape = match (scales, sizes) {
         (Some(s), None) => {
             expect_dtype(&s, 2, "scales", &FLOAT)?;
-            expect_length(&s, "scales", rank, x.shape)?;
+            expect_length(&s, "scales", expected, x.shape)?;
             match s.value {
-                None => unknown(),
+                None => resized_unknown(),
                 Some(t) => {
                     let scales: Vec<f32> = t.to_f64_vec().into_iter().map(|v| v as f32).collect();
-                    expect_value_length(scales.len(), "scales", rank, x.shape)?;
-                    let mut shape = Vec::with_capacity(rank);
-                    for (d, &s) in x.shape.iter().zip(&scales) {
-                        if !(s.is_finite() && s > 0.0) {
+                    expect_value_length(scales.len(), "scales", expected, x.shape)?;
+                    let mut shape = x.shape.to_vec();
+                    for (&axis, &sc) in axes.iter().zip(&scales) {
+                        if !(sc.is_finite() && sc > 0.0) {
                             return Err(OpError::Shape(format!(
                                 "Resize: scales {scales:?} must all be finite and greater than 0"
                             )));
                         }
                         // The same f32 product as the reference kernel (and onnxruntime).
-                        shape.push(match d {
-                            Dim::Fixed(d) => Dim::Fixed((*d as f32 * s).floor() as usize),
-                            other if s == 1.0 => other.clone(),
+                        shape[axis] = match &x.shape[axis] {
+                            Dim::Fixed(d) => Dim::Fixed((*d as f32 * sc).floor() as usize),
+                            other if sc == 1.0 => other.clone(),
                             _ => Dim::Unknown,
-                        });
+                        };
                     }
                     shape
                 }
@@ -370,26 +393,31 @@ fn resize(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
         }
         (None, Some(s)) => {
             expect_dtype(&s, 3, "sizes", &[DType::I64])?;
-            expect_length(&s, "sizes", rank, x.shape)?;
-            match s.value.and_then(Tensor::to_i64_vec) {
-                None => unknown(),
-                Some(sizes) => {
-                    expect_value_length(sizes.len(), "sizes", rank, x.shape)?;
-                    let mut shape = Vec::with_capacity(rank);
-                    for (d, &s) in x.shape.iter().zip(&sizes) {
-                        let out = usize::try_from(s).map_err(|_| {
-                            OpError::Shape(format!("Resize: sizes {sizes:?} must not be negative"))
-                        })?;
-                        if *d == Dim::Fixed(0) && out > 0 {
-                            return Err(OpError::Shape(format!(
-                                "Resize: X {} has an empty axis, which cannot grow to sizes \
-                                 {sizes:?}",
-                                format_sym(x.shape)
-                            )));
+            expect_length(&s, "sizes", expected, x.shape)?;
+            match (s.value.and_then(Tensor::to_i64_vec), fixed_dims) {
+                (None, _) => resized_unknown(),
+                // The reference's own rule, where every extent is known.
+                (Some(sizes), Some(dims)) => attrs
+                    .plan(&dims, None, Some(&sizes))?
+                    .into_iter()
+                    .map(|(d, _)| Dim::Fixed(d))
+                    .collect(),
+                (Some(sizes), None) => {
+                    expect_value_length(sizes.len(), "sizes", expected, x.shape)?;
+                    if attrs.keep_aspect_ratio != crate::op::AspectRatioPolicy::Stretch {
+                        resized_unknown()
+                    } else {
+                        let mut shape = x.shape.to_vec();
+                        for (&axis, &sz) in axes.iter().zip(&sizes) {
+                            let out = usize::try_from(sz).map_err(|_| {
+                                OpError::Shape(format!(
+                                    "Resize: sizes {sizes:?} must not be negative"
+                                ))
+                            })?;
+                            shape[axis] = Dim::Fixed(out);
                         }
-                        shape.push(Dim::Fixed(out));
+                        shape
                     }
-                    shape
                 }
             }
         }

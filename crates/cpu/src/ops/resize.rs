@@ -59,7 +59,10 @@ pub(crate) fn resize(attrs: &Resize, inputs: &[Option<&Tensor>]) -> Result<Tenso
             ))
         }
     };
-    let plan = output_plan(x.dims(), &target)?;
+    let plan = match &target {
+        Target::Scales(v) => attrs.plan(x.dims(), Some(v), None)?,
+        Target::Sizes(v) => attrs.plan(x.dims(), None, Some(v))?,
+    };
     // Axes are resized one at a time, so every intermediate is at most max(in, out) long
     // on each axis; that bound must be addressable.
     let largest: Vec<usize> = plan
@@ -81,61 +84,6 @@ pub(crate) fn resize(attrs: &Resize, inputs: &[Option<&Tensor>]) -> Result<Tenso
         dims[axis] = out_len;
     }
     Tensor::from_f64(x.dtype(), Shape::new(dims), values)
-}
-
-/// The output extent and the f32 coordinate scale of each axis, from `scales` or `sizes`.
-/// Shape inference in concord-core computes extents with the same formula.
-fn output_plan(input: &[usize], target: &Target) -> Result<Vec<(usize, f32)>, OpError> {
-    match target {
-        Target::Scales(scales) => {
-            if scales.len() != input.len() {
-                return Err(OpError::Shape(format!(
-                    "Resize: scales has {} values but X {} has rank {}",
-                    scales.len(),
-                    Shape::from(input),
-                    input.len()
-                )));
-            }
-            input
-                .iter()
-                .zip(scales)
-                .map(|(&d, &s)| {
-                    if !(s.is_finite() && s > 0.0) {
-                        return Err(OpError::Shape(format!(
-                            "Resize: scales {scales:?} must all be finite and greater than 0"
-                        )));
-                    }
-                    Ok(((d as f32 * s).floor() as usize, s))
-                })
-                .collect()
-        }
-        Target::Sizes(sizes) => {
-            if sizes.len() != input.len() {
-                return Err(OpError::Shape(format!(
-                    "Resize: sizes has {} values but X {} has rank {}",
-                    sizes.len(),
-                    Shape::from(input),
-                    input.len()
-                )));
-            }
-            input
-                .iter()
-                .zip(sizes)
-                .map(|(&d, &s)| {
-                    let out = usize::try_from(s).map_err(|_| {
-                        OpError::Shape(format!("Resize: sizes {sizes:?} must not be negative"))
-                    })?;
-                    if d == 0 && out > 0 {
-                        return Err(OpError::Shape(format!(
-                            "Resize: X {} has an empty axis, which cannot grow to sizes {sizes:?}",
-                            Shape::from(input)
-                        )));
-                    }
-                    Ok((out, out as f32 / d as f32))
-                })
-                .collect()
-        }
-    }
 }
 
 /// Refuses the modes this executor does not implement, naming them.

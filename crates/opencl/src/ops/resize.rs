@@ -10,6 +10,11 @@ use concord_core::resize::resize_taps;
 use concord_core::{DType, Node, OpError, Tensor};
 
 pub(super) fn check(attrs: &Resize) -> Result<(), String> {
+    if attrs.axes.is_some()
+        || attrs.keep_aspect_ratio != concord_core::op::AspectRatioPolicy::Stretch
+    {
+        return Err("Resize with axes or a keep_aspect_ratio_policy is not implemented".into());
+    }
     if attrs.mode == ResizeMode::Cubic {
         return Err("Resize mode cubic is not implemented (nearest and linear are)".into());
     }

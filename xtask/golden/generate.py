@@ -933,6 +933,12 @@ def op_cases():
     add("rms_norm", 23, "accumulate", "RMSNormalization over the last axis",
         [node("RMSNormalization", ["X", "s"], ["Y"], epsilon=1e-4)],
         [("X", normal(r, (2, 3, 6)))], [("s", normal(r, (6,)))])
+    add("center_crop_pad", 18, "exact", "CenterCropPad cropping one axis and padding another",
+        [node("CenterCropPad", ["X", "s"], ["Y"], axes=[1, 2])], [("X", normal(r, (2, 5, 3)))],
+        [("s", i64([3, 6]))])
+    add("reverse_sequence", 13, "exact", "ReverseSequence, batch axis 0, time axis 1",
+        [node("ReverseSequence", ["X", "l"], ["Y"], batch_axis=0, time_axis=1)],
+        [("X", normal(r, (3, 4, 2)))], [("l", i64([4, 1, 3]))])
     add("pad_reflect", 19, "exact", "Pad in reflect mode", [node("Pad", ["X", "p"], ["Y"], mode="reflect")],
         [("X", normal(r, (2, 4)))], [("p", i64([1, 2, 1, 3]))])
 

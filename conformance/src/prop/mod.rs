@@ -98,6 +98,8 @@ pub const REFERENCE_ONLY: &[&str] = &[
     "TopK",
     "CastLike",
     "Compress",
+    "CenterCropPad",
+    "ReverseSequence",
     "GlobalMaxPool",
     "LpPool",
     "GlobalLpPool",

@@ -232,6 +232,15 @@ pub enum Op {
     Compress {
         axis: Option<i64>,
     },
+    /// Inputs: input_data, shape. Crops or zero-pads `axes` (all when None) about the centre.
+    CenterCropPad {
+        axes: Option<Vec<i64>>,
+    },
+    /// Inputs: input, sequence_lens. Reverses each batch entry's first sequence_lens steps.
+    ReverseSequence {
+        batch_axis: i64,
+        time_axis: i64,
+    },
 }
 
 /// How ScatterElements and ScatterND combine an update with the element it lands on.
@@ -643,6 +652,10 @@ pub enum Unary {
         lambd: f32,
     },
     Mish,
+    /// x · sigmoid(alpha · x) (opset 24).
+    Swish {
+        alpha: f32,
+    },
     /// `tanh`: the tanh approximation (`approximate = "tanh"`), else the exact erf form.
     Gelu {
         tanh: bool,
@@ -1127,6 +1140,16 @@ pub const UNARY_OPS: &[UnaryDef] = &[
     },
     unary(Unary::Not, "Not", "not", Accepts::Bool, &[]),
     UnaryDef {
+        since: 24,
+        ..unary(
+            Unary::Swish { alpha: 1.0 },
+            "Swish",
+            "swish",
+            FLOAT,
+            &[attr("alpha", AttrDefault::Float(1.0))],
+        )
+    },
+    UnaryDef {
         since: 18,
         ..unary(
             Unary::BitwiseNot,
@@ -1583,6 +1606,18 @@ pub const OTHER_OPS: &[OpSchema] = &[
     ),
     schema("CastLike", 15, Family::Indexing, &[]),
     schema("Compress", 9, Family::Indexing, &[attr("axis", Absent)]),
+    schema(
+        "CenterCropPad",
+        18,
+        Family::Indexing,
+        &[attr("axes", Absent)],
+    ),
+    schema(
+        "ReverseSequence",
+        10,
+        Family::Indexing,
+        &[attr("batch_axis", Int(1)), attr("time_axis", Int(0))],
+    ),
 ];
 
 impl UnaryDef {
@@ -1637,7 +1672,8 @@ impl Unary {
             Unary::LeakyRelu { alpha }
             | Unary::Elu { alpha }
             | Unary::Celu { alpha }
-            | Unary::ThresholdedRelu { alpha } => [alpha, 0.0],
+            | Unary::ThresholdedRelu { alpha }
+            | Unary::Swish { alpha } => [alpha, 0.0],
             Unary::HardSigmoid { alpha, beta } => [alpha, beta],
             Unary::Selu { alpha, gamma } => [alpha, gamma],
             Unary::Shrink { bias, lambd } => [bias, lambd],
@@ -1657,6 +1693,7 @@ impl Unary {
             Unary::Elu { .. } => Unary::Elu { alpha: p[0] },
             Unary::Celu { .. } => Unary::Celu { alpha: p[0] },
             Unary::ThresholdedRelu { .. } => Unary::ThresholdedRelu { alpha: p[0] },
+            Unary::Swish { .. } => Unary::Swish { alpha: p[0] },
             Unary::HardSigmoid { .. } => Unary::HardSigmoid {
                 alpha: p[0],
                 beta: p[1],
@@ -1850,6 +1887,8 @@ impl Op {
             Op::TopK { .. } => other("TopK"),
             Op::CastLike => other("CastLike"),
             Op::Compress { .. } => other("Compress"),
+            Op::CenterCropPad { .. } => other("CenterCropPad"),
+            Op::ReverseSequence { .. } => other("ReverseSequence"),
         }
     }
 

@@ -277,7 +277,19 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
                 }
             },
         },
-        "Resize" => Op::Resize(read_resize(a)?),
+        "Resize" => {
+            if ctx.opset < 18 {
+                for name in ["axes", "keep_aspect_ratio_policy"] {
+                    if a.has(name) {
+                        return Err(a.error(
+                            name,
+                            format!("exists from opset 18; the model imports {}", ctx.opset),
+                        ));
+                    }
+                }
+            }
+            Op::Resize(read_resize(a)?)
+        }
         "Where" => Op::Where,
         "Expand" => Op::Expand,
         "ConstantOfShape" => Op::ConstantOfShape {
@@ -363,6 +375,13 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
         }
         "Compress" => Op::Compress {
             axis: a.int("axis")?,
+        },
+        "CenterCropPad" => Op::CenterCropPad {
+            axes: a.ints("axes")?,
+        },
+        "ReverseSequence" => Op::ReverseSequence {
+            batch_axis: a.int_or("batch_axis", 1)?,
+            time_axis: a.int_or("time_axis", 0)?,
         },
         // The schemas and this match list the same ops; reaching here means they disagree.
         _ => {
@@ -635,6 +654,19 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
             }
         }
         Op::Compress { axis: Some(axis) } => at.push(attrs::int("axis", *axis)),
+        Op::CenterCropPad { axes: Some(axes) } => at.push(attrs::ints("axes", axes)),
+        Op::ReverseSequence {
+            batch_axis,
+            time_axis,
+        } => {
+            if *batch_axis != 1 {
+                at.push(attrs::int("batch_axis", *batch_axis));
+            }
+            if *time_axis != 0 {
+                at.push(attrs::int("time_axis", *time_axis));
+            }
+        }
+        Op::CenterCropPad { axes: None } => {}
         Op::GatherElements { .. }
         | Op::OneHot { .. }
         | Op::GatherND { .. }

@@ -358,8 +358,6 @@ fn cases() -> Vec<(NodeProto, Op)> {
                     attr_string("mode", "cubic"),
                     attr_float("cubic_coeff_a", -0.5),
                     attr_int("exclude_outside", 1),
-                    attr_ints("axes", &[-1, 2]),
-                    attr_string("keep_aspect_ratio_policy", "not_smaller"),
                 ],
             ),
             Op::Resize(Resize {
@@ -369,8 +367,8 @@ fn cases() -> Vec<(NodeProto, Op)> {
                 extrapolation_value: 9.0,
                 cubic_coeff_a: -0.5,
                 exclude_outside: true,
-                axes: Some(vec![-1, 2]),
-                keep_aspect_ratio: concord_core::op::AspectRatioPolicy::NotSmaller,
+                axes: None,
+                keep_aspect_ratio: concord_core::op::AspectRatioPolicy::Stretch,
             }),
         ),
         (one("Where", &["c", "a", "b"], vec![]), Op::Where),
@@ -600,6 +598,23 @@ fn newer_cases() -> Vec<(NodeProto, Op)> {
     cases.push((
         one("Compress", &["x", "c"], vec![]),
         Op::Compress { axis: None },
+    ));
+    cases.push((
+        one("CenterCropPad", &["x", "s"], vec![attr_ints("axes", &[1])]),
+        Op::CenterCropPad {
+            axes: Some(vec![1]),
+        },
+    ));
+    cases.push((
+        one(
+            "ReverseSequence",
+            &["x", "l"],
+            vec![attr_int("batch_axis", 0), attr_int("time_axis", 1)],
+        ),
+        Op::ReverseSequence {
+            batch_axis: 0,
+            time_axis: 1,
+        },
     ));
     cases
 }

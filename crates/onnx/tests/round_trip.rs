@@ -677,6 +677,21 @@ fn newer_op_nodes() -> Vec<Node> {
     add(Op::CastLike, &["x", "idx"], 1);
     add(Op::Compress { axis: Some(1) }, &["x", "mask"], 1);
     add(Op::Compress { axis: None }, &["x", "mask"], 1);
+    add(
+        Op::CenterCropPad {
+            axes: Some(vec![2]),
+        },
+        &["x", "shape"],
+        1,
+    );
+    add(
+        Op::ReverseSequence {
+            batch_axis: 0,
+            time_axis: 1,
+        },
+        &["x", "idx"],
+        1,
+    );
     nodes
 }
 

@@ -209,6 +209,39 @@ pub(super) fn infer(
                 }
             }
         }
+        Op::CenterCropPad { axes } => {
+            let x = required(inputs, 0, "input_data")?;
+            let shape = required(inputs, 1, "shape")?;
+            expect_dtype(&shape, 1, "shape", &INDEX)?;
+            let rank = x.shape.len();
+            let axes: Vec<usize> = match axes {
+                None => (0..rank).collect(),
+                Some(a) => crate::shape::normalize_axes(a, rank)?,
+            };
+            let mut dims = x.shape.to_vec();
+            match shape.value.and_then(|t| t.to_i64_vec()) {
+                Some(v) if v.len() == axes.len() => {
+                    for (&axis, d) in axes.iter().zip(dims_of(&v, "CenterCropPad", "shape")?) {
+                        dims[axis] = d;
+                    }
+                }
+                Some(v) => {
+                    return Err(OpError::Shape(format!(
+                        "CenterCropPad: shape {v:?} has {} values for {} axes",
+                        v.len(),
+                        axes.len()
+                    )))
+                }
+                None => axes.iter().for_each(|&a| dims[a] = Dim::Unknown),
+            }
+            OutputFact::new(x.dtype, dims)
+        }
+        Op::ReverseSequence { .. } => {
+            let x = required(inputs, 0, "input")?;
+            let lens = required(inputs, 1, "sequence_lens")?;
+            expect_dtype(&lens, 1, "sequence_lens", &[DType::I64])?;
+            OutputFact::new(x.dtype, x.shape.to_vec())
+        }
         other => {
             return Err(OpError::Unsupported(format!(
                 "{} is not an indexing op",

@@ -49,6 +49,11 @@ pub(crate) fn run(
             one(cast(like.dtype(), inputs))
         }
         Op::Compress { axis } => one(compress(*axis, inputs)),
+        Op::CenterCropPad { axes } => one(center_crop_pad(axes.as_deref(), inputs)),
+        Op::ReverseSequence {
+            batch_axis,
+            time_axis,
+        } => one(reverse_sequence(*batch_axis, *time_axis, inputs)),
         other => Err(super::not_in_family(other)),
     }
 }
@@ -757,4 +762,105 @@ fn compress(axis: Option<i64>, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpE
         Ok(())
     })?;
     Tensor::from_parts(Shape(out_dims), x.data().gather(&sources)?)
+}
+
+/// CenterCropPad: each named axis cropped (start at floor((in - out) / 2)) or zero-padded
+/// (begin pad floor((out - in) / 2)) to its target extent.
+fn center_crop_pad(axes: Option<&[i64]>, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+    let x = required(inputs, 0, "input_data")?;
+    let target = indices_of(required(inputs, 1, "shape")?, 1, "shape")?;
+    let rank = x.rank();
+    let axes: Vec<usize> = match axes {
+        None => (0..rank).collect(),
+        Some(a) => concord_core::shape::normalize_axes(a, rank)?,
+    };
+    if target.len() != axes.len() {
+        return Err(OpError::Shape(format!(
+            "CenterCropPad: shape {target:?} has {} values for {} axes",
+            target.len(),
+            axes.len()
+        )));
+    }
+    let in_dims = x.dims();
+    let mut out_dims = in_dims.to_vec();
+    // Output coordinate c reads input coordinate c + offset (negative offsets pad).
+    let mut offset = vec![0i64; rank];
+    for (&axis, &t) in axes.iter().zip(&target) {
+        let t = usize::try_from(t)
+            .map_err(|_| OpError::Shape(format!("CenterCropPad: shape {target:?} is negative")))?;
+        let d = in_dims[axis] as i64;
+        offset[axis] = if (t as i64) <= d {
+            (d - t as i64) / 2
+        } else {
+            -((t as i64 - d) / 2)
+        };
+        out_dims[axis] = t;
+    }
+    let in_strides = strides(in_dims);
+    let mut sources = Vec::with_capacity(numel(&out_dims)?);
+    for_each_coord(&out_dims, |_, c| {
+        let mut flat = Some(0usize);
+        for k in 0..rank {
+            let src = c[k] as i64 + offset[k];
+            flat = match flat {
+                Some(f) if (0..in_dims[k] as i64).contains(&src) => {
+                    Some(f + src as usize * in_strides[k])
+                }
+                _ => None,
+            };
+        }
+        sources.push(flat);
+        Ok(())
+    })?;
+    let zero = TensorData::zeros(x.dtype(), 1);
+    Tensor::from_parts(Shape(out_dims), x.data().gather_or_fill(&sources, &zero)?)
+}
+
+/// ReverseSequence: along `time_axis`, the first sequence_lens[b] steps of batch entry b
+/// (along `batch_axis`) in reverse order; the rest unchanged.
+fn reverse_sequence(
+    batch_axis: i64,
+    time_axis: i64,
+    inputs: &[Option<&Tensor>],
+) -> Result<Tensor, OpError> {
+    let x = required(inputs, 0, "input")?;
+    let lens = indices_of(required(inputs, 1, "sequence_lens")?, 1, "sequence_lens")?;
+    let b_axis = normalize_axis(batch_axis, x.rank())?;
+    let t_axis = normalize_axis(time_axis, x.rank())?;
+    if b_axis == t_axis {
+        return Err(OpError::Attribute {
+            name: "batch_axis",
+            detail: format!("ReverseSequence: batch_axis and time_axis are both {b_axis}"),
+        });
+    }
+    let dims = x.dims();
+    if lens.len() != dims[b_axis] {
+        return Err(OpError::Shape(format!(
+            "ReverseSequence: sequence_lens has {} entries for a batch of {}",
+            lens.len(),
+            dims[b_axis]
+        )));
+    }
+    let s = strides(dims);
+    let mut sources = Vec::with_capacity(x.len());
+    for_each_coord(dims, |flat, c| {
+        let len = lens[c[b_axis]];
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|&l| l <= dims[t_axis])
+            .ok_or_else(|| {
+                OpError::Shape(format!(
+                    "ReverseSequence: sequence length {len} for a time axis of {}",
+                    dims[t_axis]
+                ))
+            })?;
+        let t = c[t_axis];
+        sources.push(if t < len {
+            flat - t * s[t_axis] + (len - 1 - t) * s[t_axis]
+        } else {
+            flat
+        });
+        Ok(())
+    })?;
+    Tensor::from_parts(x.shape().clone(), x.data().gather(&sources)?)
 }

@@ -161,6 +161,10 @@ fn float_fn(op: Unary) -> Box<dyn Fn(f64) -> f64> {
             })
         }
         Unary::Mish => Box::new(|v: f64| v * softplus(v).tanh()),
+        Unary::Swish { alpha } => {
+            let alpha = f64::from(alpha);
+            Box::new(move |v: f64| v * sigmoid(alpha * v))
+        }
         Unary::Gelu { tanh: false } => {
             Box::new(|v: f64| 0.5 * v * (1.0 + erf(v / std::f64::consts::SQRT_2)))
         }

@@ -278,14 +278,22 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
             },
         },
         "Resize" => {
+            // Both exist from opset 18; an older model may still spell out the default
+            // policy, which changes nothing.
             if ctx.opset < 18 {
-                for name in ["axes", "keep_aspect_ratio_policy"] {
-                    if a.has(name) {
-                        return Err(a.error(
-                            name,
-                            format!("exists from opset 18; the model imports {}", ctx.opset),
-                        ));
-                    }
+                let policy = a.string("keep_aspect_ratio_policy")?;
+                let name = if a.has("axes") {
+                    Some("axes")
+                } else if policy.as_deref().is_some_and(|p| p != "stretch") {
+                    Some("keep_aspect_ratio_policy")
+                } else {
+                    None
+                };
+                if let Some(name) = name {
+                    return Err(a.error(
+                        name,
+                        format!("exists from opset 18; the model imports {}", ctx.opset),
+                    ));
                 }
             }
             Op::Resize(read_resize(a)?)

@@ -54,6 +54,15 @@ pub fn computed_outputs(op: &Op) -> Option<usize> {
     }
 }
 
+/// The index of the first optional output of ops whose trailing outputs Concord computes
+/// but a model may leave unread; the reader drops those that nothing reads.
+pub fn optional_outputs_from(op: &Op) -> Option<usize> {
+    match op {
+        Op::Dropout | Op::LayerNormalization { .. } => Some(1),
+        _ => None,
+    }
+}
+
 /// Reads the op of a node. Every attribute must be one the op has; [`Attrs::finish`] is
 /// called here.
 pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error> {

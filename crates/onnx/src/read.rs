@@ -6,7 +6,7 @@
 use crate::attrs::Attrs;
 use crate::error::Error;
 use crate::legacy::{self, FollowsDtype, Normaliser, FORM_OPSET};
-use crate::ops::{computed_outputs, read_op, since_version, NodeContext};
+use crate::ops::{computed_outputs, optional_outputs_from, read_op, since_version, NodeContext};
 use crate::proto::tensor_shape_proto::dimension::Value as DimValue;
 use crate::proto::type_proto::Value as TypeValue;
 use crate::proto::{GraphProto, ModelProto, NodeProto, OperatorSetIdProto, ValueInfoProto};
@@ -308,6 +308,17 @@ fn read_node(
             }
         }
         outputs.truncate(computed);
+    }
+    // Optional trailing outputs nothing reads (Dropout's mask, LayerNormalization's
+    // statistics) are dropped, so that an executor without them still takes the node.
+    if let Some(required) = optional_outputs_from(&op) {
+        while outputs.len() > required
+            && outputs
+                .last()
+                .is_some_and(|o| o.is_empty() || !used.contains(o.as_str()))
+        {
+            outputs.pop();
+        }
     }
     Ok(Node {
         name,

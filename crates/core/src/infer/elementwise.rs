@@ -18,7 +18,7 @@ const FLOAT: [DType; 4] = DType::FLOATS;
 pub(super) fn infer(
     op: &Op,
     inputs: &[Option<ValueFact>],
-    _num_outputs: usize,
+    num_outputs: usize,
 ) -> Result<Vec<OutputFact>, OpError> {
     let fact = match op {
         Op::Binary(b) => binary(*b, inputs)?,
@@ -60,6 +60,8 @@ pub(super) fn infer(
             }
             OutputFact::new(x.dtype, x.shape.to_vec())
         }
+        Op::Attention { .. } => return super::attention::attention(op, inputs, num_outputs),
+        Op::RotaryEmbedding { .. } => super::attention::rotary_embedding(inputs)?,
         Op::BatchNormalization { .. } => batch_normalization(inputs)?,
         Op::ArgMax(attrs) | Op::ArgMin(attrs) => arg_reduce(op.name(), attrs, inputs)?,
         Op::Reduce(kind, attrs) => reduce(*kind, attrs, inputs)?,

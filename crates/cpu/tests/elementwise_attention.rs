@@ -13,11 +13,20 @@ use elementwise_support::{
 };
 
 fn attention() -> Op {
+    attention_with(false, None, None, 0)
+}
+
+fn attention_with(
+    is_causal: bool,
+    q_num_heads: Option<usize>,
+    kv_num_heads: Option<usize>,
+    qk_matmul_output_mode: i64,
+) -> Op {
     Op::Attention {
-        is_causal: false,
-        kv_num_heads: None,
-        q_num_heads: None,
-        qk_matmul_output_mode: 0,
+        is_causal,
+        kv_num_heads,
+        q_num_heads,
+        qk_matmul_output_mode,
         scale: None,
         softcap: 0.0,
         softmax_precision: None,
@@ -59,10 +68,7 @@ fn causal_bool_and_short_masks_exclude_keys() {
     let k = f32s(&[1, 1, 2, 1], &[0.0, 0.0]);
     let v = f32s(&[1, 1, 2, 1], &[1.0, 3.0]);
     // Causal: query 0 sees key 0 only, query 1 both.
-    let causal = Op::Attention {
-        is_causal: true,
-        ..attention()
-    };
+    let causal = attention_with(true, None, None, 0);
     let y = ok(&causal, &[&q, &k, &v]);
     check_float(&y, DType::F32, &[1, 1, 2, 1], &[1.0, 2.0], RoundedOnce);
     // A bool mask keeps the true keys.
@@ -78,11 +84,7 @@ fn causal_bool_and_short_masks_exclude_keys() {
 #[test]
 fn grouped_query_heads_share_kv_heads_and_3d_round_trips() {
     // 3-D: 2 query heads (head size 1) over 1 kv head; zero scores average V.
-    let op = Op::Attention {
-        q_num_heads: Some(2),
-        kv_num_heads: Some(1),
-        ..attention()
-    };
+    let op = attention_with(false, Some(2), Some(1), 0);
     let q = f32s(&[1, 1, 2], &[5.0, -5.0]);
     let k = f32s(&[1, 2, 1], &[0.0, 0.0]);
     let v = f32s(&[1, 2, 1], &[2.0, 4.0]);
@@ -98,10 +100,7 @@ fn past_cache_is_concatenated_and_all_outputs_are_returned() {
     let v = f32s(&[1, 1, 1, 1], &[4.0]);
     let pk = f32s(&[1, 1, 1, 1], &[-7.0]);
     let pv = f32s(&[1, 1, 1, 1], &[2.0]);
-    let op = Op::Attention {
-        qk_matmul_output_mode: 3,
-        ..attention()
-    };
+    let op = attention_with(false, None, None, 3);
     let inputs = [Some(&q), Some(&k), Some(&v), None, Some(&pk), Some(&pv)];
     let out = match run_op(&op, &inputs, 4) {
         Ok(out) => out,

@@ -5,7 +5,7 @@
 mod elementwise_support;
 
 use concord_core::infer::{infer_op, ValueFact};
-use concord_core::{DType, Dim, Op, Tensor};
+use concord_core::{DType, Dim, Op, OpError, Tensor};
 use concord_cpu::run_op;
 use elementwise_support::{
     bools, check_err, check_float, check_inference_agrees, f32s, i64s, ok, run, run_opt, Failure,
@@ -94,7 +94,7 @@ fn grouped_query_heads_share_kv_heads_and_3d_round_trips() {
 }
 
 #[test]
-fn past_cache_is_concatenated_and_all_outputs_are_returned() {
+fn past_cache_is_concatenated_and_all_outputs_are_returned() -> Result<(), OpError> {
     let q = f32s(&[1, 1, 1, 1], &[0.0]);
     let k = f32s(&[1, 1, 1, 1], &[7.0]);
     let v = f32s(&[1, 1, 1, 1], &[4.0]);
@@ -102,10 +102,7 @@ fn past_cache_is_concatenated_and_all_outputs_are_returned() {
     let pv = f32s(&[1, 1, 1, 1], &[2.0]);
     let op = attention_with(false, None, None, 3);
     let inputs = [Some(&q), Some(&k), Some(&v), None, Some(&pk), Some(&pv)];
-    let out = match run_op(&op, &inputs, 4) {
-        Ok(out) => out,
-        Err(e) => panic!("Attention failed: {e}"),
-    };
+    let out = run_op(&op, &inputs, 4)?;
     assert_eq!(out.len(), 4);
     check_float(&out[0], DType::F32, &[1, 1, 1, 1], &[3.0], RoundedOnce);
     check_float(&out[1], DType::F32, &[1, 1, 2, 1], &[-7.0, 7.0], Exact);
@@ -128,14 +125,13 @@ fn past_cache_is_concatenated_and_all_outputs_are_returned() {
             _ => None,
         })
         .collect();
-    let inferred = match infer_op(&op, &facts, 4) {
-        Ok(f) => f,
-        Err(e) => panic!("Attention inference failed: {e}"),
-    };
+    let inferred = infer_op(&op, &facts, 4)?;
+    assert_eq!(inferred.len(), 4);
     for (fact, t) in inferred.iter().zip(&out) {
         assert_eq!(fact.shape, t.shape().to_sym());
         assert_eq!(fact.dtype, t.dtype());
     }
+    Ok(())
 }
 
 #[test]

@@ -939,6 +939,31 @@ def op_cases():
     add("reverse_sequence", 13, "exact", "ReverseSequence, batch axis 0, time axis 1",
         [node("ReverseSequence", ["X", "l"], ["Y"], batch_axis=0, time_axis=1)],
         [("X", normal(r, (3, 4, 2)))], [("l", i64([4, 1, 3]))])
+    # Its own generator, so the cases after these keep their data.
+    ra = rng_for("attention")
+    add("attention_3d_gqa_past", 23, "accumulate",
+        "Attention, 3-D inputs, 4 query heads over 2 kv heads, float mask, past and present",
+        [node("Attention", ["Q", "K", "V", "M", "PK", "PV"], ["Y", "present_key", "present_value"],
+              q_num_heads=4, kv_num_heads=2)],
+        [("Q", normal(ra, (2, 3, 16))), ("K", normal(ra, (2, 3, 8))), ("V", normal(ra, (2, 3, 6))),
+         ("M", normal(ra, (3, 5))), ("PK", normal(ra, (2, 2, 2, 4))), ("PV", normal(ra, (2, 2, 2, 3)))],
+        outputs=("Y", "present_key", "present_value"))
+    add("attention_4d_causal_softcap", 23, "accumulate",
+        "Attention, 4-D inputs, causal, scale and softcap, with qk_matmul_output",
+        [node("Attention", ["Q", "K", "V"], ["Y", "", "", "QK"], is_causal=1, scale=0.3, softcap=2.5)],
+        [("Q", normal(ra, (1, 2, 4, 6))), ("K", normal(ra, (1, 2, 4, 6))), ("V", normal(ra, (1, 2, 4, 5)))],
+        outputs=("Y", "QK"))
+    add("rotary_embedding_4d", 23, "accumulate",
+        "RotaryEmbedding, 4-D input, position ids, partial rotation",
+        # num_heads is optional for a 4-D X in the spec; onnxruntime 1.23 requires it whenever
+        # rotary_embedding_dim is given.
+        [node("RotaryEmbedding", ["X", "cos", "sin", "pos"], ["Y"], rotary_embedding_dim=4, num_heads=2)],
+        [("X", normal(ra, (2, 2, 3, 6))), ("cos", normal(ra, (8, 2))), ("sin", normal(ra, (8, 2)))],
+        [("pos", i64([[0, 3, 7], [1, 1, 2]]))])
+    add("rotary_embedding_3d_interleaved", 23, "accumulate",
+        "RotaryEmbedding, 3-D input, interleaved, caches per token",
+        [node("RotaryEmbedding", ["X", "cos", "sin"], ["Y"], interleaved=1, num_heads=2)],
+        [("X", normal(ra, (2, 3, 8))), ("cos", normal(ra, (2, 3, 2))), ("sin", normal(ra, (2, 3, 2)))])
     add("pad_reflect", 19, "exact", "Pad in reflect mode", [node("Pad", ["X", "p"], ["Y"], mode="reflect")],
         [("X", normal(r, (2, 4)))], [("p", i64([1, 2, 1, 3]))])
 

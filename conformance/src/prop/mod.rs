@@ -109,6 +109,8 @@ pub const REFERENCE_ONLY: &[&str] = &[
     "LpNormalization",
     "MeanVarianceNormalization",
     "LRN",
+    "Attention",
+    "RotaryEmbedding",
 ];
 
 /// Supported ops without a property strategy, and why.

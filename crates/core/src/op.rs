@@ -87,6 +87,34 @@ pub enum Op {
         bias: f32,
         size: usize,
     },
+    /// Scaled dot-product attention (opset 23; opset 24 adds `nonpad_kv_seqlen`). Inputs: Q,
+    /// K, V, attn_mask?, past_key?, past_value?, nonpad_kv_seqlen?. Outputs: Y,
+    /// present_key?, present_value?, qk_matmul_output?. Q, K, V are all 4-D
+    /// (batch, heads, sequence, head size) or all 3-D (batch, sequence, heads · head size),
+    /// the 3-D form needing both head counts.
+    Attention {
+        is_causal: bool,
+        kv_num_heads: Option<usize>,
+        q_num_heads: Option<usize>,
+        /// Which scores qk_matmul_output holds: 0 Q·Kᵀ scaled, 1 plus the mask, 2 after the
+        /// softcap, 3 after the softmax.
+        qk_matmul_output_mode: i64,
+        /// Absent: 1 / sqrt(head size).
+        scale: Option<f32>,
+        /// 0 means no softcap.
+        softcap: f32,
+        /// The dtype the softmax is computed in; the reference always computes in f64.
+        softmax_precision: Option<DType>,
+    },
+    /// Rotary positional embedding (opset 23). Inputs: X, cos_cache, sin_cache,
+    /// position_ids?. X is (batch, heads, sequence, head size) or 3-D
+    /// (batch, sequence, heads · head size) with `num_heads` given.
+    RotaryEmbedding {
+        interleaved: bool,
+        num_heads: Option<usize>,
+        /// 0 means the whole head.
+        rotary_embedding_dim: usize,
+    },
 
     // Pooling. Input: X (N, C, spatial…).
     MaxPool(Pool),
@@ -1467,6 +1495,30 @@ pub const OTHER_OPS: &[OpSchema] = &[
             attr("size", Required),
         ],
     ),
+    schema(
+        "Attention",
+        23,
+        Family::Normalization,
+        &[
+            attr("is_causal", Int(0)),
+            attr("kv_num_heads", Absent),
+            attr("q_num_heads", Absent),
+            attr("qk_matmul_output_mode", Int(0)),
+            attr("scale", Absent),
+            attr("softcap", Float(0.0)),
+            attr("softmax_precision", Absent),
+        ],
+    ),
+    schema(
+        "RotaryEmbedding",
+        23,
+        Family::Normalization,
+        &[
+            attr("interleaved", Int(0)),
+            attr("num_heads", Absent),
+            attr("rotary_embedding_dim", Int(0)),
+        ],
+    ),
     schema("ReduceMean", 1, Family::Reduce, REDUCE_ATTRS),
     schema("ReduceSum", 1, Family::Reduce, REDUCE_ATTRS),
     schema("ReduceMax", 1, Family::Reduce, REDUCE_ATTRS),
@@ -1845,6 +1897,8 @@ impl Op {
             Op::LpNormalization { .. } => other("LpNormalization"),
             Op::MeanVarianceNormalization { .. } => other("MeanVarianceNormalization"),
             Op::LRN { .. } => other("LRN"),
+            Op::Attention { .. } => other("Attention"),
+            Op::RotaryEmbedding { .. } => other("RotaryEmbedding"),
             Op::Reduce(kind, _) => other(kind.name()),
             Op::ArgMax(_) => other("ArgMax"),
             Op::ArgMin(_) => other("ArgMin"),

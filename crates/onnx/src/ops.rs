@@ -200,6 +200,72 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
                     .ok_or_else(|| a.error("size", format!("must be at least 1, got {size}")))?,
             }
         }
+        "Attention" => {
+            let heads = |name: &str| -> Result<Option<usize>, Error> {
+                a.int(name)?
+                    .map(|h| {
+                        usize::try_from(h)
+                            .ok()
+                            .filter(|&h| h >= 1)
+                            .ok_or_else(|| a.error(name, format!("must be at least 1, got {h}")))
+                    })
+                    .transpose()
+            };
+            let mode = a.int_or("qk_matmul_output_mode", 0)?;
+            if !(0..=3).contains(&mode) {
+                return Err(a.error(
+                    "qk_matmul_output_mode",
+                    format!("must be 0 to 3, got {mode}"),
+                ));
+            }
+            let softmax_precision = a
+                .int("softmax_precision")?
+                .map(|code| {
+                    i32::try_from(code)
+                        .ok()
+                        .and_then(dtype_from_onnx)
+                        .ok_or_else(|| {
+                            a.error("softmax_precision", format!("unknown data type {code}"))
+                        })
+                })
+                .transpose()?;
+            if ctx.inputs.len() > 6 && ctx.opset < 24 {
+                return Err(a.error(
+                    "nonpad_kv_seqlen",
+                    "input 6 (nonpad_kv_seqlen) exists from opset 24",
+                ));
+            }
+            Op::Attention {
+                is_causal: a.flag_or("is_causal", false)?,
+                kv_num_heads: heads("kv_num_heads")?,
+                q_num_heads: heads("q_num_heads")?,
+                qk_matmul_output_mode: mode,
+                scale: a.float("scale")?,
+                softcap: a.float_or("softcap", 0.0)?,
+                softmax_precision,
+            }
+        }
+        "RotaryEmbedding" => {
+            let heads =
+                a.int("num_heads")?
+                    .map(|h| {
+                        usize::try_from(h).ok().filter(|&h| h >= 1).ok_or_else(|| {
+                            a.error("num_heads", format!("must be at least 1, got {h}"))
+                        })
+                    })
+                    .transpose()?;
+            let dim = a.int_or("rotary_embedding_dim", 0)?;
+            Op::RotaryEmbedding {
+                interleaved: a.flag_or("interleaved", false)?,
+                num_heads: heads,
+                rotary_embedding_dim: usize::try_from(dim).map_err(|_| {
+                    a.error(
+                        "rotary_embedding_dim",
+                        format!("must be 0 or more, got {dim}"),
+                    )
+                })?,
+            }
+        }
         "ArgMax" => Op::ArgMax(read_arg_reduce(a)?),
         "ArgMin" => Op::ArgMin(read_arg_reduce(a)?),
         "LogSoftmax" => Op::LogSoftmax {
@@ -609,6 +675,58 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
             at.push(attrs::float("beta", *beta));
             at.push(attrs::float("bias", *bias));
             at.push(attrs::int("size", *size as i64));
+        }
+        Op::Attention {
+            is_causal,
+            kv_num_heads,
+            q_num_heads,
+            qk_matmul_output_mode,
+            scale,
+            softcap,
+            softmax_precision,
+        } => {
+            if *is_causal {
+                at.push(attrs::flag("is_causal", true));
+            }
+            if let Some(h) = kv_num_heads {
+                at.push(attrs::int("kv_num_heads", *h as i64));
+            }
+            if let Some(h) = q_num_heads {
+                at.push(attrs::int("q_num_heads", *h as i64));
+            }
+            if *qk_matmul_output_mode != 0 {
+                at.push(attrs::int("qk_matmul_output_mode", *qk_matmul_output_mode));
+            }
+            if let Some(scale) = scale {
+                at.push(attrs::float("scale", *scale));
+            }
+            if *softcap != 0.0 {
+                at.push(attrs::float("softcap", *softcap));
+            }
+            if let Some(d) = softmax_precision {
+                at.push(attrs::int(
+                    "softmax_precision",
+                    i64::from(dtype_to_onnx(*d)),
+                ));
+            }
+        }
+        Op::RotaryEmbedding {
+            interleaved,
+            num_heads,
+            rotary_embedding_dim,
+        } => {
+            if *interleaved {
+                at.push(attrs::flag("interleaved", true));
+            }
+            if let Some(h) = num_heads {
+                at.push(attrs::int("num_heads", *h as i64));
+            }
+            if *rotary_embedding_dim != 0 {
+                at.push(attrs::int(
+                    "rotary_embedding_dim",
+                    *rotary_embedding_dim as i64,
+                ));
+            }
         }
         Op::GlobalMaxPool | Op::GlobalLpPool { .. } | Op::InstanceNormalization { .. } => {}
         Op::ConstantOfShape { value } => {

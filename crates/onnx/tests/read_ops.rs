@@ -502,6 +502,38 @@ fn newer_cases() -> Vec<(NodeProto, Op)> {
             size: 5,
         },
     ));
+    cases.push((
+        node(
+            "Attention",
+            "",
+            &["q", "k", "v"],
+            &["y", "", "", "qk"],
+            vec![
+                attr_int("q_num_heads", 4),
+                attr_int("kv_num_heads", 2),
+                attr_float("softcap", 1.5),
+                attr_int("qk_matmul_output_mode", 3),
+                attr_int("softmax_precision", 1),
+            ],
+        ),
+        Op::Attention {
+            is_causal: false,
+            kv_num_heads: Some(2),
+            q_num_heads: Some(4),
+            qk_matmul_output_mode: 3,
+            scale: None,
+            softcap: 1.5,
+            softmax_precision: Some(DType::F32),
+        },
+    ));
+    cases.push((
+        one("RotaryEmbedding", &["x", "cos", "sin"], vec![]),
+        Op::RotaryEmbedding {
+            interleaved: false,
+            num_heads: None,
+            rotary_embedding_dim: 0,
+        },
+    ));
     cases.push((one("GlobalMaxPool", &["x"], vec![]), Op::GlobalMaxPool));
     cases.push((
         one("GlobalLpPool", &["x"], vec![]),

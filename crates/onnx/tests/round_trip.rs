@@ -596,6 +596,28 @@ fn newer_op_nodes() -> Vec<Node> {
         &["x"],
         1,
     );
+    add(
+        Op::Attention {
+            is_causal: true,
+            kv_num_heads: Some(2),
+            q_num_heads: Some(2),
+            qk_matmul_output_mode: 2,
+            scale: Some(0.5),
+            softcap: 3.0,
+            softmax_precision: Some(DType::F32),
+        },
+        &["x", "x", "x"],
+        4,
+    );
+    add(
+        Op::RotaryEmbedding {
+            interleaved: true,
+            num_heads: Some(2),
+            rotary_embedding_dim: 2,
+        },
+        &["x", "m", "m"],
+        1,
+    );
     add(Op::GlobalMaxPool, &["x"], 1);
     add(Op::GlobalLpPool { p: 3 }, &["x"], 1);
     add(

@@ -1,6 +1,7 @@
 //! Shape and dtype inference: for one op, the output types from the input types (and the
 //! values of inputs that are constants). One file per op family; this file routes.
 
+mod attention;
 mod elementwise;
 mod indexing;
 mod movement;

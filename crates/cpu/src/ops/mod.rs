@@ -1,5 +1,6 @@
 //! Routes each [`Op`] to its family's kernel, and the operand helpers every kernel uses.
 
+mod attention;
 mod conv;
 mod elementwise;
 mod gemm;
@@ -37,7 +38,12 @@ pub fn run_op(
             other => return Err(not_in_family(other)),
         }],
         Family::Unary | Family::Binary | Family::Select => vec![elementwise::run(op, inputs)?],
-        Family::Normalization => norm::run(op, inputs, num_outputs)?,
+        Family::Normalization => match op {
+            Op::Attention { .. } | Op::RotaryEmbedding { .. } => {
+                attention::run(op, inputs, num_outputs)?
+            }
+            _ => norm::run(op, inputs, num_outputs)?,
+        },
         Family::Reduce => vec![reduce::run(op, inputs)?],
         Family::Movement => movement::run(op, inputs, num_outputs)?,
         Family::Indexing => indexing::run(op, inputs, num_outputs)?,

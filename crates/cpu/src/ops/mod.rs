@@ -4,10 +4,12 @@ mod conv;
 mod elementwise;
 mod gemm;
 mod indexing;
+mod loss;
 mod matrix;
 pub(crate) mod movement;
 mod norm;
 mod pool;
+mod quant;
 mod reduce;
 mod resize;
 mod spatial;
@@ -37,7 +39,16 @@ pub fn run_op(
             other => return Err(not_in_family(other)),
         }],
         Family::Unary | Family::Binary | Family::Select => vec![elementwise::run(op, inputs)?],
+        Family::Normalization
+            if matches!(
+                op,
+                Op::NegativeLogLikelihoodLoss { .. } | Op::SoftmaxCrossEntropyLoss { .. }
+            ) =>
+        {
+            loss::run(op, inputs, num_outputs)?
+        }
         Family::Normalization => vec![norm::run(op, inputs)?],
+        Family::Quantization => quant::run(op, inputs, num_outputs)?,
         Family::Reduce => vec![reduce::run(op, inputs)?],
         Family::Movement => movement::run(op, inputs, num_outputs)?,
         Family::Indexing => indexing::run(op, inputs, num_outputs)?,

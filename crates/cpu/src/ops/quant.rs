@@ -347,7 +347,9 @@ fn requantize(
 
 /// QLinearMatMul: requantised (a - a_zp) · (b - b_zp) with the multiplier
 /// a_scale · b_scale / y_scale, computed in the scales' type as the ONNX reference does.
-/// Per-tensor scales and zero points only.
+/// Per-tensor scales and zero points only. The result saturates, as the spec and
+/// onnxruntime do; the ONNX reference (and so the int8 node tests' expected data) casts with
+/// numpy's `astype`, which wraps out-of-range values instead.
 fn qlinear_matmul(inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     const OP: &str = "QLinearMatMul";
     let a = required(inputs, 0, "a")?;

@@ -967,6 +967,60 @@ def op_cases():
     add("pad_reflect", 19, "exact", "Pad in reflect mode", [node("Pad", ["X", "p"], ["Y"], mode="reflect")],
         [("X", normal(r, (2, 4)))], [("p", i64([1, 2, 1, 3]))])
 
+    # Losses and quantisation.
+    r = rng_for("quant")
+    add("nll_loss_weight_ii", 13, "accumulate",
+        "NegativeLogLikelihoodLoss, weights, ignore_index 1, mean over (N, d1)",
+        [node("NegativeLogLikelihoodLoss", ["X", "T", "w"], ["Y"], ignore_index=1)],
+        [("X", normal(r, (3, 4, 2))), ("T", i64([[0, 1], [3, 2], [1, 2]]))],
+        [("w", f32([0.5, 2.0, 1.5, 0.25]))])
+    add("sce_loss_sum_log_prob", 13, "accumulate",
+        "SoftmaxCrossEntropyLoss, reduction sum, with the log_prob output",
+        [node("SoftmaxCrossEntropyLoss", ["X", "T"], ["Y", "L"], reduction="sum")],
+        [("X", normal(r, (2, 5, 3), 3.0)), ("T", i64([[4, 0, 2], [1, 1, 3]]))],
+        outputs=("Y", "L"))
+    # Multiples of 0.125 over the scales 0.25 and 0.5 put many quotients on exact halves
+    # (round half to even); the scale 0.0625 makes large values saturate.
+    add("quantize_per_axis_ties", 13, "exact",
+        "QuantizeLinear per axis 1 to u8, ties to even, saturating",
+        [node("QuantizeLinear", ["X", "s", "z"], ["Y"], axis=1)],
+        [("X", np.round(normal(r, (2, 3, 4), 8.0) * 8.0) / 8.0)],
+        [("s", f32([0.25, 0.5, 0.0625])), ("z", np.array([128, 3, 250], dtype=np.uint8))])
+    add("dequantize_blocked_i8", 21, "exact",
+        "DequantizeLinear blocked along axis 1 (block_size 2), int8",
+        [node("DequantizeLinear", ["X", "s", "z"], ["Y"], axis=1, block_size=2)],
+        [("X", np.array([[-128, -3, 0, 7], [127, 1, -50, 20]], dtype=np.int8))],
+        [("s", f32([[0.5, 0.1], [2.0, 0.03]])), ("z", np.array([[1, -2], [0, 5]], dtype=np.int8))])
+    add("dynamic_quantize", 13, "exact", "DynamicQuantizeLinear: y, y_scale, y_zero_point",
+        [node("DynamicQuantizeLinear", ["X"], ["Y", "S", "Z"])],
+        [("X", normal(r, (3, 4), 2.0))], outputs=("Y", "S", "Z"))
+    add("matmul_integer_u8", 13, "exact", "MatMulInteger u8 with scalar and per-column zero points",
+        [node("MatMulInteger", ["A", "B", "az", "bz"], ["Y"])],
+        [("A", r.integers(0, 256, (2, 3, 4)).astype(np.uint8)),
+         ("B", r.integers(0, 256, (4, 5)).astype(np.uint8))],
+        [("az", np.array(12, dtype=np.uint8)), ("bz", np.array([128, 0, 255, 7, 90], dtype=np.uint8))])
+    add("qlinear_matmul_i8", 13, "exact", "QLinearMatMul int8, per-tensor scales",
+        [node("QLinearMatMul", ["A", "as", "az", "B", "bs", "bz", "ys", "yz"], ["Y"])],
+        [("A", r.integers(-128, 128, (2, 3, 4)).astype(np.int8)),
+         ("B", r.integers(-128, 128, (4, 3)).astype(np.int8))],
+        [("as", np.array(0.05, dtype=np.float32)), ("az", np.array(3, dtype=np.int8)),
+         ("bs", np.array(0.02, dtype=np.float32)), ("bz", np.array(-4, dtype=np.int8)),
+         ("ys", np.array(0.1, dtype=np.float32)), ("yz", np.array(-10, dtype=np.int8))])
+    add("conv_integer_pad", 13, "exact", "ConvInteger u8, padded, with zero points",
+        [node("ConvInteger", ["X", "W", "xz", "wz"], ["Y"], pads=[1, 1, 1, 1])],
+        [("X", r.integers(0, 256, (1, 2, 4, 4)).astype(np.uint8))],
+        [("W", r.integers(0, 256, (3, 2, 3, 3)).astype(np.uint8)),
+         ("xz", np.array(100, dtype=np.uint8)), ("wz", np.array(120, dtype=np.uint8))])
+    add("qlinear_conv_per_channel", 13, "exact", "QLinearConv u8 x, i8 w with per-channel scales, bias",
+        [node("QLinearConv", ["X", "xs", "xz", "W", "ws", "wz", "ys", "yz", "B"], ["Y"], strides=[2, 2])],
+        [("X", r.integers(0, 256, (1, 2, 5, 5)).astype(np.uint8))],
+        [("xs", np.array(0.02, dtype=np.float32)), ("xz", np.array(128, dtype=np.uint8)),
+         ("W", r.integers(-128, 128, (3, 2, 3, 3)).astype(np.int8)),
+         ("ws", f32([0.01, 0.005, 0.02])), ("wz", np.array([0, 0, 0], dtype=np.int8)),
+         ("ys", np.array(0.15, dtype=np.float32)), ("yz", np.array(120, dtype=np.uint8)),
+         ("B", np.array([100, -2000, 500], dtype=np.int32))])
+
+
     return cases
 
 

@@ -269,6 +269,81 @@ pub enum Op {
         batch_axis: i64,
         time_axis: i64,
     },
+
+    // Losses (Normalization family).
+    /// Inputs: input (N, C, d1…) log-probabilities, target (N, d1…) of i32 or i64 class
+    /// indices, weight (C)?. Output: the loss, (N, d1…) for reduction none, else a scalar.
+    NegativeLogLikelihoodLoss {
+        reduction: LossReduction,
+        ignore_index: Option<i64>,
+    },
+    /// Inputs: scores (N, C, d1…), labels (N, d1…), weights (C)?. Outputs: output (as
+    /// NegativeLogLikelihoodLoss's), log_prob? (the LogSoftmax of scores along C).
+    SoftmaxCrossEntropyLoss {
+        reduction: LossReduction,
+        ignore_index: Option<i64>,
+    },
+
+    // Quantisation (Quantization family).
+    /// Inputs: x, y_scale, y_zero_point?. Per tensor (scalar scale), per axis (1-D scale
+    /// along `axis`) or blocked (`block_size` > 0: scale has x's shape with `axis` divided
+    /// into blocks). Output dtype: the zero point's, else `output_dtype`, else u8.
+    QuantizeLinear {
+        axis: i64,
+        block_size: usize,
+        output_dtype: Option<DType>,
+        /// The dtype the division x / y_scale rounds to; None: y_scale's.
+        precision: Option<DType>,
+    },
+    /// Inputs: x, x_scale, x_zero_point?. Output dtype: `output_dtype`, else x_scale's.
+    DequantizeLinear {
+        axis: i64,
+        block_size: usize,
+        output_dtype: Option<DType>,
+    },
+    /// Input: x (f32). Outputs: y (u8), y_scale (f32 scalar), y_zero_point (u8 scalar).
+    DynamicQuantizeLinear,
+    /// Inputs: A, B, a_zero_point?, b_zero_point?. Output: i32.
+    MatMulInteger,
+    /// Inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point.
+    QLinearMatMul,
+    /// Inputs: x, w, x_zero_point?, w_zero_point?. Output: i32.
+    ConvInteger(Conv),
+    /// Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point,
+    /// B? (i32).
+    QLinearConv(Conv),
+}
+
+/// How NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss reduce the per-element loss.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LossReduction {
+    None,
+    Sum,
+    /// The weighted mean: the sum divided by the sum of the weights applied.
+    #[default]
+    Mean,
+}
+
+impl LossReduction {
+    pub const ALL: [(LossReduction, &'static str); 3] = [
+        (LossReduction::None, "none"),
+        (LossReduction::Sum, "sum"),
+        (LossReduction::Mean, "mean"),
+    ];
+
+    pub fn name(self) -> &'static str {
+        LossReduction::ALL
+            .iter()
+            .find(|(r, _)| *r == self)
+            .map_or("mean", |(_, n)| n)
+    }
+
+    pub fn from_name(name: &str) -> Option<LossReduction> {
+        LossReduction::ALL
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(r, _)| *r)
+    }
 }
 
 /// How ScatterElements and ScatterND combine an update with the element it lands on.
@@ -897,7 +972,8 @@ pub enum Family {
     Binary,
     /// Other elementwise ops with several operands: Clip, Where, Max/Min/Sum/Mean.
     Select,
-    /// Softmax, LogSoftmax, Hardmax, LayerNormalization, BatchNormalization.
+    /// Softmax, LogSoftmax, Hardmax, LayerNormalization, BatchNormalization, and the losses
+    /// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
     Normalization,
     /// MaxPool, AveragePool, GlobalAveragePool.
     Pool,
@@ -911,6 +987,9 @@ pub enum Family {
     Indexing,
     /// Resize.
     Resize,
+    /// QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
+    /// QLinearMatMul, ConvInteger, QLinearConv: integer (quantised) arithmetic.
+    Quantization,
 }
 
 /// An attribute's default value as the schema states it.
@@ -1339,6 +1418,7 @@ const ARG_ATTRS: &[AttrSpec] = &[
     attr("keepdims", Int(1)),
     attr("select_last_index", Int(0)),
 ];
+const LOSS_ATTRS: &[AttrSpec] = &[attr("ignore_index", Absent), attr("reduction", Str("mean"))];
 const REDUCE_ATTRS: &[AttrSpec] = &[
     attr("axes", Absent),
     attr("keepdims", Int(1)),
@@ -1670,6 +1750,45 @@ pub const OTHER_OPS: &[OpSchema] = &[
         Family::Indexing,
         &[attr("batch_axis", Int(1)), attr("time_axis", Int(0))],
     ),
+    schema(
+        "NegativeLogLikelihoodLoss",
+        12,
+        Family::Normalization,
+        LOSS_ATTRS,
+    ),
+    schema(
+        "SoftmaxCrossEntropyLoss",
+        12,
+        Family::Normalization,
+        LOSS_ATTRS,
+    ),
+    schema(
+        "QuantizeLinear",
+        10,
+        Family::Quantization,
+        &[
+            attr("axis", Int(1)),
+            attr("block_size", Int(0)),
+            attr("output_dtype", Absent),
+            attr("precision", Absent),
+            attr("saturate", Int(1)),
+        ],
+    ),
+    schema(
+        "DequantizeLinear",
+        10,
+        Family::Quantization,
+        &[
+            attr("axis", Int(1)),
+            attr("block_size", Int(0)),
+            attr("output_dtype", Absent),
+        ],
+    ),
+    schema("DynamicQuantizeLinear", 11, Family::Quantization, &[]),
+    schema("MatMulInteger", 10, Family::Quantization, &[]),
+    schema("QLinearMatMul", 10, Family::Quantization, &[]),
+    schema("ConvInteger", 10, Family::Quantization, CONV_ATTRS),
+    schema("QLinearConv", 10, Family::Quantization, CONV_ATTRS),
 ];
 
 impl UnaryDef {
@@ -1943,6 +2062,15 @@ impl Op {
             Op::Compress { .. } => other("Compress"),
             Op::CenterCropPad { .. } => other("CenterCropPad"),
             Op::ReverseSequence { .. } => other("ReverseSequence"),
+            Op::NegativeLogLikelihoodLoss { .. } => other("NegativeLogLikelihoodLoss"),
+            Op::SoftmaxCrossEntropyLoss { .. } => other("SoftmaxCrossEntropyLoss"),
+            Op::QuantizeLinear { .. } => other("QuantizeLinear"),
+            Op::DequantizeLinear { .. } => other("DequantizeLinear"),
+            Op::DynamicQuantizeLinear => other("DynamicQuantizeLinear"),
+            Op::MatMulInteger => other("MatMulInteger"),
+            Op::QLinearMatMul => other("QLinearMatMul"),
+            Op::ConvInteger(_) => other("ConvInteger"),
+            Op::QLinearConv(_) => other("QLinearConv"),
         }
     }
 
@@ -2023,11 +2151,22 @@ mod tests {
             Op::Dropout,
             Op::Where,
             Op::Expand,
+            Op::DynamicQuantizeLinear,
+            Op::MatMulInteger,
+            Op::QLinearMatMul,
         ];
         for op in ops {
             assert_eq!(op.schema().name, format!("{op:?}"));
         }
         assert_eq!(Op::Gemm(Gemm::default()).name(), "Gemm");
         assert_eq!(Op::Resize(Resize::default()).family(), Family::Resize);
+        assert_eq!(
+            Op::QLinearConv(Conv::default()).family(),
+            Family::Quantization
+        );
+        for (r, name) in LossReduction::ALL {
+            assert_eq!(LossReduction::from_name(name), Some(r));
+            assert_eq!(r.name(), name);
+        }
     }
 }

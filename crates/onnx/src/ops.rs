@@ -13,8 +13,9 @@ use crate::error::Error;
 use crate::proto::AttributeProto;
 use crate::tensor::{dtype_from_onnx, dtype_to_onnx, tensor_from_proto, tensor_to_proto};
 use concord_core::op::{
-    ArgReduce, AspectRatioPolicy, AttrDefault, AutoPad, Binary, CoordinateTransform, NearestMode,
-    PadMode, Pool, Reduce, ReduceKind, Resize, ResizeMode, ScatterReduction, Unary, Variadic,
+    ArgReduce, AspectRatioPolicy, AttrDefault, AutoPad, Binary, CoordinateTransform, LossReduction,
+    NearestMode, PadMode, Pool, Reduce, ReduceKind, Resize, ResizeMode, ScatterReduction, Unary,
+    Variadic,
 };
 use concord_core::{op, Node, Op, Tensor};
 
@@ -466,6 +467,46 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
             batch_axis: a.int_or("batch_axis", 1)?,
             time_axis: a.int_or("time_axis", 0)?,
         },
+        "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => {
+            let reduction = match a.string("reduction")?.as_deref() {
+                None => LossReduction::Mean,
+                Some(name) => LossReduction::from_name(name).ok_or_else(|| {
+                    a.error("reduction", format!("`{name}` is not none, sum or mean"))
+                })?,
+            };
+            let ignore_index = a.int("ignore_index")?;
+            if op_type == "NegativeLogLikelihoodLoss" {
+                Op::NegativeLogLikelihoodLoss {
+                    reduction,
+                    ignore_index,
+                }
+            } else {
+                Op::SoftmaxCrossEntropyLoss {
+                    reduction,
+                    ignore_index,
+                }
+            }
+        }
+        "QuantizeLinear" => {
+            // saturate only affects float8 outputs, which Concord refuses (no such dtype).
+            a.ignore("saturate");
+            Op::QuantizeLinear {
+                axis: a.int_or("axis", 1)?,
+                block_size: read_block_size(a)?,
+                output_dtype: read_optional_dtype(a, "output_dtype")?,
+                precision: read_optional_dtype(a, "precision")?,
+            }
+        }
+        "DequantizeLinear" => Op::DequantizeLinear {
+            axis: a.int_or("axis", 1)?,
+            block_size: read_block_size(a)?,
+            output_dtype: read_optional_dtype(a, "output_dtype")?,
+        },
+        "DynamicQuantizeLinear" => Op::DynamicQuantizeLinear,
+        "MatMulInteger" => Op::MatMulInteger,
+        "QLinearMatMul" => Op::QLinearMatMul,
+        "ConvInteger" => Op::ConvInteger(read_conv(a)?),
+        "QLinearConv" => Op::QLinearConv(read_conv(a)?),
         // The schemas and this match list the same ops; reaching here means they disagree.
         _ => {
             return Err(Error::UnknownOp {
@@ -802,6 +843,44 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
             }
         }
         Op::CenterCropPad { axes: None } => {}
+        Op::NegativeLogLikelihoodLoss {
+            reduction,
+            ignore_index,
+        }
+        | Op::SoftmaxCrossEntropyLoss {
+            reduction,
+            ignore_index,
+        } => {
+            if let Some(ii) = ignore_index {
+                at.push(attrs::int("ignore_index", *ii));
+            }
+            if *reduction != LossReduction::Mean {
+                at.push(attrs::string("reduction", reduction.name()));
+            }
+        }
+        Op::QuantizeLinear {
+            axis,
+            block_size,
+            output_dtype,
+            precision,
+        } => {
+            write_quant_attrs(*axis, *block_size, *output_dtype, opset, at)
+                .map_err(|e| unrepresentable(&e))?;
+            if let Some(p) = precision {
+                if opset < 24 {
+                    return Err(unrepresentable("precision exists from opset 24"));
+                }
+                at.push(attrs::int("precision", i64::from(dtype_to_onnx(*p))));
+            }
+        }
+        Op::DequantizeLinear {
+            axis,
+            block_size,
+            output_dtype,
+        } => write_quant_attrs(*axis, *block_size, *output_dtype, opset, at)
+            .map_err(|e| unrepresentable(&e))?,
+        Op::ConvInteger(c) | Op::QLinearConv(c) => write_conv(c, at),
+        Op::DynamicQuantizeLinear | Op::MatMulInteger | Op::QLinearMatMul => {}
         Op::GatherElements { .. }
         | Op::OneHot { .. }
         | Op::GatherND { .. }
@@ -830,6 +909,58 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
 }
 
 const NORM_EPSILON: f32 = 1e-5;
+
+/// QuantizeLinear's and DequantizeLinear's `block_size` (opset 21): 0 (not blocked) or more.
+fn read_block_size(a: &Attrs) -> Result<usize, Error> {
+    let b = a.int_or("block_size", 0)?;
+    usize::try_from(b).map_err(|_| a.error("block_size", format!("must be 0 or more, got {b}")))
+}
+
+/// A dtype attribute where 0 (UNDEFINED) or absence means "not given".
+fn read_optional_dtype(a: &Attrs, name: &str) -> Result<Option<concord_core::DType>, Error> {
+    match a.int(name)? {
+        None | Some(0) => Ok(None),
+        Some(code) => i32::try_from(code)
+            .ok()
+            .and_then(dtype_from_onnx)
+            .map(Some)
+            .ok_or_else(|| Error::UnsupportedDType {
+                what: "the quantisation dtype attribute of node",
+                name: a.node().to_string(),
+                data_type: i32::try_from(code).unwrap_or(-1),
+            }),
+    }
+}
+
+/// The attributes QuantizeLinear and DequantizeLinear share; `axis` exists from opset 13,
+/// `block_size` and `output_dtype` from 21.
+fn write_quant_attrs(
+    axis: i64,
+    block_size: usize,
+    output_dtype: Option<concord_core::DType>,
+    opset: i64,
+    at: &mut Vec<AttributeProto>,
+) -> Result<(), String> {
+    if axis != 1 {
+        if opset < 13 {
+            return Err("axis exists from opset 13".into());
+        }
+        at.push(attrs::int("axis", axis));
+    }
+    if block_size != 0 {
+        if opset < 21 {
+            return Err("block_size exists from opset 21".into());
+        }
+        at.push(attrs::int("block_size", block_size as i64));
+    }
+    if let Some(d) = output_dtype {
+        if opset < 21 {
+            return Err("output_dtype exists from opset 21".into());
+        }
+        at.push(attrs::int("output_dtype", i64::from(dtype_to_onnx(d))));
+    }
+    Ok(())
+}
 
 /// The ONNX default of an op's `axis` attribute, for ops that differ (OneHot's is -1).
 fn op_default_axis(op: &Op) -> i64 {

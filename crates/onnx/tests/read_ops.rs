@@ -8,7 +8,7 @@
 mod common;
 
 use common::*;
-use concord_core::op::{ArgReduce, Binary, ReduceKind, Unary};
+use concord_core::op::{ArgReduce, Binary, LossReduction, ReduceKind, Unary};
 use concord_core::op::{
     AutoPad, Conv, CoordinateTransform, Gemm, NearestMode, PadMode, Pool, Reduce, Resize,
     ResizeMode,
@@ -647,6 +647,85 @@ fn newer_cases() -> Vec<(NodeProto, Op)> {
             batch_axis: 0,
             time_axis: 1,
         },
+    ));
+    cases.push((
+        one("NegativeLogLikelihoodLoss", &["x", "t", "w"], vec![]),
+        Op::NegativeLogLikelihoodLoss {
+            reduction: LossReduction::Mean,
+            ignore_index: None,
+        },
+    ));
+    cases.push((
+        one(
+            "SoftmaxCrossEntropyLoss",
+            &["x", "t"],
+            vec![
+                attr_string("reduction", "none"),
+                attr_int("ignore_index", -1),
+            ],
+        ),
+        Op::SoftmaxCrossEntropyLoss {
+            reduction: LossReduction::None,
+            ignore_index: Some(-1),
+        },
+    ));
+    cases.push((
+        one(
+            "QuantizeLinear",
+            &["x", "s", "z"],
+            vec![attr_int("axis", 0)],
+        ),
+        Op::QuantizeLinear {
+            axis: 0,
+            block_size: 0,
+            output_dtype: None,
+            precision: None,
+        },
+    ));
+    cases.push((
+        one("DequantizeLinear", &["x", "s"], vec![]),
+        Op::DequantizeLinear {
+            axis: 1,
+            block_size: 0,
+            output_dtype: None,
+        },
+    ));
+    cases.push((
+        node(
+            "DynamicQuantizeLinear",
+            "",
+            &["x"],
+            &["y", "s", "z"],
+            vec![],
+        ),
+        Op::DynamicQuantizeLinear,
+    ));
+    cases.push((
+        one("MatMulInteger", &["a", "b", "az", "bz"], vec![]),
+        Op::MatMulInteger,
+    ));
+    cases.push((
+        one(
+            "QLinearMatMul",
+            &["a", "as", "az", "b", "bs", "bz", "ys", "yz"],
+            vec![],
+        ),
+        Op::QLinearMatMul,
+    ));
+    cases.push((
+        one("ConvInteger", &["x", "w"], vec![attr_int("group", 2)]),
+        Op::ConvInteger(Conv {
+            group: 2,
+            ..Conv::default()
+        }),
+    ));
+    cases.push((
+        one(
+            "QLinearConv",
+            &["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"],
+            vec![],
+        ),
+        Op::QLinearConv(Conv::default()),
     ));
     cases
 }

@@ -500,7 +500,7 @@ fn every_op_graph(opset: i64) -> Graph {
 /// One node per op added with the wider op table (issue 13), non-default attributes where
 /// the op has them so the writer and reader must both carry them.
 fn newer_op_nodes() -> Vec<Node> {
-    use concord_core::op::{ScatterReduction, Variadic};
+    use concord_core::op::{LossReduction, ScatterReduction, Variadic};
     let mut nodes = Vec::new();
     let mut add = |op: Op, inputs: &[&str], outputs: usize| {
         let name = format!("n{}", nodes.len());
@@ -712,6 +712,61 @@ fn newer_op_nodes() -> Vec<Node> {
             time_axis: 1,
         },
         &["x", "idx"],
+        1,
+    );
+    add(
+        Op::NegativeLogLikelihoodLoss {
+            reduction: LossReduction::Sum,
+            ignore_index: Some(2),
+        },
+        &["x", "idx"],
+        1,
+    );
+    add(
+        Op::SoftmaxCrossEntropyLoss {
+            reduction: LossReduction::None,
+            ignore_index: None,
+        },
+        &["x", "idx"],
+        2,
+    );
+    add(
+        Op::QuantizeLinear {
+            axis: 0,
+            block_size: 0,
+            output_dtype: None,
+            precision: None,
+        },
+        &["x", "m"],
+        1,
+    );
+    add(
+        Op::DequantizeLinear {
+            axis: -1,
+            block_size: 0,
+            output_dtype: None,
+        },
+        &["idx", "m"],
+        1,
+    );
+    add(Op::DynamicQuantizeLinear, &["x"], 3);
+    add(Op::MatMulInteger, &["idx", "idx"], 1);
+    add(
+        Op::QLinearMatMul,
+        &["idx", "m", "idx", "idx", "m", "idx", "m", "idx"],
+        1,
+    );
+    add(
+        Op::ConvInteger(concord_core::op::Conv {
+            group: 2,
+            ..Default::default()
+        }),
+        &["idx", "idx"],
+        1,
+    );
+    add(
+        Op::QLinearConv(concord_core::op::Conv::default()),
+        &["idx", "m", "idx", "idx", "m", "idx", "m", "idx"],
         1,
     );
     nodes

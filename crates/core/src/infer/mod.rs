@@ -6,6 +6,7 @@ mod elementwise;
 mod indexing;
 mod movement;
 mod nn;
+mod quant;
 
 use crate::dtype::DType;
 use crate::error::OpError;
@@ -44,6 +45,8 @@ pub fn infer_op(
 ) -> Result<Vec<OutputFact>, OpError> {
     let outputs = match op.family() {
         Family::Linear | Family::Pool | Family::Resize => nn::infer(op, inputs, num_outputs)?,
+        Family::Normalization if quant::is_loss(op) => quant::infer(op, inputs, num_outputs)?,
+        Family::Quantization => quant::infer(op, inputs, num_outputs)?,
         Family::Unary
         | Family::Binary
         | Family::Select

@@ -61,7 +61,7 @@ pub(super) fn infer(
     Ok(vec![fact])
 }
 
-fn conv(attrs: &Conv, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+pub(super) fn conv(attrs: &Conv, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
     let x = required(inputs, 0, "X")?;
     let w = required(inputs, 1, "W")?;
     let b = optional(inputs, 2);
@@ -225,7 +225,7 @@ fn gemm(attrs: &Gemm, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpErro
     Ok(OutputFact::new(a.dtype, vec![m.clone(), n.clone()]))
 }
 
-fn matmul(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+pub(super) fn matmul(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
     let a = required(inputs, 0, "A")?;
     let b = required(inputs, 1, "B")?;
     expect_dtype(&a, 0, "A", &FLOAT)?;

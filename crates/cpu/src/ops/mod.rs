@@ -5,10 +5,12 @@ mod conv;
 mod elementwise;
 mod gemm;
 mod indexing;
+mod loss;
 mod matrix;
 pub(crate) mod movement;
 mod norm;
 mod pool;
+mod quant;
 mod reduce;
 mod resize;
 mod spatial;
@@ -42,8 +44,12 @@ pub fn run_op(
             Op::Attention { .. } | Op::RotaryEmbedding { .. } => {
                 attention::run(op, inputs, num_outputs)?
             }
+            Op::NegativeLogLikelihoodLoss { .. } | Op::SoftmaxCrossEntropyLoss { .. } => {
+                loss::run(op, inputs, num_outputs)?
+            }
             _ => norm::run(op, inputs, num_outputs)?,
         },
+        Family::Quantization => quant::run(op, inputs, num_outputs)?,
         Family::Reduce => vec![reduce::run(op, inputs)?],
         Family::Movement => movement::run(op, inputs, num_outputs)?,
         Family::Indexing => indexing::run(op, inputs, num_outputs)?,

@@ -558,9 +558,10 @@ impl Resize {
         let given = scales.map_or_else(|| sizes.map_or(0, <[i64]>::len), <[f32]>::len);
         if given != axes.len() {
             return Err(OpError::Shape(format!(
-                "Resize: {} has {given} values for {} axes of an input of rank {rank}",
+                "Resize: {} has {given} values for {} axes of X {} (rank {rank})",
                 if scales.is_some() { "scales" } else { "sizes" },
-                axes.len()
+                axes.len(),
+                crate::shape::Shape::from(input)
             )));
         }
         let mut plan: Vec<(usize, f32)> = input.iter().map(|&d| (d, 1.0)).collect();

@@ -27,10 +27,15 @@ const NUMERIC: &[DType] = &[DType::F32, DType::F16, DType::I64];
 const ANY: &[DType] = &[DType::F32, DType::F16, DType::I64, DType::Bool];
 
 fn check(graph: &Graph, node: &Node) -> Check {
+    // Whole families with no CUDA kernel, and table rows without one, are declined first,
+    // so the reason names the missing kernel rather than an operand.
     let device_row = match &node.op {
         Op::Unary(u) => u.def().device,
         Op::Binary(b) => b.def().device,
-        _ => true,
+        op => !matches!(
+            op.family(),
+            concord_core::op::Family::Indexing | concord_core::op::Family::Quantization
+        ),
     };
     if !device_row {
         return Err(format!("{} has no CUDA kernel", node.op.name()));

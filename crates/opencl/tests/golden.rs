@@ -53,11 +53,6 @@ const EXPECTED_FALLBACKS: &[ExpectedFallback] = &[
         reason: "is i32; the OpenCL kernels handle f32, f16, i64 and bool",
     },
     ExpectedFallback {
-        case: "cast_like_int",
-        op: "CastLike",
-        reason: "is i32; the OpenCL kernels handle f32, f16, i64 and bool",
-    },
-    ExpectedFallback {
         case: "pad_reflect",
         op: "Pad",
         reason: "Pad mode Reflect is not implemented (constant is)",

@@ -45,10 +45,12 @@ pub fn supports(graph: &Graph, node: &Node, target: &Target) -> Support {
 }
 
 fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
+    // Whole families with no OpenCL kernel, and table rows without one, are declined
+    // first, so the reason names the missing kernel rather than an operand.
     let device_row = match &node.op {
         Op::Unary(u) => u.def().device,
         Op::Binary(b) => b.def().device,
-        _ => true,
+        op => !matches!(op.family(), Family::Indexing | Family::Quantization),
     };
     if !device_row {
         return Err(format!("{} has no OpenCL kernel", node.op.name()));

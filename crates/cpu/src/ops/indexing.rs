@@ -58,13 +58,9 @@ pub(crate) fn run(
     }
 }
 
-/// The row-major strides of `dims`.
+/// The row-major strides of `dims` (the shape's own rule).
 fn strides(dims: &[usize]) -> Vec<usize> {
-    let mut s = vec![1usize; dims.len()];
-    for k in (0..dims.len().saturating_sub(1)).rev() {
-        s[k] = s[k + 1] * dims[k + 1];
-    }
-    s
+    Shape::from(dims).strides()
 }
 
 /// Every coordinate of `dims` in row-major order, passed to `f` with its flat index.

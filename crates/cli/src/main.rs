@@ -34,6 +34,9 @@ enum Command {
     Repro(repro::ReproArgs),
 }
 
+/// The longest error line the CLI prints.
+const MAX_ERROR_CHARS: usize = 1000;
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -57,7 +60,12 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("error: {message}");
+            // Models are hostile input and their names reach messages: one line, at most
+            // about 1 KB, however long the names, lists or protobuf paths inside.
+            eprintln!(
+                "error: {}",
+                concord::text::one_line(&message, MAX_ERROR_CHARS)
+            );
             ExitCode::FAILURE
         }
     }

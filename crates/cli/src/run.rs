@@ -16,8 +16,8 @@ pub struct RunArgs {
     /// An input as NAME=FILE.npy; repeat for every model input.
     #[arg(long = "input", value_name = "NAME=FILE.npy")]
     pub inputs: Vec<String>,
-    /// For a single-input model with fixed dims: feed seeded random values instead of
-    /// --input (floats uniform in [-1, 1), integers in [0, 10), bools fair).
+    /// Feed seeded random values to every input instead of --input (floats uniform in
+    /// [-1, 1), integers in [0, 10), bools fair); every input's dims must be fixed.
     #[arg(long, value_name = "N", conflicts_with = "inputs")]
     pub random_seed: Option<u64>,
     /// Where to write <output name>.npy for every model output (created if missing).
@@ -69,7 +69,7 @@ pub fn run(args: RunArgs) -> Result<(), String> {
         println!("{}", net.placement());
     }
     let inputs = match args.random_seed {
-        Some(seed) => vec![random_input(&net, seed)?],
+        Some(seed) => random_inputs(&net, seed)?,
         None => read_inputs(&net, &args.inputs)?,
     };
     let outputs = net.forward(inputs.clone()).map_err(|e| e.to_string())?;
@@ -84,11 +84,22 @@ pub fn run(args: RunArgs) -> Result<(), String> {
         Some(dir) => {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("{}: cannot create directory: {e}", dir.display()))?;
-            for (name, tensor) in outputs.iter() {
-                let path = dir.join(format!("{}.npy", file_stem(name)));
+            let names: Vec<&str> = outputs.iter().map(|(name, _)| name).collect();
+            let files = file_names(&names);
+            for ((name, tensor), file) in outputs.iter().zip(files) {
+                let path = dir.join(&file.name);
                 npy::write(&path, tensor)?;
+                let note = match &file.renamed_because {
+                    Some(taken_by) => format!(
+                        " (renamed: {}.npy would be the file of output `{}`)",
+                        file.stem,
+                        concord::text::elide_middle(taken_by, 80)
+                    ),
+                    None => String::new(),
+                };
                 println!(
-                    "{name}: {}{} -> {}",
+                    "{}: {}{} -> {}{note}",
+                    concord::text::elide_middle(name, 200),
                     tensor.dtype(),
                     tensor.shape(),
                     path.display()
@@ -98,7 +109,8 @@ pub fn run(args: RunArgs) -> Result<(), String> {
         None => {
             for (name, tensor) in outputs.iter() {
                 println!(
-                    "{name}: {}{} (not written: no --output-dir)",
+                    "{}: {}{} (not written: no --output-dir)",
+                    concord::text::elide_middle(name, 200),
                     tensor.dtype(),
                     tensor.shape()
                 );
@@ -109,15 +121,16 @@ pub fn run(args: RunArgs) -> Result<(), String> {
 }
 
 fn read_inputs(net: &Net, specs: &[String]) -> Result<Vec<(String, Tensor)>, String> {
-    if specs.is_empty() {
+    // A model without runtime inputs (its values all come from constants) runs as it is.
+    if specs.is_empty() && !net.inputs().is_empty() {
         let names: Vec<String> = net
             .inputs()
             .iter()
             .map(|i| format!("{}: {}", i.name, i.describe()))
             .collect();
         return Err(format!(
-            "no inputs given; pass --input NAME=FILE.npy for each of: {} (or --random-seed N for a single-input model)",
-            names.join(", ")
+            "no inputs given; pass --input NAME=FILE.npy for each of: {} (or --random-seed N)",
+            concord::text::list(&names, concord::text::LIST_ITEMS)
         ));
     }
     specs
@@ -131,13 +144,20 @@ fn read_inputs(net: &Net, specs: &[String]) -> Result<Vec<(String, Tensor)>, Str
         .collect()
 }
 
-fn random_input(net: &Net, seed: u64) -> Result<(String, Tensor), String> {
-    let [info] = net.inputs() else {
-        return Err(format!(
-            "--random-seed needs a model with exactly one input; this one has {}: pass --input for each",
-            net.inputs().len()
-        ));
-    };
+/// Seeded random values for every input, drawn in the model's input order from one
+/// generator, so a seed names the same inputs on every machine.
+fn random_inputs(net: &Net, seed: u64) -> Result<Vec<(String, Tensor)>, String> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    net.inputs()
+        .iter()
+        .map(|info| random_input(info, &mut rng))
+        .collect()
+}
+
+fn random_input(
+    info: &concord::ValueInfo,
+    rng: &mut rand_chacha::ChaCha8Rng,
+) -> Result<(String, Tensor), String> {
     let mut dims = Vec::with_capacity(info.shape.len());
     for (axis, d) in info.shape.iter().enumerate() {
         match d {
@@ -151,8 +171,29 @@ fn random_input(net: &Net, seed: u64) -> Result<(String, Tensor), String> {
         }
     }
     let shape = Shape(dims);
-    let n = shape.numel();
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    // The declared dims come from the model: check their product before allocating.
+    let n = shape
+        .checked_numel()
+        .filter(|n| n.checked_mul(info.dtype.size_in_bytes()).is_some())
+        .ok_or_else(|| {
+            format!(
+                "input `{}` is declared {}{}, too large to allocate",
+                info.name, info.dtype, shape
+            )
+        })?;
+    let mut probe: Vec<u8> = Vec::new();
+    probe
+        .try_reserve_exact(n * info.dtype.size_in_bytes())
+        .map_err(|_| {
+            format!(
+                "input `{}` is declared {}{} ({} bytes): cannot allocate that much for random values",
+                info.name,
+                info.dtype,
+                shape,
+                n * info.dtype.size_in_bytes()
+            )
+        })?;
+    drop(probe);
     let tensor = match info.dtype {
         DType::F32 => {
             Tensor::from_f32(shape, (0..n).map(|_| rng.gen_range(-1.0f32..1.0)).collect())
@@ -180,9 +221,52 @@ fn random_input(net: &Net, seed: u64) -> Result<(String, Tensor), String> {
     Ok((info.name.clone(), tensor))
 }
 
-/// Output names may contain characters that are not safe in a file name.
+/// Where one output is written: its file name in the output directory, and, when the plain
+/// name was taken by an earlier output, which one.
+#[derive(Debug)]
+struct OutputFile {
+    stem: String,
+    name: String,
+    renamed_because: Option<String>,
+}
+
+/// A distinct file name for every output: output names may hold characters that are not safe
+/// in a file name (they become `_`), so two names can map to one file (`y/a` and `y_a`), or
+/// to two that differ only in case (one file on a case-insensitive file system). A later
+/// output that collides gets `-2`, `-3`, … and says which output held the name.
+fn file_names(outputs: &[&str]) -> Vec<OutputFile> {
+    let mut taken: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    outputs
+        .iter()
+        .map(|&output| {
+            let stem = file_stem(output);
+            let mut name = format!("{stem}.npy");
+            let mut renamed_because = None;
+            let mut n = 1;
+            while let Some(holder) = taken.get(&name.to_lowercase()) {
+                renamed_because.get_or_insert_with(|| holder.clone());
+                n += 1;
+                name = format!("{stem}-{n}.npy");
+            }
+            taken.insert(name.to_lowercase(), output.to_string());
+            OutputFile {
+                stem,
+                name,
+                renamed_because,
+            }
+        })
+        .collect()
+}
+
+/// The longest file stem written: file systems refuse names over 255 bytes.
+const MAX_STEM: usize = 160;
+
+/// An output name as a file stem: characters unsafe in a file name become `_`; an empty
+/// name, or one of dots only, gets a leading `_`; a very long one keeps its head and tail
+/// around `~`.
 fn file_stem(name: &str) -> String {
-    name.chars()
+    let mut stem: String = name
+        .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
                 c
@@ -190,7 +274,17 @@ fn file_stem(name: &str) -> String {
                 '_'
             }
         })
-        .collect()
+        .collect();
+    if stem.chars().all(|c| c == '.') {
+        stem.insert(0, '_');
+    }
+    if stem.len() > MAX_STEM {
+        // Every char is ASCII here, so byte offsets are char boundaries.
+        let head = &stem[..MAX_STEM - 40];
+        let tail = &stem[stem.len() - 39..];
+        stem = format!("{head}~{tail}");
+    }
+    stem
 }
 
 /// The target names `--target` accepts: every target a registered executor declares and

@@ -272,3 +272,144 @@ fn info_reports_backends_and_require_asserts() {
         stderr(&unknown)
     );
 }
+
+/// Writes `graph` as model.onnx in a fresh directory named `name`, returning the path.
+fn model_file(name: &str, graph: &concord::Graph) -> PathBuf {
+    let dir = temp_dir(name);
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join("model.onnx");
+    let bytes = concord::internals::onnx::save(graph)
+        .unwrap_or_else(|e| panic!("cannot write the {name} model: {e}"));
+    std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("cannot write {path:?}: {e}"));
+    path
+}
+
+fn graph(
+    inputs: Vec<concord::ValueInfo>,
+    nodes: Vec<concord::Node>,
+    outputs: &[&str],
+    initializers: Vec<(&str, concord::Tensor)>,
+) -> concord::Graph {
+    concord::Graph {
+        name: "cli-test".into(),
+        inputs,
+        outputs: outputs.iter().map(|s| s.to_string()).collect(),
+        initializers: initializers
+            .into_iter()
+            .map(|(n, t)| (n.to_string(), t))
+            .collect(),
+        nodes,
+        opset: 17,
+        values: Default::default(),
+    }
+}
+
+fn f32_npy(dir: &Path, name: &str, values: &[f32]) -> PathBuf {
+    let path = dir.join(name);
+    let t = concord::Tensor::from_f32(concord::Shape(vec![values.len()]), values.to_vec())
+        .unwrap_or_else(|e| panic!("{e}"));
+    concord::npy::write(&path, &t).unwrap_or_else(|e| panic!("{e}"));
+    path
+}
+
+fn read_f32(path: &Path) -> Vec<f32> {
+    let t = concord::npy::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    t.to_f64_vec().iter().map(|&v| v as f32).collect()
+}
+
+#[test]
+fn a_model_without_inputs_runs() {
+    use concord::{Node, Op, Shape, Tensor};
+    let k = Tensor::from_f32(Shape(vec![2]), vec![1.5, -2.0]).unwrap_or_else(|e| panic!("{e}"));
+    let model = model_file(
+        "no-inputs",
+        &graph(
+            vec![],
+            vec![
+                Node::new("k", Op::Constant { value: k }, &[], &["k"]),
+                Node::new("relu", Op::Unary(concord::op::Unary::Relu), &["k"], &["y"]),
+            ],
+            &["y"],
+            vec![],
+        ),
+    );
+    let out = temp_dir("no-inputs-out");
+    let o = concord(&[
+        "run",
+        &model.display().to_string(),
+        "--output-dir",
+        &out.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read_f32(&out.join("y.npy")), vec![1.5, 0.0]);
+}
+
+#[test]
+fn outputs_whose_names_map_to_one_file_get_distinct_printed_names() {
+    use concord::op::Unary;
+    use concord::{DType, Node, Op, ValueInfo};
+    let model = model_file(
+        "collide",
+        &graph(
+            vec![ValueInfo::fixed("x", DType::F32, &[2])],
+            vec![
+                Node::new("a", Op::Unary(Unary::Relu), &["x"], &["y/a"]),
+                Node::new("b", Op::Unary(Unary::Neg), &["x"], &["y_a"]),
+                Node::new("c", Op::Unary(Unary::Abs), &["x"], &["Y_A"]),
+            ],
+            &["y/a", "y_a", "Y_A"],
+            vec![],
+        ),
+    );
+    let dir = temp_dir("collide-out");
+    let _ = std::fs::create_dir_all(&dir);
+    let x = f32_npy(&dir, "x.npy", &[1.0, -2.0]);
+    let o = concord(&[
+        "run",
+        &model.display().to_string(),
+        "--input",
+        &format!("x={}", x.display()),
+        "--output-dir",
+        &dir.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Every output is kept, each in its own file, and the renames are said.
+    assert_eq!(read_f32(&dir.join("y_a.npy")), vec![1.0, 0.0]);
+    assert_eq!(read_f32(&dir.join("y_a-2.npy")), vec![-1.0, 2.0]);
+    assert_eq!(read_f32(&dir.join("Y_A-3.npy")), vec![1.0, 2.0]);
+    let printed = stdout(&o);
+    assert!(printed.contains("y_a-2.npy (renamed"), "{printed}");
+    assert!(printed.contains("Y_A-3.npy (renamed"), "{printed}");
+}
+
+#[test]
+fn errors_from_hostile_names_and_lists_are_one_line_of_about_a_kilobyte() {
+    use concord::{DType, Node, Op, Shape, Tensor, ValueInfo};
+    // A 20,000-entry Reshape spec and a 5,000-character node name.
+    let spec =
+        Tensor::from_i64(Shape(vec![20_000]), vec![3; 20_000]).unwrap_or_else(|e| panic!("{e}"));
+    let long_node = "n".repeat(5_000);
+    let model = model_file(
+        "hostile-text",
+        &graph(
+            vec![ValueInfo::fixed("x", DType::F32, &[2])],
+            vec![Node::new(
+                &long_node,
+                Op::Reshape { allowzero: false },
+                &["x", "s"],
+                &["y"],
+            )],
+            &["y"],
+            vec![("s", spec)],
+        ),
+    );
+    let o = concord(&["run", &model.display().to_string(), "--random-seed", "1"]);
+    assert_one_line_error(&o, "Reshape");
+    let line = stderr(&o);
+    assert!(line.len() <= 1_100, "{} bytes: {line}", line.len());
+    assert!(
+        line.contains("more)…"),
+        "the list is not cut with a count: {line}"
+    );
+    assert!(line.contains("chars)…"), "the name is not elided: {line}");
+}

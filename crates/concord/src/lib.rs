@@ -78,6 +78,12 @@ pub mod semantics {
     pub use concord_core::shape_range;
 }
 
+/// Keeping text people read short: names elided in the middle, lists cut with a count,
+/// messages on one line (what the CLI applies to every error it prints).
+pub mod text {
+    pub use concord_core::text::{elide_middle, list, one_line, LIST_ITEMS};
+}
+
 /// Concord's own crates whole: the ONNX reader and writer, shape inference, constant
 /// folding, storage layouts. For tools inside this workspace (the CLI, benches); **not an
 /// API boundary** — anything here may change without notice.

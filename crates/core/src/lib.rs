@@ -33,6 +33,7 @@ pub mod shape;
 pub mod storage;
 pub mod target;
 pub mod tensor;
+pub mod text;
 
 pub use dtype::DType;
 pub use error::{Error, OpError, Result};

@@ -96,15 +96,14 @@ impl<const N: usize> From<[usize; N]> for Shape {
 }
 
 impl fmt::Display for Shape {
+    /// "[1, 3, 224, 224]"; a shape of more than [`crate::text::LIST_ITEMS`] dims (only a
+    /// hostile model has one) is cut with a count.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "[")?;
-        for (i, d) in self.0.iter().enumerate() {
-            if i > 0 {
-                write!(f, ", ")?;
-            }
-            write!(f, "{d}")?;
-        }
-        write!(f, "]")
+        write!(
+            f,
+            "[{}]",
+            crate::text::list(&self.0, crate::text::LIST_ITEMS)
+        )
     }
 }
 
@@ -120,8 +119,7 @@ impl fmt::Display for Dim {
 
 /// Formats a symbolic shape as `[batch, 3, 224, ?]`.
 pub fn format_sym(dims: &[Dim]) -> String {
-    let inner: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
-    format!("[{}]", inner.join(", "))
+    format!("[{}]", crate::text::list(dims, crate::text::LIST_ITEMS))
 }
 
 /// ONNX multidirectional (numpy) broadcasting of concrete shapes.

@@ -309,8 +309,9 @@ fn reshape(allowzero: bool, inputs: &[Option<ValueFact>]) -> Result<OutputFact, 
     let input = data.shape;
     let mismatch = |why: &str| {
         OpError::Shape(format!(
-            "cannot reshape {} into {spec:?}: {why}",
-            format_sym(input)
+            "cannot reshape {} into [{}]: {why}",
+            format_sym(input),
+            crate::text::list(&spec, crate::text::LIST_ITEMS),
         ))
     };
     if spec.iter().filter(|&&d| d == -1).count() > 1 {

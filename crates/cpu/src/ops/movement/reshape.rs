@@ -18,8 +18,9 @@ pub(super) fn reshape(allowzero: bool, inputs: &[Option<&Tensor>]) -> Result<Ten
 fn reshape_dims(input: &[usize], spec: &[i64], allowzero: bool) -> Result<Vec<usize>, OpError> {
     let mismatch = |why: &str| {
         OpError::Shape(format!(
-            "cannot reshape {} into {spec:?}: {why}",
-            Shape::from(input)
+            "cannot reshape {} into [{}]: {why}",
+            Shape::from(input),
+            concord_core::text::list(spec, concord_core::text::LIST_ITEMS),
         ))
     };
     if spec.iter().filter(|&&d| d == -1).count() > 1 {

@@ -13,7 +13,13 @@ use std::path::Path;
 /// Reads a .npy file into a tensor. The message names the file on every failure.
 pub fn read(path: &Path) -> Result<Tensor, String> {
     let fail = |what: String| format!("{}: {what}", path.display());
-    let file = File::open(path).map_err(|e| fail(format!("cannot open: {e}")))?;
+    let meta = std::fs::metadata(path).map_err(|e| fail(format!("cannot open: {e}")))?;
+    if !meta.is_file() {
+        // A FIFO or a device file would be read until memory runs out.
+        return Err(fail("not a regular file".into()));
+    }
+    let mut file = File::open(path).map_err(|e| fail(format!("cannot open: {e}")))?;
+    check_header_length(&mut file).map_err(fail)?;
     let npy = npyz::NpyFile::new(BufReader::new(file))
         .map_err(|e| fail(format!("not a .npy file: {e}")))?;
     if npy.order() == npyz::Order::Fortran {
@@ -66,6 +72,42 @@ pub fn read(path: &Path) -> Result<Tensor, String> {
         DType::BF16 => return Err(fail("bf16 has no .npy dtype".into())),
     };
     Tensor::new(shape, data).map_err(|e| fail(e.to_string()))
+}
+
+/// The longest .npy header read: numpy's own reader refuses headers over 10,000 bytes by
+/// default, and a dict of a few keys never needs more.
+const MAX_HEADER_BYTES: u64 = 64 * 1024;
+
+/// Reads the magic string and the header length the file declares, refusing a length over
+/// [`MAX_HEADER_BYTES`] before the header is allocated; leaves `file` at its start.
+fn check_header_length(file: &mut File) -> Result<(), String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut prefix = [0u8; 12];
+    let n = file
+        .read(&mut prefix)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if n < 10 || &prefix[..6] != b"\x93NUMPY" {
+        return Err("not a .npy file: no NUMPY magic string".into());
+    }
+    let declared = match prefix[6] {
+        1 => u64::from(u16::from_le_bytes([prefix[8], prefix[9]])),
+        2 | 3 if n == 12 => u64::from(u32::from_le_bytes([
+            prefix[8], prefix[9], prefix[10], prefix[11],
+        ])),
+        major => {
+            return Err(format!(
+                "not a .npy file: format version {major} is unknown"
+            ))
+        }
+    };
+    if declared > MAX_HEADER_BYTES {
+        return Err(format!(
+            "the header claims {declared} bytes; .npy headers are at most {MAX_HEADER_BYTES}"
+        ));
+    }
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| format!("cannot read: {e}"))?;
+    Ok(())
 }
 
 /// The dtype of a numpy type code without its byte-order mark ("f4", "u1", "b1", …).
@@ -152,6 +194,25 @@ mod tests {
             assert_eq!(written, Ok(()), "{dtype}");
             assert_eq!(read(&path), Ok(t), "{dtype}");
         }
+        std::fs::remove_dir_all(&dir).unwrap_or(());
+    }
+
+    #[test]
+    fn a_header_claiming_gigabytes_is_refused_before_it_is_read() {
+        let dir = std::env::temp_dir().join(format!("concord-npy-hdr-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or(());
+        let path = dir.join("huge-header.npy");
+        // Version 2.0: a four-byte header length, here 4 GiB - 1.
+        let mut bytes = b"\x93NUMPY\x02\x00".to_vec();
+        bytes.extend_from_slice(&u32::MAX.to_le_bytes());
+        bytes.extend_from_slice(b"{'descr': '<f4'");
+        std::fs::write(&path, bytes).unwrap_or(());
+        let err = read(&path).err().unwrap_or_default();
+        assert!(err.contains("header claims 4294967295 bytes"), "{err}");
+        assert!(read(&dir)
+            .err()
+            .unwrap_or_default()
+            .contains("not a regular file"));
         std::fs::remove_dir_all(&dir).unwrap_or(());
     }
 }

@@ -194,6 +194,9 @@ pub enum Error {
     #[error(transparent)]
     Graph(#[from] concord_core::Error),
 
+    /// A model path that is not a regular file, or a file too large to be a model.
+    #[error("`{}` cannot be read as a model: {problem}", path.display())]
+    ModelFile { path: PathBuf, problem: String },
     /// Reading or writing a file failed.
     #[error("cannot read `{}`: {source}", path.display())]
     Io {

@@ -88,13 +88,46 @@ pub fn load(bytes: &[u8]) -> Result<Graph, Error> {
     Ok(graph)
 }
 
-/// [`load`] on the contents of a file.
+/// The largest model file read: protobuf caps one message at 2 GiB, so ONNX keeps larger
+/// weights in external data (which Concord does not read).
+pub const MAX_MODEL_BYTES: u64 = (2 << 30) - 1;
+
+/// [`load`] on the contents of a file. The file must be a regular file of at most
+/// [`MAX_MODEL_BYTES`]: a FIFO, a device or a directory is refused before it is read, and a
+/// file that grows while it is read is cut off at the cap and refused.
 pub fn load_file(path: &Path) -> Result<Graph, Error> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+    load(&read_model_file(path)?)
+}
+
+fn read_model_file(path: &Path) -> Result<Vec<u8>, Error> {
+    use std::io::Read;
+    let io = |source| Error::Io {
         path: path.to_path_buf(),
         source,
-    })?;
-    load(&bytes)
+    };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    let too_large = |bytes: u64| Error::ModelFile {
+        path: path.to_path_buf(),
+        problem: format!("{bytes} bytes, more than the {MAX_MODEL_BYTES} a model may have"),
+    };
+    if !meta.is_file() {
+        return Err(Error::ModelFile {
+            path: path.to_path_buf(),
+            problem: "not a regular file".into(),
+        });
+    }
+    if meta.len() > MAX_MODEL_BYTES {
+        return Err(too_large(meta.len()));
+    }
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_MODEL_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_MODEL_BYTES {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
 }
 
 /// Decodes and converts an ONNX model without validating it or inferring shapes. (A model

@@ -115,6 +115,27 @@ pub fn tensor_from_proto(proto: &TensorProto, name: &str) -> Result<Tensor, Erro
         data_type: proto.data_type,
     };
     let dtype = dtype_from_onnx(proto.data_type).ok_or_else(unsupported)?;
+    let typed_fields = [
+        ("float_data", proto.float_data.is_empty()),
+        ("int32_data", proto.int32_data.is_empty()),
+        ("string_data", proto.string_data.is_empty()),
+        ("int64_data", proto.int64_data.is_empty()),
+        ("double_data", proto.double_data.is_empty()),
+        ("uint64_data", proto.uint64_data.is_empty()),
+    ];
+    let set: Vec<&str> = typed_fields
+        .iter()
+        .filter(|(_, empty)| !empty)
+        .map(|(field, _)| *field)
+        .chain((!proto.raw_data.is_empty()).then_some("raw_data"))
+        .collect();
+    if set.len() > 1 {
+        // onnx.checker refuses it too: which one holds the value would be a guess.
+        return Err(data_err(format!(
+            "both {} are set; a tensor holds its values in one field",
+            set.join(" and ")
+        )));
+    }
     let data = if proto.raw_data.is_empty() {
         typed_data(proto, dtype, count, &data_err)?
     } else {

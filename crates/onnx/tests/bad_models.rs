@@ -89,6 +89,25 @@ fn missing_file_names_the_path() {
     );
 }
 
+#[test]
+fn a_path_that_is_not_a_regular_file_is_refused_before_it_is_read() {
+    // A directory, and on Linux a device that would never end.
+    let dir = std::env::temp_dir();
+    expect_err(
+        load_file(&dir),
+        |e| matches!(e, Error::ModelFile { .. }),
+        &["not a regular file"],
+    );
+    let zero = std::path::Path::new("/dev/zero");
+    if zero.exists() {
+        expect_err(
+            load_file(zero),
+            |e| matches!(e, Error::ModelFile { .. }),
+            &["/dev/zero", "not a regular file"],
+        );
+    }
+}
+
 // Opsets and domains.
 
 #[test]
@@ -710,6 +729,28 @@ fn external_data_initializer() {
             "external data is not supported",
             "re-save the model with all tensors inline",
         ],
+    );
+}
+
+#[test]
+fn a_tensor_with_two_value_fields_is_refused() {
+    // onnx.checker refuses it: raw_data and float_data both set, which one holds the value
+    // would be a guess.
+    let mut w = float_tensor("w", &[2, 3], &[1.0; 6]);
+    w.float_data = vec![2.0; 6];
+    let m = model(
+        17,
+        graph(
+            vec![node("Add", "add", &["x", "w"], &["y"], vec![])],
+            vec![f32_value("x", &[2, 3])],
+            vec![output("y")],
+            vec![w],
+        ),
+    );
+    expect_err(
+        load(&bytes(&m)),
+        |e| matches!(e, Error::TensorData { name, .. } if name == "w"),
+        &["`w`", "float_data and raw_data"],
     );
 }
 

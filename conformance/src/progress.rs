@@ -270,6 +270,13 @@ fn choose_executors(
     run_failures: &mut Vec<String>,
     records: &mut Vec<Record>,
 ) -> Vec<Arc<dyn Executor>> {
+    // A CONCORD_REQUIRE that names nothing known would loosen the gate it is meant to be:
+    // the run fails at once, whatever the executors chosen.
+    if let Ok(list) = std::env::var("CONCORD_REQUIRE") {
+        if let Err(e) = concord::parse_require(&list, &options.registry) {
+            run_failures.push(e.to_string());
+        }
+    }
     let registered = options.registry.executors();
     let find = |name: &str| {
         registered
@@ -297,13 +304,13 @@ fn choose_executors(
             } else if let Some(b) = BUILTIN_BACKENDS.iter().find(|b| b.backend == name) {
                 missing.push(b.backend);
             } else {
+                let names: Vec<String> = registered.iter().map(|e| e.name().to_string()).collect();
+                let hint = concord::did_you_mean(&name, &names)
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default();
                 run_failures.push(format!(
-                    "no executor named `{name}` (this build has: {})",
-                    registered
-                        .iter()
-                        .map(|e| e.name().to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    "no executor named `{name}` (this build has: {}){hint}",
+                    names.join(", ")
                 ));
             }
         }

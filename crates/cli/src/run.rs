@@ -23,9 +23,10 @@ pub struct RunArgs {
     /// Where to write <output name>.npy for every model output (created if missing).
     #[arg(long, value_name = "DIR")]
     pub output_dir: Option<PathBuf>,
-    /// The backend to ask for: cpu, opencl, cuda.
-    #[arg(long, default_value = "cpu")]
-    pub backend: String,
+    /// The backend to ask for: cpu, opencl, cuda (default: the one serving --target, else
+    /// cpu). A name no executor has is an error, not a fallback.
+    #[arg(long)]
+    pub backend: Option<String>,
     /// The target to ask for: cpu, opencl, opencl-fp16, cuda, cuda-fp16 (default: the
     /// backend's own).
     #[arg(long)]
@@ -48,18 +49,32 @@ pub fn run(args: RunArgs) -> Result<(), String> {
             args.fallback
         )
     })?;
+    let registry = ExecutorRegistry::with_builtins();
+    let target = match &args.target {
+        Some(t) => Some(registry.target_named(t).ok_or_else(|| {
+            let known = known_targets(&registry);
+            let hint = concord::did_you_mean(t, &known)
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default();
+            format!("--target `{t}`{hint}: expected one of {}", known.join(", "))
+        })?),
+        None => None,
+    };
+    // Without --backend, the backend is the one serving --target: `--target opencl-fp16`
+    // means OpenCL, not the CPU asked for a target it does not have.
+    let backend = match (&args.backend, &target) {
+        (Some(b), _) => Backend::named(b),
+        (None, Some(t)) => registry
+            .owner_of(t)
+            .unwrap_or_else(|| Backend::named("cpu")),
+        (None, None) => Backend::named("cpu"),
+    };
     let mut builder = NetBuilder::from_onnx_file(&args.model)
-        .backend(Backend::named(&args.backend))
+        .registry(registry)
+        .backend(backend)
         .fallback(policy)
         .profiling(args.profile.is_some());
-    if let Some(t) = &args.target {
-        let registry = ExecutorRegistry::with_builtins();
-        let target = registry.target_named(t).ok_or_else(|| {
-            format!(
-                "--target `{t}`: expected one of {}",
-                known_targets(&registry).join(", ")
-            )
-        })?;
+    if let Some(target) = target {
         builder = builder.target(target);
     }
     let net = builder

@@ -170,15 +170,17 @@ fn errors_are_one_line_never_a_panic() {
 
 #[test]
 fn fallback_is_said_once_on_stderr_and_deny_refuses() {
-    // A backend this build cannot give (an unregistered custom name): Warn falls back and
-    // says so once; Deny refuses with the reason.
+    // A target the asked backend does not serve (the CPU asked for OpenCL's): Warn falls
+    // back and says so once; Deny refuses with the reason.
     let o = concord(&[
         "run",
         &golden("relu"),
         "--random-seed",
         "1",
         "--backend",
-        "vulkan",
+        "cpu",
+        "--target",
+        "opencl",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let warnings: Vec<String> = stderr(&o)
@@ -188,7 +190,7 @@ fn fallback_is_said_once_on_stderr_and_deny_refuses() {
         .collect();
     assert_eq!(warnings.len(), 1, "{}", stderr(&o));
     assert!(warnings[0].starts_with("warning: "), "{}", warnings[0]);
-    assert!(warnings[0].contains("vulkan"), "{}", warnings[0]);
+    assert!(warnings[0].contains("cpu/opencl"), "{}", warnings[0]);
 
     let quiet = concord(&[
         "run",
@@ -196,7 +198,9 @@ fn fallback_is_said_once_on_stderr_and_deny_refuses() {
         "--random-seed",
         "1",
         "--backend",
-        "vulkan",
+        "cpu",
+        "--target",
+        "opencl",
         "--fallback",
         "allow",
     ]);
@@ -214,11 +218,49 @@ fn fallback_is_said_once_on_stderr_and_deny_refuses() {
             "--random-seed",
             "1",
             "--backend",
-            "vulkan",
+            "cpu",
+            "--target",
+            "opencl",
             "--fallback",
             "deny",
         ]),
-        "no executor named `vulkan`",
+        "fallback policy deny",
+    );
+    // A name nobody has is a usage error whatever the policy, with the likely name.
+    assert_one_line_error(
+        &concord(&[
+            "run",
+            &golden("relu"),
+            "--random-seed",
+            "1",
+            "--backend",
+            "vulkan",
+            "--fallback",
+            "allow",
+        ]),
+        "no backend is named `vulkan`",
+    );
+    assert_one_line_error(
+        &concord(&[
+            "run",
+            &golden("relu"),
+            "--random-seed",
+            "1",
+            "--backend",
+            "gpu",
+        ]),
+        "known backends: cpu",
+    );
+    assert_one_line_error(
+        &concord(&[
+            "run",
+            &golden("relu"),
+            "--random-seed",
+            "1",
+            "--target",
+            "opencl-f16",
+        ]),
+        "did you mean `opencl-fp16`?",
     );
 }
 

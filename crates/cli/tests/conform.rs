@@ -86,3 +86,28 @@ fn conform_fails_on_an_unknown_executor_and_a_selection_of_nothing() {
     );
     assert!(stdout.contains("no trial matches"), "stdout:\n{stdout}");
 }
+
+#[test]
+fn conform_fails_when_concord_require_names_nothing_known() {
+    let dir = report_dir("conform-require-typo");
+    let output = Command::new(env!("CARGO_BIN_EXE_concord"))
+        .args([
+            "conform",
+            "--executor",
+            "cpu",
+            "--filter",
+            "op/Relu",
+            "--no-progress",
+        ])
+        .arg("--report-dir")
+        .arg(&dir)
+        .env("CONCORD_REQUIRE", "bogus")
+        .output()
+        .expect("the concord binary starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(!output.status.success(), "stdout:\n{stdout}");
+    assert!(
+        stdout.contains("CONCORD_REQUIRE=\"bogus\""),
+        "stdout:\n{stdout}"
+    );
+}

@@ -66,6 +66,31 @@ pub enum Error {
         entry: String,
         known: Vec<String>,
     },
+    /// The backend asked for is neither registered nor a built-in: a usage error (a typo),
+    /// not a fallback.
+    #[error(
+        "no backend is named `{name}`{}; known backends: {}",
+        suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default(),
+        known.join(", ")
+    )]
+    UnknownBackend {
+        name: String,
+        known: Vec<String>,
+        suggestion: Option<String>,
+    },
+    /// The target asked for is declared by no registered executor and no built-in backend:
+    /// a usage error (a typo), not a fallback.
+    #[error(
+        "no target is named `{target}`{} (backend {backend} serves: {})",
+        suggestion.as_ref().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default(),
+        known.join(", ")
+    )]
+    UnknownTarget {
+        backend: String,
+        target: String,
+        known: Vec<String>,
+        suggestion: Option<String>,
+    },
     /// The fallback policy is Deny and something would have fallen back.
     #[error("asked for {asked} with fallback policy deny, but it would fall back: {}", reasons.join("; "))]
     FallbackDenied { asked: String, reasons: Vec<String> },

@@ -36,7 +36,7 @@ pub use net::{Net, NetBuilder, Outputs, Pending};
 pub use planner::{parse_policy, Overrides};
 pub use profile::{Profile, ProfileEntry};
 pub use registry::{
-    canonical_backend, parse_require, BuiltinBackend, ExecutorRegistry, Requirement,
+    canonical_backend, did_you_mean, parse_require, BuiltinBackend, ExecutorRegistry, Requirement,
     BUILTIN_BACKENDS,
 };
 

@@ -6,7 +6,7 @@
 
 use crate::error::Error;
 use crate::registry::{
-    canonical_backend, missing_builtin, parse_require, ExecutorRegistry, Requirement,
+    canonical_backend, did_you_mean, missing_builtin, parse_require, ExecutorRegistry, Requirement,
     BUILTIN_BACKENDS,
 };
 use crate::targets::CPU;
@@ -104,6 +104,7 @@ pub(crate) fn plan(
     let policy = prefs.overrides.fallback.unwrap_or(prefs.policy);
     let requirements = parse_require(&prefs.overrides.require.join(","), registry)?;
     let reference = registry.reference();
+    check_names(prefs, registry)?;
     let resolution = resolve_backend(graph, prefs, registry);
     let primary = resolution.executor.clone();
     let target = resolution.target.clone();
@@ -251,6 +252,36 @@ struct Resolution {
     node_reason: Option<String>,
 }
 
+/// A backend or target name nobody registered (nor any built-in) is a usage error, refused
+/// whatever the policy: falling back on a typo would run on the CPU and exit 0.
+fn check_names(prefs: &Preferences, registry: &ExecutorRegistry) -> Result<(), Error> {
+    let backend = canonical_backend(prefs.backend.name());
+    let backends = registry.backend_names();
+    if !backends.iter().any(|b| b == backend.name()) {
+        return Err(Error::UnknownBackend {
+            name: backend.name().to_string(),
+            suggestion: did_you_mean(backend.name(), &backends).map(str::to_string),
+            known: backends,
+        });
+    }
+    // A target another backend serves, asked of this one, is a fallback (InvalidTarget,
+    // said so; the suite's fallback/ trials ask for one on purpose); a name no executor
+    // declares is a typo.
+    if let Some(target) = &prefs.target {
+        let all = registry.known_names();
+        if !all.iter().any(|t| t == target.name()) {
+            let served = registry.targets_of(&backend);
+            return Err(Error::UnknownTarget {
+                backend: backend.name().to_string(),
+                target: target.name().to_string(),
+                suggestion: did_you_mean(target.name(), &all).map(str::to_string),
+                known: served.iter().map(|t| t.name().to_string()).collect(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Finds the asked backend's executor (the registry's business) and lets
 /// [`resolve_target`] decide everything about the target; this only turns its steps into
 /// notices.
@@ -293,22 +324,10 @@ fn resolve_backend(graph: &Graph, prefs: &Preferences, registry: &ExecutorRegist
 
     // 1. Compiled in (or registered)?
     let Some(executor) = found else {
-        return match missing_builtin(&backend) {
-            Some(reason) => to_cpu(Vec::new(), FallbackCause::NotCompiled, reason),
-            None => to_cpu(
-                Vec::new(),
-                FallbackCause::UnknownBackend,
-                format!(
-                    "no executor named `{backend}` is registered (registered: {})",
-                    registry
-                        .executors()
-                        .iter()
-                        .map(|e| e.name().to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ),
-        };
+        // `check_names` has refused a name that is neither registered nor built in.
+        let reason = missing_builtin(&backend)
+            .unwrap_or_else(|| format!("no executor named `{backend}` is registered"));
+        return to_cpu(Vec::new(), FallbackCause::NotCompiled, reason);
     };
 
     // 2-5. Library, device, target validity, device capability: one function decides.

@@ -162,6 +162,82 @@ impl ExecutorRegistry {
     pub fn executors(&self) -> &[Arc<dyn Executor>] {
         &self.executors
     }
+
+    /// Every backend name a net may ask for: the registered executors, then the built-in
+    /// backends (compiled in or not: asking for one this build lacks is a fallback, said so).
+    pub fn backend_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .executors
+            .iter()
+            .map(|e| e.name().to_string())
+            .collect();
+        for b in BUILTIN_BACKENDS {
+            if !names.iter().any(|n| n == b.backend) {
+                names.push(b.backend.to_string());
+            }
+        }
+        names
+    }
+
+    /// The targets `backend` serves: those its executor declares, or, for a built-in this
+    /// registry lacks, the built-in's list.
+    pub fn targets_of(&self, backend: &Backend) -> Vec<Target> {
+        match self.get(backend) {
+            Some(e) => e.targets().into_iter().map(|s| s.target).collect(),
+            None => BUILTIN_BACKENDS
+                .iter()
+                .find(|b| b.backend == backend.name())
+                .map(|b| b.targets.to_vec())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The backend that serves `target`, if any does (the first registered, then built-in).
+    pub fn owner_of(&self, target: &Target) -> Option<Backend> {
+        self.backend_names()
+            .into_iter()
+            .map(|name| Backend::named(&name))
+            .find(|b| self.targets_of(b).contains(target))
+    }
+}
+
+/// The known name closest to `name` when it is close enough to be a typo (at most two
+/// edits, or a prefix of at least three letters): "cdua" → "cuda", "open" → "opencl".
+pub fn did_you_mean<'a>(name: &str, known: &'a [String]) -> Option<&'a str> {
+    let name = name.to_ascii_lowercase();
+    known
+        .iter()
+        .map(|k| (edit_distance(&name, k), k))
+        .filter(|(d, k)| *d <= 2 || (name.len() >= 3 && k.starts_with(name.as_str())))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k.as_str())
+}
+
+/// Edit distance counting a swap of two neighbouring letters as one edit ("cdua" is one
+/// from "cuda", two from "cpu"), for [`did_you_mean`]; names are a few letters long.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for j in 0..=b.len() {
+        d[0][j] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
 }
 
 /// The canonical spelling of a backend name: lower case, a built-in's alias replaced by its

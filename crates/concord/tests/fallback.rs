@@ -323,6 +323,54 @@ fn environment_values_are_parsed_strictly() {
 }
 
 #[test]
+fn a_backend_or_target_nobody_has_is_a_usage_error_under_every_policy() {
+    use concord::Target;
+    for policy in [
+        FallbackPolicy::Allow,
+        FallbackPolicy::Warn,
+        FallbackPolicy::Deny,
+    ] {
+        let typo = NetBuilder::from_graph(small_cnn())
+            .backend(Backend::named("cdua"))
+            .fallback(policy)
+            .overrides(Overrides::default())
+            .build()
+            .map(|_| ())
+            .expect_err("a backend nobody registered is refused");
+        assert!(
+            matches!(&typo, Error::UnknownBackend { name, suggestion: Some(s), .. }
+                if name == "cdua" && s == "cuda"),
+            "{typo}"
+        );
+        assert!(typo.to_string().contains("did you mean `cuda`?"), "{typo}");
+        let target = NetBuilder::from_graph(small_cnn())
+            .target(Target::named("opencl-fp61"))
+            .fallback(policy)
+            .overrides(Overrides::default())
+            .build()
+            .map(|_| ())
+            .expect_err("a target nobody declares is refused");
+        assert!(
+            target.to_string().contains("`opencl-fp61`")
+                && target.to_string().contains("did you mean `opencl-fp16`?"),
+            "{target}"
+        );
+    }
+    // A target that exists but belongs to another backend still falls back, said so.
+    let net = NetBuilder::from_graph(small_cnn())
+        .target(Target::named("opencl"))
+        .fallback(FallbackPolicy::Allow)
+        .overrides(Overrides::default())
+        .build()
+        .expect("a known target of another backend falls back");
+    assert!(net
+        .placement()
+        .notices
+        .iter()
+        .any(|n| n.cause == FallbackCause::InvalidTarget));
+}
+
+#[test]
 fn a_node_even_the_reference_cannot_run_is_refused_at_build() {
     use concord::executor::{Node, Op};
     use concord::op::{CoordinateTransform, Resize, ResizeMode};

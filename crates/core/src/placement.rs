@@ -36,8 +36,6 @@ pub enum FallbackCause {
     Fp16Unsupported,
     /// The executor does not support this node on this target.
     NodeUnsupported,
-    /// No executor is registered under the requested name.
-    UnknownBackend,
 }
 
 /// One fallback decision, as said to the user.

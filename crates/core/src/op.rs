@@ -2441,5 +2441,29 @@ mod tests {
             assert_eq!(LossReduction::from_name(name), Some(r));
             assert_eq!(r.name(), name);
         }
+        for (cell, name) in [
+            (RecurrentCell::Lstm, "LSTM"),
+            (RecurrentCell::Gru, "GRU"),
+            (RecurrentCell::Rnn, "RNN"),
+        ] {
+            let op = Op::Recurrent(Recurrent::new(cell, RnnDirection::Bidirectional));
+            assert_eq!(op.name(), name);
+            assert_eq!(op.family(), Family::Recurrent);
+            if let Op::Recurrent(r) = op {
+                assert_eq!(r.activations.len(), 2 * cell.functions());
+            }
+        }
+        for (d, name) in RnnDirection::ALL {
+            assert_eq!(RnnDirection::from_name(name), Some(d));
+            assert_eq!(d.name(), name);
+        }
+        for (kind, name, _, _) in RnnActivationKind::ALL {
+            assert_eq!(RnnActivationKind::from_name(name), Some(kind));
+            assert_eq!(
+                RnnActivationKind::from_name(&name.to_lowercase()),
+                Some(kind)
+            );
+            assert_eq!(kind.name(), name);
+        }
     }
 }

@@ -912,11 +912,11 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
 
 const NORM_EPSILON: f32 = 1e-5;
 
-/// LSTM's, GRU's and RNN's attributes. `activations` lists each direction's functions,
-/// forward's first; a bidirectional node that names one direction's functions uses them for
-/// both, as onnxruntime does. `activation_alpha` and `activation_beta` are consumed in order
-/// by the functions that take them (onnxruntime's reading; the spec says "in the order of
-/// activation functions"), and a function left without one takes its default.
+/// LSTM's, GRU's and RNN's attributes. `activations` lists every direction's functions,
+/// forward's first. `activation_alpha` and `activation_beta` are read by position: the
+/// k-th function takes the k-th value, as onnxruntime does (the spec's "consumed in the
+/// order of activation functions" could also mean skipping functions that take none), and
+/// a function past the end of the list takes its default.
 fn read_recurrent(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<op::Recurrent, Error> {
     use concord_core::op::{RecurrentCell, RnnActivation, RnnActivationKind, RnnDirection};
     let cell = match op_type {
@@ -966,19 +966,12 @@ fn read_recurrent(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<op::Rec
     let input_forget = cell == RecurrentCell::Lstm && a.flag_or("input_forget", false)?;
     let linear_before_reset =
         cell == RecurrentCell::Gru && a.flag_or("linear_before_reset", false)?;
-    let mut alphas = a
-        .floats("activation_alpha")?
-        .unwrap_or_default()
-        .into_iter();
-    let mut betas = a.floats("activation_beta")?.unwrap_or_default().into_iter();
+    let alphas = a.floats("activation_alpha")?.unwrap_or_default();
+    let betas = a.floats("activation_beta")?.unwrap_or_default();
     let activations = match a.strings("activations")? {
         None => op::Recurrent::default_activations(cell, direction),
         Some(names) => {
             let per_direction = cell.functions();
-            let mut names = names;
-            if names.len() == per_direction && direction == RnnDirection::Bidirectional {
-                names.extend_from_within(..);
-            }
             if names.len() != per_direction * direction.count() {
                 return Err(a.error(
                     "activations",
@@ -992,7 +985,8 @@ fn read_recurrent(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<op::Rec
             }
             names
                 .iter()
-                .map(|name| {
+                .enumerate()
+                .map(|(k, name)| {
                     let kind = RnnActivationKind::from_name(name).ok_or_else(|| {
                         a.error(
                             "activations",
@@ -1001,10 +995,10 @@ fn read_recurrent(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<op::Rec
                     })?;
                     let mut act = RnnActivation::new(kind);
                     if kind.default_alpha().is_some() {
-                        act.alpha = alphas.next().unwrap_or(act.alpha);
+                        act.alpha = alphas.get(k).copied().unwrap_or(act.alpha);
                     }
                     if kind.default_beta().is_some() {
-                        act.beta = betas.next().unwrap_or(act.beta);
+                        act.beta = betas.get(k).copied().unwrap_or(act.beta);
                     }
                     Ok(act)
                 })
@@ -1034,22 +1028,19 @@ fn write_recurrent(
     if r.activations != op::Recurrent::default_activations(r.cell, r.direction) {
         let names: Vec<&str> = r.activations.iter().map(|f| f.kind.name()).collect();
         at.push(attrs::strings("activations", &names));
-        let alphas: Vec<f32> = r
-            .activations
+        // By position, one value per function (0 for one that takes none).
+        let alphas: Vec<f32> = r.activations.iter().map(|f| f.alpha).collect();
+        let betas: Vec<f32> = r.activations.iter().map(|f| f.beta).collect();
+        if r.activations
             .iter()
-            .filter(|f| f.kind.default_alpha().is_some())
-            .map(|f| f.alpha)
-            .collect();
-        let betas: Vec<f32> = r
-            .activations
-            .iter()
-            .filter(|f| f.kind.default_beta().is_some())
-            .map(|f| f.beta)
-            .collect();
-        if !alphas.is_empty() {
+            .any(|f| f.kind.default_alpha().is_some())
+        {
             at.push(attrs::floats("activation_alpha", &alphas));
         }
-        if !betas.is_empty() {
+        if r.activations
+            .iter()
+            .any(|f| f.kind.default_beta().is_some())
+        {
             at.push(attrs::floats("activation_beta", &betas));
         }
     }

@@ -6,7 +6,9 @@
 //! W's biases then R's. Each batch entry walks its own length (`sequence_lens`, else the
 //! whole sequence): the reverse direction walks it from its last valid step back to 0,
 //! steps at or past the length are zeros in Y, and Y_h and Y_c hold the state after the
-//! last step walked (the initial state for a length of 0). `clip` clamps every gate's
+//! last step walked, as in onnxruntime. For a length of 0 they hold the initial state
+//! (onnxruntime 1.23 leaves RNN's Y_h uninitialised there; the ONNX reference ignores
+//! sequence_lens). `clip` clamps every gate's
 //! pre-activation (bias and peephole terms included) before its activation, as
 //! onnxruntime does. `input_forget` makes the forget gate 1 - the input gate, which is how
 //! onnxruntime couples them (the spec does not say).

@@ -120,6 +120,9 @@ pub const REFERENCE_ONLY: &[&str] = &[
     "LRN",
     "Attention",
     "RotaryEmbedding",
+    "LSTM",
+    "GRU",
+    "RNN",
 ];
 
 /// Supported ops without a property strategy, and why.

@@ -312,6 +312,253 @@ pub enum Op {
     /// Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point,
     /// B? (i32).
     QLinearConv(Conv),
+
+    // Recurrent networks (Recurrent family).
+    /// LSTM, GRU or RNN, by [`Recurrent::cell`]. Inputs: X, W, R, B?, sequence_lens? (i32),
+    /// initial_h?, and for LSTM initial_c?, P? (peepholes). Outputs: Y?, Y_h?, and for LSTM
+    /// Y_c?; an output the model omits has an empty name.
+    Recurrent(Recurrent),
+}
+
+/// Which recurrent network an [`Op::Recurrent`] computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecurrentCell {
+    /// Gates i, o, f, c; functions f, g, h (default Sigmoid, Tanh, Tanh).
+    Lstm,
+    /// Gates z, r, h; functions f, g (default Sigmoid, Tanh).
+    Gru,
+    /// One gate; function f (default Tanh).
+    Rnn,
+}
+
+/// The direction a recurrent op walks the sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RnnDirection {
+    #[default]
+    Forward,
+    Reverse,
+    /// Forward then reverse: two directions, each with its own weights.
+    Bidirectional,
+}
+
+/// An activation function of a recurrent op, with its alpha and beta resolved (0 for
+/// functions that take none).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RnnActivation {
+    pub kind: RnnActivationKind,
+    pub alpha: f32,
+    pub beta: f32,
+}
+
+/// The functions the `activations` attribute of LSTM, GRU and RNN may name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RnnActivationKind {
+    Relu,
+    Tanh,
+    Sigmoid,
+    /// alpha * x + beta.
+    Affine,
+    /// x if x >= 0 else alpha * x.
+    LeakyRelu,
+    /// x if x > alpha else 0.
+    ThresholdedRelu,
+    /// alpha * tanh(beta * x).
+    ScaledTanh,
+    /// clamp(alpha * x + beta, 0, 1).
+    HardSigmoid,
+    /// x if x >= 0 else alpha * (exp(x) - 1).
+    Elu,
+    Softsign,
+    Softplus,
+}
+
+/// LSTM's, GRU's and RNN's attributes (opsets 7 and 14; 14 added `layout`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recurrent {
+    pub cell: RecurrentCell,
+    /// None: the model leaves it out, and R's last extent says it.
+    pub hidden_size: Option<usize>,
+    pub direction: RnnDirection,
+    /// [`RecurrentCell::functions`] per direction, forward's first.
+    pub activations: Vec<RnnActivation>,
+    /// Gate pre-activations are clamped to [-clip, clip].
+    pub clip: Option<f32>,
+    /// `layout = 1`: X, Y, Y_h and Y_c have the batch axis first.
+    pub batch_major: bool,
+    /// LSTM's `input_forget`: the forget gate is 1 - the input gate.
+    pub input_forget: bool,
+    /// GRU's `linear_before_reset`: the reset gate scales R_h·H plus its bias rather than H.
+    pub linear_before_reset: bool,
+}
+
+impl RecurrentCell {
+    pub fn name(self) -> &'static str {
+        match self {
+            RecurrentCell::Lstm => "LSTM",
+            RecurrentCell::Gru => "GRU",
+            RecurrentCell::Rnn => "RNN",
+        }
+    }
+
+    /// Gates per direction: the row blocks of W and R.
+    pub fn gates(self) -> usize {
+        match self {
+            RecurrentCell::Lstm => 4,
+            RecurrentCell::Gru => 3,
+            RecurrentCell::Rnn => 1,
+        }
+    }
+
+    /// The ONNX default activations of one direction.
+    pub fn default_activations(self) -> &'static [RnnActivationKind] {
+        use RnnActivationKind::{Sigmoid, Tanh};
+        match self {
+            RecurrentCell::Lstm => &[Sigmoid, Tanh, Tanh],
+            RecurrentCell::Gru => &[Sigmoid, Tanh],
+            RecurrentCell::Rnn => &[Tanh],
+        }
+    }
+
+    /// Activation functions per direction.
+    pub fn functions(self) -> usize {
+        self.default_activations().len()
+    }
+
+    /// Outputs the op has: Y, Y_h, and for LSTM Y_c.
+    pub fn max_outputs(self) -> usize {
+        if self == RecurrentCell::Lstm {
+            3
+        } else {
+            2
+        }
+    }
+}
+
+impl RnnDirection {
+    pub const ALL: [(RnnDirection, &'static str); 3] = [
+        (RnnDirection::Forward, "forward"),
+        (RnnDirection::Reverse, "reverse"),
+        (RnnDirection::Bidirectional, "bidirectional"),
+    ];
+
+    pub fn name(self) -> &'static str {
+        RnnDirection::ALL
+            .iter()
+            .find(|(d, _)| *d == self)
+            .map_or("forward", |(_, n)| n)
+    }
+
+    pub fn from_name(name: &str) -> Option<RnnDirection> {
+        RnnDirection::ALL
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(d, _)| *d)
+    }
+
+    pub fn count(self) -> usize {
+        if self == RnnDirection::Bidirectional {
+            2
+        } else {
+            1
+        }
+    }
+}
+
+impl RnnActivationKind {
+    /// Each function's ONNX name and its default alpha and beta (None: it takes none).
+    /// The defaults are the standalone ops' (LeakyRelu 0.01, HardSigmoid 0.2 and 0.5, …),
+    /// as the spec says, and onnxruntime's.
+    pub const ALL: [(RnnActivationKind, &'static str, Option<f32>, Option<f32>); 11] = [
+        (RnnActivationKind::Relu, "Relu", None, None),
+        (RnnActivationKind::Tanh, "Tanh", None, None),
+        (RnnActivationKind::Sigmoid, "Sigmoid", None, None),
+        (RnnActivationKind::Affine, "Affine", Some(1.0), Some(0.0)),
+        (RnnActivationKind::LeakyRelu, "LeakyRelu", Some(0.01), None),
+        (
+            RnnActivationKind::ThresholdedRelu,
+            "ThresholdedRelu",
+            Some(1.0),
+            None,
+        ),
+        (
+            RnnActivationKind::ScaledTanh,
+            "ScaledTanh",
+            Some(1.0),
+            Some(1.0),
+        ),
+        (
+            RnnActivationKind::HardSigmoid,
+            "HardSigmoid",
+            Some(0.2),
+            Some(0.5),
+        ),
+        (RnnActivationKind::Elu, "Elu", Some(1.0), None),
+        (RnnActivationKind::Softsign, "Softsign", None, None),
+        (RnnActivationKind::Softplus, "Softplus", None, None),
+    ];
+
+    fn row(self) -> (RnnActivationKind, &'static str, Option<f32>, Option<f32>) {
+        let found = RnnActivationKind::ALL.iter().find(|r| r.0 == self);
+        // ALL has a row for every variant.
+        found.copied().unwrap_or((self, "Tanh", None, None))
+    }
+
+    pub fn name(self) -> &'static str {
+        self.row().1
+    }
+
+    /// The function named `name`, compared without case as onnxruntime does.
+    pub fn from_name(name: &str) -> Option<RnnActivationKind> {
+        RnnActivationKind::ALL
+            .iter()
+            .find(|r| r.1.eq_ignore_ascii_case(name))
+            .map(|r| r.0)
+    }
+
+    /// The default alpha, if the function takes one.
+    pub fn default_alpha(self) -> Option<f32> {
+        self.row().2
+    }
+
+    /// The default beta, if the function takes one.
+    pub fn default_beta(self) -> Option<f32> {
+        self.row().3
+    }
+}
+
+impl RnnActivation {
+    /// `kind` with its default alpha and beta.
+    pub fn new(kind: RnnActivationKind) -> Self {
+        RnnActivation {
+            kind,
+            alpha: kind.default_alpha().unwrap_or(0.0),
+            beta: kind.default_beta().unwrap_or(0.0),
+        }
+    }
+}
+
+impl Recurrent {
+    /// The op with every attribute at its ONNX default.
+    pub fn new(cell: RecurrentCell, direction: RnnDirection) -> Self {
+        Recurrent {
+            cell,
+            hidden_size: None,
+            direction,
+            activations: Recurrent::default_activations(cell, direction),
+            clip: None,
+            batch_major: false,
+            input_forget: false,
+            linear_before_reset: false,
+        }
+    }
+
+    /// The default activations of every direction.
+    pub fn default_activations(cell: RecurrentCell, direction: RnnDirection) -> Vec<RnnActivation> {
+        (0..direction.count())
+            .flat_map(|_| cell.default_activations().iter())
+            .map(|k| RnnActivation::new(*k))
+            .collect()
+    }
 }
 
 /// How NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss reduce the per-element loss.
@@ -991,6 +1238,8 @@ pub enum Family {
     /// QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
     /// QLinearMatMul, ConvInteger, QLinearConv: integer (quantised) arithmetic.
     Quantization,
+    /// LSTM, GRU, RNN: a state carried through the steps of a sequence.
+    Recurrent,
 }
 
 /// An attribute's default value as the schema states it.
@@ -1790,7 +2039,29 @@ pub const OTHER_OPS: &[OpSchema] = &[
     schema("QLinearMatMul", 10, Family::Quantization, &[]),
     schema("ConvInteger", 10, Family::Quantization, CONV_ATTRS),
     schema("QLinearConv", 10, Family::Quantization, CONV_ATTRS),
+    schema("LSTM", 7, Family::Recurrent, LSTM_ATTRS),
+    schema("GRU", 7, Family::Recurrent, GRU_ATTRS),
+    schema("RNN", 7, Family::Recurrent, RNN_ATTRS),
 ];
+
+/// The attributes LSTM, GRU and RNN share; `layout` exists from opset 14.
+macro_rules! recurrent_attrs {
+    ($($extra:expr),*) => {
+        &[
+            attr("activation_alpha", Absent),
+            attr("activation_beta", Absent),
+            attr("activations", Absent),
+            attr("clip", Absent),
+            attr("direction", Str("forward")),
+            attr("hidden_size", Absent),
+            attr("layout", Int(0)),
+            $($extra),*
+        ]
+    };
+}
+const LSTM_ATTRS: &[AttrSpec] = recurrent_attrs!(attr("input_forget", Int(0)));
+const GRU_ATTRS: &[AttrSpec] = recurrent_attrs!(attr("linear_before_reset", Int(0)));
+const RNN_ATTRS: &[AttrSpec] = recurrent_attrs!();
 
 impl UnaryDef {
     pub fn schema(&self) -> OpSchema {
@@ -2072,6 +2343,7 @@ impl Op {
             Op::QLinearMatMul => other("QLinearMatMul"),
             Op::ConvInteger(_) => other("ConvInteger"),
             Op::QLinearConv(_) => other("QLinearConv"),
+            Op::Recurrent(r) => other(r.cell.name()),
         }
     }
 
@@ -2168,6 +2440,30 @@ mod tests {
         for (r, name) in LossReduction::ALL {
             assert_eq!(LossReduction::from_name(name), Some(r));
             assert_eq!(r.name(), name);
+        }
+        for (cell, name) in [
+            (RecurrentCell::Lstm, "LSTM"),
+            (RecurrentCell::Gru, "GRU"),
+            (RecurrentCell::Rnn, "RNN"),
+        ] {
+            let op = Op::Recurrent(Recurrent::new(cell, RnnDirection::Bidirectional));
+            assert_eq!(op.name(), name);
+            assert_eq!(op.family(), Family::Recurrent);
+            if let Op::Recurrent(r) = op {
+                assert_eq!(r.activations.len(), 2 * cell.functions());
+            }
+        }
+        for (d, name) in RnnDirection::ALL {
+            assert_eq!(RnnDirection::from_name(name), Some(d));
+            assert_eq!(d.name(), name);
+        }
+        for (kind, name, _, _) in RnnActivationKind::ALL {
+            assert_eq!(RnnActivationKind::from_name(name), Some(kind));
+            assert_eq!(
+                RnnActivationKind::from_name(&name.to_lowercase()),
+                Some(kind)
+            );
+            assert_eq!(kind.name(), name);
         }
     }
 }

@@ -175,6 +175,20 @@ impl<'a> Attrs<'a> {
             .map_err(|_| self.error(name, "is not valid UTF-8"))
     }
 
+    /// A STRINGS attribute, each of which must be UTF-8.
+    pub fn strings(&self, name: &str) -> Result<Option<Vec<String>>, Error> {
+        let Some(attr) = self.expect(name, AttributeType::Strings)? else {
+            return Ok(None);
+        };
+        attr.strings
+            .iter()
+            .map(|s| {
+                String::from_utf8(s.clone()).map_err(|_| self.error(name, "is not valid UTF-8"))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+
     /// A TENSOR attribute.
     pub fn tensor(&self, name: &str) -> Result<Option<&'a TensorProto>, Error> {
         let Some(attr) = self.expect(name, AttributeType::Tensor)? else {
@@ -290,6 +304,26 @@ pub fn string(name: &str, value: &str) -> AttributeProto {
         name: name.to_string(),
         r#type: AttributeType::String as i32,
         s: value.as_bytes().to_vec(),
+        ..AttributeProto::default()
+    }
+}
+
+/// A FLOATS attribute.
+pub fn floats(name: &str, values: &[f32]) -> AttributeProto {
+    AttributeProto {
+        name: name.to_string(),
+        r#type: AttributeType::Floats as i32,
+        floats: values.to_vec(),
+        ..AttributeProto::default()
+    }
+}
+
+/// A STRINGS attribute.
+pub fn strings(name: &str, values: &[&str]) -> AttributeProto {
+    AttributeProto {
+        name: name.to_string(),
+        r#type: AttributeType::Strings as i32,
+        strings: values.iter().map(|v| v.as_bytes().to_vec()).collect(),
         ..AttributeProto::default()
     }
 }

@@ -507,6 +507,7 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
         "QLinearMatMul" => Op::QLinearMatMul,
         "ConvInteger" => Op::ConvInteger(read_conv(a)?),
         "QLinearConv" => Op::QLinearConv(read_conv(a)?),
+        "LSTM" | "GRU" | "RNN" => Op::Recurrent(read_recurrent(op_type, a, ctx)?),
         // The schemas and this match list the same ops; reaching here means they disagree.
         _ => {
             return Err(Error::UnknownOp {
@@ -880,6 +881,7 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
         } => write_quant_attrs(*axis, *block_size, *output_dtype, opset, at)
             .map_err(|e| unrepresentable(&e))?,
         Op::ConvInteger(c) | Op::QLinearConv(c) => write_conv(c, at),
+        Op::Recurrent(r) => write_recurrent(r, opset, at).map_err(|e| unrepresentable(&e))?,
         Op::DynamicQuantizeLinear | Op::MatMulInteger | Op::QLinearMatMul => {}
         Op::GatherElements { .. }
         | Op::OneHot { .. }
@@ -909,6 +911,162 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
 }
 
 const NORM_EPSILON: f32 = 1e-5;
+
+/// LSTM's, GRU's and RNN's attributes. `activations` lists every direction's functions,
+/// forward's first. `activation_alpha` and `activation_beta` are read by position: the
+/// k-th function takes the k-th value, as onnxruntime does (the spec's "consumed in the
+/// order of activation functions" could also mean skipping functions that take none), and
+/// a function past the end of the list takes its default.
+fn read_recurrent(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<op::Recurrent, Error> {
+    use concord_core::op::{RecurrentCell, RnnActivation, RnnActivationKind, RnnDirection};
+    let cell = match op_type {
+        "LSTM" => RecurrentCell::Lstm,
+        "GRU" => RecurrentCell::Gru,
+        _ => RecurrentCell::Rnn,
+    };
+    let direction = match a.string("direction")?.as_deref() {
+        None => RnnDirection::Forward,
+        Some(name) => RnnDirection::from_name(name).ok_or_else(|| {
+            a.error(
+                "direction",
+                format!("`{name}` is not forward, reverse or bidirectional"),
+            )
+        })?,
+    };
+    let hidden_size = a
+        .int("hidden_size")?
+        .map(|h| {
+            usize::try_from(h)
+                .ok()
+                .filter(|&h| h >= 1)
+                .ok_or_else(|| a.error("hidden_size", format!("must be at least 1, got {h}")))
+        })
+        .transpose()?;
+    if ctx.opset < 14 && a.has("layout") {
+        return Err(a.error(
+            "layout",
+            format!("exists from opset 14; the model imports {}", ctx.opset),
+        ));
+    }
+    let batch_major = match a.int_or("layout", 0)? {
+        0 => false,
+        1 => true,
+        other => return Err(a.error("layout", format!("must be 0 or 1, got {other}"))),
+    };
+    let clip = a
+        .float("clip")?
+        .map(|c| {
+            if c >= 0.0 {
+                Ok(c)
+            } else {
+                Err(a.error("clip", format!("must be a non-negative threshold, got {c}")))
+            }
+        })
+        .transpose()?;
+    let input_forget = cell == RecurrentCell::Lstm && a.flag_or("input_forget", false)?;
+    let linear_before_reset =
+        cell == RecurrentCell::Gru && a.flag_or("linear_before_reset", false)?;
+    let alphas = a.floats("activation_alpha")?.unwrap_or_default();
+    let betas = a.floats("activation_beta")?.unwrap_or_default();
+    let activations = match a.strings("activations")? {
+        None => op::Recurrent::default_activations(cell, direction),
+        Some(names) => {
+            let per_direction = cell.functions();
+            if names.len() != per_direction * direction.count() {
+                return Err(a.error(
+                    "activations",
+                    format!(
+                        "{op_type} {} takes {} functions ({per_direction} per direction), \
+                         got {names:?}",
+                        direction.name(),
+                        per_direction * direction.count()
+                    ),
+                ));
+            }
+            names
+                .iter()
+                .enumerate()
+                .map(|(k, name)| {
+                    let kind = RnnActivationKind::from_name(name).ok_or_else(|| {
+                        a.error(
+                            "activations",
+                            format!("`{name}` is not an activation function {op_type} takes"),
+                        )
+                    })?;
+                    let mut act = RnnActivation::new(kind);
+                    if kind.default_alpha().is_some() {
+                        act.alpha = alphas.get(k).copied().unwrap_or(act.alpha);
+                    }
+                    if kind.default_beta().is_some() {
+                        act.beta = betas.get(k).copied().unwrap_or(act.beta);
+                    }
+                    Ok(act)
+                })
+                .collect::<Result<Vec<_>, Error>>()?
+        }
+    };
+    Ok(op::Recurrent {
+        cell,
+        hidden_size,
+        direction,
+        activations,
+        clip,
+        batch_major,
+        input_forget,
+        linear_before_reset,
+    })
+}
+
+/// The attributes of an LSTM, GRU or RNN that differ from the defaults; `layout = 1` needs
+/// opset 14.
+fn write_recurrent(
+    r: &op::Recurrent,
+    opset: i64,
+    at: &mut Vec<AttributeProto>,
+) -> Result<(), String> {
+    use concord_core::op::RnnDirection;
+    if r.activations != op::Recurrent::default_activations(r.cell, r.direction) {
+        let names: Vec<&str> = r.activations.iter().map(|f| f.kind.name()).collect();
+        at.push(attrs::strings("activations", &names));
+        // By position, one value per function (0 for one that takes none).
+        let alphas: Vec<f32> = r.activations.iter().map(|f| f.alpha).collect();
+        let betas: Vec<f32> = r.activations.iter().map(|f| f.beta).collect();
+        if r.activations
+            .iter()
+            .any(|f| f.kind.default_alpha().is_some())
+        {
+            at.push(attrs::floats("activation_alpha", &alphas));
+        }
+        if r.activations
+            .iter()
+            .any(|f| f.kind.default_beta().is_some())
+        {
+            at.push(attrs::floats("activation_beta", &betas));
+        }
+    }
+    if let Some(c) = r.clip {
+        at.push(attrs::float("clip", c));
+    }
+    if r.direction != RnnDirection::Forward {
+        at.push(attrs::string("direction", r.direction.name()));
+    }
+    if let Some(h) = r.hidden_size {
+        at.push(attrs::int("hidden_size", h as i64));
+    }
+    if r.batch_major {
+        if opset < 14 {
+            return Err("layout exists from opset 14".into());
+        }
+        at.push(attrs::int("layout", 1));
+    }
+    if r.input_forget {
+        at.push(attrs::flag("input_forget", true));
+    }
+    if r.linear_before_reset {
+        at.push(attrs::flag("linear_before_reset", true));
+    }
+    Ok(())
+}
 
 /// QuantizeLinear's and DequantizeLinear's `block_size` (opset 21): 0 (not blocked) or more.
 fn read_block_size(a: &Attrs) -> Result<usize, Error> {

@@ -13,6 +13,7 @@ use concord_core::op::{
     AutoPad, Conv, CoordinateTransform, Gemm, NearestMode, PadMode, Pool, Reduce, Resize,
     ResizeMode,
 };
+use concord_core::op::{Recurrent, RecurrentCell, RnnActivation, RnnActivationKind, RnnDirection};
 use concord_core::{DType, Op};
 use concord_onnx::proto::NodeProto;
 use concord_onnx::{read_graph, save};
@@ -727,7 +728,102 @@ fn newer_cases() -> Vec<(NodeProto, Op)> {
         ),
         Op::QLinearConv(Conv::default()),
     ));
+    // Recurrent ops: the defaults, then every attribute; activation_alpha and _beta are
+    // read by position (the k-th function takes the k-th value), as onnxruntime does.
+    cases.push((
+        one("LSTM", &["x", "w", "r"], vec![attr_int("hidden_size", 3)]),
+        Op::Recurrent(Recurrent {
+            hidden_size: Some(3),
+            ..Recurrent::new(RecurrentCell::Lstm, RnnDirection::Forward)
+        }),
+    ));
+    let act = |kind, alpha, beta| RnnActivation { kind, alpha, beta };
+    cases.push((
+        one(
+            "GRU",
+            &["x", "w", "r", "b", "l", "h"],
+            vec![
+                attr_string("direction", "bidirectional"),
+                attr_strings("activations", &["relu", "Tanh", "HardSigmoid", "LeakyRelu"]),
+                attr_floats("activation_alpha", &[9.0, 9.0, 0.3, 0.1]),
+                attr_floats("activation_beta", &[9.0, 9.0, 0.6]),
+                attr_float("clip", 2.5),
+                attr_int("layout", 1),
+                attr_int("linear_before_reset", 1),
+            ],
+        ),
+        Op::Recurrent(Recurrent {
+            activations: vec![
+                act(RnnActivationKind::Relu, 0.0, 0.0),
+                act(RnnActivationKind::Tanh, 0.0, 0.0),
+                act(RnnActivationKind::HardSigmoid, 0.3, 0.6),
+                // Past the end of activation_beta, and LeakyRelu takes no beta.
+                act(RnnActivationKind::LeakyRelu, 0.1, 0.0),
+            ],
+            clip: Some(2.5),
+            batch_major: true,
+            linear_before_reset: true,
+            ..Recurrent::new(RecurrentCell::Gru, RnnDirection::Bidirectional)
+        }),
+    ));
+    cases.push((
+        one(
+            "RNN",
+            &["x", "w", "r"],
+            vec![
+                attr_string("direction", "reverse"),
+                attr_strings("activations", &["ScaledTanh"]),
+                attr_floats("activation_alpha", &[2.0]),
+            ],
+        ),
+        Op::Recurrent(Recurrent {
+            // ScaledTanh's beta defaults to 1.
+            activations: vec![act(RnnActivationKind::ScaledTanh, 2.0, 1.0)],
+            ..Recurrent::new(RecurrentCell::Rnn, RnnDirection::Reverse)
+        }),
+    ));
     cases
+}
+
+#[test]
+fn recurrent_attributes_are_checked() {
+    let read = |opset: i64, attrs| {
+        let proto = node("LSTM", "", &["x", "w", "r"], &["y"], attrs);
+        read_graph(&bytes(&model(
+            opset,
+            graph(vec![proto], vec![], vec![], vec![]),
+        )))
+    };
+    expect_err(
+        read(13, vec![attr_int("layout", 1)]),
+        |_| true,
+        &["layout", "opset 14"],
+    );
+    // A bidirectional LSTM takes six functions.
+    expect_err(
+        read(
+            17,
+            vec![
+                attr_string("direction", "bidirectional"),
+                attr_strings("activations", &["Sigmoid", "Tanh", "Tanh"]),
+            ],
+        ),
+        |_| true,
+        &["activations", "6"],
+    );
+    expect_err(
+        read(
+            17,
+            vec![attr_strings("activations", &["Sigmoid", "Gelu", "Tanh"])],
+        ),
+        |_| true,
+        &["Gelu"],
+    );
+    expect_err(
+        read(17, vec![attr_int("linear_before_reset", 1)]),
+        |_| true,
+        &["linear_before_reset"],
+    );
 }
 
 #[test]

@@ -769,6 +769,44 @@ fn newer_op_nodes() -> Vec<Node> {
         &["idx", "m", "idx", "idx", "m", "idx", "m", "idx"],
         1,
     );
+    {
+        use concord_core::op::{
+            Recurrent, RecurrentCell, RnnActivation, RnnActivationKind, RnnDirection,
+        };
+        let act = |kind, alpha, beta| RnnActivation { kind, alpha, beta };
+        add(
+            Op::Recurrent(Recurrent {
+                hidden_size: Some(3),
+                activations: vec![
+                    act(RnnActivationKind::HardSigmoid, 0.25, 0.75),
+                    act(RnnActivationKind::Elu, 0.5, 0.0),
+                    act(RnnActivationKind::Softsign, 0.0, 0.0),
+                    act(RnnActivationKind::Affine, 2.0, -1.0),
+                    act(RnnActivationKind::ThresholdedRelu, 0.1, 0.0),
+                    act(RnnActivationKind::Softplus, 0.0, 0.0),
+                ],
+                clip: Some(3.0),
+                batch_major: true,
+                input_forget: true,
+                ..Recurrent::new(RecurrentCell::Lstm, RnnDirection::Bidirectional)
+            }),
+            &["x", "m", "m", "b", "idx", "m", "m", "m"],
+            3,
+        );
+        add(
+            Op::Recurrent(Recurrent {
+                linear_before_reset: true,
+                ..Recurrent::new(RecurrentCell::Gru, RnnDirection::Reverse)
+            }),
+            &["x", "m", "m"],
+            2,
+        );
+        add(
+            Op::Recurrent(Recurrent::new(RecurrentCell::Rnn, RnnDirection::Forward)),
+            &["x", "m", "m"],
+            1,
+        );
+    }
     nodes
 }
 

@@ -7,6 +7,7 @@ mod indexing;
 mod movement;
 mod nn;
 mod quant;
+mod recurrent;
 
 use crate::dtype::DType;
 use crate::error::OpError;
@@ -54,6 +55,7 @@ pub fn infer_op(
         | Family::Reduce => elementwise::infer(op, inputs, num_outputs)?,
         Family::Movement => movement::infer(op, inputs, num_outputs)?,
         Family::Indexing => indexing::infer(op, inputs, num_outputs)?,
+        Family::Recurrent => recurrent::infer(op, inputs, num_outputs)?,
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(

@@ -11,6 +11,7 @@ pub(crate) mod movement;
 mod norm;
 mod pool;
 mod quant;
+mod recurrent;
 mod reduce;
 mod resize;
 mod spatial;
@@ -53,6 +54,7 @@ pub fn run_op(
         Family::Reduce => vec![reduce::run(op, inputs)?],
         Family::Movement => movement::run(op, inputs, num_outputs)?,
         Family::Indexing => indexing::run(op, inputs, num_outputs)?,
+        Family::Recurrent => recurrent::run(op, inputs, num_outputs)?,
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(

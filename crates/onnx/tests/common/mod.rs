@@ -176,6 +176,15 @@ pub fn attr_string(name: &str, v: &str) -> AttributeProto {
     }
 }
 
+pub fn attr_strings(name: &str, v: &[&str]) -> AttributeProto {
+    AttributeProto {
+        name: name.to_string(),
+        r#type: AttributeType::Strings as i32,
+        strings: v.iter().map(|s| s.as_bytes().to_vec()).collect(),
+        ..AttributeProto::default()
+    }
+}
+
 pub fn attr_tensor(name: &str, t: TensorProto) -> AttributeProto {
     AttributeProto {
         name: name.to_string(),

@@ -120,6 +120,10 @@ pub const REFERENCE_ONLY: &[&str] = &[
     "LRN",
     "Attention",
     "RotaryEmbedding",
+    "Einsum",
+    "Det",
+    "NonMaxSuppression",
+    "Unique",
 ];
 
 /// Supported ops without a property strategy, and why.

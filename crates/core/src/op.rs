@@ -312,6 +312,35 @@ pub enum Op {
     /// Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point,
     /// B? (i32).
     QLinearConv(Conv),
+
+    // Linear algebra without a device kernel (LinearAlgebra family).
+    /// Inputs: one or more. Sums products over the labels of `equation` (numpy's einsum
+    /// notation: explicit `->` output or implicit, `...` broadcasting, a repeated label
+    /// within one operand takes its diagonal).
+    Einsum {
+        equation: String,
+    },
+    /// Input: X (…, M, M). Output: the determinant of each matrix, shape (…).
+    Det,
+
+    // Data-dependent selections (Indexing family): output extents depend on the values.
+    /// Inputs: boxes (batches, spatial, 4), scores (batches, classes, spatial),
+    /// max_output_boxes_per_class? (i64 scalar, absent or 0: nothing selected),
+    /// iou_threshold? (f32 scalar, absent: 0), score_threshold? (f32 scalar). Output:
+    /// selected_indices (selected, 3) of i64 (batch, class, box).
+    NonMaxSuppression {
+        /// Boxes are (x_center, y_center, width, height) rather than two corners
+        /// (y1, x1, y2, x2).
+        center_point_box: bool,
+    },
+    /// Input: X. Outputs: Y (the unique elements, or slices along `axis`), indices? (first
+    /// occurrence of each), inverse_indices? (for each element or slice of X, its place in
+    /// Y), counts?; the last three 1-D i64.
+    Unique {
+        axis: Option<i64>,
+        /// Y in ascending order; otherwise in order of first occurrence.
+        sorted: bool,
+    },
 }
 
 /// How NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss reduce the per-element loss.
@@ -984,13 +1013,17 @@ pub enum Family {
     Movement,
     /// Ops that compute positions or read and write by index: ConstantOfShape, Range, Tile,
     /// CumSum, the Gather/Scatter variants, OneHot, Trilu, NonZero, Size, DepthToSpace,
-    /// SpaceToDepth, EyeLike, TopK, CastLike, Compress.
+    /// SpaceToDepth, EyeLike, TopK, CastLike, Compress, and the data-dependent selections
+    /// NonMaxSuppression and Unique.
     Indexing,
     /// Resize.
     Resize,
     /// QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
     /// QLinearMatMul, ConvInteger, QLinearConv: integer (quantised) arithmetic.
     Quantization,
+    /// Einsum and Det: general tensor contractions and matrix functions, computed by the
+    /// reference only.
+    LinearAlgebra,
 }
 
 /// An attribute's default value as the schema states it.
@@ -1790,7 +1823,90 @@ pub const OTHER_OPS: &[OpSchema] = &[
     schema("QLinearMatMul", 10, Family::Quantization, &[]),
     schema("ConvInteger", 10, Family::Quantization, CONV_ATTRS),
     schema("QLinearConv", 10, Family::Quantization, CONV_ATTRS),
+    schema(
+        "Einsum",
+        12,
+        Family::LinearAlgebra,
+        &[attr("equation", Required)],
+    ),
+    schema("Det", 11, Family::LinearAlgebra, &[]),
+    schema(
+        "NonMaxSuppression",
+        10,
+        Family::Indexing,
+        &[attr("center_point_box", Int(0))],
+    ),
+    schema(
+        "Unique",
+        11,
+        Family::Indexing,
+        &[attr("axis", Absent), attr("sorted", Int(1))],
+    ),
 ];
+
+/// A group of ONNX op types Concord deliberately does not represent, and why: a model
+/// using one is refused when it is read with this reason rather than as an unknown op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefusedOps {
+    /// The ONNX domain the ops live in ("" is the default domain).
+    pub domain: &'static str,
+    pub names: &'static [&'static str],
+    pub reason: &'static str,
+}
+
+/// Every op type refused by design, grouped by reason. Ops absent from both this list and
+/// the op table are merely not implemented yet.
+pub const REFUSED_OPS: &[RefusedOps] = &[
+    RefusedOps {
+        domain: "ai.onnx.preview.training",
+        names: &["Gradient", "Momentum", "Adam", "Adagrad"],
+        reason: "training ops are out of scope: Concord runs inference only",
+    },
+    RefusedOps {
+        domain: "",
+        names: &[
+            "SequenceConstruct",
+            "SequenceEmpty",
+            "SequenceInsert",
+            "SequenceErase",
+            "SequenceAt",
+            "SequenceLength",
+            "SequenceMap",
+            "SplitToSequence",
+            "ConcatFromSequence",
+            "Optional",
+            "OptionalHasElement",
+            "OptionalGetElement",
+        ],
+        reason: "Concord tensors are dense; sequences and optionals are out of scope",
+    },
+    RefusedOps {
+        domain: "",
+        names: &[
+            "StringNormalizer",
+            "StringConcat",
+            "StringSplit",
+            "RegexFullMatch",
+        ],
+        reason: "Concord tensors are numeric or bool; string ops are out of scope",
+    },
+    RefusedOps {
+        domain: "",
+        names: &["ImageDecoder"],
+        reason: "decoding encoded images (JPEG, PNG, …) is out of scope; decode them before \
+                 the model and pass the pixels as a tensor",
+    },
+];
+
+/// Why the op type `name` of `domain` ("" or "ai.onnx" for the default domain) is refused
+/// by design, if it is.
+pub fn refusal_of(domain: &str, name: &str) -> Option<&'static str> {
+    let domain = if domain == "ai.onnx" { "" } else { domain };
+    REFUSED_OPS
+        .iter()
+        .find(|g| g.domain == domain && g.names.contains(&name))
+        .map(|g| g.reason)
+}
 
 impl UnaryDef {
     pub fn schema(&self) -> OpSchema {
@@ -2072,6 +2188,10 @@ impl Op {
             Op::QLinearMatMul => other("QLinearMatMul"),
             Op::ConvInteger(_) => other("ConvInteger"),
             Op::QLinearConv(_) => other("QLinearConv"),
+            Op::Einsum { .. } => other("Einsum"),
+            Op::Det => other("Det"),
+            Op::NonMaxSuppression { .. } => other("NonMaxSuppression"),
+            Op::Unique { .. } => other("Unique"),
         }
     }
 
@@ -2137,6 +2257,28 @@ mod tests {
             .map(|c| c.1)
             .collect();
         assert_eq!(binary.len(), codes.len() - UNARY_OPS.len() - 1);
+    }
+
+    #[test]
+    fn refused_ops_are_not_in_the_op_table_and_say_why() {
+        for group in REFUSED_OPS {
+            for name in group.names {
+                assert!(
+                    schema_of(group.domain, name).is_none(),
+                    "{name} is both refused and supported"
+                );
+                assert_eq!(refusal_of(group.domain, name), Some(group.reason));
+            }
+        }
+        assert_eq!(
+            refusal_of("ai.onnx", "SequenceAt"),
+            Some("Concord tensors are dense; sequences and optionals are out of scope")
+        );
+        assert!(
+            refusal_of("", "Adam").is_none(),
+            "Adam is a training-domain op"
+        );
+        assert!(refusal_of("", "Einsum").is_none());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Routes each [`Op`] to its family's kernel, and the operand helpers every kernel uses.
 
+pub(crate) mod algebra;
 mod attention;
 mod conv;
 mod elementwise;
@@ -13,6 +14,7 @@ mod pool;
 mod quant;
 mod reduce;
 mod resize;
+mod selection;
 mod spatial;
 
 use concord_core::op::Family;
@@ -53,6 +55,7 @@ pub fn run_op(
         Family::Reduce => vec![reduce::run(op, inputs)?],
         Family::Movement => movement::run(op, inputs, num_outputs)?,
         Family::Indexing => indexing::run(op, inputs, num_outputs)?,
+        Family::LinearAlgebra => algebra::run(op, inputs)?,
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(

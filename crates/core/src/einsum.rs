@@ -220,27 +220,40 @@ fn parse_term(term: &str) -> Result<Vec<Item>, String> {
 mod tests {
     use super::*;
 
+    /// (inputs, output, ellipsis) of the plan of `equation`.
+    fn plan(
+        equation: &str,
+        ranks: &[usize],
+    ) -> Result<(Vec<Vec<usize>>, Vec<usize>, usize), OpError> {
+        EinsumPlan::new(equation, ranks).map(|p| (p.inputs, p.output, p.ellipsis))
+    }
+
     #[test]
     fn explicit_implicit_and_ellipsis() {
-        let p = EinsumPlan::new("ij,jk->ik", &[2, 2]).unwrap();
-        assert_eq!(p.inputs, vec![vec![0, 1], vec![1, 2]]);
-        assert_eq!(p.output, vec![0, 2]);
-        // Implicit: letters seen once, in ASCII order (B before a).
-        let p = EinsumPlan::new("aB,Bc", &[2, 2]).unwrap();
-        assert_eq!(p.output.len(), 2);
-        assert_eq!(p.inputs, vec![vec![2, 0], vec![0, 1]]);
-        assert_eq!(p.output, vec![1, 2]);
-        // Ellipsis of ranks 2 and 1, right-aligned.
-        let p = EinsumPlan::new("...ij, ...jk", &[4, 3]).unwrap();
-        assert_eq!(p.ellipsis, 2);
-        assert_eq!(p.inputs, vec![vec![0, 1, 2, 3], vec![1, 3, 4]]);
-        assert_eq!(p.output, vec![0, 1, 2, 4]);
-        // Diagonal and a scalar output.
-        let p = EinsumPlan::new("ii", &[2]).unwrap();
-        assert_eq!(p.output, Vec::<usize>::new());
-        assert!(EinsumPlan::new("ij->ii", &[2]).is_err());
-        assert!(EinsumPlan::new("ij,jk", &[2]).is_err());
-        assert!(EinsumPlan::new("ij->k", &[2]).is_err());
-        assert!(EinsumPlan::new("i.j", &[2]).is_err());
+        assert_eq!(
+            plan("ij,jk->ik", &[2, 2]),
+            Ok((vec![vec![0, 1], vec![1, 2]], vec![0, 2], 0))
+        );
+        // Labels: B = 0, a = 1, c = 2; B appears twice, so the implicit output is ac.
+        assert_eq!(
+            plan("aB,Bc", &[2, 2]),
+            Ok((vec![vec![1, 0], vec![0, 2]], vec![1, 2], 0))
+        );
+        // Ellipsis of ranks 2 and 1, right-aligned, then i = 2, j = 3, k = 4.
+        assert_eq!(
+            plan("...ij, ...jk", &[4, 3]),
+            Ok((vec![vec![0, 1, 2, 3], vec![1, 3, 4]], vec![0, 1, 2, 4], 2))
+        );
+        // A trace: the repeated label is summed, the output is a scalar.
+        assert_eq!(plan("ii", &[2]), Ok((vec![vec![0, 0]], vec![], 0)));
+        for (eq, ranks) in [
+            ("ij->ii", &[2][..]),
+            ("ij,jk", &[2]),
+            ("ij->k", &[2]),
+            ("i.j", &[2]),
+            ("...ij->ij", &[3]),
+        ] {
+            assert!(plan(eq, ranks).is_err(), "{eq}");
+        }
     }
 }

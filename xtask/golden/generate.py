@@ -1032,6 +1032,8 @@ def op_cases():
     add("einsum_three_operands", 13, "accumulate", "Einsum ij,jk,k->i, three operands",
         [node("Einsum", ["A", "B", "C"], ["Y"], equation="ij,jk,k->i")],
         [("A", normal(r, (3, 4))), ("B", normal(r, (4, 5))), ("C", normal(r, (5,)))])
+    add("det_batched", 13, "accumulate", "Det of a (2, 3) batch of 4x4 matrices",
+        [node("Det", ["X"], ["Y"])], [("X", normal(r, (2, 3, 4, 4)))])
     r = rng_for("nms")
     # Boxes on a coarse grid so that overlaps, and some score ties, are many.
     corners = r.integers(0, 6, (1, 12, 2)).astype(np.float32)

@@ -220,11 +220,11 @@ fn parse_term(term: &str) -> Result<Vec<Item>, String> {
 mod tests {
     use super::*;
 
-    /// (inputs, output, ellipsis) of the plan of `equation`.
-    fn plan(
-        equation: &str,
-        ranks: &[usize],
-    ) -> Result<(Vec<Vec<usize>>, Vec<usize>, usize), OpError> {
+    /// The plan's (inputs, output, ellipsis).
+    type Parts = (Vec<Vec<usize>>, Vec<usize>, usize);
+
+    /// The parts of the plan of `equation`.
+    fn plan(equation: &str, ranks: &[usize]) -> Result<Parts, OpError> {
         EinsumPlan::new(equation, ranks).map(|p| (p.inputs, p.output, p.ellipsis))
     }
 

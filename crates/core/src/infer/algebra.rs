@@ -92,7 +92,7 @@ fn einsum(equation: &str, inputs: &[Option<ValueFact>]) -> Result<OutputFact, Op
     let ranks: Vec<usize> = facts.iter().map(|f| f.shape.len()).collect();
     let plan = EinsumPlan::new(equation, &ranks)?;
     let shapes: Vec<&[Dim]> = facts.iter().map(|f| f.shape).collect();
-    let extents = plan.extents(&shapes, Dim::Fixed(1), merge, |s| format_sym(s))?;
+    let extents = plan.extents(&shapes, Dim::Fixed(1), merge, format_sym)?;
     let dims = plan.output.iter().map(|&l| extents[l].clone()).collect();
     Ok(OutputFact::new(facts[0].dtype, dims))
 }

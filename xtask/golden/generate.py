@@ -1073,6 +1073,41 @@ def op_cases():
         [("W", normal(r, (2, 4, 3), 0.5)), ("R", normal(r, (2, 4, 4), 0.4)),
          ("B", normal(r, (2, 8), 0.3))],
         outputs=("Y", "Y_h"))
+    # Einsum, NonMaxSuppression, Unique (reference-only ops).
+    r = rng_for("einsum")
+    add("einsum_batched_matmul_ellipsis", 13, "accumulate", "Einsum ...ij,...jk->...ik, batched matmul",
+        [node("Einsum", ["A", "B"], ["Y"], equation="...ij,...jk->...ik")],
+        [("A", normal(r, (2, 3, 4))), ("B", normal(r, (2, 4, 5)))])
+    add("einsum_implicit_diagonal", 13, "accumulate",
+        "Einsum bii,bj (implicit output bj): each batch's trace times a vector",
+        [node("Einsum", ["A", "B"], ["Y"], equation="bii,bj")],
+        [("A", normal(r, (2, 3, 3))), ("B", normal(r, (2, 4)))])
+    add("einsum_three_operands", 13, "accumulate", "Einsum ij,jk,k->i, three operands",
+        [node("Einsum", ["A", "B", "C"], ["Y"], equation="ij,jk,k->i")],
+        [("A", normal(r, (3, 4))), ("B", normal(r, (4, 5))), ("C", normal(r, (5,)))])
+    add("det_batched", 13, "accumulate", "Det of a (2, 3) batch of 4x4 matrices",
+        [node("Det", ["X"], ["Y"])], [("X", normal(r, (2, 3, 4, 4)))])
+    r = rng_for("nms")
+    # Boxes on a coarse grid so that overlaps, and some score ties, are many.
+    corners = r.integers(0, 6, (1, 12, 2)).astype(np.float32)
+    sizes = r.integers(1, 4, (1, 12, 2)).astype(np.float32)
+    nms_boxes = np.concatenate([corners, corners + sizes], axis=2)
+    add("nms_two_classes_ties", 13, "exact",
+        "NonMaxSuppression, 2 classes, score ties, IoU 0.3, score threshold 0.2",
+        [node("NonMaxSuppression", ["boxes", "scores", "m", "iou", "st"], ["Y"])],
+        [("boxes", nms_boxes), ("scores", (r.integers(0, 8, (1, 2, 12)) / 8.0).astype(np.float32))],
+        [("m", i64([5])), ("iou", f32([0.3])), ("st", f32([0.2]))])
+    add("nms_center_point_box", 13, "exact", "NonMaxSuppression, center_point_box 1, IoU 0.5",
+        [node("NonMaxSuppression", ["boxes", "scores", "m", "iou"], ["Y"], center_point_box=1)],
+        [("boxes", nms_boxes), ("scores", uniform(r, (1, 1, 12), 0.0, 1.0))],
+        [("m", i64([12])), ("iou", f32([0.5]))])
+    r = rng_for("unique")
+    add("unique_unsorted_all_outputs", 13, "exact", "Unique without axis, sorted 0, all four outputs",
+        [node("Unique", ["X"], ["Y", "I", "V", "C"], sorted=0)],
+        [("X", r.integers(-3, 4, (4, 5)).astype(np.float32))], outputs=("Y", "I", "V", "C"))
+    add("unique_axis_sorted", 13, "exact", "Unique of rows along axis 1 of an int64 tensor, sorted",
+        [node("Unique", ["X"], ["Y", "I", "V", "C"], axis=1)],
+        [("X", r.integers(0, 2, (2, 6, 2)).astype(np.int64))], outputs=("Y", "I", "V", "C"))
 
     return cases
 

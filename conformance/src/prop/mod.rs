@@ -123,6 +123,10 @@ pub const REFERENCE_ONLY: &[&str] = &[
     "LSTM",
     "GRU",
     "RNN",
+    "Einsum",
+    "Det",
+    "NonMaxSuppression",
+    "Unique",
 ];
 
 /// Supported ops without a property strategy, and why.

@@ -57,6 +57,12 @@ fn required_attribute(op: &str, name: &str) -> AttributeProto {
             s: b"LEFT".to_vec(),
             ..AttributeProto::default()
         },
+        (_, "equation") => AttributeProto {
+            name: name.to_string(),
+            r#type: AttributeType::String as i32,
+            s: b"ij,jk->ik".to_vec(),
+            ..AttributeProto::default()
+        },
         // Cast's `to`: FLOAT; Concat's axis, blocksizes, sizes, group counts: 1.
         _ => int(1),
     }

@@ -20,6 +20,7 @@
 //! - Nothing here panics on bad input: every check returns [`Error`] or [`OpError`].
 
 pub mod dtype;
+pub mod einsum;
 pub mod error;
 pub mod executor;
 pub mod fold;

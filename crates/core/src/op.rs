@@ -318,7 +318,36 @@ pub enum Op {
     /// initial_h?, and for LSTM initial_c?, P? (peepholes). Outputs: Y?, Y_h?, and for LSTM
     /// Y_c?; an output the model omits has an empty name.
     Recurrent(Recurrent),
+    // Linear algebra without a device kernel (LinearAlgebra family).
+    /// Inputs: one or more. Sums products over the labels of `equation` (numpy's einsum
+    /// notation: explicit `->` output or implicit, `...` broadcasting, a repeated label
+    /// within one operand takes its diagonal).
+    Einsum {
+        equation: String,
+    },
+    /// Input: X (…, M, M). Output: the determinant of each matrix, shape (…).
+    Det,
+
+    // Data-dependent selections (Indexing family): output extents depend on the values.
+    /// Inputs: boxes (batches, spatial, 4), scores (batches, classes, spatial),
+    /// max_output_boxes_per_class? (i64 scalar, absent or 0: nothing selected),
+    /// iou_threshold? (f32 scalar, absent: 0), score_threshold? (f32 scalar). Output:
+    /// selected_indices (selected, 3) of i64 (batch, class, box).
+    NonMaxSuppression {
+        /// Boxes are (x_center, y_center, width, height) rather than two corners
+        /// (y1, x1, y2, x2).
+        center_point_box: bool,
+    },
+    /// Input: X. Outputs: Y (the unique elements, or slices along `axis`), indices? (first
+    /// occurrence of each), inverse_indices? (for each element or slice of X, its place in
+    /// Y), counts?; the last three 1-D i64.
+    Unique {
+        axis: Option<i64>,
+        /// Y in ascending order; otherwise in order of first occurrence.
+        sorted: bool,
+    },
 }
+
 
 /// Which recurrent network an [`Op::Recurrent`] computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1231,7 +1260,8 @@ pub enum Family {
     Movement,
     /// Ops that compute positions or read and write by index: ConstantOfShape, Range, Tile,
     /// CumSum, the Gather/Scatter variants, OneHot, Trilu, NonZero, Size, DepthToSpace,
-    /// SpaceToDepth, EyeLike, TopK, CastLike, Compress.
+    /// SpaceToDepth, EyeLike, TopK, CastLike, Compress, and the data-dependent selections
+    /// NonMaxSuppression and Unique.
     Indexing,
     /// Resize.
     Resize,
@@ -1240,6 +1270,9 @@ pub enum Family {
     Quantization,
     /// LSTM, GRU, RNN: a state carried through the steps of a sequence.
     Recurrent,
+    /// Einsum and Det: general tensor contractions and matrix functions, computed by the
+    /// reference only.
+    LinearAlgebra,
 }
 
 /// An attribute's default value as the schema states it.
@@ -2042,6 +2075,25 @@ pub const OTHER_OPS: &[OpSchema] = &[
     schema("LSTM", 7, Family::Recurrent, LSTM_ATTRS),
     schema("GRU", 7, Family::Recurrent, GRU_ATTRS),
     schema("RNN", 7, Family::Recurrent, RNN_ATTRS),
+    schema(
+        "Einsum",
+        12,
+        Family::LinearAlgebra,
+        &[attr("equation", Required)],
+    ),
+    schema("Det", 11, Family::LinearAlgebra, &[]),
+    schema(
+        "NonMaxSuppression",
+        10,
+        Family::Indexing,
+        &[attr("center_point_box", Int(0))],
+    ),
+    schema(
+        "Unique",
+        11,
+        Family::Indexing,
+        &[attr("axis", Absent), attr("sorted", Int(1))],
+    ),
 ];
 
 /// The attributes LSTM, GRU and RNN share; `layout` exists from opset 14.
@@ -2062,6 +2114,70 @@ macro_rules! recurrent_attrs {
 const LSTM_ATTRS: &[AttrSpec] = recurrent_attrs!(attr("input_forget", Int(0)));
 const GRU_ATTRS: &[AttrSpec] = recurrent_attrs!(attr("linear_before_reset", Int(0)));
 const RNN_ATTRS: &[AttrSpec] = recurrent_attrs!();
+
+/// A group of ONNX op types Concord deliberately does not represent, and why: a model
+/// using one is refused when it is read with this reason rather than as an unknown op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefusedOps {
+    /// The ONNX domain the ops live in ("" is the default domain).
+    pub domain: &'static str,
+    pub names: &'static [&'static str],
+    pub reason: &'static str,
+}
+
+/// Every op type refused by design, grouped by reason. Ops absent from both this list and
+/// the op table are merely not implemented yet.
+pub const REFUSED_OPS: &[RefusedOps] = &[
+    RefusedOps {
+        domain: "ai.onnx.preview.training",
+        names: &["Gradient", "Momentum", "Adam", "Adagrad"],
+        reason: "training ops are out of scope: Concord runs inference only",
+    },
+    RefusedOps {
+        domain: "",
+        names: &[
+            "SequenceConstruct",
+            "SequenceEmpty",
+            "SequenceInsert",
+            "SequenceErase",
+            "SequenceAt",
+            "SequenceLength",
+            "SequenceMap",
+            "SplitToSequence",
+            "ConcatFromSequence",
+            "Optional",
+            "OptionalHasElement",
+            "OptionalGetElement",
+        ],
+        reason: "Concord tensors are dense; sequences and optionals are out of scope",
+    },
+    RefusedOps {
+        domain: "",
+        names: &[
+            "StringNormalizer",
+            "StringConcat",
+            "StringSplit",
+            "RegexFullMatch",
+        ],
+        reason: "Concord tensors are numeric or bool; string ops are out of scope",
+    },
+    RefusedOps {
+        domain: "",
+        names: &["ImageDecoder"],
+        reason: "decoding encoded images (JPEG, PNG, …) is out of scope; decode them before \
+                 the model and pass the pixels as a tensor",
+    },
+];
+
+/// Why the op type `name` of `domain` ("" or "ai.onnx" for the default domain) is refused
+/// by design, if it is.
+pub fn refusal_of(domain: &str, name: &str) -> Option<&'static str> {
+    let domain = if domain == "ai.onnx" { "" } else { domain };
+    REFUSED_OPS
+        .iter()
+        .find(|g| g.domain == domain && g.names.contains(&name))
+        .map(|g| g.reason)
+}
 
 impl UnaryDef {
     pub fn schema(&self) -> OpSchema {
@@ -2344,6 +2460,10 @@ impl Op {
             Op::ConvInteger(_) => other("ConvInteger"),
             Op::QLinearConv(_) => other("QLinearConv"),
             Op::Recurrent(r) => other(r.cell.name()),
+            Op::Einsum { .. } => other("Einsum"),
+            Op::Det => other("Det"),
+            Op::NonMaxSuppression { .. } => other("NonMaxSuppression"),
+            Op::Unique { .. } => other("Unique"),
         }
     }
 
@@ -2409,6 +2529,28 @@ mod tests {
             .map(|c| c.1)
             .collect();
         assert_eq!(binary.len(), codes.len() - UNARY_OPS.len() - 1);
+    }
+
+    #[test]
+    fn refused_ops_are_not_in_the_op_table_and_say_why() {
+        for group in REFUSED_OPS {
+            for name in group.names {
+                assert!(
+                    schema_of(group.domain, name).is_none(),
+                    "{name} is both refused and supported"
+                );
+                assert_eq!(refusal_of(group.domain, name), Some(group.reason));
+            }
+        }
+        assert_eq!(
+            refusal_of("ai.onnx", "SequenceAt"),
+            Some("Concord tensors are dense; sequences and optionals are out of scope")
+        );
+        assert!(
+            refusal_of("", "Adam").is_none(),
+            "Adam is a training-domain op"
+        );
+        assert!(refusal_of("", "Einsum").is_none());
     }
 
     #[test]

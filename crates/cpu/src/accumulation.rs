@@ -54,6 +54,7 @@ pub fn accumulation(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Option<Accumu
             x.dims().iter().skip(2).product::<usize>().max(1)
         }
         Op::AveragePool(Pool { kernel_shape, .. }) => kernel_shape.iter().product::<usize>().max(1),
+        Op::Einsum { equation } => crate::ops::algebra::einsum_terms(equation, inputs)?,
         _ => return Ok(None),
     };
     let abs_inputs: Vec<Option<Tensor>> = inputs

@@ -37,6 +37,7 @@ fn check(graph: &Graph, node: &Node) -> Check {
             concord_core::op::Family::Indexing
                 | concord_core::op::Family::Quantization
                 | concord_core::op::Family::Recurrent
+                | concord_core::op::Family::LinearAlgebra
         ),
     };
     if !device_row {

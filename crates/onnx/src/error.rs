@@ -106,6 +106,15 @@ pub enum Error {
         opset: i64,
     },
 
+    /// A node's op type is one Concord refuses by design
+    /// ([`concord_core::op::REFUSED_OPS`]), with the reason.
+    #[error("node `{node}`: op `{op}` is not supported, by design: {reason}")]
+    RefusedOp {
+        op: String,
+        node: String,
+        reason: &'static str,
+    },
+
     /// An attribute has the wrong kind, a bad value, or is not one the op has.
     #[error("node `{node}` ({op}), attribute `{attribute}`: {detail}")]
     Attribute {

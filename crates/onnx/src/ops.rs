@@ -508,6 +508,30 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
         "ConvInteger" => Op::ConvInteger(read_conv(a)?),
         "QLinearConv" => Op::QLinearConv(read_conv(a)?),
         "LSTM" | "GRU" | "RNN" => Op::Recurrent(read_recurrent(op_type, a, ctx)?),
+        "Einsum" => {
+            let equation = a.string("equation")?.ok_or_else(|| a.missing("equation"))?;
+            // Parsed here for its syntax only (ranks are checked by inference), so that a
+            // malformed equation is refused when the model is read.
+            if let Some(bad) = equation
+                .chars()
+                .find(|c| !(c.is_ascii_alphabetic() || " .,->".contains(*c)))
+            {
+                return Err(a.error("equation", format!("`{equation}` holds `{bad}`")));
+            }
+            Op::Einsum { equation }
+        }
+        "Det" => Op::Det,
+        "NonMaxSuppression" => Op::NonMaxSuppression {
+            center_point_box: match a.int_or("center_point_box", 0)? {
+                0 => false,
+                1 => true,
+                other => return Err(a.error("center_point_box", format!("{other} is not 0 or 1"))),
+            },
+        },
+        "Unique" => Op::Unique {
+            axis: a.int("axis")?,
+            sorted: a.flag_or("sorted", true)?,
+        },
         // The schemas and this match list the same ops; reaching here means they disagree.
         _ => {
             return Err(Error::UnknownOp {
@@ -883,6 +907,21 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
         Op::ConvInteger(c) | Op::QLinearConv(c) => write_conv(c, at),
         Op::Recurrent(r) => write_recurrent(r, opset, at).map_err(|e| unrepresentable(&e))?,
         Op::DynamicQuantizeLinear | Op::MatMulInteger | Op::QLinearMatMul => {}
+        Op::Einsum { equation } => at.push(attrs::string("equation", equation)),
+        Op::Det => {}
+        Op::NonMaxSuppression { center_point_box } => {
+            if *center_point_box {
+                at.push(attrs::int("center_point_box", 1));
+            }
+        }
+        Op::Unique { axis, sorted } => {
+            if let Some(axis) = axis {
+                at.push(attrs::int("axis", *axis));
+            }
+            if !*sorted {
+                at.push(attrs::flag("sorted", false));
+            }
+        }
         Op::GatherElements { .. }
         | Op::OneHot { .. }
         | Op::GatherND { .. }

@@ -238,14 +238,21 @@ fn read_nodes(
     Ok(nodes)
 }
 
-/// Refuses a node of another domain, and an op the table lacks or that its schema says
-/// exists only from a later opset than the model's.
+/// Refuses an op refused by design (with its reason), a node of another domain, and an op
+/// the table lacks or that its schema says exists only from a later opset than the model's.
 fn check_node_kind(
     proto: &NodeProto,
     name: &str,
     opset: i64,
     imports: &[OperatorSetIdProto],
 ) -> Result<(), Error> {
+    if let Some(reason) = concord_core::op::refusal_of(&proto.domain, &proto.op_type) {
+        return Err(Error::RefusedOp {
+            op: proto.op_type.clone(),
+            node: name.to_string(),
+            reason,
+        });
+    }
     if !is_default_domain(&proto.domain) {
         return Err(unsupported_domain(proto, name, imports));
     }

@@ -1037,3 +1037,40 @@ fn no_input_bytes_panic() {
         let _ = read_tensor_proto(&noise);
     }
 }
+
+#[test]
+fn ops_refused_by_design_say_why() {
+    let cases = [
+        ("SequenceAt", "", "sequences and optionals are out of scope"),
+        (
+            "OptionalHasElement",
+            "",
+            "sequences and optionals are out of scope",
+        ),
+        ("StringNormalizer", "", "string ops are out of scope"),
+        ("ImageDecoder", "", "decoding encoded images"),
+        (
+            "Adam",
+            "ai.onnx.preview.training",
+            "training ops are out of scope",
+        ),
+    ];
+    for (op, domain, why) in cases {
+        let mut n = node(op, "n0", &["x"], &["y"], vec![]);
+        n.domain = domain.to_string();
+        let m = model(
+            17,
+            graph(
+                vec![n],
+                vec![f32_value("x", &[1, 4])],
+                vec![output("y")],
+                vec![],
+            ),
+        );
+        expect_err(
+            read_graph(&bytes(&m)),
+            |e| matches!(e, Error::RefusedOp { op: o, .. } if o == op),
+            &[op, "n0", "by design", why],
+        );
+    }
+}

@@ -781,6 +781,50 @@ fn newer_cases() -> Vec<(NodeProto, Op)> {
             activations: vec![act(RnnActivationKind::ScaledTanh, 2.0, 1.0)],
             ..Recurrent::new(RecurrentCell::Rnn, RnnDirection::Reverse)
         }),
+    cases.push((
+        one(
+            "Einsum",
+            &["a", "b"],
+            vec![attr_string("equation", "...ij, ...jk -> ...ik")],
+        ),
+        Op::Einsum {
+            equation: "...ij, ...jk -> ...ik".into(),
+        },
+    ));
+    cases.push((one("Det", &["x"], vec![]), Op::Det));
+    cases.push((
+        one(
+            "NonMaxSuppression",
+            &["boxes", "scores", "max", "iou", "score"],
+            vec![attr_int("center_point_box", 1)],
+        ),
+        Op::NonMaxSuppression {
+            center_point_box: true,
+        },
+    ));
+    cases.push((
+        one("NonMaxSuppression", &["boxes", "scores"], vec![]),
+        Op::NonMaxSuppression {
+            center_point_box: false,
+        },
+    ));
+    cases.push((
+        one(
+            "Unique",
+            &["x"],
+            vec![attr_int("axis", -1), attr_int("sorted", 0)],
+        ),
+        Op::Unique {
+            axis: Some(-1),
+            sorted: false,
+        },
+    ));
+    cases.push((
+        one("Unique", &["x"], vec![]),
+        Op::Unique {
+            axis: None,
+            sorted: true,
+        },
     ));
     cases
 }

@@ -807,6 +807,44 @@ fn newer_op_nodes() -> Vec<Node> {
             1,
         );
     }
+    add(
+        Op::Einsum {
+            equation: "ij,jk->ik".into(),
+        },
+        &["m", "m"],
+        1,
+    );
+    add(Op::Det, &["m"], 1);
+    add(
+        Op::NonMaxSuppression {
+            center_point_box: true,
+        },
+        &["x", "x", "idx", "m", "m"],
+        1,
+    );
+    add(
+        Op::NonMaxSuppression {
+            center_point_box: false,
+        },
+        &["x", "x"],
+        1,
+    );
+    add(
+        Op::Unique {
+            axis: Some(1),
+            sorted: false,
+        },
+        &["x"],
+        4,
+    );
+    add(
+        Op::Unique {
+            axis: None,
+            sorted: true,
+        },
+        &["x"],
+        1,
+    );
     nodes
 }
 

@@ -1,11 +1,12 @@
 //! Shape and dtype inference for the indexing family: ConstantOfShape, Range, Tile, CumSum,
 //! GatherElements, GatherND, ScatterElements, ScatterND, OneHot, Trilu, NonZero, Size,
-//! DepthToSpace, SpaceToDepth, EyeLike, TopK, CastLike and Compress.
+//! DepthToSpace, SpaceToDepth, EyeLike, TopK, CastLike, Compress, NonMaxSuppression and
+//! Unique.
 //!
 //! Where an output extent depends on an operand's value (Range, ConstantOfShape, Tile,
 //! OneHot's depth, TopK's k) it is exact when that operand is a constant and
-//! [`Dim::Unknown`] otherwise; where it depends on the data (NonZero, Compress) it is
-//! unknown until the reference computes it.
+//! [`Dim::Unknown`] otherwise; where it depends on the data (NonZero, Compress,
+//! NonMaxSuppression, Unique) it is unknown until the reference computes it.
 
 use super::{expect_dtype, optional, required, OutputFact, ValueFact};
 use crate::dtype::DType;
@@ -241,6 +242,66 @@ pub(super) fn infer(
             let lens = required(inputs, 1, "sequence_lens")?;
             expect_dtype(&lens, 1, "sequence_lens", &[DType::I64])?;
             OutputFact::new(x.dtype, x.shape.to_vec())
+        }
+        Op::NonMaxSuppression { .. } => {
+            let boxes = required(inputs, 0, "boxes")?;
+            let scores = required(inputs, 1, "scores")?;
+            expect_dtype(&boxes, 0, "boxes", &[DType::F32])?;
+            expect_dtype(&scores, 1, "scores", &[DType::F32])?;
+            if boxes.shape.len() != 3 || scores.shape.len() != 3 {
+                return Err(OpError::Shape(format!(
+                    "NonMaxSuppression needs boxes (batches, spatial, 4) and scores (batches, \
+                     classes, spatial), got {} and {}",
+                    format_sym(boxes.shape),
+                    format_sym(scores.shape)
+                )));
+            }
+            if let Some(m) = optional(inputs, 2) {
+                expect_dtype(&m, 2, "max_output_boxes_per_class", &[DType::I64])?;
+            }
+            for (index, name) in [(3, "iou_threshold"), (4, "score_threshold")] {
+                if let Some(t) = optional(inputs, index) {
+                    expect_dtype(&t, index, name, &[DType::F32])?;
+                }
+            }
+            // How many boxes survive depends on the scores and overlaps.
+            OutputFact::new(DType::I64, vec![Dim::Unknown, Dim::Fixed(3)])
+        }
+        Op::Unique { axis, .. } => {
+            let x = required(inputs, 0, "X")?;
+            if !(1..=4).contains(&num_outputs) {
+                return Err(OpError::Unsupported(format!(
+                    "Unique has 1 to 4 outputs, the node declares {num_outputs}"
+                )));
+            }
+            // How many elements are unique depends on the data.
+            let y = match axis {
+                None => vec![Dim::Unknown],
+                Some(axis) => {
+                    let axis = normalize_axis(*axis, x.shape.len())?;
+                    let mut dims = x.shape.to_vec();
+                    dims[axis] = Dim::Unknown;
+                    dims
+                }
+            };
+            let inverse = match axis {
+                None => x
+                    .shape
+                    .iter()
+                    .try_fold(1usize, |n, d| match d {
+                        Dim::Fixed(k) => n.checked_mul(*k),
+                        _ => None,
+                    })
+                    .map_or(Dim::Unknown, Dim::Fixed),
+                Some(axis) => x.shape[normalize_axis(*axis, x.shape.len())?].clone(),
+            };
+            let outputs = [
+                OutputFact::new(x.dtype, y),
+                OutputFact::new(DType::I64, vec![Dim::Unknown]),
+                OutputFact::new(DType::I64, vec![inverse]),
+                OutputFact::new(DType::I64, vec![Dim::Unknown]),
+            ];
+            return Ok(outputs.into_iter().take(num_outputs).collect());
         }
         other => {
             return Err(OpError::Unsupported(format!(

@@ -1,6 +1,7 @@
 //! Shape and dtype inference: for one op, the output types from the input types (and the
 //! values of inputs that are constants). One file per op family; this file routes.
 
+mod algebra;
 mod attention;
 mod elementwise;
 mod indexing;
@@ -56,6 +57,7 @@ pub fn infer_op(
         Family::Movement => movement::infer(op, inputs, num_outputs)?,
         Family::Indexing => indexing::infer(op, inputs, num_outputs)?,
         Family::Recurrent => recurrent::infer(op, inputs, num_outputs)?,
+        Family::LinearAlgebra => algebra::infer(op, inputs, num_outputs)?,
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(

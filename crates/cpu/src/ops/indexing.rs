@@ -1,6 +1,7 @@
 //! Indexing kernels: ConstantOfShape, Range, Tile, CumSum, GatherElements, GatherND,
 //! ScatterElements, ScatterND, OneHot, Trilu, NonZero, Size, DepthToSpace, SpaceToDepth,
-//! EyeLike, TopK, CastLike and Compress.
+//! EyeLike, TopK, CastLike and Compress; NonMaxSuppression and Unique route to
+//! `selection.rs`.
 //!
 //! Elements move bit-exactly (through [`TensorData::gather`]); the ones that compute (CumSum,
 //! the scatter reductions, Range) do so in f64 for floats and exactly in i128 for integers,
@@ -54,6 +55,13 @@ pub(crate) fn run(
             batch_axis,
             time_axis,
         } => one(reverse_sequence(*batch_axis, *time_axis, inputs)),
+        Op::NonMaxSuppression { center_point_box } => one(super::selection::non_max_suppression(
+            *center_point_box,
+            inputs,
+        )),
+        Op::Unique { axis, sorted } => {
+            super::selection::unique(*axis, *sorted, inputs, num_outputs)
+        }
         other => Err(super::not_in_family(other)),
     }
 }

@@ -1,5 +1,6 @@
 //! Routes each [`Op`] to its family's kernel, and the operand helpers every kernel uses.
 
+pub(crate) mod algebra;
 mod attention;
 mod conv;
 mod elementwise;
@@ -14,6 +15,7 @@ mod quant;
 mod recurrent;
 mod reduce;
 mod resize;
+mod selection;
 mod spatial;
 
 use concord_core::op::Family;
@@ -55,6 +57,7 @@ pub fn run_op(
         Family::Movement => movement::run(op, inputs, num_outputs)?,
         Family::Indexing => indexing::run(op, inputs, num_outputs)?,
         Family::Recurrent => recurrent::run(op, inputs, num_outputs)?,
+        Family::LinearAlgebra => algebra::run(op, inputs)?,
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(

@@ -52,7 +52,7 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
         Op::Binary(b) => b.def().device,
         op => !matches!(
             op.family(),
-            Family::Indexing | Family::Quantization | Family::Recurrent
+            Family::Indexing | Family::Quantization | Family::Recurrent | Family::LinearAlgebra
         ),
     };
     if !device_row {

@@ -120,6 +120,7 @@ pub const REFERENCE_ONLY: &[&str] = &[
     "LRN",
     "Attention",
     "RotaryEmbedding",
+    "ConvTranspose",
 ];
 
 /// Supported ops without a property strategy, and why.

@@ -32,11 +32,16 @@ fn check(graph: &Graph, node: &Node) -> Check {
     let device_row = match &node.op {
         Op::Unary(u) => u.def().device,
         Op::Binary(b) => b.def().device,
+        // Reference-only ops of families that otherwise have kernels.
+        Op::ConvTranspose(_) => false,
         op => !matches!(
             op.family(),
             concord_core::op::Family::Indexing | concord_core::op::Family::Quantization
         ),
     };
+    if matches!(node.op, Op::MaxPool(_)) && node.outputs.len() > 1 {
+        return Err("MaxPool's Indices output (its second) has no CUDA kernel".into());
+    }
     if !device_row {
         return Err(format!("{} has no CUDA kernel", node.op.name()));
     }

@@ -50,7 +50,7 @@ pub fn since_version(op_type: &str) -> Option<i64> {
 /// output is computed.
 pub fn computed_outputs(op: &Op) -> Option<usize> {
     match op {
-        Op::MaxPool(_) | Op::BatchNormalization { .. } => Some(1),
+        Op::BatchNormalization { .. } => Some(1),
         _ => None,
     }
 }
@@ -59,7 +59,9 @@ pub fn computed_outputs(op: &Op) -> Option<usize> {
 /// but a model may leave unread; the reader drops those that nothing reads.
 pub fn optional_outputs_from(op: &Op) -> Option<usize> {
     match op {
-        Op::Dropout | Op::LayerNormalization { .. } => Some(1),
+        // MaxPool's Indices are computed by the reference only; dropping them where
+        // nothing reads them keeps MaxPool on the device executors.
+        Op::Dropout | Op::LayerNormalization { .. } | Op::MaxPool(_) => Some(1),
         _ => None,
     }
 }
@@ -507,6 +509,11 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
         "QLinearMatMul" => Op::QLinearMatMul,
         "ConvInteger" => Op::ConvInteger(read_conv(a)?),
         "QLinearConv" => Op::QLinearConv(read_conv(a)?),
+        "ConvTranspose" => Op::ConvTranspose(op::ConvTranspose {
+            conv: read_conv(a)?,
+            output_padding: a.extents("output_padding", 0)?,
+            output_shape: a.extents("output_shape", 0)?,
+        }),
         // The schemas and this match list the same ops; reaching here means they disagree.
         _ => {
             return Err(Error::UnknownOp {
@@ -880,6 +887,15 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
         } => write_quant_attrs(*axis, *block_size, *output_dtype, opset, at)
             .map_err(|e| unrepresentable(&e))?,
         Op::ConvInteger(c) | Op::QLinearConv(c) => write_conv(c, at),
+        Op::ConvTranspose(c) => {
+            write_conv(&c.conv, at);
+            if !c.output_padding.is_empty() {
+                at.push(attrs::extents("output_padding", &c.output_padding));
+            }
+            if !c.output_shape.is_empty() {
+                at.push(attrs::extents("output_shape", &c.output_shape));
+            }
+        }
         Op::DynamicQuantizeLinear | Op::MatMulInteger | Op::QLinearMatMul => {}
         Op::GatherElements { .. }
         | Op::OneHot { .. }
@@ -1116,18 +1132,23 @@ fn read_pool(a: &Attrs, kind: PoolKind) -> Result<Pool, Error> {
     }
     let count_include_pad = match kind {
         PoolKind::Average => a.flag_or("count_include_pad", false)?,
-        PoolKind::Lp => false,
-        PoolKind::Max => {
-            if a.int_or("storage_order", 0)? != 0 {
+        PoolKind::Lp | PoolKind::Max => false,
+    };
+    let column_major_indices = match kind {
+        PoolKind::Max => match a.int_or("storage_order", 0)? {
+            0 => false,
+            1 => true,
+            other => {
                 return Err(a.error(
                     "storage_order",
-                    "column-major storage order (1) is not supported; only the default 0",
-                ));
+                    format!("must be 0 (row-major) or 1 (column-major), got {other}"),
+                ))
             }
-            false
-        }
+        },
+        PoolKind::Average | PoolKind::Lp => false,
     };
     Ok(Pool {
+        column_major_indices,
         auto_pad: read_auto_pad(a)?,
         ceil_mode: a.flag_or("ceil_mode", false)?,
         count_include_pad,
@@ -1170,6 +1191,12 @@ fn write_pool(
     }
     if !p.strides.is_empty() {
         at.push(attrs::extents("strides", &p.strides));
+    }
+    if p.column_major_indices {
+        if kind != PoolKind::Max {
+            return Err("storage_order is a MaxPool attribute".into());
+        }
+        at.push(attrs::int("storage_order", 1));
     }
     Ok(())
 }

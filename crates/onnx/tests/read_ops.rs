@@ -146,7 +146,7 @@ fn cases() -> Vec<(NodeProto, Op)> {
                     attr_int("ceil_mode", 1),
                     attr_ints("pads", &[1, 1, 1, 1]),
                     attr_ints("strides", &[2, 2]),
-                    attr_int("storage_order", 0),
+                    attr_int("storage_order", 1),
                 ],
             ),
             Op::MaxPool(Pool {
@@ -157,6 +157,7 @@ fn cases() -> Vec<(NodeProto, Op)> {
                 kernel_shape: vec![3, 3],
                 pads: vec![1, 1, 1, 1],
                 strides: vec![2, 2],
+                column_major_indices: true,
             }),
         ),
         (
@@ -177,6 +178,7 @@ fn cases() -> Vec<(NodeProto, Op)> {
                 kernel_shape: vec![2],
                 pads: vec![],
                 strides: vec![],
+                column_major_indices: false,
             }),
         ),
         (
@@ -726,6 +728,27 @@ fn newer_cases() -> Vec<(NodeProto, Op)> {
             vec![],
         ),
         Op::QLinearConv(Conv::default()),
+    ));
+    cases.push((
+        one(
+            "ConvTranspose",
+            &["x", "w"],
+            vec![
+                attr_ints("strides", &[3, 2]),
+                attr_ints("output_padding", &[1, 1]),
+                attr_ints("output_shape", &[10, 8]),
+                attr_int("group", 2),
+            ],
+        ),
+        Op::ConvTranspose(concord_core::op::ConvTranspose {
+            conv: Conv {
+                group: 2,
+                strides: vec![3, 2],
+                ..Conv::default()
+            },
+            output_padding: vec![1, 1],
+            output_shape: vec![10, 8],
+        }),
     ));
     cases
 }

@@ -196,6 +196,7 @@ fn every_op_graph(opset: i64) -> Graph {
                 kernel_shape: vec![2, 2],
                 pads: vec![1, 1, 0, 0],
                 strides: vec![2, 2],
+                column_major_indices: true,
             }),
             &["x"],
             &["maxpool"],
@@ -767,6 +768,20 @@ fn newer_op_nodes() -> Vec<Node> {
     add(
         Op::QLinearConv(concord_core::op::Conv::default()),
         &["idx", "m", "idx", "idx", "m", "idx", "m", "idx"],
+        1,
+    );
+    add(
+        Op::ConvTranspose(concord_core::op::ConvTranspose {
+            conv: concord_core::op::Conv {
+                auto_pad: concord_core::op::AutoPad::SameLower,
+                dilations: vec![2, 1],
+                group: 2,
+                ..Default::default()
+            },
+            output_padding: vec![1, 0],
+            output_shape: vec![9, 9],
+        }),
+        &["x", "w"],
         1,
     );
     nodes

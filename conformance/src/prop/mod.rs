@@ -121,6 +121,7 @@ pub const REFERENCE_ONLY: &[&str] = &[
     "Attention",
     "RotaryEmbedding",
     "ConvTranspose",
+    "MaxUnpool",
 ];
 
 /// Supported ops without a property strategy, and why.

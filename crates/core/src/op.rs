@@ -316,6 +316,15 @@ pub enum Op {
     /// Inputs: X (N, C, D1…Dn), W (C, M/group, k1…kn), B (M)?. The gradient of Conv with
     /// respect to its input: every input value scatters its kernel-weighted taps.
     ConvTranspose(ConvTranspose),
+    /// Inputs: X, I (i64, X's shape: flat positions in Y, as MaxPool's Indices give them),
+    /// output_shape? (i64, Y's whole shape). Y is zeros with each X value at its index.
+    MaxUnpool {
+        kernel_shape: Vec<usize>,
+        /// [begin…, end…]; empty means zeros.
+        pads: Vec<usize>,
+        /// Per spatial axis; empty means 1.
+        strides: Vec<usize>,
+    },
 }
 
 /// How NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss reduce the per-element loss.
@@ -461,6 +470,29 @@ impl TransposedAxis {
             .checked_sub(self.pad_begin)
             .filter(|&o| o < self.output)
     }
+}
+
+/// MaxUnpool's default output extents: those of the ConvTranspose with its window (no
+/// dilation, no output padding), `stride·(in − 1) + kernel − pads`.
+pub fn max_unpool_extents(
+    input: &[usize],
+    kernel_shape: &[usize],
+    pads: &[usize],
+    strides: &[usize],
+) -> Result<Vec<usize>, crate::OpError> {
+    let window = ConvTranspose {
+        conv: Conv {
+            pads: pads.to_vec(),
+            strides: strides.to_vec(),
+            ..Conv::default()
+        },
+        ..ConvTranspose::default()
+    };
+    Ok(window
+        .plan(input, kernel_shape)?
+        .iter()
+        .map(|a| a.output)
+        .collect())
 }
 
 impl ConvTranspose {
@@ -1167,7 +1199,7 @@ pub enum Family {
     /// Softmax, LogSoftmax, Hardmax, LayerNormalization, BatchNormalization, and the losses
     /// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
     Normalization,
-    /// MaxPool, AveragePool, GlobalAveragePool.
+    /// MaxPool, AveragePool, GlobalAveragePool, LpPool, MaxUnpool.
     Pool,
     /// The Reduce* ops, ArgMax, ArgMin.
     Reduce,
@@ -1996,6 +2028,16 @@ pub const OTHER_OPS: &[OpSchema] = &[
             attr("strides", Absent),
         ],
     ),
+    schema(
+        "MaxUnpool",
+        9,
+        Family::Pool,
+        &[
+            attr("kernel_shape", Required),
+            attr("pads", Absent),
+            attr("strides", Absent),
+        ],
+    ),
 ];
 
 impl UnaryDef {
@@ -2279,6 +2321,7 @@ impl Op {
             Op::ConvInteger(_) => other("ConvInteger"),
             Op::QLinearConv(_) => other("QLinearConv"),
             Op::ConvTranspose(_) => other("ConvTranspose"),
+            Op::MaxUnpool { .. } => other("MaxUnpool"),
         }
     }
 

@@ -509,6 +509,17 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
         "QLinearMatMul" => Op::QLinearMatMul,
         "ConvInteger" => Op::ConvInteger(read_conv(a)?),
         "QLinearConv" => Op::QLinearConv(read_conv(a)?),
+        "MaxUnpool" => {
+            let kernel_shape = a.extents("kernel_shape", 1)?;
+            if kernel_shape.is_empty() {
+                return Err(a.missing("kernel_shape"));
+            }
+            Op::MaxUnpool {
+                kernel_shape,
+                pads: a.extents("pads", 0)?,
+                strides: a.extents("strides", 1)?,
+            }
+        }
         "ConvTranspose" => Op::ConvTranspose(op::ConvTranspose {
             conv: read_conv(a)?,
             output_padding: a.extents("output_padding", 0)?,
@@ -887,6 +898,19 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
         } => write_quant_attrs(*axis, *block_size, *output_dtype, opset, at)
             .map_err(|e| unrepresentable(&e))?,
         Op::ConvInteger(c) | Op::QLinearConv(c) => write_conv(c, at),
+        Op::MaxUnpool {
+            kernel_shape,
+            pads,
+            strides,
+        } => {
+            at.push(attrs::extents("kernel_shape", kernel_shape));
+            if !pads.is_empty() {
+                at.push(attrs::extents("pads", pads));
+            }
+            if !strides.is_empty() {
+                at.push(attrs::extents("strides", strides));
+            }
+        }
         Op::ConvTranspose(c) => {
             write_conv(&c.conv, at);
             if !c.output_padding.is_empty() {

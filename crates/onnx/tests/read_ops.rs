@@ -731,6 +731,21 @@ fn newer_cases() -> Vec<(NodeProto, Op)> {
     ));
     cases.push((
         one(
+            "MaxUnpool",
+            &["x", "i", "shape"],
+            vec![
+                attr_ints("kernel_shape", &[2, 2]),
+                attr_ints("strides", &[2, 2]),
+            ],
+        ),
+        Op::MaxUnpool {
+            kernel_shape: vec![2, 2],
+            pads: vec![],
+            strides: vec![2, 2],
+        },
+    ));
+    cases.push((
+        one(
             "ConvTranspose",
             &["x", "w"],
             vec![

@@ -771,6 +771,15 @@ fn newer_op_nodes() -> Vec<Node> {
         1,
     );
     add(
+        Op::MaxUnpool {
+            kernel_shape: vec![2, 2],
+            pads: vec![0, 1, 1, 0],
+            strides: vec![2, 1],
+        },
+        &["x", "idx"],
+        1,
+    );
+    add(
         Op::ConvTranspose(concord_core::op::ConvTranspose {
             conv: concord_core::op::Conv {
                 auto_pad: concord_core::op::AutoPad::SameLower,

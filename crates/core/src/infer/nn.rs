@@ -48,6 +48,11 @@ pub(super) fn infer(
     let fact = match op {
         Op::Conv(attrs) => conv(attrs, inputs)?,
         Op::ConvTranspose(attrs) => conv_transpose(attrs, inputs)?,
+        Op::MaxUnpool {
+            kernel_shape,
+            pads,
+            strides,
+        } => max_unpool(kernel_shape, pads, strides, inputs)?,
         Op::Gemm(attrs) => gemm(attrs, inputs)?,
         Op::MatMul => matmul(inputs)?,
         Op::MaxPool(attrs) => pool("MaxPool", attrs, inputs)?,
@@ -274,6 +279,56 @@ fn conv_transpose(
     };
     let mut shape = vec![xs[0].clone(), m];
     shape.extend(spatial);
+    Ok(OutputFact::new(x.dtype, shape))
+}
+
+/// MaxUnpool: Y has `output_shape`'s value where it is known, else the window's default
+/// extents around X's batch and channel axes.
+fn max_unpool(
+    kernel_shape: &[usize],
+    pads: &[usize],
+    strides: &[usize],
+    inputs: &[Option<ValueFact>],
+) -> Result<OutputFact, OpError> {
+    let x = required(inputs, 0, "X")?;
+    let i = required(inputs, 1, "I")?;
+    expect_dtype(&x, 0, "X", &FLOAT)?;
+    expect_dtype(&i, 1, "I", &[DType::I64])?;
+    let xs = x.shape;
+    if xs.len() < 3 || kernel_shape.len() != xs.len() - 2 {
+        return Err(OpError::Shape(format!(
+            "MaxUnpool needs X (N, C, spatial…) of rank 3 or more with one kernel_shape value \
+             per spatial axis, got X {} and kernel_shape {kernel_shape:?}",
+            format_sym(xs)
+        )));
+    }
+    if let Some(shape) = optional(inputs, 2) {
+        expect_dtype(&shape, 2, "output_shape", &[DType::I64])?;
+        if let Some(dims) = shape.value.and_then(Tensor::to_i64_vec) {
+            if dims.len() != xs.len() || dims.iter().any(|&d| d < 0) {
+                return Err(OpError::Shape(format!(
+                    "MaxUnpool: output_shape {dims:?} must hold {} non-negative extents, one \
+                     per axis of X {}",
+                    xs.len(),
+                    format_sym(xs)
+                )));
+            }
+            return Ok(OutputFact::new(
+                x.dtype,
+                dims.iter().map(|&d| Dim::Fixed(d as usize)).collect(),
+            ));
+        }
+        return Ok(OutputFact::new(x.dtype, vec![Dim::Unknown; xs.len()]));
+    }
+    let mut shape = xs[..2].to_vec();
+    match xs[2..].iter().map(fixed).collect::<Option<Vec<usize>>>() {
+        Some(input) => shape.extend(
+            crate::op::max_unpool_extents(&input, kernel_shape, pads, strides)?
+                .into_iter()
+                .map(Dim::Fixed),
+        ),
+        None => shape.extend(std::iter::repeat(Dim::Unknown).take(xs.len() - 2)),
+    }
     Ok(OutputFact::new(x.dtype, shape))
 }
 

@@ -41,6 +41,11 @@ pub fn run_op(
             Op::LpPool(attrs, p) => pool::lp_pool(attrs, *p, inputs)?,
             Op::Resize(attrs) => resize::resize(attrs, inputs)?,
             Op::ConvTranspose(attrs) => conv::conv_transpose(attrs, inputs)?,
+            Op::MaxUnpool {
+                kernel_shape,
+                pads,
+                strides,
+            } => pool::max_unpool(kernel_shape, pads, strides, inputs)?,
             other => return Err(not_in_family(other)),
         }],
         Family::Unary | Family::Binary | Family::Select => vec![elementwise::run(op, inputs)?],

@@ -1,5 +1,5 @@
-//! MaxPool (with its optional Indices), AveragePool and GlobalAveragePool over any number of
-//! spatial axes.
+//! MaxPool (with its optional Indices), MaxUnpool, AveragePool and GlobalAveragePool over
+//! any number of spatial axes.
 //!
 //! The window of every output position is worked out once per call (the input offsets it
 //! reads inside one channel plane, and how many of its taps lie inside the padded input)
@@ -20,8 +20,8 @@
 //! follows the spec and agrees with the ONNX reference implementation there.
 
 use super::spatial::{advance, checked_product, resolve, Axis, WindowAttrs};
-use super::{expect_float, required};
-use concord_core::op::Pool;
+use super::{expect_float, i64_operand, optional, required};
+use concord_core::op::{max_unpool_extents, Pool};
 use concord_core::{DType, OpError, Shape, Tensor, TensorData};
 use half::f16;
 
@@ -106,6 +106,78 @@ pub(crate) fn max_pool(
     }
     let indices = Tensor::from_parts(Shape::new(windows.output_shape), TensorData::I64(indices))?;
     Ok(vec![y, indices])
+}
+
+/// MaxUnpool: zeros of the output shape (`output_shape`'s value, else the window's default
+/// extents), with each X value written at the flat position its I entry names, as
+/// onnxruntime does (positions count over the whole output, batch and channel included).
+pub(crate) fn max_unpool(
+    kernel_shape: &[usize],
+    pads: &[usize],
+    strides: &[usize],
+    inputs: &[Option<&Tensor>],
+) -> Result<Tensor, OpError> {
+    let x = required(inputs, 0, "X")?;
+    let i = required(inputs, 1, "I")?;
+    expect_float(x, 0, "X")?;
+    let indices = i64_operand(i, 1, "I")?;
+    if i.shape() != x.shape() {
+        return Err(OpError::Shape(format!(
+            "MaxUnpool: I {} must have the shape of X {}",
+            i.shape(),
+            x.shape()
+        )));
+    }
+    if x.rank() < 3 || kernel_shape.len() != x.rank() - 2 {
+        return Err(OpError::Shape(format!(
+            "MaxUnpool needs X (N, C, spatial…) of rank 3 or more with one kernel_shape value \
+             per spatial axis, got X {} and kernel_shape {kernel_shape:?}",
+            x.shape()
+        )));
+    }
+    let output_shape: Vec<usize> = match optional(inputs, 2) {
+        Some(shape) => {
+            let given = i64_operand(shape, 2, "output_shape")?;
+            let dims: Option<Vec<usize>> =
+                given.iter().map(|&d| usize::try_from(d).ok()).collect();
+            match dims {
+                Some(dims) if dims.len() == x.rank() => dims,
+                _ => {
+                    return Err(OpError::Shape(format!(
+                        "MaxUnpool: output_shape {given:?} must hold {} non-negative extents, \
+                         one per axis of X {}",
+                        x.rank(),
+                        x.shape()
+                    )))
+                }
+            }
+        }
+        None => {
+            let mut dims = x.dims()[..2].to_vec();
+            dims.extend(max_unpool_extents(
+                &x.dims()[2..],
+                kernel_shape,
+                pads,
+                strides,
+            )?);
+            dims
+        }
+    };
+    let len = checked_product(&output_shape, "MaxUnpool output shape")?;
+    let mut y = vec![0.0; len];
+    for (&index, value) in indices.iter().zip(x.to_f64_vec()) {
+        let slot = usize::try_from(index)
+            .ok()
+            .and_then(|at| y.get_mut(at))
+            .ok_or_else(|| {
+                OpError::Shape(format!(
+                    "MaxUnpool: index {index} in I is outside the output {} ({len} elements)",
+                    Shape::new(output_shape.clone())
+                ))
+            })?;
+        *slot = value;
+    }
+    Tensor::from_f64(x.dtype(), Shape::new(output_shape), y)
 }
 
 /// GlobalMaxPool (`p` None) and GlobalLpPool: one value per (N, C) plane.

@@ -51,7 +51,7 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
         Op::Unary(u) => u.def().device,
         Op::Binary(b) => b.def().device,
         // Reference-only ops of families that otherwise have kernels.
-        Op::ConvTranspose(_) => false,
+        Op::ConvTranspose(_) | Op::MaxUnpool { .. } => false,
         op => !matches!(op.family(), Family::Indexing | Family::Quantization),
     };
     if matches!(node.op, Op::MaxPool(_)) && node.outputs.len() > 1 {

@@ -535,13 +535,25 @@ fn one_d_conv_transpose_scatters_each_input_by_hand() {
     };
     let full = [1., 2., 13., 20., 130., 200., 300.];
     let cases: [(Op, Vec<f64>); 6] = [
-        (conv_transpose(strided(AutoPad::NotSet), &[], &[]), full.to_vec()),
+        (
+            conv_transpose(strided(AutoPad::NotSet), &[], &[]),
+            full.to_vec(),
+        ),
         // SAME: output 3·2 = 6, one cell cropped, at the end (UPPER) or the beginning.
-        (conv_transpose(strided(AutoPad::SameUpper), &[], &[]), full[..6].to_vec()),
-        (conv_transpose(strided(AutoPad::SameLower), &[], &[]), full[1..].to_vec()),
+        (
+            conv_transpose(strided(AutoPad::SameUpper), &[], &[]),
+            full[..6].to_vec(),
+        ),
+        (
+            conv_transpose(strided(AutoPad::SameLower), &[], &[]),
+            full[1..].to_vec(),
+        ),
         // output_shape 6 without auto_pad crops at the beginning, as onnxruntime does; a
         // larger one than the full output ends in zeros.
-        (conv_transpose(strided(AutoPad::NotSet), &[], &[6]), full[1..].to_vec()),
+        (
+            conv_transpose(strided(AutoPad::NotSet), &[], &[6]),
+            full[1..].to_vec(),
+        ),
         (
             conv_transpose(strided(AutoPad::NotSet), &[], &[9]),
             [&full[..], &[0., 0.]].concat(),
@@ -589,8 +601,17 @@ fn conv_transpose_groups_and_bias_by_hand() {
         group: 2,
         ..plain()
     };
-    let y = ok(&conv_transpose(attrs, &[], &[]), &[Some(&x), Some(&w), Some(&b)]);
-    check(&y, DType::F32, &[1, 2, 2], &[3., 5., 8., 11.], Tolerance::Exact);
+    let y = ok(
+        &conv_transpose(attrs, &[], &[]),
+        &[Some(&x), Some(&w), Some(&b)],
+    );
+    check(
+        &y,
+        DType::F32,
+        &[1, 2, 2],
+        &[3., 5., 8., 11.],
+        Tolerance::Exact,
+    );
 }
 
 /// ConvTranspose with W is the adjoint of Conv with the same W and geometry:
@@ -610,10 +631,38 @@ fn conv_transpose_is_the_adjoint_of_conv() {
     );
     let geometries: [Geometry; 5] = [
         (&[2, 3, 11], &[4, 3, 3], 1, &[2], &[1], &[1, 0]),
-        (&[1, 4, 7, 6], &[6, 2, 3, 2], 2, &[2, 3], &[1, 2], &[0, 1, 2, 0]),
-        (&[2, 2, 5, 5], &[2, 1, 2, 3], 2, &[1, 1], &[2, 1], &[1, 1, 1, 1]),
-        (&[1, 2, 4, 5, 3], &[3, 2, 2, 2, 1], 1, &[2, 1, 2], &[1, 2, 1], &[]),
-        (&[1, 3, 9, 4], &[3, 1, 3, 3], 3, &[3, 2], &[2, 1], &[2, 1, 0, 2]),
+        (
+            &[1, 4, 7, 6],
+            &[6, 2, 3, 2],
+            2,
+            &[2, 3],
+            &[1, 2],
+            &[0, 1, 2, 0],
+        ),
+        (
+            &[2, 2, 5, 5],
+            &[2, 1, 2, 3],
+            2,
+            &[1, 1],
+            &[2, 1],
+            &[1, 1, 1, 1],
+        ),
+        (
+            &[1, 2, 4, 5, 3],
+            &[3, 2, 2, 2, 1],
+            1,
+            &[2, 1, 2],
+            &[1, 2, 1],
+            &[],
+        ),
+        (
+            &[1, 3, 9, 4],
+            &[3, 1, 3, 3],
+            3,
+            &[3, 2],
+            &[2, 1],
+            &[2, 1, 0, 2],
+        ),
     ];
     for (seed, (x_dims, w_dims, group, strides, dilations, pads)) in
         geometries.into_iter().enumerate()

@@ -41,8 +41,16 @@ pub(super) fn infer(
         return Err(OpError::Unsupported(format!(
             "{} has {} output{}, the node declares {num_outputs}",
             op.name(),
-            if matches!(op, Op::MaxPool(_)) { "one or two" } else { "one" },
-            if matches!(op, Op::MaxPool(_)) { "s" } else { "" },
+            if matches!(op, Op::MaxPool(_)) {
+                "one or two"
+            } else {
+                "one"
+            },
+            if matches!(op, Op::MaxPool(_)) {
+                "s"
+            } else {
+                ""
+            },
         )));
     }
     let fact = match op {

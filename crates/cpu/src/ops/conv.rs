@@ -312,7 +312,10 @@ pub(crate) fn conv_transpose(
     let mut y = vec![0.0; out_len];
     if let Some(b) = bias {
         let b_f = b.to_f64_vec();
-        for (plane, &b) in y.chunks_exact_mut(output_plane.max(1)).zip(b_f.iter().cycle()) {
+        for (plane, &b) in y
+            .chunks_exact_mut(output_plane.max(1))
+            .zip(b_f.iter().cycle())
+        {
             plane.fill(b);
         }
     }
@@ -324,12 +327,15 @@ pub(crate) fn conv_transpose(
     let w_f = w.to_f64_vec();
     let cg = c / group;
     let rows = mg * kernel_size;
-    let mut cols = vec![0.0; rows.checked_mul(input_plane).ok_or_else(|| {
-        OpError::Shape(format!(
-            "ConvTranspose: the column matrix ({rows} x {input_plane}) has more elements than \
+    let mut cols = vec![
+        0.0;
+        rows.checked_mul(input_plane).ok_or_else(|| {
+            OpError::Shape(format!(
+                "ConvTranspose: the column matrix ({rows} x {input_plane}) has more elements than \
              this machine can address"
-        ))
-    })?];
+            ))
+        })?
+    ];
     for (x_image, y_image) in x_f
         .chunks_exact(c * input_plane)
         .zip(y.chunks_exact_mut(m * output_plane))

@@ -138,8 +138,7 @@ pub(crate) fn max_unpool(
     let output_shape: Vec<usize> = match optional(inputs, 2) {
         Some(shape) => {
             let given = i64_operand(shape, 2, "output_shape")?;
-            let dims: Option<Vec<usize>> =
-                given.iter().map(|&d| usize::try_from(d).ok()).collect();
+            let dims: Option<Vec<usize>> = given.iter().map(|&d| usize::try_from(d).ok()).collect();
             match dims {
                 Some(dims) if dims.len() == x.rank() => dims,
                 _ => {

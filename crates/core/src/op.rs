@@ -748,6 +748,9 @@ pub struct Resize {
     pub axes: Option<Vec<i64>>,
     /// How `sizes` is honoured over `axes` (opset 18).
     pub keep_aspect_ratio: AspectRatioPolicy,
+    /// Linear and cubic downsampling widen the filter by 1 / scale (opset 18); nearest
+    /// ignores it.
+    pub antialias: bool,
 }
 
 /// Resize's `keep_aspect_ratio_policy`: `sizes` as given, or one scale for every resized
@@ -844,6 +847,7 @@ impl Default for Resize {
             exclude_outside: false,
             axes: None,
             keep_aspect_ratio: AspectRatioPolicy::Stretch,
+            antialias: false,
         }
     }
 }

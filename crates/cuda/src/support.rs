@@ -203,6 +203,9 @@ fn check(graph: &Graph, node: &Node) -> Check {
             if r.mode == ResizeMode::Cubic {
                 return Err("Resize mode cubic is not implemented (nearest and linear are)".into());
             }
+            if r.antialias && r.mode != ResizeMode::Nearest {
+                return Err("Resize antialias = 1 is not implemented".into());
+            }
             if r.coordinate_transformation_mode == CoordinateTransform::TfCropAndResize {
                 return Err("Resize coordinate mode tf_crop_and_resize is not implemented".into());
             }

@@ -1285,9 +1285,6 @@ fn write_reduce(
 // Resize.
 
 fn read_resize(a: &Attrs) -> Result<Resize, Error> {
-    if a.int_or("antialias", 0)? != 0 {
-        return Err(a.error("antialias", "antialiased resizing is not supported"));
-    }
     let keep_aspect_ratio = match a.string("keep_aspect_ratio_policy")?.as_deref() {
         None | Some("stretch") => AspectRatioPolicy::Stretch,
         Some("not_larger") => AspectRatioPolicy::NotLarger,
@@ -1355,11 +1352,18 @@ fn read_resize(a: &Attrs) -> Result<Resize, Error> {
         exclude_outside: a.flag_or("exclude_outside", defaults.exclude_outside)?,
         axes: a.ints("axes")?,
         keep_aspect_ratio,
+        antialias: a.flag_or("antialias", false)?,
     })
 }
 
 fn write_resize(r: &Resize, opset: i64, at: &mut Vec<AttributeProto>) -> Result<(), String> {
     let defaults = Resize::default();
+    if r.antialias {
+        if opset < 18 {
+            return Err("Resize's antialias exists from opset 18".into());
+        }
+        at.push(attrs::flag("antialias", true));
+    }
     if r.mode != defaults.mode {
         let name = match r.mode {
             ResizeMode::Nearest => "nearest",

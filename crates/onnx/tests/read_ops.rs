@@ -348,6 +348,7 @@ fn cases() -> Vec<(NodeProto, Op)> {
                 exclude_outside: false,
                 axes: None,
                 keep_aspect_ratio: concord_core::op::AspectRatioPolicy::Stretch,
+                antialias: false,
             }),
         ),
         (
@@ -371,6 +372,7 @@ fn cases() -> Vec<(NodeProto, Op)> {
                 exclude_outside: true,
                 axes: None,
                 keep_aspect_ratio: concord_core::op::AspectRatioPolicy::Stretch,
+                antialias: false,
             }),
         ),
         (one("Where", &["c", "a", "b"], vec![]), Op::Where),

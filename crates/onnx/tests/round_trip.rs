@@ -403,6 +403,7 @@ fn every_op_graph(opset: i64) -> Graph {
                 exclude_outside: true,
                 axes: Some(vec![2, 3]),
                 keep_aspect_ratio: concord_core::op::AspectRatioPolicy::NotLarger,
+                antialias: false,
             }),
             &["x", "", "scales"],
             &["resize"],
@@ -1216,6 +1217,7 @@ fn hand_made_model_reads_with_onnx_defaults() {
             exclude_outside: false,
             axes: None,
             keep_aspect_ratio: concord_core::op::AspectRatioPolicy::Stretch,
+            antialias: false,
         }))
     );
     assert_eq!(

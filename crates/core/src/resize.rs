@@ -173,7 +173,10 @@ mod tests {
             ..a
         };
         let taps = antialias_taps(&excluded, 4, 2, 0.5);
-        assert_eq!(taps[0], vec![(0, 0.75 / 1.75), (1, 0.75 / 1.75), (2, 0.25 / 1.75)]);
+        assert_eq!(
+            taps[0],
+            vec![(0, 0.75 / 1.75), (1, 0.75 / 1.75), (2, 0.25 / 1.75)]
+        );
     }
 
     #[test]

@@ -523,8 +523,8 @@ fn pool_errors_name_what_is_wrong() {
 
 /// Runs MaxPool with both outputs, returning (Y values, Indices).
 fn max_pool_with_indices(attrs: Pool, x: &concord_core::Tensor) -> (Vec<f64>, Vec<i64>) {
-    let outputs = concord_cpu::run_op(&Op::MaxPool(attrs), &[Some(x)], 2)
-        .expect("MaxPool with Indices runs");
+    let outputs =
+        concord_cpu::run_op(&Op::MaxPool(attrs), &[Some(x)], 2).expect("MaxPool with Indices runs");
     assert_eq!(outputs.len(), 2);
     assert_eq!(outputs[1].dtype(), DType::I64);
     assert_eq!(outputs[1].shape(), outputs[0].shape());

@@ -463,7 +463,7 @@ fn cast_to_unsupported_type() {
 }
 
 #[test]
-fn resize_antialias_is_refused() {
+fn resize_antialias_is_read() {
     let m = model(
         18,
         graph(
@@ -479,10 +479,11 @@ fn resize_antialias_is_refused() {
             vec![float_tensor("scales", &[4], &[1.0, 1.0, 2.0, 2.0])],
         ),
     );
-    expect_err(
-        load(&bytes(&m)),
-        |e| matches!(e, Error::Attribute { attribute, .. } if attribute == "antialias"),
-        &["up", "Resize", "antialias", "not supported"],
+    // The reference implements antialiasing now: the attribute is read, not refused.
+    let graph = load(&bytes(&m)).map_err(|e| e.to_string());
+    assert_eq!(
+        graph.map(|g| matches!(&g.nodes[0].op, concord_core::Op::Resize(r) if r.antialias)),
+        Ok(true)
     );
 }
 

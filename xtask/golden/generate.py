@@ -1108,6 +1108,37 @@ def op_cases():
     add("unique_axis_sorted", 13, "exact", "Unique of rows along axis 1 of an int64 tensor, sorted",
         [node("Unique", ["X"], ["Y", "I", "V", "C"], axis=1)],
         [("X", r.integers(0, 2, (2, 6, 2)).astype(np.int64))], outputs=("Y", "I", "V", "C"))
+    # Transposed convolution and unpooling (reference-only ops).
+    r = rng_for("conv_transpose_group_output_padding")
+    add(
+        "conv_transpose_group_output_padding", 17, "accumulate",
+        "ConvTranspose, group=2, strides 2x3, dilations, asymmetric pads, output_padding and a bias",
+        [node("ConvTranspose", ["X", "W", "B"], ["Y"], group=2, strides=[2, 3], dilations=[1, 2],
+              pads=[1, 0, 0, 2], output_padding=[1, 2])],
+        [("X", normal(r, (2, 4, 4, 3)))],
+        [("W", normal(r, (4, 3, 3, 2), 0.3)), ("B", normal(r, (6,)))],
+    )
+    r = rng_for("conv_transpose_output_shape_same_lower")
+    add(
+        "conv_transpose_output_shape_same_lower", 19, "accumulate",
+        "ConvTranspose 1-D with auto_pad=SAME_LOWER, and 2-D with output_shape (pads derived)",
+        [node("ConvTranspose", ["X1", "W1"], ["Y1"], auto_pad="SAME_LOWER", strides=[2]),
+         node("ConvTranspose", ["X2", "W2"], ["Y2"], strides=[2, 2], output_shape=[9, 8])],
+        [("X1", normal(r, (1, 2, 5))), ("X2", normal(r, (1, 3, 4, 4)))],
+        [("W1", normal(r, (2, 3, 4), 0.3)), ("W2", normal(r, (3, 2, 3, 3), 0.3))],
+        outputs=("Y1", "Y2"),
+    )
+    r = rng_for("maxpool_indices_unpool")
+    add(
+        "maxpool_indices_unpool", 13, "exact",
+        "MaxPool with its Indices (row- and column-major) and MaxUnpool of the row-major ones",
+        [node("MaxPool", ["X"], ["Y", "I"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+         node("MaxPool", ["X"], ["Yc", "Ic"], kernel_shape=[2, 3], storage_order=1),
+         node("MaxPool", ["X"], ["Y2", "I2"], kernel_shape=[2, 2], strides=[2, 2]),
+         node("MaxUnpool", ["Y2", "I2"], ["U"], kernel_shape=[2, 2], strides=[2, 2])],
+        [("X", normal(r, (2, 3, 6, 4)))],
+        outputs=("Y", "I", "Ic", "U"),
+    )
 
     return cases
 

@@ -127,6 +127,8 @@ pub const REFERENCE_ONLY: &[&str] = &[
     "Det",
     "NonMaxSuppression",
     "Unique",
+    "ConvTranspose",
+    "MaxUnpool",
 ];
 
 /// Supported ops without a property strategy, and why.

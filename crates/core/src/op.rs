@@ -346,6 +346,18 @@ pub enum Op {
         /// Y in ascending order; otherwise in order of first occurrence.
         sorted: bool,
     },
+    /// Inputs: X (N, C, D1…Dn), W (C, M/group, k1…kn), B (M)?. The gradient of Conv with
+    /// respect to its input: every input value scatters its kernel-weighted taps.
+    ConvTranspose(ConvTranspose),
+    /// Inputs: X, I (i64, X's shape: flat positions in Y, as MaxPool's Indices give them),
+    /// output_shape? (i64, Y's whole shape). Y is zeros with each X value at its index.
+    MaxUnpool {
+        kernel_shape: Vec<usize>,
+        /// [begin…, end…]; empty means zeros.
+        pads: Vec<usize>,
+        /// Per spatial axis; empty means 1.
+        strides: Vec<usize>,
+    },
 }
 
 
@@ -701,6 +713,213 @@ impl Default for Conv {
     }
 }
 
+/// ConvTranspose attributes: Conv's window attributes (W's layout is (C, M/group, kernel…)
+/// here) plus the two that size the output.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct ConvTranspose {
+    pub conv: Conv,
+    /// Per spatial axis, cells added at the end of the full output; empty means zeros.
+    pub output_padding: Vec<usize>,
+    /// The output's spatial extents (or, as onnxruntime also accepts, its whole shape);
+    /// when given, the pads are derived from it. Empty means computed from the pads.
+    pub output_shape: Vec<usize>,
+}
+
+/// One spatial axis of a transposed convolution, fully resolved: input position `i` and
+/// kernel tap `k` write output position `i·stride + k·dilation − pad_begin`, when that lies
+/// in `0..output`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TransposedAxis {
+    pub input: usize,
+    pub kernel: usize,
+    pub stride: usize,
+    pub dilation: usize,
+    pub pad_begin: usize,
+    pub output: usize,
+}
+
+impl TransposedAxis {
+    /// The output position that input `i`'s tap `k` writes, or None when it is cropped.
+    pub fn output_coord(&self, i: usize, k: usize) -> Option<usize> {
+        (i * self.stride + k * self.dilation)
+            .checked_sub(self.pad_begin)
+            .filter(|&o| o < self.output)
+    }
+}
+
+/// MaxUnpool's default output extents: those of the ConvTranspose with its window (no
+/// dilation, no output padding), `stride·(in − 1) + kernel − pads`.
+pub fn max_unpool_extents(
+    input: &[usize],
+    kernel_shape: &[usize],
+    pads: &[usize],
+    strides: &[usize],
+) -> Result<Vec<usize>, crate::OpError> {
+    let window = ConvTranspose {
+        conv: Conv {
+            pads: pads.to_vec(),
+            strides: strides.to_vec(),
+            ..Conv::default()
+        },
+        ..ConvTranspose::default()
+    };
+    Ok(window
+        .plan(input, kernel_shape)?
+        .iter()
+        .map(|a| a.output)
+        .collect())
+}
+
+impl ConvTranspose {
+    /// The geometry of every spatial axis of an input with spatial extents `input` and a
+    /// kernel of extents `kernel`; the one rule for shape inference and the reference.
+    ///
+    /// The full output of an axis is `stride·(in − 1) + output_padding + (kernel − 1)·dilation
+    /// + 1`. Explicit pads crop it; `output_shape`, or SAME auto-padding (output `in·stride`),
+    /// crop it by the difference, split as onnxruntime does: SAME_UPPER puts the odd cell at
+    /// the end, SAME_LOWER and an `output_shape` without auto-padding at the beginning. A
+    /// negative difference crops nothing (onnxruntime clamps it to 0): SAME then yields the
+    /// full output, and a larger `output_shape` ends in zeros.
+    pub fn plan(
+        &self,
+        input: &[usize],
+        kernel: &[usize],
+    ) -> Result<Vec<TransposedAxis>, crate::OpError> {
+        use crate::OpError;
+        let n = input.len();
+        let per_axis = |name: &'static str, values: &[usize], default: usize, min: usize| {
+            if values.is_empty() {
+                return Ok(vec![default; n]);
+            }
+            if values.len() != n {
+                return Err(OpError::Attribute {
+                    name,
+                    detail: format!(
+                        "has {} values {values:?}, expected one per spatial axis ({n})",
+                        values.len()
+                    ),
+                });
+            }
+            if values.iter().any(|&v| v < min) {
+                return Err(OpError::Attribute {
+                    name,
+                    detail: format!("values {values:?} must all be at least {min}"),
+                });
+            }
+            Ok(values.to_vec())
+        };
+        if kernel.len() != n {
+            return Err(OpError::Shape(format!(
+                "ConvTranspose: the kernel has {} spatial extents {kernel:?} but the input has \
+                 {n} {input:?}",
+                kernel.len()
+            )));
+        }
+        let kernel = per_axis("kernel_shape", kernel, 1, 1)?;
+        let strides = per_axis("strides", &self.conv.strides, 1, 1)?;
+        let dilations = per_axis("dilations", &self.conv.dilations, 1, 1)?;
+        let output_padding = per_axis("output_padding", &self.output_padding, 0, 0)?;
+        let output_shape = match self.output_shape.len() {
+            0 => None,
+            len if len == n => Some(&self.output_shape[..]),
+            // onnxruntime also takes the whole output shape (N, M, spatial…).
+            len if len == n + 2 => Some(&self.output_shape[2..]),
+            len => {
+                return Err(OpError::Attribute {
+                    name: "output_shape",
+                    detail: format!(
+                        "has {len} values {:?}, expected one per spatial axis ({n})",
+                        self.output_shape
+                    ),
+                })
+            }
+        };
+        let pads = match self.conv.pads.len() {
+            0 => vec![0; 2 * n],
+            len if len == 2 * n => self.conv.pads.clone(),
+            len => {
+                return Err(OpError::Attribute {
+                    name: "pads",
+                    detail: format!(
+                        "has {len} values {:?}, expected {} (begin and end for each of {n} \
+                         spatial axes)",
+                        self.conv.pads,
+                        2 * n
+                    ),
+                })
+            }
+        };
+        let mut axes = Vec::with_capacity(n);
+        for i in 0..n {
+            let (in_len, k, s, d) = (input[i], kernel[i], strides[i], dilations[i]);
+            let too_big = || {
+                OpError::Shape(format!(
+                    "ConvTranspose spatial axis {i}: input {in_len}, kernel {k}, stride {s}, \
+                     dilation {d} and output_padding {} overflow",
+                    output_padding[i]
+                ))
+            };
+            if in_len == 0 {
+                return Err(OpError::Shape(format!(
+                    "ConvTranspose: spatial axis {i} of the input has extent 0; only the batch \
+                     axis may be empty"
+                )));
+            }
+            let full = (in_len - 1)
+                .checked_mul(s)
+                .and_then(|v| v.checked_add(output_padding[i]))
+                .and_then(|v| (k - 1).checked_mul(d).and_then(|t| v.checked_add(t + 1)))
+                .ok_or_else(too_big)?;
+            // Cropping `total` cells, the odd one at the end (true) or the beginning.
+            let split = |total: usize, odd_at_end: bool| {
+                if odd_at_end {
+                    total / 2
+                } else {
+                    total - total / 2
+                }
+            };
+            let (pad_begin, output) = if let Some(shape) = output_shape {
+                let total = full.saturating_sub(shape[i]);
+                let begin = split(total, self.conv.auto_pad == AutoPad::SameUpper);
+                (begin, shape[i])
+            } else {
+                match self.conv.auto_pad {
+                    AutoPad::SameUpper | AutoPad::SameLower => {
+                        let same = in_len.checked_mul(s).ok_or_else(too_big)?;
+                        let total = full.saturating_sub(same);
+                        let begin = split(total, self.conv.auto_pad == AutoPad::SameUpper);
+                        (begin, full - total)
+                    }
+                    AutoPad::Valid => (0, full),
+                    AutoPad::NotSet => {
+                        let (pb, pe) = (pads[i], pads[i + n]);
+                        let output = pb
+                            .checked_add(pe)
+                            .and_then(|p| full.checked_sub(p))
+                            .ok_or_else(|| {
+                                OpError::Shape(format!(
+                                    "ConvTranspose spatial axis {i}: pads {pb}+{pe} crop more \
+                                     than the full output extent {full}"
+                                ))
+                            })?;
+                        (pb, output)
+                    }
+                }
+            };
+            // Output coordinates are computed as i·stride + k·dilation; `full` bounds them.
+            axes.push(TransposedAxis {
+                input: in_len,
+                kernel: k,
+                stride: s,
+                dilation: d,
+                pad_begin,
+                output,
+            });
+        }
+        Ok(axes)
+    }
+}
+
 /// Gemm attributes: Y = alpha·op(A)·op(B) + beta·C.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Gemm {
@@ -735,6 +954,9 @@ pub struct Pool {
     pub pads: Vec<usize>,
     /// Per spatial axis; empty means 1.
     pub strides: Vec<usize>,
+    /// MaxPool only (`storage_order` = 1): its Indices output numbers each plane's cells
+    /// column-major (the first spatial axis fastest) instead of row-major.
+    pub column_major_indices: bool,
 }
 
 /// ReduceMean / ReduceSum / ReduceMax attributes.
@@ -801,6 +1023,9 @@ pub struct Resize {
     pub axes: Option<Vec<i64>>,
     /// How `sizes` is honoured over `axes` (opset 18).
     pub keep_aspect_ratio: AspectRatioPolicy,
+    /// Linear and cubic downsampling widen the filter by 1 / scale (opset 18); nearest
+    /// ignores it.
+    pub antialias: bool,
 }
 
 /// Resize's `keep_aspect_ratio_policy`: `sizes` as given, or one scale for every resized
@@ -897,6 +1122,7 @@ impl Default for Resize {
             exclude_outside: false,
             axes: None,
             keep_aspect_ratio: AspectRatioPolicy::Stretch,
+            antialias: false,
         }
     }
 }
@@ -1241,7 +1467,7 @@ impl Accepts {
 /// matches its ops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Family {
-    /// Conv, Gemm, MatMul: multiply-accumulate over an inner dimension.
+    /// Conv, Gemm, MatMul, ConvTranspose: multiply-accumulate over an inner dimension.
     Linear,
     /// [`Op::Unary`]: one input, same shape out.
     Unary,
@@ -1252,7 +1478,7 @@ pub enum Family {
     /// Softmax, LogSoftmax, Hardmax, LayerNormalization, BatchNormalization, and the losses
     /// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
     Normalization,
-    /// MaxPool, AveragePool, GlobalAveragePool.
+    /// MaxPool, AveragePool, GlobalAveragePool, LpPool, MaxUnpool.
     Pool,
     /// The Reduce* ops, ArgMax, ArgMin.
     Reduce,
@@ -2094,6 +2320,31 @@ pub const OTHER_OPS: &[OpSchema] = &[
         Family::Indexing,
         &[attr("axis", Absent), attr("sorted", Int(1))],
     ),
+    schema(
+        "ConvTranspose",
+        1,
+        Family::Linear,
+        &[
+            attr("auto_pad", Str("NOTSET")),
+            attr("dilations", Absent),
+            attr("group", Int(1)),
+            attr("kernel_shape", Absent),
+            attr("output_padding", Absent),
+            attr("output_shape", Absent),
+            attr("pads", Absent),
+            attr("strides", Absent),
+        ],
+    ),
+    schema(
+        "MaxUnpool",
+        9,
+        Family::Pool,
+        &[
+            attr("kernel_shape", Required),
+            attr("pads", Absent),
+            attr("strides", Absent),
+        ],
+    ),
 ];
 
 /// The attributes LSTM, GRU and RNN share; `layout` exists from opset 14.
@@ -2464,6 +2715,8 @@ impl Op {
             Op::Det => other("Det"),
             Op::NonMaxSuppression { .. } => other("NonMaxSuppression"),
             Op::Unique { .. } => other("Unique"),
+            Op::ConvTranspose(_) => other("ConvTranspose"),
+            Op::MaxUnpool { .. } => other("MaxUnpool"),
         }
     }
 

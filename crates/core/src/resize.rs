@@ -71,6 +71,74 @@ pub fn resize_taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) ->
         .collect()
 }
 
+/// The antialiased taps (`antialias` = 1, linear or cubic mode) of every output index along
+/// one axis: `(input index, weight)` pairs whose weights sum to 1. This is onnxruntime's
+/// rule, which the ONNX reference implementation agrees with: the filter (triangle for
+/// linear, Keys' cubic with `cubic_coeff_a` for cubic) is evaluated at `(i − x)·s` for
+/// s = min(scale, 1), over the inputs within its support (1 or 2) / s of the original
+/// coordinate x. Inputs outside the axis are dropped with `exclude_outside`, else their
+/// weight goes to the nearest edge; then the weights are normalised. The window bounds are
+/// computed in f32 as onnxruntime does, the weights in f64.
+pub fn antialias_taps(
+    attrs: &Resize,
+    in_len: usize,
+    out_len: usize,
+    scale: f32,
+) -> Vec<Vec<(usize, f64)>> {
+    let cubic = attrs.mode == ResizeMode::Cubic;
+    let a = f64::from(attrs.cubic_coeff_a);
+    let filter = |t: f64| -> f64 {
+        let t = t.abs();
+        if !cubic {
+            return (1.0 - t).max(0.0);
+        }
+        if t <= 1.0 {
+            ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0
+        } else if t < 2.0 {
+            ((a * t - 5.0 * a) * t + 8.0 * a) * t - 4.0 * a
+        } else {
+            0.0
+        }
+    };
+    let half_support: f32 = if cubic { 2.0 } else { 1.0 };
+    let (support, s) = if scale < 1.0 {
+        (half_support / scale, f64::from(scale))
+    } else {
+        (half_support, 1.0)
+    };
+    let last = in_len.saturating_sub(1) as i64;
+    (0..out_len)
+        .map(|o| {
+            let center = 0.5
+                + if scale == 1.0 {
+                    o as f32
+                } else {
+                    attrs.coordinate_transformation_mode.original(
+                        o as f32,
+                        scale,
+                        out_len as f32,
+                        in_len as f32,
+                    )
+                };
+            let start = (center - support + 0.5).floor() as i64;
+            let end = (center + support + 0.5).floor() as i64;
+            let mut taps: Vec<(usize, f64)> = Vec::new();
+            for i in start..end {
+                let inside = (0..=last).contains(&i);
+                if attrs.exclude_outside && !inside {
+                    continue;
+                }
+                let w = filter((i as f64 - f64::from(center) + 0.5) * s);
+                taps.push((i.clamp(0, last.max(0)) as usize, w));
+            }
+            let total: f64 = taps.iter().map(|t| t.1).sum();
+            let norm = if total == 0.0 { 1.0 } else { total };
+            taps.iter_mut().for_each(|t| t.1 /= norm);
+            taps
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +151,32 @@ mod tests {
             nearest_mode: nearest,
             ..Resize::default()
         }
+    }
+
+    #[test]
+    fn antialiased_linear_halving_averages_a_widened_triangle() {
+        // Halving 4 inputs with half_pixel: output 0 maps to x = 0.5, so the triangle of
+        // half-width 2 centred there weighs inputs -1, 0, 1, 2 by (1 - |i - 0.5| / 2):
+        // 0.25, 0.75, 0.75, 0.25; input -1 folds onto 0, and the sum 2 normalises.
+        let a = Resize {
+            mode: ResizeMode::Linear,
+            antialias: true,
+            ..Resize::default()
+        };
+        let taps = antialias_taps(&a, 4, 2, 0.5);
+        assert_eq!(
+            taps[0],
+            vec![(0, 0.125), (0, 0.375), (1, 0.375), (2, 0.125)]
+        );
+        let excluded = Resize {
+            exclude_outside: true,
+            ..a
+        };
+        let taps = antialias_taps(&excluded, 4, 2, 0.5);
+        assert_eq!(
+            taps[0],
+            vec![(0, 0.75 / 1.75), (1, 0.75 / 1.75), (2, 0.25 / 1.75)]
+        );
     }
 
     #[test]

@@ -5,7 +5,10 @@ mod nn_support;
 
 use concord_core::op::{AutoPad, Conv};
 use concord_core::{DType, Op, OpError, Tensor};
-use nn_support::{check, check_error, f16s, f32s, f64s_as_f32, i64s, ok, run, values, Tolerance};
+use nn_support::{
+    check, check_error, f16s, f32s, f64s_as_f32, i64s, ok, run, run_and_check_inference, values,
+    Tolerance,
+};
 
 fn conv(attrs: Conv) -> Op {
     Op::Conv(attrs)
@@ -506,5 +509,227 @@ fn missing_weights_are_a_missing_input_error() {
         run(&conv(plain()), &inputs),
         |e| matches!(e, OpError::MissingInput { index: 1, .. }),
         &[],
+    );
+}
+
+// ConvTranspose.
+
+fn conv_transpose(conv: Conv, output_padding: &[usize], output_shape: &[usize]) -> Op {
+    Op::ConvTranspose(concord_core::op::ConvTranspose {
+        conv,
+        output_padding: output_padding.to_vec(),
+        output_shape: output_shape.to_vec(),
+    })
+}
+
+/// x = [1, 10, 100] and kernel [1, 2, 3] with stride 2: input i writes 1·x, 2·x, 3·x at
+/// 2i, 2i + 1, 2i + 2, so the full output is [1, 2, 1+10, 20, 10·3+100, 200, 300].
+#[test]
+fn one_d_conv_transpose_scatters_each_input_by_hand() {
+    let x = f32s(&[1, 1, 3], &[1., 10., 100.]);
+    let w = f32s(&[1, 1, 3], &[1., 2., 3.]);
+    let strided = |auto_pad| Conv {
+        auto_pad,
+        strides: vec![2],
+        ..plain()
+    };
+    let full = [1., 2., 13., 20., 130., 200., 300.];
+    let cases: [(Op, Vec<f64>); 6] = [
+        (
+            conv_transpose(strided(AutoPad::NotSet), &[], &[]),
+            full.to_vec(),
+        ),
+        // SAME: output 3·2 = 6, one cell cropped, at the end (UPPER) or the beginning.
+        (
+            conv_transpose(strided(AutoPad::SameUpper), &[], &[]),
+            full[..6].to_vec(),
+        ),
+        (
+            conv_transpose(strided(AutoPad::SameLower), &[], &[]),
+            full[1..].to_vec(),
+        ),
+        // output_shape 6 without auto_pad crops at the beginning, as onnxruntime does; a
+        // larger one than the full output ends in zeros.
+        (
+            conv_transpose(strided(AutoPad::NotSet), &[], &[6]),
+            full[1..].to_vec(),
+        ),
+        (
+            conv_transpose(strided(AutoPad::NotSet), &[], &[9]),
+            [&full[..], &[0., 0.]].concat(),
+        ),
+        // output_padding adds a cell no tap reaches.
+        (
+            conv_transpose(strided(AutoPad::NotSet), &[1], &[]),
+            [&full[..], &[0.]].concat(),
+        ),
+    ];
+    for (op, want) in cases {
+        let y = run_and_check_inference(&op, &[Some(&x), Some(&w)], &[]);
+        check(&y, DType::F32, &[1, 1, want.len()], &want, Tolerance::Exact);
+    }
+    // Pads 1 + 2 crop the full output; dilation 2 spreads the taps: input i writes at
+    // i, i + 2, i + 4.
+    let padded = Conv {
+        pads: vec![1, 2],
+        ..strided(AutoPad::NotSet)
+    };
+    let y = ok(&conv_transpose(padded, &[], &[]), &[Some(&x), Some(&w)]);
+    check(&y, DType::F32, &[1, 1, 4], &full[1..5], Tolerance::Exact);
+    let dilated = Conv {
+        dilations: vec![2],
+        ..plain()
+    };
+    let y = ok(&conv_transpose(dilated, &[], &[]), &[Some(&x), Some(&w)]);
+    check(
+        &y,
+        DType::F32,
+        &[1, 1, 7],
+        &[1., 10., 102., 20., 203., 30., 300.],
+        Tolerance::Exact,
+    );
+}
+
+/// Groups keep channels apart and the bias is added to every output cell: two groups of
+/// one input and one output channel, 1x1 kernels of 2 and 3, biases 1 and -1.
+#[test]
+fn conv_transpose_groups_and_bias_by_hand() {
+    let x = f32s(&[1, 2, 2], &[1., 2., 3., 4.]);
+    let w = f32s(&[2, 1, 1], &[2., 3.]);
+    let b = f32s(&[2], &[1., -1.]);
+    let attrs = Conv {
+        group: 2,
+        ..plain()
+    };
+    let y = ok(
+        &conv_transpose(attrs, &[], &[]),
+        &[Some(&x), Some(&w), Some(&b)],
+    );
+    check(
+        &y,
+        DType::F32,
+        &[1, 2, 2],
+        &[3., 5., 8., 11.],
+        Tolerance::Exact,
+    );
+}
+
+/// ConvTranspose with W is the adjoint of Conv with the same W and geometry:
+/// <Conv(x), y> = <x, ConvTranspose(y)> for every x and y, when output_padding makes the
+/// transposed output as large as Conv's input. Checked over 1-, 2- and 3-D geometries with
+/// groups, strides, dilations and asymmetric pads; the dyadic values keep both sides exact.
+#[test]
+fn conv_transpose_is_the_adjoint_of_conv() {
+    // (x dims, w dims, group, strides, dilations, pads).
+    type Geometry = (
+        &'static [usize],
+        &'static [usize],
+        usize,
+        &'static [usize],
+        &'static [usize],
+        &'static [usize],
+    );
+    let geometries: [Geometry; 5] = [
+        (&[2, 3, 11], &[4, 3, 3], 1, &[2], &[1], &[1, 0]),
+        (
+            &[1, 4, 7, 6],
+            &[6, 2, 3, 2],
+            2,
+            &[2, 3],
+            &[1, 2],
+            &[0, 1, 2, 0],
+        ),
+        (
+            &[2, 2, 5, 5],
+            &[2, 1, 2, 3],
+            2,
+            &[1, 1],
+            &[2, 1],
+            &[1, 1, 1, 1],
+        ),
+        (
+            &[1, 2, 4, 5, 3],
+            &[3, 2, 2, 2, 1],
+            1,
+            &[2, 1, 2],
+            &[1, 2, 1],
+            &[],
+        ),
+        (
+            &[1, 3, 9, 4],
+            &[3, 1, 3, 3],
+            3,
+            &[3, 2],
+            &[2, 1],
+            &[2, 1, 0, 2],
+        ),
+    ];
+    for (seed, (x_dims, w_dims, group, strides, dilations, pads)) in
+        geometries.into_iter().enumerate()
+    {
+        let conv_attrs = Conv {
+            group,
+            strides: strides.to_vec(),
+            dilations: dilations.to_vec(),
+            pads: pads.to_vec(),
+            ..plain()
+        };
+        let x_len: usize = x_dims.iter().product();
+        let w_len: usize = w_dims.iter().product();
+        let x = f64s_as_f32(x_dims, &values(x_len, 3 * seed as u64));
+        let w = f64s_as_f32(w_dims, &values(w_len, 3 * seed as u64 + 1));
+        let forward = ok(&conv(conv_attrs.clone()), &[Some(&x), Some(&w)]);
+        let y_dims = forward.shape().dims().to_vec();
+        let y_len: usize = y_dims.iter().product();
+        let y = f64s_as_f32(&y_dims, &values(y_len, 3 * seed as u64 + 2));
+        // The transposed output's full extent falls short of Conv's input by the cells
+        // Conv's last window skipped; output_padding adds them back.
+        let spatial = x_dims.len() - 2;
+        let output_padding: Vec<usize> = (0..spatial)
+            .map(|i| {
+                let pad = |j: usize| pads.get(j).copied().unwrap_or(0);
+                let dilated = (w_dims[2 + i] - 1) * dilations[i] + 1;
+                x_dims[2 + i] + pad(i) + pad(i + spatial)
+                    - dilated
+                    - strides[i] * (y_dims[2 + i] - 1)
+            })
+            .collect();
+        let back = run_and_check_inference(
+            &conv_transpose(conv_attrs, &output_padding, &[]),
+            &[Some(&y), Some(&w)],
+            &[],
+        );
+        assert_eq!(back.shape().dims(), x_dims, "geometry {seed}");
+        let dot = |a: &Tensor, b: &Tensor| -> f64 {
+            a.to_f64_vec()
+                .iter()
+                .zip(b.to_f64_vec())
+                .map(|(p, q)| p * q)
+                .sum()
+        };
+        assert_eq!(dot(&forward, &y), dot(&x, &back), "geometry {seed}");
+    }
+}
+
+#[test]
+fn conv_transpose_shape_errors_name_the_operands() {
+    let x = f32s(&[1, 2, 3], &[0.; 6]);
+    // W's first axis must be X's channel count.
+    let w = f32s(&[3, 1, 2], &[0.; 6]);
+    check_error(
+        run(&conv_transpose(plain(), &[], &[]), &[Some(&x), Some(&w)]),
+        |e| matches!(e, OpError::Shape(_)),
+        &["channels", "[1, 2, 3]", "[3, 1, 2]"],
+    );
+    // Pads may not crop more than the full output (3 - 1 + 2 = 4 cells).
+    let w = f32s(&[2, 1, 2], &[0.; 4]);
+    let attrs = Conv {
+        pads: vec![3, 2],
+        ..plain()
+    };
+    check_error(
+        run(&conv_transpose(attrs, &[], &[]), &[Some(&x), Some(&w)]),
+        |e| matches!(e, OpError::Shape(_)),
+        &["pads 3+2", "full output extent 4"],
     );
 }

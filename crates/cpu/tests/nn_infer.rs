@@ -343,8 +343,14 @@ fn inference_rejects_what_the_kernel_rejects() {
         kernel_shape: vec![2, 2],
         ..Pool::default()
     });
+    // MaxPool has Y and the optional Indices (i64, Y's shape), and no third output.
+    let two = infer_op(&pool, &[Some(fact(DType::F32, &x))], 2);
+    assert_eq!(
+        two.map(|facts| facts.iter().map(|f| f.dtype).collect::<Vec<_>>()),
+        Ok(vec![DType::F32, DType::I64])
+    );
     assert!(matches!(
-        infer_op(&pool, &[Some(fact(DType::F32, &x))], 2),
+        infer_op(&pool, &[Some(fact(DType::F32, &x))], 3),
         Err(OpError::Unsupported(_))
     ));
 }

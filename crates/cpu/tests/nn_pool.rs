@@ -518,3 +518,83 @@ fn pool_errors_name_what_is_wrong() {
         &[],
     );
 }
+
+// MaxPool's Indices and MaxUnpool.
+
+/// Runs MaxPool with both outputs, returning (Y values, Indices).
+fn max_pool_with_indices(attrs: Pool, x: &concord_core::Tensor) -> (Vec<f64>, Vec<i64>) {
+    let outputs =
+        concord_cpu::run_op(&Op::MaxPool(attrs), &[Some(x)], 2).expect("MaxPool with Indices runs");
+    assert_eq!(outputs.len(), 2);
+    assert_eq!(outputs[1].dtype(), DType::I64);
+    assert_eq!(outputs[1].shape(), outputs[0].shape());
+    (
+        outputs[0].to_f64_vec(),
+        outputs[1].to_i64_vec().unwrap_or_default(),
+    )
+}
+
+/// Two planes (N = 1, C = 2) of 1..=6 as 2x3 (the second plane + 100), 2x2 windows with
+/// stride 1: the maxima sit at the bottom-right of each window, (1, 1) and (1, 2).
+/// Row-major they are cells 4 and 5 of a plane; column-major (h + 2·w) 3 and 5; the
+/// second plane adds its offset 6.
+#[test]
+fn max_pool_indices_count_row_or_column_major_over_the_whole_tensor() {
+    let mut data = one_to(6);
+    data.extend(one_to(6).iter().map(|v| v + 100.0));
+    let x = f32s(&[1, 2, 2, 3], &data);
+    let (y, rows) = max_pool_with_indices(pool(&[2, 2]), &x);
+    assert_eq!(y, vec![5., 6., 105., 106.]);
+    assert_eq!(rows, vec![4, 5, 10, 11]);
+    let column_major = Pool {
+        column_major_indices: true,
+        ..pool(&[2, 2])
+    };
+    let (_, columns) = max_pool_with_indices(column_major, &x);
+    assert_eq!(columns, vec![3, 5, 9, 11]);
+}
+
+/// Equal maxima: the first tap in window order wins, as in onnxruntime.
+#[test]
+fn max_pool_indices_pick_the_first_of_equal_maxima() {
+    let attrs = Pool {
+        strides: vec![2],
+        ..pool(&[2])
+    };
+    let x3 = f32s(&[1, 1, 4], &[7., 7., 2., 7.]);
+    let (y, i) = max_pool_with_indices(attrs, &x3);
+    assert_eq!((y, i), (vec![7., 7.], vec![0, 3]));
+}
+
+/// MaxUnpool puts each value back at its index and zeros elsewhere; the default output is
+/// stride·(in − 1) + kernel − pads per axis, `output_shape` may make it larger.
+#[test]
+fn max_unpool_scatters_values_at_their_indices() {
+    let op = Op::MaxUnpool {
+        kernel_shape: vec![2, 2],
+        pads: vec![],
+        strides: vec![2, 2],
+    };
+    let x = f32s(&[1, 1, 2, 2], &[1., 2., 3., 4.]);
+    let i = i64s(&[1, 1, 2, 2], &[5, 7, 13, 15]);
+    let y = ok(&op, &[Some(&x), Some(&i)]);
+    let mut want = vec![0.0; 16];
+    for (&at, v) in [5usize, 7, 13, 15].iter().zip([1., 2., 3., 4.]) {
+        want[at] = v;
+    }
+    check(&y, DType::F32, &[1, 1, 4, 4], &want, Tolerance::Exact);
+    let shape = i64s(&[4], &[1, 1, 5, 5]);
+    let y = ok(&op, &[Some(&x), Some(&i), Some(&shape)]);
+    let mut want = vec![0.0; 25];
+    for (&at, v) in [5usize, 7, 13, 15].iter().zip([1., 2., 3., 4.]) {
+        want[at] = v;
+    }
+    check(&y, DType::F32, &[1, 1, 5, 5], &want, Tolerance::Exact);
+    // An index past the output is an error naming it.
+    let far = i64s(&[1, 1, 2, 2], &[5, 7, 13, 16]);
+    check_error(
+        run(&op, &[Some(&x), Some(&far)]),
+        |e| matches!(e, OpError::Shape(_)),
+        &["index 16", "[1, 1, 4, 4]"],
+    );
+}

@@ -32,6 +32,8 @@ fn check(graph: &Graph, node: &Node) -> Check {
     let device_row = match &node.op {
         Op::Unary(u) => u.def().device,
         Op::Binary(b) => b.def().device,
+        // Reference-only ops of families that otherwise have kernels.
+        Op::ConvTranspose(_) | Op::MaxUnpool { .. } => false,
         op => !matches!(
             op.family(),
             concord_core::op::Family::Indexing
@@ -40,6 +42,9 @@ fn check(graph: &Graph, node: &Node) -> Check {
                 | concord_core::op::Family::LinearAlgebra
         ),
     };
+    if matches!(node.op, Op::MaxPool(_)) && node.outputs.len() > 1 {
+        return Err("MaxPool's Indices output (its second) has no CUDA kernel".into());
+    }
     if !device_row {
         return Err(format!("{} has no CUDA kernel", node.op.name()));
     }
@@ -200,6 +205,9 @@ fn check(graph: &Graph, node: &Node) -> Check {
             }
             if r.mode == ResizeMode::Cubic {
                 return Err("Resize mode cubic is not implemented (nearest and linear are)".into());
+            }
+            if r.antialias && r.mode != ResizeMode::Nearest {
+                return Err("Resize antialias = 1 is not implemented".into());
             }
             if r.coordinate_transformation_mode == CoordinateTransform::TfCropAndResize {
                 return Err("Resize coordinate mode tf_crop_and_resize is not implemented".into());

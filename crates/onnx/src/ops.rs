@@ -50,7 +50,7 @@ pub fn since_version(op_type: &str) -> Option<i64> {
 /// output is computed.
 pub fn computed_outputs(op: &Op) -> Option<usize> {
     match op {
-        Op::MaxPool(_) | Op::BatchNormalization { .. } => Some(1),
+        Op::BatchNormalization { .. } => Some(1),
         _ => None,
     }
 }
@@ -59,7 +59,9 @@ pub fn computed_outputs(op: &Op) -> Option<usize> {
 /// but a model may leave unread; the reader drops those that nothing reads.
 pub fn optional_outputs_from(op: &Op) -> Option<usize> {
     match op {
-        Op::Dropout | Op::LayerNormalization { .. } => Some(1),
+        // MaxPool's Indices are computed by the reference only; dropping them where
+        // nothing reads them keeps MaxPool on the device executors.
+        Op::Dropout | Op::LayerNormalization { .. } | Op::MaxPool(_) => Some(1),
         _ => None,
     }
 }
@@ -532,6 +534,22 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
             axis: a.int("axis")?,
             sorted: a.flag_or("sorted", true)?,
         },
+        "MaxUnpool" => {
+            let kernel_shape = a.extents("kernel_shape", 1)?;
+            if kernel_shape.is_empty() {
+                return Err(a.missing("kernel_shape"));
+            }
+            Op::MaxUnpool {
+                kernel_shape,
+                pads: a.extents("pads", 0)?,
+                strides: a.extents("strides", 1)?,
+            }
+        }
+        "ConvTranspose" => Op::ConvTranspose(op::ConvTranspose {
+            conv: read_conv(a)?,
+            output_padding: a.extents("output_padding", 0)?,
+            output_shape: a.extents("output_shape", 0)?,
+        }),
         // The schemas and this match list the same ops; reaching here means they disagree.
         _ => {
             return Err(Error::UnknownOp {
@@ -906,6 +924,28 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
             .map_err(|e| unrepresentable(&e))?,
         Op::ConvInteger(c) | Op::QLinearConv(c) => write_conv(c, at),
         Op::Recurrent(r) => write_recurrent(r, opset, at).map_err(|e| unrepresentable(&e))?,
+        Op::MaxUnpool {
+            kernel_shape,
+            pads,
+            strides,
+        } => {
+            at.push(attrs::extents("kernel_shape", kernel_shape));
+            if !pads.is_empty() {
+                at.push(attrs::extents("pads", pads));
+            }
+            if !strides.is_empty() {
+                at.push(attrs::extents("strides", strides));
+            }
+        }
+        Op::ConvTranspose(c) => {
+            write_conv(&c.conv, at);
+            if !c.output_padding.is_empty() {
+                at.push(attrs::extents("output_padding", &c.output_padding));
+            }
+            if !c.output_shape.is_empty() {
+                at.push(attrs::extents("output_shape", &c.output_shape));
+            }
+        }
         Op::DynamicQuantizeLinear | Op::MatMulInteger | Op::QLinearMatMul => {}
         Op::Einsum { equation } => at.push(attrs::string("equation", equation)),
         Op::Det => {}
@@ -1313,18 +1353,23 @@ fn read_pool(a: &Attrs, kind: PoolKind) -> Result<Pool, Error> {
     }
     let count_include_pad = match kind {
         PoolKind::Average => a.flag_or("count_include_pad", false)?,
-        PoolKind::Lp => false,
-        PoolKind::Max => {
-            if a.int_or("storage_order", 0)? != 0 {
+        PoolKind::Lp | PoolKind::Max => false,
+    };
+    let column_major_indices = match kind {
+        PoolKind::Max => match a.int_or("storage_order", 0)? {
+            0 => false,
+            1 => true,
+            other => {
                 return Err(a.error(
                     "storage_order",
-                    "column-major storage order (1) is not supported; only the default 0",
-                ));
+                    format!("must be 0 (row-major) or 1 (column-major), got {other}"),
+                ))
             }
-            false
-        }
+        },
+        PoolKind::Average | PoolKind::Lp => false,
     };
     Ok(Pool {
+        column_major_indices,
         auto_pad: read_auto_pad(a)?,
         ceil_mode: a.flag_or("ceil_mode", false)?,
         count_include_pad,
@@ -1367,6 +1412,12 @@ fn write_pool(
     }
     if !p.strides.is_empty() {
         at.push(attrs::extents("strides", &p.strides));
+    }
+    if p.column_major_indices {
+        if kind != PoolKind::Max {
+            return Err("storage_order is a MaxPool attribute".into());
+        }
+        at.push(attrs::int("storage_order", 1));
     }
     Ok(())
 }
@@ -1431,9 +1482,6 @@ fn write_reduce(
 // Resize.
 
 fn read_resize(a: &Attrs) -> Result<Resize, Error> {
-    if a.int_or("antialias", 0)? != 0 {
-        return Err(a.error("antialias", "antialiased resizing is not supported"));
-    }
     let keep_aspect_ratio = match a.string("keep_aspect_ratio_policy")?.as_deref() {
         None | Some("stretch") => AspectRatioPolicy::Stretch,
         Some("not_larger") => AspectRatioPolicy::NotLarger,
@@ -1501,11 +1549,18 @@ fn read_resize(a: &Attrs) -> Result<Resize, Error> {
         exclude_outside: a.flag_or("exclude_outside", defaults.exclude_outside)?,
         axes: a.ints("axes")?,
         keep_aspect_ratio,
+        antialias: a.flag_or("antialias", false)?,
     })
 }
 
 fn write_resize(r: &Resize, opset: i64, at: &mut Vec<AttributeProto>) -> Result<(), String> {
     let defaults = Resize::default();
+    if r.antialias {
+        if opset < 18 {
+            return Err("Resize's antialias exists from opset 18".into());
+        }
+        at.push(attrs::flag("antialias", true));
+    }
     if r.mode != defaults.mode {
         let name = match r.mode {
             ResizeMode::Nearest => "nearest",

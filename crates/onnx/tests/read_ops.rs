@@ -147,7 +147,7 @@ fn cases() -> Vec<(NodeProto, Op)> {
                     attr_int("ceil_mode", 1),
                     attr_ints("pads", &[1, 1, 1, 1]),
                     attr_ints("strides", &[2, 2]),
-                    attr_int("storage_order", 0),
+                    attr_int("storage_order", 1),
                 ],
             ),
             Op::MaxPool(Pool {
@@ -158,6 +158,7 @@ fn cases() -> Vec<(NodeProto, Op)> {
                 kernel_shape: vec![3, 3],
                 pads: vec![1, 1, 1, 1],
                 strides: vec![2, 2],
+                column_major_indices: true,
             }),
         ),
         (
@@ -178,6 +179,7 @@ fn cases() -> Vec<(NodeProto, Op)> {
                 kernel_shape: vec![2],
                 pads: vec![],
                 strides: vec![],
+                column_major_indices: false,
             }),
         ),
         (
@@ -347,6 +349,7 @@ fn cases() -> Vec<(NodeProto, Op)> {
                 exclude_outside: false,
                 axes: None,
                 keep_aspect_ratio: concord_core::op::AspectRatioPolicy::Stretch,
+                antialias: false,
             }),
         ),
         (
@@ -370,6 +373,7 @@ fn cases() -> Vec<(NodeProto, Op)> {
                 exclude_outside: true,
                 axes: None,
                 keep_aspect_ratio: concord_core::op::AspectRatioPolicy::Stretch,
+                antialias: false,
             }),
         ),
         (one("Where", &["c", "a", "b"], vec![]), Op::Where),
@@ -825,6 +829,41 @@ fn newer_cases() -> Vec<(NodeProto, Op)> {
             axis: None,
             sorted: true,
         },
+    cases.push((
+        one(
+            "MaxUnpool",
+            &["x", "i", "shape"],
+            vec![
+                attr_ints("kernel_shape", &[2, 2]),
+                attr_ints("strides", &[2, 2]),
+            ],
+        ),
+        Op::MaxUnpool {
+            kernel_shape: vec![2, 2],
+            pads: vec![],
+            strides: vec![2, 2],
+        },
+    ));
+    cases.push((
+        one(
+            "ConvTranspose",
+            &["x", "w"],
+            vec![
+                attr_ints("strides", &[3, 2]),
+                attr_ints("output_padding", &[1, 1]),
+                attr_ints("output_shape", &[10, 8]),
+                attr_int("group", 2),
+            ],
+        ),
+        Op::ConvTranspose(concord_core::op::ConvTranspose {
+            conv: Conv {
+                group: 2,
+                strides: vec![3, 2],
+                ..Conv::default()
+            },
+            output_padding: vec![1, 1],
+            output_shape: vec![10, 8],
+        }),
     ));
     cases
 }

@@ -196,6 +196,7 @@ fn every_op_graph(opset: i64) -> Graph {
                 kernel_shape: vec![2, 2],
                 pads: vec![1, 1, 0, 0],
                 strides: vec![2, 2],
+                column_major_indices: true,
             }),
             &["x"],
             &["maxpool"],
@@ -402,6 +403,7 @@ fn every_op_graph(opset: i64) -> Graph {
                 exclude_outside: true,
                 axes: Some(vec![2, 3]),
                 keep_aspect_ratio: concord_core::op::AspectRatioPolicy::NotLarger,
+                antialias: false,
             }),
             &["x", "", "scales"],
             &["resize"],
@@ -843,6 +845,27 @@ fn newer_op_nodes() -> Vec<Node> {
             sorted: true,
         },
         &["x"],
+    add(
+        Op::MaxUnpool {
+            kernel_shape: vec![2, 2],
+            pads: vec![0, 1, 1, 0],
+            strides: vec![2, 1],
+        },
+        &["x", "idx"],
+        1,
+    );
+    add(
+        Op::ConvTranspose(concord_core::op::ConvTranspose {
+            conv: concord_core::op::Conv {
+                auto_pad: concord_core::op::AutoPad::SameLower,
+                dilations: vec![2, 1],
+                group: 2,
+                ..Default::default()
+            },
+            output_padding: vec![1, 0],
+            output_shape: vec![9, 9],
+        }),
+        &["x", "w"],
         1,
     );
     nodes
@@ -1268,6 +1291,7 @@ fn hand_made_model_reads_with_onnx_defaults() {
             exclude_outside: false,
             axes: None,
             keep_aspect_ratio: concord_core::op::AspectRatioPolicy::Stretch,
+            antialias: false,
         }))
     );
     assert_eq!(

@@ -1,5 +1,5 @@
-//! Shape and dtype inference for the nn family: Conv, Gemm, MatMul, MaxPool, AveragePool,
-//! GlobalAveragePool and Resize.
+//! Shape and dtype inference for the nn family: Conv, ConvTranspose, Gemm, MatMul, MaxPool,
+//! AveragePool, GlobalAveragePool and Resize.
 //!
 //! The checks are the ones the reference kernels (concord-cpu `ops/conv.rs`, `gemm.rs`,
 //! `pool.rs`, `resize.rs`) make, applied to whatever dims are known; the window arithmetic
@@ -10,7 +10,7 @@
 use super::{expect_dtype, optional, required, OutputFact, ValueFact};
 use crate::dtype::DType;
 use crate::error::OpError;
-use crate::op::{AutoPad, Conv, Gemm, Op, Pool};
+use crate::op::{AutoPad, Conv, ConvTranspose, Gemm, Op, Pool};
 use crate::shape::{broadcast_sym, format_sym, Dim, SymShape};
 use crate::tensor::Tensor;
 
@@ -29,19 +29,38 @@ pub(super) fn infer(
     inputs: &[Option<ValueFact>],
     num_outputs: usize,
 ) -> Result<Vec<OutputFact>, OpError> {
+    if let Op::MaxPool(attrs) = op {
+        // Y, and optionally the Indices (i64, Y's shape).
+        if num_outputs == 1 || num_outputs == 2 {
+            let y = pool("MaxPool", attrs, inputs)?;
+            let indices = OutputFact::new(DType::I64, y.shape.clone());
+            return Ok([y, indices].into_iter().take(num_outputs).collect());
+        }
+    }
     if num_outputs != 1 {
-        let detail = if matches!(op, Op::MaxPool(_)) {
-            "MaxPool's optional Indices output is not supported; declare only Y".to_string()
-        } else {
-            format!(
-                "{} has one output, the node declares {num_outputs}",
-                op.name()
-            )
-        };
-        return Err(OpError::Unsupported(detail));
+        return Err(OpError::Unsupported(format!(
+            "{} has {} output{}, the node declares {num_outputs}",
+            op.name(),
+            if matches!(op, Op::MaxPool(_)) {
+                "one or two"
+            } else {
+                "one"
+            },
+            if matches!(op, Op::MaxPool(_)) {
+                "s"
+            } else {
+                ""
+            },
+        )));
     }
     let fact = match op {
         Op::Conv(attrs) => conv(attrs, inputs)?,
+        Op::ConvTranspose(attrs) => conv_transpose(attrs, inputs)?,
+        Op::MaxUnpool {
+            kernel_shape,
+            pads,
+            strides,
+        } => max_unpool(kernel_shape, pads, strides, inputs)?,
         Op::Gemm(attrs) => gemm(attrs, inputs)?,
         Op::MatMul => matmul(inputs)?,
         Op::MaxPool(attrs) => pool("MaxPool", attrs, inputs)?,
@@ -161,6 +180,163 @@ pub(super) fn conv(attrs: &Conv, inputs: &[Option<ValueFact>]) -> Result<OutputF
     )?;
     let mut shape = vec![xs[0].clone(), ws[0].clone()];
     shape.extend(spatial);
+    Ok(OutputFact::new(x.dtype, shape))
+}
+
+/// ConvTranspose: X (N, C, D…), W (C, M/group, k…), B (M)? → (N, M, D'…). The spatial
+/// extents come from [`ConvTranspose::plan`], the reference's own rule, where X's extents
+/// and the kernel are known (or `output_shape` gives them).
+fn conv_transpose(
+    attrs: &ConvTranspose,
+    inputs: &[Option<ValueFact>],
+) -> Result<OutputFact, OpError> {
+    let x = required(inputs, 0, "X")?;
+    let w = required(inputs, 1, "W")?;
+    let b = optional(inputs, 2);
+    expect_dtype(&x, 0, "X", &FLOAT)?;
+    expect_same_dtype(&w, 1, "W", x.dtype)?;
+    if let Some(b) = &b {
+        expect_same_dtype(b, 2, "B", x.dtype)?;
+    }
+    let (xs, ws) = (x.shape, w.shape);
+    if xs.len() < 3 || ws.len() != xs.len() {
+        return Err(OpError::Shape(format!(
+            "ConvTranspose needs X (N, C, spatial…) of rank 3 or more and W (C, M/group, \
+             kernel…) of the same rank, got X {} and W {}",
+            format_sym(xs),
+            format_sym(ws)
+        )));
+    }
+    let group = attrs.conv.group;
+    if group == 0 {
+        return Err(OpError::Attribute {
+            name: "group",
+            detail: "is 0; it must be at least 1".into(),
+        });
+    }
+    if let (Dim::Fixed(c), Dim::Fixed(wc)) = (&xs[1], &ws[0]) {
+        if c != wc || c % group != 0 {
+            return Err(OpError::Shape(format!(
+                "ConvTranspose: X {} has {c} channels, W {} has {wc} input channels and group \
+                 is {group}; they must be equal and divisible by group",
+                format_sym(xs),
+                format_sym(ws)
+            )));
+        }
+    }
+    let m = match &ws[1] {
+        Dim::Fixed(per_group) => Dim::Fixed(per_group.checked_mul(group).ok_or_else(|| {
+            OpError::Shape(format!(
+                "ConvTranspose: W {} times group {group} overflows",
+                format_sym(ws)
+            ))
+        })?),
+        other if group == 1 => other.clone(),
+        _ => Dim::Unknown,
+    };
+    if let Some(b) = &b {
+        let matches = match (b.shape, &m) {
+            ([Dim::Fixed(len)], Dim::Fixed(m)) => len == m,
+            ([_], _) => true,
+            _ => false,
+        };
+        if !matches {
+            return Err(OpError::Shape(format!(
+                "ConvTranspose: B {} must be 1-D with one value per output channel (W[1]·group \
+                 for W {} and group {group})",
+                format_sym(b.shape),
+                format_sym(ws)
+            )));
+        }
+    }
+    let w_kernel: Option<Vec<usize>> = ws[2..].iter().map(fixed).collect();
+    let kernel = match (w_kernel, attrs.conv.kernel_shape.is_empty()) {
+        (Some(k), false) if k != attrs.conv.kernel_shape => {
+            return Err(OpError::Attribute {
+                name: "kernel_shape",
+                detail: format!(
+                    "{:?} does not match the spatial extents of W {}",
+                    attrs.conv.kernel_shape,
+                    format_sym(ws)
+                ),
+            })
+        }
+        (Some(k), _) => Some(k),
+        (None, false) => Some(attrs.conv.kernel_shape.clone()),
+        (None, true) => None,
+    };
+    let input: Option<Vec<usize>> = xs[2..].iter().map(fixed).collect();
+    let spatial: Vec<Dim> = match (input, kernel) {
+        (Some(input), Some(kernel)) => attrs
+            .plan(&input, &kernel)?
+            .iter()
+            .map(|a| Dim::Fixed(a.output))
+            .collect(),
+        _ => {
+            let n = xs.len() - 2;
+            let given = attrs.output_shape.len();
+            if given == n || given == n + 2 {
+                attrs.output_shape[given - n..]
+                    .iter()
+                    .map(|&d| Dim::Fixed(d))
+                    .collect()
+            } else {
+                vec![Dim::Unknown; n]
+            }
+        }
+    };
+    let mut shape = vec![xs[0].clone(), m];
+    shape.extend(spatial);
+    Ok(OutputFact::new(x.dtype, shape))
+}
+
+/// MaxUnpool: Y has `output_shape`'s value where it is known, else the window's default
+/// extents around X's batch and channel axes.
+fn max_unpool(
+    kernel_shape: &[usize],
+    pads: &[usize],
+    strides: &[usize],
+    inputs: &[Option<ValueFact>],
+) -> Result<OutputFact, OpError> {
+    let x = required(inputs, 0, "X")?;
+    let i = required(inputs, 1, "I")?;
+    expect_dtype(&x, 0, "X", &FLOAT)?;
+    expect_dtype(&i, 1, "I", &[DType::I64])?;
+    let xs = x.shape;
+    if xs.len() < 3 || kernel_shape.len() != xs.len() - 2 {
+        return Err(OpError::Shape(format!(
+            "MaxUnpool needs X (N, C, spatial…) of rank 3 or more with one kernel_shape value \
+             per spatial axis, got X {} and kernel_shape {kernel_shape:?}",
+            format_sym(xs)
+        )));
+    }
+    if let Some(shape) = optional(inputs, 2) {
+        expect_dtype(&shape, 2, "output_shape", &[DType::I64])?;
+        if let Some(dims) = shape.value.and_then(Tensor::to_i64_vec) {
+            if dims.len() != xs.len() || dims.iter().any(|&d| d < 0) {
+                return Err(OpError::Shape(format!(
+                    "MaxUnpool: output_shape {dims:?} must hold {} non-negative extents, one \
+                     per axis of X {}",
+                    xs.len(),
+                    format_sym(xs)
+                )));
+            }
+            return Ok(OutputFact::new(
+                x.dtype,
+                dims.iter().map(|&d| Dim::Fixed(d as usize)).collect(),
+            ));
+        }
+        return Ok(OutputFact::new(x.dtype, vec![Dim::Unknown; xs.len()]));
+    }
+    let mut shape = xs[..2].to_vec();
+    match xs[2..].iter().map(fixed).collect::<Option<Vec<usize>>>() {
+        Some(input) => shape.extend(
+            crate::op::max_unpool_extents(&input, kernel_shape, pads, strides)?
+                .into_iter()
+                .map(Dim::Fixed),
+        ),
+        None => shape.extend(std::iter::repeat(Dim::Unknown).take(xs.len() - 2)),
+    }
     Ok(OutputFact::new(x.dtype, shape))
 }
 

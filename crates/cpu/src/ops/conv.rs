@@ -1,5 +1,6 @@
 //! Conv: N-d grouped convolution (1-d, 2-d, 3-d, …; depthwise when group == C) with
-//! strides, dilations, explicit or automatic padding and an optional bias.
+//! strides, dilations, explicit or automatic padding and an optional bias; and its transpose,
+//! ConvTranspose, with the same attributes plus output_padding and output_shape.
 //!
 //! Each (batch, group) pair is one matrix product: the group's weights, M/group rows of
 //! C/group·∏kernel values, times the im2col matrix of its input channels, whose column
@@ -8,9 +9,9 @@
 
 use super::gemm::expect_same_dtype;
 use super::matrix::{multiply_add, MatRef};
-use super::spatial::{advance, checked_product, resolve, Axis, WindowAttrs};
+use super::spatial::{advance, checked_product, col2im_add, resolve, Axis, WindowAttrs};
 use super::{expect_float, optional, required};
-use concord_core::op::Conv;
+use concord_core::op::{Conv, ConvTranspose};
 use concord_core::{OpError, Shape, Tensor};
 
 /// Runs Conv on inputs X (N, C, D1…Dn), W (M, C/group, k1…kn) and optional B (M).
@@ -240,4 +241,116 @@ fn unravel(mut index: usize, dims: &[usize], coords: &mut [usize]) {
         *c = index % d;
         index /= d;
     }
+}
+
+/// Runs ConvTranspose on inputs X (N, C, D1…Dn), W (C, M/group, k1…kn) and optional B (M).
+///
+/// Each (batch, group) pair is one matrix product and a scatter: the group's weights,
+/// transposed to M/group·∏kernel rows of C/group values, times its input channels gives,
+/// for every input position, the contribution of each (output channel, tap); `col2im_add`
+/// adds each into the output position that tap lands on (dropping the cropped ones).
+pub(crate) fn conv_transpose(
+    attrs: &ConvTranspose,
+    inputs: &[Option<&Tensor>],
+) -> Result<Tensor, OpError> {
+    let x = required(inputs, 0, "X")?;
+    let w = required(inputs, 1, "W")?;
+    let bias = optional(inputs, 2);
+    expect_float(x, 0, "X")?;
+    expect_same_dtype(w, 1, "W", x.dtype())?;
+    if let Some(b) = bias {
+        expect_same_dtype(b, 2, "B", x.dtype())?;
+    }
+    let (xs, ws) = (x.shape(), w.shape());
+    if xs.rank() < 3 || ws.rank() != xs.rank() {
+        return Err(OpError::Shape(format!(
+            "ConvTranspose needs X (N, C, spatial…) of rank 3 or more and W (C, M/group, \
+             kernel…) of the same rank, got X {xs} and W {ws}"
+        )));
+    }
+    let group = attrs.conv.group;
+    let c = xs.dims()[1];
+    if group == 0 || ws.dims()[0] != c || c % group != 0 {
+        return Err(OpError::Shape(format!(
+            "ConvTranspose: X {xs} has {c} channels, W {ws} has {} input channels and group \
+             is {group}; they must be equal and divisible by a group of at least 1",
+            ws.dims()[0]
+        )));
+    }
+    let kernel = &ws.dims()[2..];
+    if !attrs.conv.kernel_shape.is_empty() && attrs.conv.kernel_shape != kernel {
+        return Err(OpError::Attribute {
+            name: "kernel_shape",
+            detail: format!(
+                "{:?} does not match the spatial extents {kernel:?} of W {ws}",
+                attrs.conv.kernel_shape
+            ),
+        });
+    }
+    let mg = ws.dims()[1];
+    let m = mg.checked_mul(group).ok_or_else(|| {
+        OpError::Shape(format!(
+            "ConvTranspose: W {ws} times group {group} overflows"
+        ))
+    })?;
+    if let Some(b) = bias {
+        if b.shape().dims() != [m] {
+            return Err(OpError::Shape(format!(
+                "ConvTranspose: B {} must be 1-D with one value per output channel ({m})",
+                b.shape()
+            )));
+        }
+    }
+    let axes = attrs.plan(&xs.dims()[2..], kernel)?;
+    let mut output_shape = vec![xs.dims()[0], m];
+    output_shape.extend(axes.iter().map(|a| a.output));
+    let out_len = checked_product(&output_shape, "ConvTranspose output shape")?;
+    let output_plane = checked_product(&output_shape[2..], "ConvTranspose output spatial shape")?;
+    let input_plane = checked_product(&xs.dims()[2..], "ConvTranspose input spatial shape")?;
+    let kernel_size = checked_product(kernel, "ConvTranspose kernel shape")?;
+
+    let mut y = vec![0.0; out_len];
+    if let Some(b) = bias {
+        let b_f = b.to_f64_vec();
+        for (plane, &b) in y
+            .chunks_exact_mut(output_plane.max(1))
+            .zip(b_f.iter().cycle())
+        {
+            plane.fill(b);
+        }
+    }
+    if y.is_empty() || c == 0 || mg == 0 {
+        // Nothing to scatter: the output is empty or the bias alone.
+        return Tensor::from_f64(x.dtype(), Shape::new(output_shape), y);
+    }
+    let x_f = x.to_f64_vec();
+    let w_f = w.to_f64_vec();
+    let cg = c / group;
+    let rows = mg * kernel_size;
+    let mut cols = vec![
+        0.0;
+        rows.checked_mul(input_plane).ok_or_else(|| {
+            OpError::Shape(format!(
+                "ConvTranspose: the column matrix ({rows} x {input_plane}) has more elements than \
+             this machine can address"
+            ))
+        })?
+    ];
+    for (x_image, y_image) in x_f
+        .chunks_exact(c * input_plane)
+        .zip(y.chunks_exact_mut(m * output_plane))
+    {
+        for (g, (x_group, y_group)) in x_image
+            .chunks_exact(cg * input_plane)
+            .zip(y_image.chunks_exact_mut(mg * output_plane))
+            .enumerate()
+        {
+            let weights = MatRef::row_major(&w_f[g * cg * rows..], cg, rows)?.transposed();
+            let inputs = MatRef::row_major(x_group, cg, input_plane)?;
+            cols.fill(0.0);
+            multiply_add(weights, inputs, &mut cols)?;
+            col2im_add(&cols, &axes, y_group);
+        }
+    }
+    Tensor::from_f64(x.dtype(), Shape::new(output_shape), y)
 }

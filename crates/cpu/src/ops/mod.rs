@@ -29,17 +29,26 @@ pub fn run_op(
     num_outputs: usize,
 ) -> Result<Vec<Tensor>, OpError> {
     let outputs = match op.family() {
+        Family::Pool if matches!(op, Op::MaxPool(_)) => match op {
+            Op::MaxPool(attrs) => pool::max_pool(attrs, inputs, num_outputs)?,
+            other => return Err(not_in_family(other)),
+        },
         Family::Linear | Family::Pool | Family::Resize => vec![match op {
             Op::Conv(attrs) => conv::conv(attrs, inputs)?,
             Op::Gemm(attrs) => gemm::gemm(attrs, inputs)?,
             Op::MatMul => gemm::matmul(inputs)?,
-            Op::MaxPool(attrs) => pool::max_pool(attrs, inputs)?,
             Op::AveragePool(attrs) => pool::average_pool(attrs, inputs)?,
             Op::GlobalAveragePool => pool::global_average_pool(inputs)?,
             Op::GlobalMaxPool => pool::global_pool(inputs, None)?,
             Op::GlobalLpPool { p } => pool::global_pool(inputs, Some(*p))?,
             Op::LpPool(attrs, p) => pool::lp_pool(attrs, *p, inputs)?,
             Op::Resize(attrs) => resize::resize(attrs, inputs)?,
+            Op::ConvTranspose(attrs) => conv::conv_transpose(attrs, inputs)?,
+            Op::MaxUnpool {
+                kernel_shape,
+                pads,
+                strides,
+            } => pool::max_unpool(kernel_shape, pads, strides, inputs)?,
             other => return Err(not_in_family(other)),
         }],
         Family::Unary | Family::Binary | Family::Select => vec![elementwise::run(op, inputs)?],

@@ -1,4 +1,5 @@
-//! MaxPool, AveragePool and GlobalAveragePool over any number of spatial axes.
+//! MaxPool (with its optional Indices), MaxUnpool, AveragePool and GlobalAveragePool over
+//! any number of spatial axes.
 //!
 //! The window of every output position is worked out once per call (the input offsets it
 //! reads inside one channel plane, and how many of its taps lie inside the padded input)
@@ -19,13 +20,21 @@
 //! follows the spec and agrees with the ONNX reference implementation there.
 
 use super::spatial::{advance, checked_product, resolve, Axis, WindowAttrs};
-use super::{expect_float, required};
-use concord_core::op::Pool;
-use concord_core::{DType, OpError, Shape, Tensor};
+use super::{expect_float, i64_operand, optional, required};
+use concord_core::op::{max_unpool_extents, Pool};
+use concord_core::{DType, OpError, Shape, Tensor, TensorData};
 use half::f16;
 
-/// MaxPool's first output (the optional Indices output is not supported).
-pub(crate) fn max_pool(attrs: &Pool, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+/// MaxPool: Y, and with `num_outputs` 2 the Indices of each maximum (i64, Y's shape): its
+/// flat position in X, the spatial axes of its plane row-major, or column-major with
+/// `storage_order` 1. The first of equal maxima wins, and a NaN wins once seen (as in
+/// numpy's max). A window that reads no input cell gives the lowest finite value and
+/// index -1.
+pub(crate) fn max_pool(
+    attrs: &Pool,
+    inputs: &[Option<&Tensor>],
+    num_outputs: usize,
+) -> Result<Vec<Tensor>, OpError> {
     let x = required(inputs, 0, "X")?;
     if !matches!(x.dtype(), DType::I8 | DType::U8) {
         expect_float(x, 0, "X")?;
@@ -41,15 +50,133 @@ pub(crate) fn max_pool(attrs: &Pool, inputs: &[Option<&Tensor>]) -> Result<Tenso
             None => f32::MIN as f64,
         },
     };
-    let y = windows.apply(&x.to_f64_vec(), |plane, offsets, _| {
-        // NaN propagates, as in numpy's max; f64::max would drop it.
-        offsets
-            .iter()
-            .map(|&i| plane[i])
-            .reduce(|a, b| if a.is_nan() || a >= b { a } else { b })
-            .unwrap_or(empty_window)
+    let x_f = x.to_f64_vec();
+    let argmax = windows.apply(&x_f, |plane, offsets, _| {
+        let best = offsets.iter().copied().reduce(|a, b| {
+            if plane[a].is_nan() || plane[a] >= plane[b] {
+                a
+            } else {
+                b
+            }
+        });
+        best.map_or(-1.0, |b| b as f64)
     });
-    Tensor::from_f64(x.dtype(), Shape::new(windows.output_shape), y)
+    // `apply` walks the planes in order, one window after another.
+    let windows_per_plane = windows.starts.len() - 1;
+    let spatial = &x.dims()[2..];
+    // Each spatial axis's step in the Indices' numbering of a plane.
+    let index_strides: Vec<usize> = if attrs.column_major_indices {
+        spatial
+            .iter()
+            .scan(1usize, |acc, &d| {
+                let step = *acc;
+                *acc *= d;
+                Some(step)
+            })
+            .collect()
+    } else {
+        Shape::new(spatial.to_vec()).strides()
+    };
+    let row_major = Shape::new(spatial.to_vec()).strides();
+    let mut y = Vec::with_capacity(argmax.len());
+    let mut indices = Vec::with_capacity(argmax.len());
+    for (i, &best) in argmax.iter().enumerate() {
+        let plane_index = i / windows_per_plane.max(1);
+        let plane_start = plane_index * windows.input_plane;
+        if best < 0.0 {
+            y.push(empty_window);
+            indices.push(-1);
+            continue;
+        }
+        // Offsets within a plane are below its size, which fits a usize; f64 holds them
+        // exactly (they are far below 2^53 for any tensor this machine holds).
+        let offset = best as usize;
+        y.push(x_f[plane_start + offset]);
+        let mut rest = offset;
+        let mut numbered = 0usize;
+        for (&rm, &st) in row_major.iter().zip(&index_strides) {
+            numbered += (rest / rm) * st;
+            rest %= rm;
+        }
+        indices.push(i64::try_from(plane_start + numbered).unwrap_or(i64::MAX));
+    }
+    let y = Tensor::from_f64(x.dtype(), Shape::new(windows.output_shape.clone()), y)?;
+    if num_outputs < 2 {
+        return Ok(vec![y]);
+    }
+    let indices = Tensor::from_parts(Shape::new(windows.output_shape), TensorData::I64(indices))?;
+    Ok(vec![y, indices])
+}
+
+/// MaxUnpool: zeros of the output shape (`output_shape`'s value, else the window's default
+/// extents), with each X value written at the flat position its I entry names, as
+/// onnxruntime does (positions count over the whole output, batch and channel included).
+pub(crate) fn max_unpool(
+    kernel_shape: &[usize],
+    pads: &[usize],
+    strides: &[usize],
+    inputs: &[Option<&Tensor>],
+) -> Result<Tensor, OpError> {
+    let x = required(inputs, 0, "X")?;
+    let i = required(inputs, 1, "I")?;
+    expect_float(x, 0, "X")?;
+    let indices = i64_operand(i, 1, "I")?;
+    if i.shape() != x.shape() {
+        return Err(OpError::Shape(format!(
+            "MaxUnpool: I {} must have the shape of X {}",
+            i.shape(),
+            x.shape()
+        )));
+    }
+    if x.rank() < 3 || kernel_shape.len() != x.rank() - 2 {
+        return Err(OpError::Shape(format!(
+            "MaxUnpool needs X (N, C, spatial…) of rank 3 or more with one kernel_shape value \
+             per spatial axis, got X {} and kernel_shape {kernel_shape:?}",
+            x.shape()
+        )));
+    }
+    let output_shape: Vec<usize> = match optional(inputs, 2) {
+        Some(shape) => {
+            let given = i64_operand(shape, 2, "output_shape")?;
+            let dims: Option<Vec<usize>> = given.iter().map(|&d| usize::try_from(d).ok()).collect();
+            match dims {
+                Some(dims) if dims.len() == x.rank() => dims,
+                _ => {
+                    return Err(OpError::Shape(format!(
+                        "MaxUnpool: output_shape {given:?} must hold {} non-negative extents, \
+                         one per axis of X {}",
+                        x.rank(),
+                        x.shape()
+                    )))
+                }
+            }
+        }
+        None => {
+            let mut dims = x.dims()[..2].to_vec();
+            dims.extend(max_unpool_extents(
+                &x.dims()[2..],
+                kernel_shape,
+                pads,
+                strides,
+            )?);
+            dims
+        }
+    };
+    let len = checked_product(&output_shape, "MaxUnpool output shape")?;
+    let mut y = vec![0.0; len];
+    for (&index, value) in indices.iter().zip(x.to_f64_vec()) {
+        let slot = usize::try_from(index)
+            .ok()
+            .and_then(|at| y.get_mut(at))
+            .ok_or_else(|| {
+                OpError::Shape(format!(
+                    "MaxUnpool: index {index} in I is outside the output {} ({len} elements)",
+                    Shape::new(output_shape.clone())
+                ))
+            })?;
+        *slot = value;
+    }
+    Tensor::from_f64(x.dtype(), Shape::new(output_shape), y)
 }
 
 /// GlobalMaxPool (`p` None) and GlobalLpPool: one value per (N, C) plane.

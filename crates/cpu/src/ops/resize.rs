@@ -1,5 +1,5 @@
 //! Resize with `nearest`, `linear` and `cubic` modes over any axes (bilinear, trilinear, … are
-//! separable, so the output is built one axis at a time).
+//! separable, so the output is built one axis at a time), antialiased or not.
 //!
 //! Coordinate mapping follows onnxruntime exactly, including its f32 arithmetic: output
 //! extents are `floor(in · scale)` computed in f32, the scale used to map coordinates is the
@@ -22,7 +22,7 @@
 use super::spatial::checked_product;
 use super::{expect_float, i64_operand, optional, required};
 use concord_core::op::{CoordinateTransform, Resize, ResizeMode};
-use concord_core::resize::resize_taps;
+use concord_core::resize::{antialias_taps, resize_taps};
 use concord_core::{DType, OpError, Shape, Tensor};
 
 /// Resize on inputs X, roi? (unused: only tf_crop_and_resize reads it), scales?, sizes?.
@@ -105,7 +105,7 @@ enum Target {
 }
 
 /// Where one output index along an axis reads from.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 enum Tap {
     /// Copies input index `i`.
     Nearest(usize),
@@ -118,12 +118,21 @@ enum Tap {
     },
     /// `Σ w[k]·x[i[k]]` over four neighbours (cubic mode).
     Cubic { i: [usize; 4], w: [f64; 4] },
+    /// `Σ w·x[i]` over an antialiasing window of (i, w) pairs.
+    Window(Vec<(usize, f64)>),
 }
 
 /// The tap of every output index along one axis of length `in_len` resized to `out_len`:
 /// core's one Resize tap rule, with the weights widened to f64 for the reference's f64
 /// blend (exactly: see [`concord_core::resize::Tap::w1`]).
 fn axis_taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> Vec<Tap> {
+    let resized = !(scale == 1.0 && out_len == in_len);
+    if attrs.antialias && attrs.mode != ResizeMode::Nearest && resized {
+        return antialias_taps(attrs, in_len, out_len, scale)
+            .into_iter()
+            .map(Tap::Window)
+            .collect();
+    }
     if attrs.mode == ResizeMode::Cubic {
         return cubic_taps(attrs, in_len, out_len, scale);
     }
@@ -203,6 +212,16 @@ fn resize_axis(values: &[f64], dims: &[usize], axis: usize, taps: &[Tap]) -> Vec
     for block in values.chunks_exact(in_len * inner) {
         for tap in taps {
             match *tap {
+                Tap::Window(ref window) => {
+                    let start = out.len();
+                    out.resize(start + inner, 0.0);
+                    for &(ik, wk) in window {
+                        let src = &block[ik * inner..(ik + 1) * inner];
+                        for (o, &v) in out[start..].iter_mut().zip(src) {
+                            *o += wk * v;
+                        }
+                    }
+                }
                 Tap::Nearest(i) => out.extend_from_slice(&block[i * inner..(i + 1) * inner]),
                 Tap::Linear { i0, i1, w0, w1 } => {
                     let a = &block[i0 * inner..(i0 + 1) * inner];

@@ -2,11 +2,15 @@
 //! kernel extent, stride, dilation, begin and end padding and output length, resolved from
 //! the ONNX attributes (`auto_pad`, `pads`, `ceil_mode`, defaults for empty vectors).
 //!
+//! The transposed window (ConvTranspose, Col2Im) is [`TransposedAxis`], resolved once in
+//! concord-core (`ConvTranspose::plan`) for inference and the reference alike; this file
+//! scatters columns along it ([`col2im_add`]).
+//!
 //! Shape inference in concord-core (`infer/nn.rs`) implements the same arithmetic on
 //! possibly-symbolic dims; the tests in `crates/cpu/tests/nn_infer.rs` hold the two together.
 
-use concord_core::op::AutoPad;
-use concord_core::OpError;
+use concord_core::op::{AutoPad, TransposedAxis};
+use concord_core::{OpError, Shape};
 
 /// The window attributes of one Conv or pooling node, as ONNX spells them: an empty
 /// `strides`, `dilations` or `pads` means the default (ones, ones, zeros).
@@ -185,6 +189,57 @@ pub(crate) fn resolve(input: &[usize], attrs: &WindowAttrs) -> Result<Vec<Axis>,
         });
     }
     Ok(axes)
+}
+
+/// Adds a column matrix back into an image (the adjoint of im2col): `cols` has one row per
+/// (channel, tap₀, …, tapₙ₋₁) in row-major order and one column per position of the
+/// `input` extents of `axes` in row-major order; each value is added to `image` (channels
+/// of ∏ `output` extents) at the position its tap lands on, or dropped where that is
+/// cropped. ConvTranspose and Col2Im both end in this.
+pub(crate) fn col2im_add(cols: &[f64], axes: &[TransposedAxis], image: &mut [f64]) {
+    let kernel: Vec<usize> = axes.iter().map(|a| a.kernel).collect();
+    let input: Vec<usize> = axes.iter().map(|a| a.input).collect();
+    let output: Vec<usize> = axes.iter().map(|a| a.output).collect();
+    let output_strides = Shape::new(output.clone()).strides();
+    let (kernel_size, input_plane, output_plane): (usize, usize, usize) = (
+        kernel.iter().product(),
+        input.iter().product(),
+        output.iter().product(),
+    );
+    if input_plane == 0 || kernel_size == 0 {
+        return;
+    }
+    let mut taps = vec![0usize; axes.len()];
+    let mut position = vec![0usize; axes.len()];
+    for (row_index, row) in cols.chunks_exact(input_plane).enumerate() {
+        let channel = row_index / kernel_size;
+        let Some(plane) = image.get_mut(channel * output_plane..(channel + 1) * output_plane)
+        else {
+            return;
+        };
+        if row_index % kernel_size == 0 {
+            taps.fill(0);
+        } else {
+            advance(&mut taps, &kernel);
+        }
+        position.fill(0);
+        for (column, &value) in row.iter().enumerate() {
+            if column > 0 {
+                advance(&mut position, &input);
+            }
+            let target = axes
+                .iter()
+                .zip(&position)
+                .zip(&taps)
+                .zip(&output_strides)
+                .try_fold(0usize, |acc, (((axis, &i), &k), &stride)| {
+                    axis.output_coord(i, k).map(|o| acc + o * stride)
+                });
+            if let Some(target) = target {
+                plane[target] += value;
+            }
+        }
+    }
 }
 
 /// The product of `dims`, or a shape error naming `what` when it overflows.

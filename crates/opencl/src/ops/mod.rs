@@ -50,11 +50,16 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
     let device_row = match &node.op {
         Op::Unary(u) => u.def().device,
         Op::Binary(b) => b.def().device,
+        // Reference-only ops of families that otherwise have kernels.
+        Op::ConvTranspose(_) | Op::MaxUnpool { .. } => false,
         op => !matches!(
             op.family(),
             Family::Indexing | Family::Quantization | Family::Recurrent | Family::LinearAlgebra
         ),
     };
+    if matches!(node.op, Op::MaxPool(_)) && node.outputs.len() > 1 {
+        return Err("MaxPool's Indices output (its second) has no OpenCL kernel".into());
+    }
     if !device_row {
         return Err(format!("{} has no OpenCL kernel", node.op.name()));
     }

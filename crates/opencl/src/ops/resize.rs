@@ -18,6 +18,9 @@ pub(super) fn check(attrs: &Resize) -> Result<(), String> {
     if attrs.mode == ResizeMode::Cubic {
         return Err("Resize mode cubic is not implemented (nearest and linear are)".into());
     }
+    if attrs.antialias && attrs.mode != ResizeMode::Nearest {
+        return Err("Resize antialias = 1 is not implemented".into());
+    }
     if attrs.coordinate_transformation_mode == CoordinateTransform::TfCropAndResize {
         return Err(
             "Resize coordinate_transformation_mode tf_crop_and_resize is not implemented".into(),

@@ -785,6 +785,7 @@ fn newer_cases() -> Vec<(NodeProto, Op)> {
             activations: vec![act(RnnActivationKind::ScaledTanh, 2.0, 1.0)],
             ..Recurrent::new(RecurrentCell::Rnn, RnnDirection::Reverse)
         }),
+    ));
     cases.push((
         one(
             "Einsum",
@@ -829,6 +830,7 @@ fn newer_cases() -> Vec<(NodeProto, Op)> {
             axis: None,
             sorted: true,
         },
+    ));
     cases.push((
         one(
             "MaxUnpool",

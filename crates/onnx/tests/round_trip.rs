@@ -845,6 +845,8 @@ fn newer_op_nodes() -> Vec<Node> {
             sorted: true,
         },
         &["x"],
+        1,
+    );
     add(
         Op::MaxUnpool {
             kernel_shape: vec![2, 2],

@@ -26,6 +26,10 @@ pub enum OpError {
     NotConstant { index: usize, name: &'static str },
     #[error("{0}")]
     Unsupported(String),
+    /// A failure inside a control-flow op's subgraph (`then_branch`, `body`…): the inner
+    /// error names the inner node.
+    #[error("in {graph}: {source}")]
+    Subgraph { graph: String, source: Box<Error> },
 }
 
 /// Errors of the graph IR, shape inference and execution.

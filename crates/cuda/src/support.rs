@@ -34,7 +34,9 @@ fn check(graph: &Graph, node: &Node) -> Check {
         Op::Binary(b) => b.def().device,
         op => !matches!(
             op.family(),
-            concord_core::op::Family::Indexing | concord_core::op::Family::Quantization
+            concord_core::op::Family::Indexing
+                | concord_core::op::Family::Quantization
+                | concord_core::op::Family::ControlFlow
         ),
     };
     if !device_row {

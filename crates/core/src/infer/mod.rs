@@ -2,11 +2,14 @@
 //! values of inputs that are constants). One file per op family; this file routes.
 
 mod attention;
+mod control;
 mod elementwise;
 mod indexing;
 mod movement;
 mod nn;
 mod quant;
+
+pub use control::{condition_value, scan_axis, subgraph_error};
 
 use crate::dtype::DType;
 use crate::error::OpError;
@@ -54,6 +57,7 @@ pub fn infer_op(
         | Family::Reduce => elementwise::infer(op, inputs, num_outputs)?,
         Family::Movement => movement::infer(op, inputs, num_outputs)?,
         Family::Indexing => indexing::infer(op, inputs, num_outputs)?,
+        Family::ControlFlow => control::infer(op, inputs, num_outputs)?,
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(

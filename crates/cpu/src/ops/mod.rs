@@ -1,6 +1,7 @@
 //! Routes each [`Op`] to its family's kernel, and the operand helpers every kernel uses.
 
 mod attention;
+mod control;
 mod conv;
 mod elementwise;
 mod gemm;
@@ -53,6 +54,7 @@ pub fn run_op(
         Family::Reduce => vec![reduce::run(op, inputs)?],
         Family::Movement => movement::run(op, inputs, num_outputs)?,
         Family::Indexing => indexing::run(op, inputs, num_outputs)?,
+        Family::ControlFlow => control::run(op, inputs, num_outputs)?,
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(

@@ -50,7 +50,10 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
     let device_row = match &node.op {
         Op::Unary(u) => u.def().device,
         Op::Binary(b) => b.def().device,
-        op => !matches!(op.family(), Family::Indexing | Family::Quantization),
+        op => !matches!(
+            op.family(),
+            Family::Indexing | Family::Quantization | Family::ControlFlow
+        ),
     };
     if !device_row {
         return Err(format!("{} has no OpenCL kernel", node.op.name()));

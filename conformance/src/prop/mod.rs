@@ -120,6 +120,9 @@ pub const REFERENCE_ONLY: &[&str] = &[
     "LRN",
     "Attention",
     "RotaryEmbedding",
+    "If",
+    "Loop",
+    "Scan",
 ];
 
 /// Supported ops without a property strategy, and why.

@@ -17,7 +17,7 @@
 
 use crate::error::{Error, OpError, Result};
 use crate::graph::{Graph, Node, ValueInfo};
-use crate::infer::{condition_value, infer_op, subgraph_error, OutputFact, ValueFact};
+use crate::infer::{condition_value, infer_op_folding, subgraph_error, OutputFact, ValueFact};
 use crate::op::Op;
 use crate::shape::Shape;
 use crate::tensor::Tensor;
@@ -171,11 +171,11 @@ fn infer_and_fold(graph: &mut Graph, evaluator: Option<&dyn Evaluator>) -> Resul
                 }
             }
         }
-        let out_facts = match infer_op(&node.op, &facts, node.outputs.len()) {
+        let out_facts = match infer_op_folding(&node.op, &facts, node.outputs.len(), evaluator) {
             Ok(out_facts) => out_facts,
             // Without an evaluator an operand may be unknown only because nothing has
             // computed it yet; with one, it is computed at run time, which is an error.
-            Err(OpError::NotConstant { .. }) if evaluator.is_none() => {
+            Err(OpError::NotConstant { .. } | OpError::NeedsFolding(_)) if evaluator.is_none() => {
                 deferred.extend(node.outputs.iter().cloned());
                 kept.push(node);
                 continue;
@@ -327,11 +327,16 @@ fn inline_branch(
     Ok((nodes, initializers))
 }
 
-/// The value of a node's single output that needs no kernel: a Constant's, and Shape's of
-/// an input whose dims are all known.
+/// The value of a node's single output that needs no kernel: a Constant's, and Shape's and
+/// Size's of an input whose dims are all known.
 fn known_without_evaluating(op: &Op, facts: &[Option<ValueFact>]) -> Option<Tensor> {
     match op {
         Op::Constant { value } => Some(value.clone()),
+        Op::Size => {
+            let fact = facts.first().copied().flatten()?;
+            let shape = Shape::from_sym(fact.shape)?;
+            Some(Tensor::scalar_i64(i64::try_from(shape.checked_numel()?).ok()?))
+        }
         Op::Shape { start, end } => {
             let fact = facts.first().copied().flatten()?;
             let shape = Shape::from_sym(fact.shape)?;

@@ -114,8 +114,8 @@ fn read_graph(
     match scope {
         Scope::Model => retype_follows(&mut out, &follows),
         Scope::Subgraph => {
-            // The declared output types, so that the writer can write them again.
-            for info in &graph.output {
+            // The declared input and output types, so that the writer can write them again.
+            for info in graph.input.iter().chain(&graph.output) {
                 if let Ok((typed, true)) = read_declared_type(info) {
                     out.values.insert(typed.name.clone(), typed);
                 }

@@ -37,9 +37,10 @@ pub fn to_model_proto(graph: &Graph) -> Result<ModelProto, Error> {
 }
 
 /// The GraphProto of a control-flow node's subgraph at `opset`, without its last
-/// `captures` inputs: ONNX subgraphs read outer values by name. Its inputs are written
-/// with their dtype only (the node's operands give their shapes), its outputs with the
-/// types the reader recorded or inference found, untyped otherwise.
+/// `captures` inputs: ONNX subgraphs read outer values by name. Its inputs keep the shapes
+/// the reader recorded as declared (in the subgraph's `values`) and are written with their
+/// dtype only otherwise (the node's operands give their shapes); its outputs with the
+/// recorded types, untyped otherwise.
 pub(crate) fn subgraph_proto(
     graph: &Graph,
     captures: usize,
@@ -98,9 +99,12 @@ fn graph_proto(graph: &Graph, opset: i64, captures: Option<usize>) -> Result<Gra
                 .iter()
                 .map(|info| {
                     let mut proto = value_info_proto(info);
-                    if let Some(TypeValue::TensorType(t)) =
-                        proto.r#type.as_mut().and_then(|t| t.value.as_mut())
-                    {
+                    // A shape the model did not declare is a placeholder: left out.
+                    let declared = graph.values.get(&info.name) == Some(info);
+                    if let (false, Some(TypeValue::TensorType(t))) = (
+                        declared,
+                        proto.r#type.as_mut().and_then(|t| t.value.as_mut()),
+                    ) {
                         t.shape = None;
                     }
                     proto

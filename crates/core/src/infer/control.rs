@@ -11,6 +11,7 @@
 use super::{expect_dtype, optional, required, OutputFact, ValueFact};
 use crate::dtype::DType;
 use crate::error::{Error, OpError};
+use crate::fold::Evaluator;
 use crate::graph::{Graph, ValueInfo};
 use crate::op::Op;
 use crate::shape::{format_sym, normalize_axis, Dim, SymShape};
@@ -43,17 +44,20 @@ impl<'a> Binding<'a> {
     }
 }
 
+/// `evaluator`, when given (while the net is built), folds inside the subgraphs too, so a
+/// subgraph's shape operands computed from constants type its values.
 pub(super) fn infer(
     op: &Op,
     inputs: &[Option<ValueFact>],
     num_outputs: usize,
+    ev: Option<&dyn Evaluator>,
 ) -> Result<Vec<OutputFact>, OpError> {
     match op {
         Op::If {
             then_branch,
             else_branch,
-        } => infer_if(then_branch, else_branch, inputs),
-        Op::Loop { body, captures } => infer_loop(body, *captures, inputs, num_outputs),
+        } => infer_if(then_branch, else_branch, inputs, ev),
+        Op::Loop { body, captures } => infer_loop(body, *captures, inputs, num_outputs, ev),
         Op::Scan {
             body,
             num_scan_inputs,
@@ -68,7 +72,7 @@ pub(super) fn infer(
                 output_axes: scan_output_axes,
                 captures: *captures,
             };
-            infer_scan(body, &layout, inputs, num_outputs)
+            infer_scan(body, &layout, inputs, num_outputs, ev)
         }
         other => Err(OpError::Unsupported(format!(
             "{} is not a control-flow op",
@@ -106,19 +110,29 @@ fn infer_if(
     then_branch: &Graph,
     else_branch: &Graph,
     inputs: &[Option<ValueFact>],
+    ev: Option<&dyn Evaluator>,
 ) -> Result<Vec<OutputFact>, OpError> {
     let cond = required(inputs, 0, "cond")?;
     expect_dtype(&cond, 0, "cond", &[DType::Bool])?;
     let captures = capture_bindings(inputs, 1)?;
     if let Some(value) = cond.value {
         return if condition_value(value, 0, "cond")? {
-            infer_subgraph(then_branch, "then_branch", &captures)
+            infer_subgraph(then_branch, "then_branch", &captures, ev)
         } else {
-            infer_subgraph(else_branch, "else_branch", &captures)
+            infer_subgraph(else_branch, "else_branch", &captures, ev)
         };
     }
-    let then_facts = infer_subgraph(then_branch, "then_branch", &captures)?;
-    let else_facts = infer_subgraph(else_branch, "else_branch", &captures)?;
+    // The condition may still become a constant when the net is built (folding computes
+    // it, and then only the branch taken is typed), so a branch that does not type is a
+    // type that waits for folding.
+    let unknown_cond = |e: OpError| match e {
+        OpError::NeedsFolding(_) => e,
+        other => OpError::NeedsFolding(format!(
+            "{other} (cond is not known when the net is built, so both branches must type)"
+        )),
+    };
+    let then_facts = infer_subgraph(then_branch, "then_branch", &captures, ev).map_err(unknown_cond)?;
+    let else_facts = infer_subgraph(else_branch, "else_branch", &captures, ev).map_err(unknown_cond)?;
     if then_facts.len() != else_facts.len() {
         return Err(OpError::Shape(format!(
             "then_branch has {} outputs, else_branch {}",
@@ -156,6 +170,7 @@ fn infer_loop(
     captures: usize,
     inputs: &[Option<ValueFact>],
     num_outputs: usize,
+    ev: Option<&dyn Evaluator>,
 ) -> Result<Vec<OutputFact>, OpError> {
     let formal = inputs.len().checked_sub(captures).filter(|&f| f >= 2);
     let Some(formal) = formal else {
@@ -181,7 +196,7 @@ fn infer_loop(
         bindings.push(Binding::varying(fact.dtype, fact.shape.to_vec()));
     }
     bindings.extend(capture_bindings(inputs, formal)?);
-    let facts = carried_fixed_point(body, &mut bindings, 2, 1, carried)?;
+    let facts = carried_fixed_point(body, &mut bindings, (2, 1, carried), ev)?;
     if facts.len() != num_outputs + 1 {
         return Err(OpError::Shape(format!(
             "the body has {} outputs (cond, carried values, scan outputs), so the node needs {}, \
@@ -221,6 +236,7 @@ fn infer_scan(
     layout: &ScanLayout,
     inputs: &[Option<ValueFact>],
     num_outputs: usize,
+    ev: Option<&dyn Evaluator>,
 ) -> Result<Vec<OutputFact>, OpError> {
     let m = layout.num_scan_inputs;
     let states = inputs
@@ -266,7 +282,7 @@ fn infer_scan(
         bindings.push(Binding::varying(fact.dtype, slice));
     }
     bindings.extend(capture_bindings(inputs, states + m)?);
-    let facts = carried_fixed_point(body, &mut bindings, 0, 0, states)?;
+    let facts = carried_fixed_point(body, &mut bindings, (0, 0, states), ev)?;
     if facts.len() != num_outputs {
         return Err(OpError::Shape(format!(
             "the body has {} outputs (states, scan outputs), the node declares {num_outputs}",
@@ -331,9 +347,8 @@ fn capture_bindings<'a>(
 fn carried_fixed_point(
     body: &Graph,
     bindings: &mut [Binding],
-    first_input: usize,
-    first_output: usize,
-    count: usize,
+    (first_input, first_output, count): (usize, usize, usize),
+    ev: Option<&dyn Evaluator>,
 ) -> Result<Vec<OutputFact>, OpError> {
     // Each round that changes anything makes at least one more extent unknown, so the
     // number of carried extents bounds the rounds.
@@ -342,7 +357,7 @@ fn carried_fixed_point(
         .map(|b| b.shape.len())
         .sum();
     for _ in 0..=extents {
-        let facts = infer_subgraph(body, "body", bindings)?;
+        let facts = infer_subgraph(body, "body", bindings, ev)?;
         if facts.len() < first_output + count {
             return Err(OpError::Shape(format!(
                 "the body has {} outputs, it needs at least {} for its carried values",
@@ -392,6 +407,7 @@ fn infer_subgraph(
     graph: &Graph,
     what: &str,
     bindings: &[Binding],
+    ev: Option<&dyn Evaluator>,
 ) -> Result<Vec<OutputFact>, OpError> {
     if graph.inputs.len() != bindings.len() {
         return Err(OpError::Shape(format!(
@@ -416,9 +432,11 @@ fn infer_subgraph(
             )),
         }
     }
-    typed
-        .infer_shapes()
-        .map_err(|e| subgraph_error(what, e))?;
+    match ev {
+        None => typed.infer_shapes(),
+        Some(ev) => typed.fold_constants(ev).map(|_| ()),
+    }
+    .map_err(|e| subgraph_error(what, e))?;
     typed
         .outputs
         .iter()
@@ -428,13 +446,10 @@ fn infer_subgraph(
                 .get(name)
                 .map(|v| OutputFact::new(v.dtype, v.shape.clone()));
             known.ok_or_else(|| {
-                subgraph_error(
-                    what,
-                    Error::InvalidGraph(format!(
-                        "output `{name}` has no type known when the net is built: its rank \
-                         depends on a value computed inside the subgraph at run time"
-                    )),
-                )
+                OpError::NeedsFolding(format!(
+                    "in {what}: output `{name}` has no type known when the net is built: its \
+                     rank depends on a value computed inside the subgraph"
+                ))
             })
         })
         .collect()

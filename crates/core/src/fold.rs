@@ -128,16 +128,22 @@ fn infer_and_fold(graph: &mut Graph, evaluator: Option<&dyn Evaluator>) -> Resul
         // An If whose condition is known when the net is built is replaced by the branch it
         // takes, whose nodes are inferred and folded next, so exported models with static
         // conditions run without control flow.
-        if let (Some(_), Op::If { then_branch, else_branch }) = (evaluator, &node.op) {
+        if let (
+            Some(_),
+            Op::If {
+                then_branch,
+                else_branch,
+            },
+        ) = (evaluator, &node.op)
+        {
             let cond = node.inputs.first().cloned().flatten();
             if let Some(value) = cond.as_deref().and_then(constant) {
-                let branch = if condition_value(value, 0, "cond")
-                    .map_err(|e| Error::at_node(&node, e))?
-                {
-                    then_branch
-                } else {
-                    else_branch
-                };
+                let branch =
+                    if condition_value(value, 0, "cond").map_err(|e| Error::at_node(&node, e))? {
+                        then_branch
+                    } else {
+                        else_branch
+                    };
                 let (inlined, initializers) = inline_branch(&node, branch, &mut taken)?;
                 for (name, t) in initializers {
                     graph.values.insert(
@@ -297,7 +303,12 @@ fn inline_branch(
             renamed.insert(out, outer);
         }
     }
-    let rename = |name: &str| renamed.get(name).cloned().unwrap_or_else(|| name.to_string());
+    let rename = |name: &str| {
+        renamed
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| name.to_string())
+    };
     let mut nodes = Vec::with_capacity(order.len() + copies.len());
     for index in order {
         let inner = &branch.nodes[index];
@@ -312,7 +323,13 @@ fn inline_branch(
             outputs: inner
                 .outputs
                 .iter()
-                .map(|o| if o.is_empty() { String::new() } else { rename(o) })
+                .map(|o| {
+                    if o.is_empty() {
+                        String::new()
+                    } else {
+                        rename(o)
+                    }
+                })
                 .collect(),
         });
     }
@@ -335,7 +352,9 @@ fn known_without_evaluating(op: &Op, facts: &[Option<ValueFact>]) -> Option<Tens
         Op::Size => {
             let fact = facts.first().copied().flatten()?;
             let shape = Shape::from_sym(fact.shape)?;
-            Some(Tensor::scalar_i64(i64::try_from(shape.checked_numel()?).ok()?))
+            Some(Tensor::scalar_i64(
+                i64::try_from(shape.checked_numel()?).ok()?,
+            ))
         }
         Op::Shape { start, end } => {
             let fact = facts.first().copied().flatten()?;

@@ -329,7 +329,10 @@ pub enum Op {
     /// carried values, the captures; body outputs: cond, the N carried values, K scan
     /// outputs. Node outputs: the N final carried values, the K scan outputs stacked along
     /// a new axis 0.
-    Loop { body: Box<Graph>, captures: usize },
+    Loop {
+        body: Box<Graph>,
+        captures: usize,
+    },
     /// Inputs: the N initial states, the `num_scan_inputs` scan inputs, then `captures`
     /// captures. Body inputs: the N states, one slice of each scan input (the scan axis
     /// removed), the captures; body outputs: the N states, K scan-output slices. Node
@@ -1828,10 +1831,7 @@ pub const OTHER_OPS: &[OpSchema] = &[
         "If",
         1,
         Family::ControlFlow,
-        &[
-            attr("else_branch", Required),
-            attr("then_branch", Required),
-        ],
+        &[attr("else_branch", Required), attr("then_branch", Required)],
     ),
     schema("Loop", 1, Family::ControlFlow, &[attr("body", Required)]),
     schema(

@@ -204,11 +204,27 @@ fn a_loop_that_runs_zero_times_gives_its_initial_values_and_empty_scans() {
 fn the_body_condition_stops_a_loop() {
     // cond_out = s_out < 12: iterations give s = 10 (go on), 11 (go on), 13 (stop).
     let body = subgraph(
-        &[("i", DType::I64), ("cond_in", DType::Bool), ("s", DType::I64)],
+        &[
+            ("i", DType::I64),
+            ("cond_in", DType::Bool),
+            ("s", DType::I64),
+        ],
         vec![
             add("step", "s", "i", "s_out"),
-            Node::new("limit", Op::Constant { value: Tensor::scalar_i64(12) }, &[], &["twelve"]),
-            Node::new("test", Op::Binary(Binary::Less), &["s_out", "twelve"], &["cond_out"]),
+            Node::new(
+                "limit",
+                Op::Constant {
+                    value: Tensor::scalar_i64(12),
+                },
+                &[],
+                &["twelve"],
+            ),
+            Node::new(
+                "test",
+                Op::Binary(Binary::Less),
+                &["s_out", "twelve"],
+                &["cond_out"],
+            ),
             Node::new("copy", Op::Identity, &["s_out"], &["scan"]),
         ],
         &["cond_out", "s_out", "scan"],
@@ -301,13 +317,20 @@ fn an_error_inside_a_body_names_the_inner_node() {
         .err()
         .unwrap_or_else(|| panic!("[2] + [3] does not broadcast"));
     let text = err.to_string();
-    assert!(text.contains("then_branch") && text.contains("bad_add"), "{text}");
+    assert!(
+        text.contains("then_branch") && text.contains("bad_add"),
+        "{text}"
+    );
 }
 
 #[test]
 fn folding_replaces_a_constant_if_by_its_branch() {
     // y = If(true) { x + one } else { x }, `one` an initializer of the branch.
-    let mut then_branch = subgraph(&[("x", DType::F32)], vec![add("inc", "x", "one", "s")], &["s"]);
+    let mut then_branch = subgraph(
+        &[("x", DType::F32)],
+        vec![add("inc", "x", "one", "s")],
+        &["s"],
+    );
     then_branch
         .initializers
         .insert("one".into(), f32s(&[], &[1.0]));

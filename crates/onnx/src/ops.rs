@@ -895,7 +895,10 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
             ));
         }
         Op::Loop { body, captures } => {
-            at.push(attrs::graph("body", subgraph_proto(body, *captures, opset)?));
+            at.push(attrs::graph(
+                "body",
+                subgraph_proto(body, *captures, opset)?,
+            ));
         }
         Op::Scan {
             body,
@@ -906,7 +909,10 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
             scan_output_directions,
             captures,
         } => {
-            at.push(attrs::graph("body", subgraph_proto(body, *captures, opset)?));
+            at.push(attrs::graph(
+                "body",
+                subgraph_proto(body, *captures, opset)?,
+            ));
             let count = i64::try_from(*num_scan_inputs).unwrap_or(i64::MAX);
             at.push(attrs::int("num_scan_inputs", count));
             let flags = |d: &[bool]| -> Vec<i64> { d.iter().map(|&r| i64::from(r)).collect() };

@@ -254,19 +254,18 @@ fn read_declared_type(info: &ValueInfoProto) -> Result<(ValueInfo, bool), Error>
             "a subgraph input or output has no name".to_string(),
         ));
     }
-    let tensor = match info.r#type.as_ref().and_then(|t| t.value.as_ref()) {
-        Some(TypeValue::TensorType(t)) => Some(t),
-        None => None,
-    };
+    let tensor = info
+        .r#type
+        .as_ref()
+        .and_then(|t| t.value.as_ref())
+        .map(|TypeValue::TensorType(t)| t);
     let dtype = tensor.and_then(|t| dtype_from_onnx(t.elem_type));
     let shape = tensor.and_then(|t| t.shape.as_ref()).map(|shape| {
         shape
             .dim
             .iter()
             .map(|d| match &d.value {
-                Some(DimValue::DimValue(v)) => {
-                    usize::try_from(*v).map_or(Dim::Unknown, Dim::Fixed)
-                }
+                Some(DimValue::DimValue(v)) => usize::try_from(*v).map_or(Dim::Unknown, Dim::Fixed),
                 Some(DimValue::DimParam(p)) if !p.is_empty() => Dim::Named(p.clone()),
                 _ => Dim::Unknown,
             })

@@ -89,7 +89,11 @@ fn outer_values_become_captured_inputs_at_every_level() {
     };
     let inputs: Vec<&str> = then_branch.inputs.iter().map(|i| i.name.as_str()).collect();
     assert_eq!(inputs, vec!["b", "c", "x"]);
-    assert_eq!(else_branch.inputs.len(), 3, "both branches take every capture");
+    assert_eq!(
+        else_branch.inputs.len(),
+        3,
+        "both branches take every capture"
+    );
     let inner = &then_branch.nodes[0];
     let inner_inputs: Vec<Option<&str>> = inner.inputs.iter().map(|i| i.as_deref()).collect();
     assert_eq!(inner_inputs, vec![Some("c"), Some("b"), Some("x")]);
@@ -120,7 +124,11 @@ fn loop_and_scan_round_trip_with_their_attributes() {
         ],
         vec![
             value("i", concord_onnx::proto::tensor_proto::DataType::Int64, &[]),
-            value("cond_in", concord_onnx::proto::tensor_proto::DataType::Bool, &[]),
+            value(
+                "cond_in",
+                concord_onnx::proto::tensor_proto::DataType::Bool,
+                &[],
+            ),
             f32_value("s", &[2]),
         ],
         vec![output("cond_out"), output("s_out"), output("scan")],

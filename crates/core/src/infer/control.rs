@@ -131,8 +131,10 @@ fn infer_if(
             "{other} (cond is not known when the net is built, so both branches must type)"
         )),
     };
-    let then_facts = infer_subgraph(then_branch, "then_branch", &captures, ev).map_err(unknown_cond)?;
-    let else_facts = infer_subgraph(else_branch, "else_branch", &captures, ev).map_err(unknown_cond)?;
+    let then_facts =
+        infer_subgraph(then_branch, "then_branch", &captures, ev).map_err(unknown_cond)?;
+    let else_facts =
+        infer_subgraph(else_branch, "else_branch", &captures, ev).map_err(unknown_cond)?;
     if then_facts.len() != else_facts.len() {
         return Err(OpError::Shape(format!(
             "then_branch has {} outputs, else_branch {}",
@@ -152,7 +154,7 @@ fn infer_if(
                 )));
             }
             if t.shape.len() != e.shape.len() {
-                return Err(OpError::Unsupported(format!(
+                return Err(OpError::NeedsFolding(format!(
                     "output {i}: then_branch gives shape {} and else_branch {}, of different \
                      ranks; Concord shapes have a rank known when the net is built, so this \
                      needs a condition known then too (a constant cond is folded away)",
@@ -292,7 +294,12 @@ fn infer_scan(
     let length = length.unwrap_or(Dim::Unknown);
     let mut outputs: Vec<OutputFact> = facts[..states].to_vec();
     for (k, fact) in facts[states..].iter().enumerate() {
-        let axis = scan_axis(layout.output_axes, k, fact.shape.len() + 1, "scan_output_axes")?;
+        let axis = scan_axis(
+            layout.output_axes,
+            k,
+            fact.shape.len() + 1,
+            "scan_output_axes",
+        )?;
         let mut shape = fact.shape.clone();
         shape.insert(axis, length.clone());
         outputs.push(OutputFact::new(fact.dtype, shape));

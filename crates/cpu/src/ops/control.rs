@@ -190,15 +190,12 @@ fn run_scan(
         return Err(super::not_in_family(op));
     };
     let m = *num_scan_inputs;
-    let states = inputs
-        .len()
-        .checked_sub(m + captures)
-        .ok_or_else(|| {
-            OpError::Shape(format!(
-                "Scan has {} inputs, fewer than its {m} scan inputs and {captures} captures",
-                inputs.len()
-            ))
-        })?;
+    let states = inputs.len().checked_sub(m + captures).ok_or_else(|| {
+        OpError::Shape(format!(
+            "Scan has {} inputs, fewer than its {m} scan inputs and {captures} captures",
+            inputs.len()
+        ))
+    })?;
     let scan_count = num_outputs.checked_sub(states).ok_or_else(|| {
         OpError::Shape(format!(
             "Scan carries {states} states but declares only {num_outputs} outputs"
@@ -302,9 +299,9 @@ fn empty_output(
     facts: &[concord_core::infer::OutputFact],
     index: usize,
 ) -> Result<Tensor, OpError> {
-    let fact = facts.get(index).ok_or_else(|| {
-        OpError::Shape(format!("no inferred type for scan output {index}"))
-    })?;
+    let fact = facts
+        .get(index)
+        .ok_or_else(|| OpError::Shape(format!("no inferred type for scan output {index}")))?;
     let dims: Vec<usize> = fact
         .shape
         .iter()

@@ -189,7 +189,9 @@ fn output_infos(graph: &Graph, infer: bool) -> Vec<ValueInfoProto> {
         g.values
             .get(name)
             .cloned()
-            .or_else(|| g.inputs.iter().find(|i| i.name == name).cloned())
+            // A subgraph's inputs may hold placeholder types (captures): only its
+            // recorded `values` count there.
+            .or_else(|| g.inputs.iter().find(|i| infer && i.name == name).cloned())
             .or_else(|| {
                 g.initializers
                     .get(name)

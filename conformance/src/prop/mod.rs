@@ -129,6 +129,9 @@ pub const REFERENCE_ONLY: &[&str] = &[
     "Unique",
     "ConvTranspose",
     "MaxUnpool",
+    "If",
+    "Loop",
+    "Scan",
 ];
 
 /// Supported ops without a property strategy, and why.

@@ -63,6 +63,13 @@ fn required_attribute(op: &str, name: &str) -> AttributeProto {
             s: b"ij,jk->ik".to_vec(),
             ..AttributeProto::default()
         },
+        // If's branches, Loop's and Scan's body: an empty graph.
+        (_, "then_branch" | "else_branch" | "body") => AttributeProto {
+            name: name.to_string(),
+            r#type: AttributeType::Graph as i32,
+            g: Some(Box::default()),
+            ..AttributeProto::default()
+        },
         // Cast's `to`: FLOAT; Concat's axis, blocksizes, sizes, group counts: 1.
         _ => int(1),
     }

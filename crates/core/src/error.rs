@@ -26,6 +26,15 @@ pub enum OpError {
     NotConstant { index: usize, name: &'static str },
     #[error("{0}")]
     Unsupported(String),
+    /// A type that inference alone cannot find but folding may (a subgraph output whose
+    /// rank needs an evaluated operand, an If branch that types only when its condition is
+    /// known): inference without an evaluator leaves the node untyped instead of failing.
+    #[error("{0}")]
+    NeedsFolding(String),
+    /// A failure inside a control-flow op's subgraph (`then_branch`, `body`…): the inner
+    /// error names the inner node.
+    #[error("in {graph}: {source}")]
+    Subgraph { graph: String, source: Box<Error> },
 }
 
 /// Errors of the graph IR, shape inference and execution.

@@ -16,12 +16,12 @@
 //! that need such an operand as a constant decline the node when the net is built.
 
 use crate::error::{Error, OpError, Result};
-use crate::graph::{Graph, ValueInfo};
-use crate::infer::{infer_op, OutputFact, ValueFact};
+use crate::graph::{Graph, Node, ValueInfo};
+use crate::infer::{condition_value, infer_op_folding, subgraph_error, OutputFact, ValueFact};
 use crate::op::Op;
 use crate::shape::Shape;
 use crate::tensor::Tensor;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 /// Evaluates one op on concrete inputs (the facade passes the reference executor).
 pub trait Evaluator {
@@ -96,6 +96,15 @@ fn infer_and_fold(graph: &mut Graph, evaluator: Option<&dyn Evaluator>) -> Resul
     let mut summary = FoldSummary::default();
     let nodes = std::mem::take(&mut graph.nodes);
     let mut kept = Vec::with_capacity(nodes.len());
+    // Every value name in the graph, so that the values of an inlined If branch get names
+    // that clash with none (filled only when there is an If to inline).
+    let mut taken: HashSet<String> = HashSet::new();
+    if evaluator.is_some() && nodes.iter().any(|n| matches!(n.op, Op::If { .. })) {
+        taken.extend(graph.values.keys().cloned());
+        taken.extend(graph.initializers.keys().cloned());
+        taken.extend(nodes.iter().flat_map(|n| n.outputs.iter().cloned()));
+    }
+    let mut nodes: VecDeque<Node> = nodes.into();
     // Values known at build that are still produced by a node: Constant nodes and `Shape`
     // of fully known dims when nothing is folded (shape inference needs them: exporters
     // write Unsqueeze axes and Reshape shapes as Constant nodes), and folded graph outputs,
@@ -103,7 +112,7 @@ fn infer_and_fold(graph: &mut Graph, evaluator: Option<&dyn Evaluator>) -> Resul
     let mut known: HashMap<String, Tensor> = HashMap::new();
     // Values whose type waits for folding (inference without an evaluator only).
     let mut deferred: HashSet<String> = HashSet::new();
-    for node in nodes {
+    while let Some(node) = nodes.pop_front() {
         if node.present_inputs().any(|i| deferred.contains(i)) {
             deferred.extend(node.outputs.iter().cloned());
             kept.push(node);
@@ -116,6 +125,40 @@ fn infer_and_fold(graph: &mut Graph, evaluator: Option<&dyn Evaluator>) -> Resul
                 graph.initializers.get(name).or_else(|| known.get(name))
             }
         };
+        // An If whose condition is known when the net is built is replaced by the branch it
+        // takes, whose nodes are inferred and folded next, so exported models with static
+        // conditions run without control flow.
+        if let (
+            Some(_),
+            Op::If {
+                then_branch,
+                else_branch,
+            },
+        ) = (evaluator, &node.op)
+        {
+            let cond = node.inputs.first().cloned().flatten();
+            if let Some(value) = cond.as_deref().and_then(constant) {
+                let branch =
+                    if condition_value(value, 0, "cond").map_err(|e| Error::at_node(&node, e))? {
+                        then_branch
+                    } else {
+                        else_branch
+                    };
+                let (inlined, initializers) = inline_branch(&node, branch, &mut taken)?;
+                for (name, t) in initializers {
+                    graph.values.insert(
+                        name.clone(),
+                        ValueInfo::new(name.clone(), t.dtype(), t.shape().to_sym()),
+                    );
+                    graph.initializers.insert(name, t);
+                }
+                for inner in inlined.into_iter().rev() {
+                    nodes.push_front(inner);
+                }
+                summary.folded_nodes += 1;
+                continue;
+            }
+        }
         let mut facts = Vec::with_capacity(node.inputs.len());
         for input in &node.inputs {
             match input {
@@ -134,11 +177,11 @@ fn infer_and_fold(graph: &mut Graph, evaluator: Option<&dyn Evaluator>) -> Resul
                 }
             }
         }
-        let out_facts = match infer_op(&node.op, &facts, node.outputs.len()) {
+        let out_facts = match infer_op_folding(&node.op, &facts, node.outputs.len(), evaluator) {
             Ok(out_facts) => out_facts,
             // Without an evaluator an operand may be unknown only because nothing has
             // computed it yet; with one, it is computed at run time, which is an error.
-            Err(OpError::NotConstant { .. }) if evaluator.is_none() => {
+            Err(OpError::NotConstant { .. } | OpError::NeedsFolding(_)) if evaluator.is_none() => {
                 deferred.extend(node.outputs.iter().cloned());
                 kept.push(node);
                 continue;
@@ -183,11 +226,136 @@ fn infer_and_fold(graph: &mut Graph, evaluator: Option<&dyn Evaluator>) -> Resul
     Ok(summary)
 }
 
-/// The value of a node's single output that needs no kernel: a Constant's, and Shape's of
-/// an input whose dims are all known.
+/// The nodes and initializers that replace If node `node` when it takes `branch`: the
+/// branch's inputs become the node's captured operands, its outputs the node's outputs, and
+/// every other value (and node) of the branch gets a name under the node's that nothing in
+/// `taken` has.
+fn inline_branch(
+    node: &Node,
+    branch: &Graph,
+    taken: &mut HashSet<String>,
+) -> Result<(Vec<Node>, BTreeMap<String, Tensor>)> {
+    let order = branch
+        .topological_order()
+        .map_err(|e| Error::at_node(node, subgraph_error("the branch taken", e)))?;
+    let mut fresh = |name: &str| {
+        let base = format!("{}/{name}", node.name);
+        let mut candidate = base.clone();
+        let mut suffix = 1usize;
+        while taken.contains(&candidate) {
+            candidate = format!("{base}_{suffix}");
+            suffix += 1;
+        }
+        taken.insert(candidate.clone());
+        candidate
+    };
+    let mut renamed: HashMap<&str, String> = HashMap::new();
+    for (k, declared) in branch.inputs.iter().enumerate() {
+        let outer = node.inputs.get(1 + k).cloned().flatten().ok_or_else(|| {
+            Error::at_node(
+                node,
+                OpError::MissingInput {
+                    index: 1 + k,
+                    name: "captured value",
+                },
+            )
+        })?;
+        renamed.insert(&declared.name, outer);
+    }
+    let mut initializers = BTreeMap::new();
+    for (name, t) in &branch.initializers {
+        if !renamed.contains_key(name.as_str()) {
+            let outer = fresh(name);
+            initializers.insert(outer.clone(), t.clone());
+            renamed.insert(name, outer);
+        }
+    }
+    // A branch output that a branch node produces, and that is listed once, is written
+    // straight to the node's output; any other (an input, an initializer, a repeated
+    // output) is copied there by an Identity.
+    let produced: HashSet<&str> = branch
+        .nodes
+        .iter()
+        .flat_map(|n| n.outputs.iter().map(String::as_str))
+        .collect();
+    let mut direct: HashMap<&str, &str> = HashMap::new();
+    let mut copies: Vec<(&str, &str)> = Vec::new();
+    for (inner, outer) in branch.outputs.iter().zip(&node.outputs) {
+        let once = branch.outputs.iter().filter(|o| *o == inner).count() == 1;
+        if outer.is_empty() {
+            continue;
+        }
+        if once && produced.contains(inner.as_str()) {
+            direct.insert(inner, outer);
+        } else {
+            copies.push((inner, outer));
+        }
+    }
+    for inner in &branch.nodes {
+        for out in &inner.outputs {
+            if out.is_empty() {
+                continue;
+            }
+            let outer = match direct.get(out.as_str()) {
+                Some(outer) => (*outer).to_string(),
+                None => fresh(out),
+            };
+            renamed.insert(out, outer);
+        }
+    }
+    let rename = |name: &str| {
+        renamed
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| name.to_string())
+    };
+    let mut nodes = Vec::with_capacity(order.len() + copies.len());
+    for index in order {
+        let inner = &branch.nodes[index];
+        nodes.push(Node {
+            name: fresh(&inner.name),
+            op: inner.op.clone(),
+            inputs: inner
+                .inputs
+                .iter()
+                .map(|i| i.as_deref().map(rename))
+                .collect(),
+            outputs: inner
+                .outputs
+                .iter()
+                .map(|o| {
+                    if o.is_empty() {
+                        String::new()
+                    } else {
+                        rename(o)
+                    }
+                })
+                .collect(),
+        });
+    }
+    for (inner, outer) in copies {
+        nodes.push(Node {
+            name: fresh(&format!("{outer}_copy")),
+            op: Op::Identity,
+            inputs: vec![Some(rename(inner))],
+            outputs: vec![outer.to_string()],
+        });
+    }
+    Ok((nodes, initializers))
+}
+
+/// The value of a node's single output that needs no kernel: a Constant's, and Shape's and
+/// Size's of an input whose dims are all known.
 fn known_without_evaluating(op: &Op, facts: &[Option<ValueFact>]) -> Option<Tensor> {
     match op {
         Op::Constant { value } => Some(value.clone()),
+        Op::Size => {
+            let fact = facts.first().copied().flatten()?;
+            let shape = Shape::from_sym(fact.shape)?;
+            Some(Tensor::scalar_i64(
+                i64::try_from(shape.checked_numel()?).ok()?,
+            ))
+        }
         Op::Shape { start, end } => {
             let fact = facts.first().copied().flatten()?;
             let shape = Shape::from_sym(fact.shape)?;

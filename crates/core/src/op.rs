@@ -12,6 +12,7 @@
 //! and constant folding turns computed ones into initializers.
 
 use crate::dtype::DType;
+use crate::graph::Graph;
 use crate::tensor::Tensor;
 
 /// A graph operation and its attributes.
@@ -358,8 +359,40 @@ pub enum Op {
         /// Per spatial axis; empty means 1.
         strides: Vec<usize>,
     },
+    // Control flow (ControlFlow family). A subgraph is a self-contained [`Graph`]: the
+    // outer values it reads ("captures") are extra node inputs after the op's formal ones
+    // and extra subgraph inputs after its declared ones, in the same order, so validation,
+    // scheduling and partitioning of the outer graph see them as ordinary operands.
+    /// Inputs: cond (bool, one element), then the captures. Each branch's inputs are the
+    /// captures; both branches produce the node's outputs.
+    If {
+        then_branch: Box<Graph>,
+        else_branch: Box<Graph>,
+    },
+    /// Inputs: M? (i64 max trip count), cond? (bool), the N loop-carried initial values,
+    /// then `captures` captures. Body inputs: iteration number (i64 scalar), cond, the N
+    /// carried values, the captures; body outputs: cond, the N carried values, K scan
+    /// outputs. Node outputs: the N final carried values, the K scan outputs stacked along
+    /// a new axis 0.
+    Loop {
+        body: Box<Graph>,
+        captures: usize,
+    },
+    /// Inputs: the N initial states, the `num_scan_inputs` scan inputs, then `captures`
+    /// captures. Body inputs: the N states, one slice of each scan input (the scan axis
+    /// removed), the captures; body outputs: the N states, K scan-output slices. Node
+    /// outputs: the N final states, the K scan outputs stacked along their axes. Directions
+    /// are false forward, true reverse; axes are as written (negative counts from the end).
+    Scan {
+        body: Box<Graph>,
+        num_scan_inputs: usize,
+        scan_input_axes: Vec<i64>,
+        scan_input_directions: Vec<bool>,
+        scan_output_axes: Vec<i64>,
+        scan_output_directions: Vec<bool>,
+        captures: usize,
+    },
 }
-
 
 /// Which recurrent network an [`Op::Recurrent`] computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1499,6 +1532,8 @@ pub enum Family {
     /// Einsum and Det: general tensor contractions and matrix functions, computed by the
     /// reference only.
     LinearAlgebra,
+    /// If, Loop, Scan: nodes that run subgraphs (the reference executor only).
+    ControlFlow,
 }
 
 /// An attribute's default value as the schema states it.
@@ -2345,6 +2380,26 @@ pub const OTHER_OPS: &[OpSchema] = &[
             attr("strides", Absent),
         ],
     ),
+    schema(
+        "If",
+        1,
+        Family::ControlFlow,
+        &[attr("else_branch", Required), attr("then_branch", Required)],
+    ),
+    schema("Loop", 1, Family::ControlFlow, &[attr("body", Required)]),
+    schema(
+        "Scan",
+        9,
+        Family::ControlFlow,
+        &[
+            attr("body", Required),
+            attr("num_scan_inputs", Required),
+            attr("scan_input_axes", Absent),
+            attr("scan_input_directions", Absent),
+            attr("scan_output_axes", Absent),
+            attr("scan_output_directions", Absent),
+        ],
+    ),
 ];
 
 /// The attributes LSTM, GRU and RNN share; `layout` exists from opset 14.
@@ -2717,6 +2772,9 @@ impl Op {
             Op::Unique { .. } => other("Unique"),
             Op::ConvTranspose(_) => other("ConvTranspose"),
             Op::MaxUnpool { .. } => other("MaxUnpool"),
+            Op::If { .. } => other("If"),
+            Op::Loop { .. } => other("Loop"),
+            Op::Scan { .. } => other("Scan"),
         }
     }
 
@@ -2727,6 +2785,28 @@ impl Op {
 
     pub fn family(&self) -> Family {
         self.schema().family
+    }
+
+    /// The subgraphs a control-flow op runs (none for every other op).
+    pub fn subgraphs(&self) -> Vec<&Graph> {
+        match self {
+            Op::If {
+                then_branch,
+                else_branch,
+            } => vec![then_branch, else_branch],
+            Op::Loop { body, .. } | Op::Scan { body, .. } => vec![body],
+            _ => Vec::new(),
+        }
+    }
+
+    /// How many of a node's inputs (the last ones) are captured outer values rather than
+    /// the op's formal operands, given the node's input count.
+    pub fn captures(&self, num_inputs: usize) -> usize {
+        match self {
+            Op::If { .. } => num_inputs.saturating_sub(1),
+            Op::Loop { captures, .. } | Op::Scan { captures, .. } => *captures,
+            _ => 0,
+        }
     }
 }
 

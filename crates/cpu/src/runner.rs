@@ -3,7 +3,8 @@
 //! only runs one node.
 
 use crate::ops::run_op;
-use concord_core::{Error, Graph, ProfileSink, Schedule, Tensor};
+use concord_core::{Error, Graph, ProfileSink, Schedule, Step, Tensor};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -52,19 +53,59 @@ impl ReferenceExecutor {
         profile: Option<&dyn ProfileSink>,
     ) -> Result<Vec<Tensor>, Error> {
         schedule.walk_host(inputs, &graph.initializers, |step, operands| {
-            let node = graph.nodes.get(step.node).ok_or_else(|| {
-                Error::InvalidGraph(format!(
-                    "the schedule names node {}, which the graph lacks",
-                    step.node
-                ))
-            })?;
-            let started = profile.map(|_| Instant::now());
-            let results = run_op(&node.op, operands, node.outputs.len())
-                .map_err(|e| Error::at_node(node, e))?;
-            if let (Some(sink), Some(started)) = (profile, started) {
-                sink.record_on(&node.name, "cpu", started.elapsed());
-            }
-            Ok(results)
+            run_step(graph, step, operands, profile)
         })
     }
+
+    /// Runs `graph` by walking `schedule`, its runtime inputs bound by position and
+    /// borrowed (the subgraph of an If, Loop or Scan, whose inputs are the outer node's
+    /// operands); returns the outputs in the graph's output order.
+    pub fn run_bound(
+        &self,
+        graph: &Graph,
+        schedule: &Schedule,
+        inputs: &[&Tensor],
+    ) -> Result<Vec<Tensor>, Error> {
+        let outputs = schedule.walk(
+            |k, name| match inputs.get(k) {
+                Some(t) => Ok(Some(Cow::Borrowed(*t))),
+                None => Err(Error::InvalidInput {
+                    name: name.to_string(),
+                    detail: format!("is input {k}, but only {} are bound", inputs.len()),
+                }),
+            },
+            |name| graph.initializers.get(name).map(Cow::Borrowed),
+            |step, operands: &[Option<&Cow<Tensor>>]| {
+                let operands: Vec<Option<&Tensor>> =
+                    operands.iter().map(|o| o.map(|t| t.as_ref())).collect();
+                Ok(run_step(graph, step, &operands, None)?
+                    .into_iter()
+                    .map(Cow::Owned)
+                    .collect())
+            },
+        )?;
+        Ok(outputs.into_iter().map(Cow::into_owned).collect())
+    }
+}
+
+/// Runs the node of one schedule step.
+fn run_step(
+    graph: &Graph,
+    step: &Step,
+    operands: &[Option<&Tensor>],
+    profile: Option<&dyn ProfileSink>,
+) -> Result<Vec<Tensor>, Error> {
+    let node = graph.nodes.get(step.node).ok_or_else(|| {
+        Error::InvalidGraph(format!(
+            "the schedule names node {}, which the graph lacks",
+            step.node
+        ))
+    })?;
+    let started = profile.map(|_| Instant::now());
+    let results =
+        run_op(&node.op, operands, node.outputs.len()).map_err(|e| Error::at_node(node, e))?;
+    if let (Some(sink), Some(started)) = (profile, started) {
+        sink.record_on(&node.name, "cpu", started.elapsed());
+    }
+    Ok(results)
 }

@@ -40,6 +40,7 @@ fn check(graph: &Graph, node: &Node) -> Check {
                 | concord_core::op::Family::Quantization
                 | concord_core::op::Family::Recurrent
                 | concord_core::op::Family::LinearAlgebra
+                | concord_core::op::Family::ControlFlow
         ),
     };
     if matches!(node.op, Op::MaxPool(_)) && node.outputs.len() > 1 {

@@ -200,6 +200,17 @@ impl<'a> Attrs<'a> {
             .ok_or_else(|| self.error(name, "has type TENSOR but holds no tensor"))
     }
 
+    /// A GRAPH attribute (a control-flow node's subgraph).
+    pub fn graph(&self, name: &str) -> Result<Option<&'a crate::proto::GraphProto>, Error> {
+        let Some(attr) = self.expect(name, AttributeType::Graph)? else {
+            return Ok(None);
+        };
+        attr.g
+            .as_deref()
+            .map(Some)
+            .ok_or_else(|| self.error(name, "has type GRAPH but holds no graph"))
+    }
+
     /// Refuses every attribute the op mapping did not read.
     pub fn finish(&self) -> Result<(), Error> {
         let unread: Vec<&str> = self
@@ -334,6 +345,16 @@ pub fn tensor(name: &str, value: TensorProto) -> AttributeProto {
         name: name.to_string(),
         r#type: AttributeType::Tensor as i32,
         t: Some(value),
+        ..AttributeProto::default()
+    }
+}
+
+/// A GRAPH attribute.
+pub fn graph(name: &str, value: crate::proto::GraphProto) -> AttributeProto {
+    AttributeProto {
+        name: name.to_string(),
+        r#type: AttributeType::Graph as i32,
+        g: Some(Box::new(value)),
         ..AttributeProto::default()
     }
 }

@@ -199,6 +199,15 @@ pub enum Error {
         detail: String,
     },
 
+    /// Reading a control-flow node's subgraph failed.
+    #[error("node `{node}` ({op}), subgraph `{attribute}`: {source}")]
+    Subgraph {
+        node: String,
+        op: String,
+        attribute: String,
+        source: Box<Error>,
+    },
+
     /// The graph failed core validation or shape inference.
     #[error(transparent)]
     Graph(#[from] concord_core::Error),

@@ -12,6 +12,7 @@ use crate::attrs::{self, Attrs};
 use crate::error::Error;
 use crate::proto::AttributeProto;
 use crate::tensor::{dtype_from_onnx, dtype_to_onnx, tensor_from_proto, tensor_to_proto};
+use crate::write::subgraph_proto;
 use concord_core::op::{
     ArgReduce, AspectRatioPolicy, AttrDefault, AutoPad, Binary, CoordinateTransform, LossReduction,
     NearestMode, PadMode, Pool, Reduce, ReduceKind, Resize, ResizeMode, ScatterReduction, Unary,
@@ -922,6 +923,61 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
             output_dtype,
         } => write_quant_attrs(*axis, *block_size, *output_dtype, opset, at)
             .map_err(|e| unrepresentable(&e))?,
+        Op::If {
+            then_branch,
+            else_branch,
+        } => {
+            let captures = op.captures(node.inputs.len());
+            at.push(attrs::graph(
+                "then_branch",
+                subgraph_proto(then_branch, captures, opset)?,
+            ));
+            at.push(attrs::graph(
+                "else_branch",
+                subgraph_proto(else_branch, captures, opset)?,
+            ));
+        }
+        Op::Loop { body, captures } => {
+            at.push(attrs::graph(
+                "body",
+                subgraph_proto(body, *captures, opset)?,
+            ));
+        }
+        Op::Scan {
+            body,
+            num_scan_inputs,
+            scan_input_axes,
+            scan_input_directions,
+            scan_output_axes,
+            scan_output_directions,
+            captures,
+        } => {
+            at.push(attrs::graph(
+                "body",
+                subgraph_proto(body, *captures, opset)?,
+            ));
+            let count = i64::try_from(*num_scan_inputs).unwrap_or(i64::MAX);
+            at.push(attrs::int("num_scan_inputs", count));
+            let flags = |d: &[bool]| -> Vec<i64> { d.iter().map(|&r| i64::from(r)).collect() };
+            if !scan_input_axes.is_empty() {
+                at.push(attrs::ints("scan_input_axes", scan_input_axes));
+            }
+            if !scan_input_directions.is_empty() {
+                at.push(attrs::ints(
+                    "scan_input_directions",
+                    &flags(scan_input_directions),
+                ));
+            }
+            if !scan_output_axes.is_empty() {
+                at.push(attrs::ints("scan_output_axes", scan_output_axes));
+            }
+            if !scan_output_directions.is_empty() {
+                at.push(attrs::ints(
+                    "scan_output_directions",
+                    &flags(scan_output_directions),
+                ));
+            }
+        }
         Op::ConvInteger(c) | Op::QLinearConv(c) => write_conv(c, at),
         Op::Recurrent(r) => write_recurrent(r, opset, at).map_err(|e| unrepresentable(&e))?,
         Op::MaxUnpool {

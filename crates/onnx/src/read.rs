@@ -14,7 +14,7 @@ use crate::tensor::{dtype_from_onnx, tensor_from_proto};
 use crate::{MAX_OPSET, MIN_OPSET};
 use concord_core::{DType, Dim, Graph, Node, Op, Tensor, ValueInfo};
 use prost::Message;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// Decodes a ModelProto, refusing empty input (which protobuf would read as an empty model).
 pub fn decode_model(bytes: &[u8]) -> Result<ModelProto, Error> {
@@ -43,6 +43,28 @@ pub fn graph_from_model(model: &ModelProto) -> Result<Graph, Error> {
         }
         (Err(e), _) => return Err(e),
     };
+    let mut out = read_graph(graph, opset, &model.opset_import, Scope::Model)?;
+    // Nodes of opsets 7 to 12 were rewritten to their opset-13 forms.
+    out.opset = opset.max(FORM_OPSET);
+    Ok(out)
+}
+
+/// Whether a graph is the model's main graph or the subgraph of a control-flow node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scope {
+    Model,
+    /// A subgraph's inputs may leave out their shape (or even their type): the values the
+    /// node binds to them type them when the outer graph is inferred.
+    Subgraph,
+}
+
+/// Reads one graph (the model's or a subgraph) whose nodes are of `opset`.
+fn read_graph(
+    graph: &GraphProto,
+    opset: i64,
+    imports: &[OperatorSetIdProto],
+    scope: Scope,
+) -> Result<Graph, Error> {
     if let Some(sparse) = graph.sparse_initializer.first() {
         let tensor = sparse
             .values
@@ -57,7 +79,10 @@ pub fn graph_from_model(model: &ModelProto) -> Result<Graph, Error> {
         // An input that is also an initializer is ONNX's "overridable default"; Concord
         // treats it as a constant so that shape inference and folding can use its value.
         if !initializers.contains_key(&info.name) {
-            inputs.push(read_input(info)?);
+            inputs.push(match scope {
+                Scope::Model => read_input(info)?,
+                Scope::Subgraph => read_subgraph_input(info)?,
+            });
         }
     }
     let mut outputs = Vec::with_capacity(graph.output.len());
@@ -75,7 +100,7 @@ pub fn graph_from_model(model: &ModelProto) -> Result<Graph, Error> {
         .chain(initializers.iter().map(|(n, t)| (n.clone(), t.rank())))
         .collect();
     let mut normaliser = Normaliser::new(opset, &mut initializers, value_names(graph), ranks);
-    let nodes = read_nodes(graph, opset, &model.opset_import, &mut normaliser)?;
+    let nodes = read_nodes(graph, opset, imports, &mut normaliser)?;
     let follows = std::mem::take(&mut normaliser.follows);
     let mut out = Graph {
         name: graph.name.clone(),
@@ -83,11 +108,20 @@ pub fn graph_from_model(model: &ModelProto) -> Result<Graph, Error> {
         outputs,
         initializers,
         nodes,
-        // Nodes of opsets 7 to 12 were rewritten to their opset-13 forms.
         opset: opset.max(FORM_OPSET),
         values: BTreeMap::new(),
     };
-    retype_follows(&mut out, &follows);
+    match scope {
+        Scope::Model => retype_follows(&mut out, &follows),
+        Scope::Subgraph => {
+            // The declared input and output types, so that the writer can write them again.
+            for info in graph.input.iter().chain(&graph.output) {
+                if let Ok((typed, true)) = read_declared_type(info) {
+                    out.values.insert(typed.name.clone(), typed);
+                }
+            }
+        }
+    }
     Ok(out)
 }
 
@@ -205,18 +239,76 @@ fn read_input(info: &ValueInfoProto) -> Result<ValueInfo, Error> {
     Ok(ValueInfo::new(name, dtype, dims))
 }
 
+/// A subgraph input: its declared type where it has one. The node's operands type it when
+/// the outer graph is inferred, so a missing dtype reads as f32 and a missing shape as a
+/// scalar, both placeholders that inference replaces.
+fn read_subgraph_input(info: &ValueInfoProto) -> Result<ValueInfo, Error> {
+    read_declared_type(info).map(|(info, _)| info)
+}
+
+/// A value's declared tensor type, placeholders for what is missing, and whether it had
+/// both a dtype and a shape.
+fn read_declared_type(info: &ValueInfoProto) -> Result<(ValueInfo, bool), Error> {
+    if info.name.is_empty() {
+        return Err(Error::InvalidModel(
+            "a subgraph input or output has no name".to_string(),
+        ));
+    }
+    let tensor = info
+        .r#type
+        .as_ref()
+        .and_then(|t| t.value.as_ref())
+        .map(|TypeValue::TensorType(t)| t);
+    let dtype = tensor.and_then(|t| dtype_from_onnx(t.elem_type));
+    let shape = tensor.and_then(|t| t.shape.as_ref()).map(|shape| {
+        shape
+            .dim
+            .iter()
+            .map(|d| match &d.value {
+                Some(DimValue::DimValue(v)) => usize::try_from(*v).map_or(Dim::Unknown, Dim::Fixed),
+                Some(DimValue::DimParam(p)) if !p.is_empty() => Dim::Named(p.clone()),
+                _ => Dim::Unknown,
+            })
+            .collect::<Vec<_>>()
+    });
+    let complete = dtype.is_some() && shape.is_some();
+    Ok((
+        ValueInfo::new(
+            info.name.clone(),
+            dtype.unwrap_or(DType::F32),
+            shape.unwrap_or_default(),
+        ),
+        complete,
+    ))
+}
+
+/// Every value name a graph's nodes read, its own nodes' and those of the subgraphs
+/// nested in them (an outer value read only inside an If branch is still read).
+fn names_read(graph: &GraphProto, out: &mut HashSet<String>) {
+    for node in &graph.node {
+        out.extend(node.input.iter().filter(|s| !s.is_empty()).cloned());
+        for attribute in &node.attribute {
+            for sub in attribute.g.iter().map(|g| &**g).chain(&attribute.graphs) {
+                names_read(sub, out);
+                out.extend(sub.output.iter().map(|o| o.name.clone()));
+            }
+        }
+    }
+}
+
 fn read_nodes(
     graph: &GraphProto,
     opset: i64,
     imports: &[OperatorSetIdProto],
     normaliser: &mut Normaliser,
 ) -> Result<Vec<Node>, Error> {
-    // Values something reads: an extra output in this set cannot be dropped.
-    let used: HashSet<&str> = graph
-        .node
+    // Values something reads (here or in a subgraph): an extra output in this set cannot
+    // be dropped.
+    let mut read = HashSet::new();
+    names_read(graph, &mut read);
+    read.extend(graph.output.iter().map(|o| o.name.clone()));
+    let used: HashSet<&str> = read
         .iter()
-        .flat_map(|n| n.input.iter())
-        .chain(graph.output.iter().map(|o| &o.name))
         .map(String::as_str)
         .filter(|s| !s.is_empty())
         .collect();
@@ -232,6 +324,7 @@ fn read_nodes(
                 normalised.name,
                 form_opset,
                 &used,
+                &Nested { opset, imports },
             )?);
         }
     }
@@ -280,18 +373,29 @@ fn unsupported_domain(proto: &NodeProto, name: &str, imports: &[OperatorSetIdPro
     }
 }
 
+/// What reading a node's subgraphs needs: the opset their nodes are of, and the model's
+/// imports.
+struct Nested<'a> {
+    opset: i64,
+    imports: &'a [OperatorSetIdProto],
+}
+
 /// Reads one node already in its opset-`form_opset` form (13 or newer).
 fn read_node(
     proto: &NodeProto,
     name: String,
     form_opset: i64,
     used: &HashSet<&str>,
+    nested: &Nested,
 ) -> Result<Node, Error> {
     let mut inputs: Vec<Option<String>> = proto
         .input
         .iter()
         .map(|s| if s.is_empty() { None } else { Some(s.clone()) })
         .collect();
+    if matches!(proto.op_type.as_str(), "If" | "Loop" | "Scan") {
+        return read_control_node(proto, name, inputs, nested);
+    }
     while matches!(inputs.last(), Some(None)) {
         inputs.pop();
     }
@@ -333,6 +437,133 @@ fn read_node(
         inputs,
         outputs,
     })
+}
+
+/// Reads an If, Loop or Scan node and its subgraphs. The outer values the subgraphs read
+/// (their free names, through nested subgraphs too) are captured: appended, sorted, to the
+/// node's inputs and to every subgraph's inputs, so that each subgraph is a self-contained
+/// graph and the outer graph sees the captured values as ordinary operands.
+fn read_control_node(
+    proto: &NodeProto,
+    name: String,
+    mut inputs: Vec<Option<String>>,
+    nested: &Nested,
+) -> Result<Node, Error> {
+    let attrs = Attrs::new(&name, &proto.op_type, &proto.attribute)?;
+    let subgraph = |attribute: &str| -> Result<Graph, Error> {
+        let proto = attrs
+            .graph(attribute)?
+            .ok_or_else(|| attrs.missing(attribute))?;
+        read_graph(proto, nested.opset, nested.imports, Scope::Subgraph).map_err(|e| {
+            Error::Subgraph {
+                node: attrs.node().to_string(),
+                op: attrs.op().to_string(),
+                attribute: attribute.to_string(),
+                source: Box::new(e),
+            }
+        })
+    };
+    let mut op = match proto.op_type.as_str() {
+        "If" => Op::If {
+            then_branch: Box::new(subgraph("then_branch")?),
+            else_branch: Box::new(subgraph("else_branch")?),
+        },
+        "Loop" => Op::Loop {
+            body: Box::new(subgraph("body")?),
+            captures: 0,
+        },
+        _ => {
+            let body = subgraph("body")?;
+            let m = attrs
+                .int("num_scan_inputs")?
+                .ok_or_else(|| attrs.missing("num_scan_inputs"))?;
+            let num_scan_inputs = usize::try_from(m)
+                .ok()
+                .filter(|&m| m >= 1)
+                .ok_or_else(|| attrs.error("num_scan_inputs", format!("must be >= 1, got {m}")))?;
+            let directions = |attribute: &str| -> Result<Vec<bool>, Error> {
+                let values = attrs.ints(attribute)?.unwrap_or_default();
+                values
+                    .iter()
+                    .map(|&d| match d {
+                        0 => Ok(false),
+                        1 => Ok(true),
+                        other => Err(attrs.error(
+                            attribute,
+                            format!("every direction must be 0 or 1, got {other}"),
+                        )),
+                    })
+                    .collect()
+            };
+            Op::Scan {
+                body: Box::new(body),
+                num_scan_inputs,
+                scan_input_axes: attrs.ints("scan_input_axes")?.unwrap_or_default(),
+                scan_input_directions: directions("scan_input_directions")?,
+                scan_output_axes: attrs.ints("scan_output_axes")?.unwrap_or_default(),
+                scan_output_directions: directions("scan_output_directions")?,
+                captures: 0,
+            }
+        }
+    };
+    attrs.finish()?;
+    let mut free = BTreeSet::new();
+    for graph in op.subgraphs() {
+        free.extend(free_names(graph));
+    }
+    let count = free.len();
+    let add_inputs = |graph: &mut Graph| {
+        for value in &free {
+            graph
+                .inputs
+                .push(ValueInfo::new(value.clone(), DType::F32, Vec::new()));
+        }
+    };
+    match &mut op {
+        Op::If {
+            then_branch,
+            else_branch,
+        } => {
+            // If's only formal input is cond.
+            inputs.truncate(1);
+            add_inputs(then_branch);
+            add_inputs(else_branch);
+        }
+        Op::Loop { body, captures } | Op::Scan { body, captures, .. } => {
+            *captures = count;
+            add_inputs(body);
+        }
+        _ => {}
+    }
+    inputs.extend(free.into_iter().map(Some));
+    Ok(Node {
+        name,
+        op,
+        inputs,
+        outputs: proto.output.clone(),
+    })
+}
+
+/// The names a graph reads that neither its inputs, its initializers nor its nodes define:
+/// the outer values it captures (nested subgraphs' captures are already their nodes'
+/// inputs).
+fn free_names(graph: &Graph) -> BTreeSet<String> {
+    let mut defined: HashSet<&str> = graph.inputs.iter().map(|i| i.name.as_str()).collect();
+    defined.extend(graph.initializers.keys().map(String::as_str));
+    defined.extend(
+        graph
+            .nodes
+            .iter()
+            .flat_map(|n| n.outputs.iter().map(String::as_str)),
+    );
+    graph
+        .nodes
+        .iter()
+        .flat_map(|n| n.present_inputs())
+        .chain(graph.outputs.iter().map(String::as_str))
+        .filter(|name| !defined.contains(name))
+        .map(str::to_string)
+        .collect()
 }
 
 /// Every value name the graph proto mentions.

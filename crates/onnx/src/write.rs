@@ -22,6 +22,35 @@ use std::collections::HashSet;
 /// Converts a graph to a ModelProto.
 pub fn to_model_proto(graph: &Graph) -> Result<ModelProto, Error> {
     check_opset(graph.opset)?;
+    let graph_proto = graph_proto(graph, graph.opset, None)?;
+    Ok(ModelProto {
+        ir_version: ir_version_for(graph.opset),
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: graph.opset,
+        }],
+        producer_name: "concord".to_string(),
+        producer_version: env!("CARGO_PKG_VERSION").to_string(),
+        graph: Some(graph_proto),
+        ..ModelProto::default()
+    })
+}
+
+/// The GraphProto of a control-flow node's subgraph at `opset`, without its last
+/// `captures` inputs: ONNX subgraphs read outer values by name. Its inputs keep the shapes
+/// the reader recorded as declared (in the subgraph's `values`) and are written with their
+/// dtype only otherwise (the node's operands give their shapes); its outputs with the
+/// recorded types, untyped otherwise.
+pub(crate) fn subgraph_proto(
+    graph: &Graph,
+    captures: usize,
+    opset: i64,
+) -> Result<GraphProto, Error> {
+    graph_proto(graph, opset, Some(captures))
+}
+
+/// A graph's GraphProto; `captures` is `Some` for a subgraph.
+fn graph_proto(graph: &Graph, opset: i64, captures: Option<usize>) -> Result<GraphProto, Error> {
     let mut initializer: Vec<_> = graph
         .initializers
         .iter()
@@ -30,8 +59,10 @@ pub fn to_model_proto(graph: &Graph) -> Result<ModelProto, Error> {
     let mut taken = value_names(graph);
     let mut nodes = Vec::with_capacity(graph.nodes.len());
     for node in &graph.nodes {
-        let written = write_op(node, graph.opset)?;
+        let written = write_op(node, opset)?;
         let mut inputs = node.inputs.clone();
+        // Captured outer values are read by name inside the subgraph, not passed.
+        inputs.truncate(inputs.len() - node.op.captures(inputs.len()));
         if let Some(axes) = written.axes_input {
             // The attribute form of Reduce axes does not exist at this opset: the axes
             // become an i64 initializer read as input 1.
@@ -57,25 +88,38 @@ pub fn to_model_proto(graph: &Graph) -> Result<ModelProto, Error> {
             ..NodeProto::default()
         });
     }
-    let output = output_infos(graph);
-    let graph_proto = GraphProto {
+    let (input, output) = match captures {
+        None => (
+            graph.inputs.iter().map(value_info_proto).collect(),
+            output_infos(graph, true),
+        ),
+        Some(captures) => {
+            let declared = graph.inputs.len().saturating_sub(captures);
+            let input = graph.inputs[..declared]
+                .iter()
+                .map(|info| {
+                    let mut proto = value_info_proto(info);
+                    // A shape the model did not declare is a placeholder: left out.
+                    let declared = graph.values.get(&info.name) == Some(info);
+                    if let (false, Some(TypeValue::TensorType(t))) = (
+                        declared,
+                        proto.r#type.as_mut().and_then(|t| t.value.as_mut()),
+                    ) {
+                        t.shape = None;
+                    }
+                    proto
+                })
+                .collect();
+            (input, output_infos(graph, false))
+        }
+    };
+    Ok(GraphProto {
         node: nodes,
         name: graph.name.clone(),
         initializer,
-        input: graph.inputs.iter().map(value_info_proto).collect(),
+        input,
         output,
         ..GraphProto::default()
-    };
-    Ok(ModelProto {
-        ir_version: ir_version_for(graph.opset),
-        opset_import: vec![OperatorSetIdProto {
-            domain: String::new(),
-            version: graph.opset,
-        }],
-        producer_name: "concord".to_string(),
-        producer_version: env!("CARGO_PKG_VERSION").to_string(),
-        graph: Some(graph_proto),
-        ..ModelProto::default()
     })
 }
 
@@ -138,13 +182,16 @@ fn fresh_name(base: &str, taken: &mut HashSet<String>) -> String {
     candidate
 }
 
-/// The typed graph outputs.
-fn output_infos(graph: &Graph) -> Vec<ValueInfoProto> {
+/// The typed graph outputs; `infer` allows inference on a copy for the missing types (not
+/// for a subgraph, whose captured inputs' types are the outer graph's).
+fn output_infos(graph: &Graph, infer: bool) -> Vec<ValueInfoProto> {
     let known = |g: &Graph, name: &str| -> Option<ValueInfo> {
         g.values
             .get(name)
             .cloned()
-            .or_else(|| g.inputs.iter().find(|i| i.name == name).cloned())
+            // A subgraph's inputs may hold placeholder types (captures): only its
+            // recorded `values` count there.
+            .or_else(|| g.inputs.iter().find(|i| infer && i.name == name).cloned())
             .or_else(|| {
                 g.initializers
                     .get(name)
@@ -154,7 +201,7 @@ fn output_infos(graph: &Graph) -> Vec<ValueInfoProto> {
     let all_known = graph.outputs.iter().all(|o| known(graph, o).is_some());
     // Inference on a copy fills the types the caller did not; a graph that cannot be
     // inferred still gets written, its untyped outputs named only.
-    let inferred = if all_known {
+    let inferred = if all_known || !infer {
         None
     } else {
         let mut copy = graph.clone();

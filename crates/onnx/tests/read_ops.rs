@@ -867,6 +867,58 @@ fn newer_cases() -> Vec<(NodeProto, Op)> {
             output_shape: vec![10, 8],
         }),
     ));
+    // Control flow, with empty subgraphs (read at opset 17, their form's opset).
+    let empty = || concord_onnx::proto::GraphProto::default();
+    let body = || {
+        Box::new(concord_core::Graph {
+            opset: 17,
+            ..concord_core::Graph::default()
+        })
+    };
+    cases.push((
+        one(
+            "If",
+            &["c"],
+            vec![
+                attr_graph("then_branch", empty()),
+                attr_graph("else_branch", empty()),
+            ],
+        ),
+        Op::If {
+            then_branch: body(),
+            else_branch: body(),
+        },
+    ));
+    cases.push((
+        one("Loop", &["m", "c", "x"], vec![attr_graph("body", empty())]),
+        Op::Loop {
+            body: body(),
+            captures: 0,
+        },
+    ));
+    cases.push((
+        one(
+            "Scan",
+            &["s", "x"],
+            vec![
+                attr_graph("body", empty()),
+                attr_int("num_scan_inputs", 1),
+                attr_ints("scan_input_axes", &[1]),
+                attr_ints("scan_input_directions", &[1]),
+                attr_ints("scan_output_axes", &[-1]),
+                attr_ints("scan_output_directions", &[0]),
+            ],
+        ),
+        Op::Scan {
+            body: body(),
+            num_scan_inputs: 1,
+            scan_input_axes: vec![1],
+            scan_input_directions: vec![true],
+            scan_output_axes: vec![-1],
+            scan_output_directions: vec![false],
+            captures: 0,
+        },
+    ));
     cases
 }
 

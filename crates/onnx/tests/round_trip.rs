@@ -434,6 +434,7 @@ fn every_op_graph(opset: i64) -> Graph {
             .into_iter()
             .filter(|n| n.op.schema().since <= opset),
     );
+    nodes.extend(control_flow_nodes(opset));
     let mut initializers = BTreeMap::new();
     initializers.insert(
         "w".to_string(),
@@ -497,6 +498,78 @@ fn every_op_graph(opset: i64) -> Graph {
         opset,
         values: BTreeMap::new(),
     }
+}
+
+/// If, Loop and Scan whose subgraphs read `x` from the outer graph (a capture, which the
+/// writer strips and the reader derives again).
+fn control_flow_nodes(opset: i64) -> Vec<Node> {
+    let sub = |inputs: &[(&str, DType)], nodes: Vec<Node>, outputs: &[&str]| {
+        Box::new(Graph {
+            name: "sub".into(),
+            inputs: inputs
+                .iter()
+                .map(|(n, d)| ValueInfo::new(*n, *d, Vec::new()))
+                .collect(),
+            outputs: outputs.iter().map(|s| s.to_string()).collect(),
+            nodes,
+            opset,
+            ..Graph::default()
+        })
+    };
+    let identity = |from: &str, to: &str| n(&format!("copy_{to}"), Op::Identity, &[from], &[to]);
+    vec![
+        n(
+            "if",
+            Op::If {
+                then_branch: sub(&[("x", DType::F32)], vec![identity("x", "t")], &["t"]),
+                else_branch: sub(&[("x", DType::F32)], vec![], &["x"]),
+            },
+            &["flag", "x"],
+            &["if_out"],
+        ),
+        n(
+            "loop",
+            Op::Loop {
+                body: sub(
+                    &[
+                        ("i", DType::I64),
+                        ("cond_in", DType::Bool),
+                        ("s", DType::F32),
+                        ("x", DType::F32),
+                    ],
+                    vec![
+                        identity("cond_in", "cond_out"),
+                        n("step", Op::Binary(Binary::Add), &["s", "x"], &["s_out"]),
+                    ],
+                    &["cond_out", "s_out"],
+                ),
+                captures: 1,
+            },
+            &["", "flag", "x", "x"],
+            &["loop_out"],
+        ),
+        n(
+            "scan",
+            Op::Scan {
+                body: sub(
+                    &[("s", DType::F32), ("row", DType::F32), ("x", DType::F32)],
+                    vec![
+                        n("acc", Op::Binary(Binary::Add), &["s", "row"], &["s_next"]),
+                        n("emit", Op::Binary(Binary::Mul), &["s_next", "x"], &["o"]),
+                    ],
+                    &["s_next", "o"],
+                ),
+                num_scan_inputs: 1,
+                scan_input_axes: vec![1],
+                scan_input_directions: vec![true],
+                scan_output_axes: vec![-1],
+                scan_output_directions: vec![false],
+                captures: 1,
+            },
+            &["x", "x", "x"],
+            &["scan_state", "scan_out"],
+        ),
+    ]
 }
 
 /// One node per op added with the wider op table (issue 13), non-default attributes where

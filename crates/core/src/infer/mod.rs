@@ -3,12 +3,15 @@
 
 mod algebra;
 mod attention;
+mod control;
 mod elementwise;
 mod indexing;
 mod movement;
 mod nn;
 mod quant;
 mod recurrent;
+
+pub use control::{condition_value, scan_axis, subgraph_error};
 
 use crate::dtype::DType;
 use crate::error::OpError;
@@ -58,6 +61,7 @@ pub fn infer_op(
         Family::Indexing => indexing::infer(op, inputs, num_outputs)?,
         Family::Recurrent => recurrent::infer(op, inputs, num_outputs)?,
         Family::LinearAlgebra => algebra::infer(op, inputs, num_outputs)?,
+        Family::ControlFlow => control::infer(op, inputs, num_outputs, None)?,
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(
@@ -68,6 +72,31 @@ pub fn infer_op(
         )));
     }
     Ok(outputs)
+}
+
+/// [`infer_op`] while the net is built: `evaluator` also folds inside the subgraphs of
+/// control-flow ops, so their values type as the outer graph's do.
+pub fn infer_op_folding(
+    op: &Op,
+    inputs: &[Option<ValueFact>],
+    num_outputs: usize,
+    evaluator: Option<&dyn crate::fold::Evaluator>,
+) -> Result<Vec<OutputFact>, OpError> {
+    match (op.family(), evaluator) {
+        (Family::ControlFlow, Some(_)) => {
+            let outputs = control::infer(op, inputs, num_outputs, evaluator)?;
+            if outputs.len() != num_outputs {
+                return Err(OpError::Shape(format!(
+                    "{} produces {} outputs, the node declares {}",
+                    op.name(),
+                    outputs.len(),
+                    num_outputs
+                )));
+            }
+            Ok(outputs)
+        }
+        _ => infer_op(op, inputs, num_outputs),
+    }
 }
 
 /// The input at `index`, or a MissingInput error naming it.

@@ -2,6 +2,7 @@
 
 pub(crate) mod algebra;
 mod attention;
+mod control;
 mod conv;
 mod elementwise;
 mod gemm;
@@ -67,6 +68,7 @@ pub fn run_op(
         Family::Indexing => indexing::run(op, inputs, num_outputs)?,
         Family::Recurrent => recurrent::run(op, inputs, num_outputs)?,
         Family::LinearAlgebra => algebra::run(op, inputs)?,
+        Family::ControlFlow => control::run(op, inputs, num_outputs)?,
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(

@@ -158,6 +158,16 @@ pub fn attr_ints(name: &str, v: &[i64]) -> AttributeProto {
     }
 }
 
+/// A GRAPH attribute (a control-flow node's subgraph).
+pub fn attr_graph(name: &str, g: GraphProto) -> AttributeProto {
+    AttributeProto {
+        name: name.to_string(),
+        r#type: AttributeType::Graph as i32,
+        g: Some(Box::new(g)),
+        ..AttributeProto::default()
+    }
+}
+
 pub fn attr_floats(name: &str, v: &[f32]) -> AttributeProto {
     AttributeProto {
         name: name.to_string(),

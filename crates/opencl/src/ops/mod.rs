@@ -54,7 +54,11 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
         Op::ConvTranspose(_) | Op::MaxUnpool { .. } => false,
         op => !matches!(
             op.family(),
-            Family::Indexing | Family::Quantization | Family::Recurrent | Family::LinearAlgebra
+            Family::Indexing
+                | Family::Quantization
+                | Family::Recurrent
+                | Family::LinearAlgebra
+                | Family::ControlFlow
         ),
     };
     if matches!(node.op, Op::MaxPool(_)) && node.outputs.len() > 1 {

@@ -1,0 +1,369 @@
+//! If, Loop and Scan: each runs its subgraph with the reference executor's own runner, the
+//! subgraph's inputs bound (borrowed) to the node's operands. A subgraph's schedule is made
+//! once per node run, not once per iteration. Errors inside a subgraph name the subgraph's
+//! role and the inner node; the caller adds the outer node.
+
+use super::{optional, required};
+use crate::runner::ReferenceExecutor;
+use concord_core::infer::{condition_value, infer_op, scan_axis, subgraph_error, ValueFact};
+use concord_core::{Dim, Graph, Op, OpError, Schedule, Shape, Tensor, TensorData};
+
+pub(crate) fn run(
+    op: &Op,
+    inputs: &[Option<&Tensor>],
+    num_outputs: usize,
+) -> Result<Vec<Tensor>, OpError> {
+    match op {
+        Op::If {
+            then_branch,
+            else_branch,
+        } => {
+            let cond = required(inputs, 0, "cond")?;
+            let captures = present(inputs, 1)?;
+            let (branch, what) = if condition_value(cond, 0, "cond")? {
+                (then_branch, "then_branch")
+            } else {
+                (else_branch, "else_branch")
+            };
+            let outputs = Subgraph::new(branch, what)?.run(&captures)?;
+            if outputs.len() != num_outputs {
+                return Err(OpError::Shape(format!(
+                    "{what} produced {} outputs, the node declares {num_outputs}",
+                    outputs.len()
+                )));
+            }
+            Ok(outputs)
+        }
+        Op::Loop { body, captures } => run_loop(op, body, *captures, inputs, num_outputs),
+        Op::Scan { .. } => run_scan(op, inputs, num_outputs),
+        other => Err(super::not_in_family(other)),
+    }
+}
+
+/// A subgraph with its schedule, made once per node run.
+struct Subgraph<'g> {
+    graph: &'g Graph,
+    schedule: Schedule,
+    what: &'static str,
+}
+
+impl<'g> Subgraph<'g> {
+    fn new(graph: &'g Graph, what: &'static str) -> Result<Self, OpError> {
+        let schedule = Schedule::for_graph(graph).map_err(|e| subgraph_error(what, e))?;
+        Ok(Subgraph {
+            graph,
+            schedule,
+            what,
+        })
+    }
+
+    fn run(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, OpError> {
+        if inputs.len() != self.graph.inputs.len() {
+            return Err(OpError::Shape(format!(
+                "{} declares {} inputs, the node binds {}",
+                self.what,
+                self.graph.inputs.len(),
+                inputs.len()
+            )));
+        }
+        ReferenceExecutor::new()
+            .run_bound(self.graph, &self.schedule, inputs)
+            .map_err(|e| subgraph_error(self.what, e))
+    }
+}
+
+/// The operands from `start` on, every one required (captured values).
+fn present<'a>(inputs: &[Option<&'a Tensor>], start: usize) -> Result<Vec<&'a Tensor>, OpError> {
+    (start..inputs.len())
+        .map(|index| required(inputs, index, "captured value"))
+        .collect()
+}
+
+fn run_loop(
+    op: &Op,
+    body: &Graph,
+    captures: usize,
+    inputs: &[Option<&Tensor>],
+    num_outputs: usize,
+) -> Result<Vec<Tensor>, OpError> {
+    let formal = inputs
+        .len()
+        .checked_sub(captures)
+        .filter(|&f| f >= 2)
+        .ok_or_else(|| {
+            OpError::Shape(format!(
+                "Loop has {} inputs, fewer than M, cond and its {captures} captures",
+                inputs.len()
+            ))
+        })?;
+    let max_trips = match optional(inputs, 0) {
+        None => None,
+        Some(m) => match m.to_i64_vec().as_deref() {
+            Some([m]) => Some(*m),
+            _ => {
+                return Err(OpError::Shape(format!(
+                    "input 0 (M) must be one i64, it is {}{}",
+                    m.dtype(),
+                    m.shape()
+                )))
+            }
+        },
+    };
+    let cond_input = optional(inputs, 1)
+        .map(|c| condition_value(c, 1, "cond"))
+        .transpose()?;
+    if max_trips.is_none() && cond_input.is_none() {
+        return Err(OpError::Unsupported(
+            "Loop without M and without cond never ends".to_string(),
+        ));
+    }
+    let carried_count = formal - 2;
+    let scan_count = num_outputs.checked_sub(carried_count).ok_or_else(|| {
+        OpError::Shape(format!(
+            "Loop carries {carried_count} values but declares only {num_outputs} outputs"
+        ))
+    })?;
+    let mut carried: Vec<Tensor> = Vec::with_capacity(carried_count);
+    for index in 2..formal {
+        carried.push(required(inputs, index, "v_initial")?.clone());
+    }
+    let captured = present(inputs, formal)?;
+    let body_run = Subgraph::new(body, "body")?;
+    let mut cond = cond_input.unwrap_or(true);
+    let mut scans: Vec<Vec<Tensor>> = vec![Vec::new(); scan_count];
+    let mut iteration = 0i64;
+    while cond && max_trips.map_or(true, |m| iteration < m) {
+        let iteration_num = Tensor::scalar_i64(iteration);
+        let cond_in = Tensor::from_parts(Shape::scalar(), TensorData::Bool(vec![cond]))?;
+        let mut bound: Vec<&Tensor> = vec![&iteration_num, &cond_in];
+        bound.extend(carried.iter());
+        bound.extend(captured.iter().copied());
+        let mut outputs = body_run.run(&bound)?;
+        if outputs.len() != 1 + num_outputs {
+            return Err(OpError::Shape(format!(
+                "the body produced {} outputs; the node's {num_outputs} outputs need {}",
+                outputs.len(),
+                1 + num_outputs
+            )));
+        }
+        let scan_part = outputs.split_off(1 + carried_count);
+        let carried_part = outputs.split_off(1);
+        cond = condition_value(&outputs[0], 0, "the body's cond output")?;
+        carried = carried_part;
+        for (list, t) in scans.iter_mut().zip(scan_part) {
+            list.push(t);
+        }
+        iteration += 1;
+    }
+    let mut results = carried;
+    let empty = scans.iter().any(Vec::is_empty);
+    let empty_facts = if empty {
+        empty_output_facts(op, inputs, num_outputs)?
+    } else {
+        Vec::new()
+    };
+    for (k, list) in scans.into_iter().enumerate() {
+        if list.is_empty() {
+            results.push(empty_output(&empty_facts, carried_count + k)?);
+        } else {
+            results.push(stack(&list, 0, k)?);
+        }
+    }
+    Ok(results)
+}
+
+fn run_scan(
+    op: &Op,
+    inputs: &[Option<&Tensor>],
+    num_outputs: usize,
+) -> Result<Vec<Tensor>, OpError> {
+    let Op::Scan {
+        body,
+        num_scan_inputs,
+        scan_input_axes,
+        scan_input_directions,
+        scan_output_axes,
+        scan_output_directions,
+        captures,
+    } = op
+    else {
+        return Err(super::not_in_family(op));
+    };
+    let m = *num_scan_inputs;
+    let states = inputs.len().checked_sub(m + captures).ok_or_else(|| {
+        OpError::Shape(format!(
+            "Scan has {} inputs, fewer than its {m} scan inputs and {captures} captures",
+            inputs.len()
+        ))
+    })?;
+    let scan_count = num_outputs.checked_sub(states).ok_or_else(|| {
+        OpError::Shape(format!(
+            "Scan carries {states} states but declares only {num_outputs} outputs"
+        ))
+    })?;
+    let mut state: Vec<Tensor> = Vec::with_capacity(states);
+    for index in 0..states {
+        state.push(required(inputs, index, "initial_state")?.clone());
+    }
+    let mut scanned = Vec::with_capacity(m);
+    let mut length = None::<usize>;
+    for k in 0..m {
+        let x = required(inputs, states + k, "scan_input")?;
+        let axis = scan_axis(scan_input_axes, k, x.rank(), "scan_input_axes")?;
+        let extent = x.dims()[axis];
+        if let Some(previous) = length.filter(|&l| l != extent) {
+            return Err(OpError::Shape(format!(
+                "scan inputs have different lengths along their scan axes: {previous} and \
+                 {extent} (scan input {k}, shape {})",
+                x.shape()
+            )));
+        }
+        length = Some(extent);
+        let reverse = scan_input_directions.get(k).copied().unwrap_or(false);
+        scanned.push((x, axis, reverse));
+    }
+    let length = length.unwrap_or(0);
+    let captured = present(inputs, states + m)?;
+    let body_run = Subgraph::new(body, "body")?;
+    let mut scans: Vec<Vec<Tensor>> = vec![Vec::new(); scan_count];
+    for t in 0..length {
+        let mut slices = Vec::with_capacity(m);
+        for &(x, axis, reverse) in &scanned {
+            let index = if reverse { length - 1 - t } else { t };
+            slices.push(take(x, axis, index)?);
+        }
+        let mut bound: Vec<&Tensor> = state.iter().collect();
+        bound.extend(slices.iter());
+        bound.extend(captured.iter().copied());
+        let mut outputs = body_run.run(&bound)?;
+        if outputs.len() != num_outputs {
+            return Err(OpError::Shape(format!(
+                "the body produced {} outputs, the node declares {num_outputs}",
+                outputs.len()
+            )));
+        }
+        let scan_part = outputs.split_off(states);
+        state = outputs;
+        for (list, t) in scans.iter_mut().zip(scan_part) {
+            list.push(t);
+        }
+    }
+    let mut results = state;
+    let empty_facts = if length == 0 && scan_count > 0 {
+        empty_output_facts(op, inputs, num_outputs)?
+    } else {
+        Vec::new()
+    };
+    for (k, mut list) in scans.into_iter().enumerate() {
+        if list.is_empty() {
+            results.push(empty_output(&empty_facts, states + k)?);
+            continue;
+        }
+        if scan_output_directions.get(k).copied().unwrap_or(false) {
+            list.reverse();
+        }
+        let axis = scan_axis(scan_output_axes, k, list[0].rank() + 1, "scan_output_axes")?;
+        results.push(stack(&list, axis, k)?);
+    }
+    Ok(results)
+}
+
+/// The output types shape inference gives `op` on these operands, for the scan outputs of
+/// a loop that ran zero times (their dtype and per-iteration shape come from the body).
+fn empty_output_facts(
+    op: &Op,
+    inputs: &[Option<&Tensor>],
+    num_outputs: usize,
+) -> Result<Vec<concord_core::infer::OutputFact>, OpError> {
+    let shapes: Vec<Option<Vec<Dim>>> = inputs
+        .iter()
+        .map(|t| t.map(|t| t.shape().to_sym()))
+        .collect();
+    let facts: Vec<Option<ValueFact>> = inputs
+        .iter()
+        .zip(&shapes)
+        .map(|(t, shape)| match (t, shape) {
+            (Some(t), Some(shape)) => Some(ValueFact {
+                dtype: t.dtype(),
+                shape,
+                value: None,
+            }),
+            _ => None,
+        })
+        .collect();
+    infer_op(op, &facts, num_outputs)
+}
+
+/// An empty scan output: the inferred dtype and shape, every extent not known then 0.
+fn empty_output(
+    facts: &[concord_core::infer::OutputFact],
+    index: usize,
+) -> Result<Tensor, OpError> {
+    let fact = facts
+        .get(index)
+        .ok_or_else(|| OpError::Shape(format!("no inferred type for scan output {index}")))?;
+    let dims: Vec<usize> = fact
+        .shape
+        .iter()
+        .map(|d| match d {
+            Dim::Fixed(n) => *n,
+            _ => 0,
+        })
+        .collect();
+    let shape = Shape(dims);
+    let numel = shape.numel();
+    Tensor::from_parts(shape, TensorData::zeros(fact.dtype, numel))
+}
+
+/// The slice of `x` at `index` along `axis`, that axis removed.
+fn take(x: &Tensor, axis: usize, index: usize) -> Result<Tensor, OpError> {
+    let dims = x.dims();
+    let outer: usize = dims[..axis].iter().product();
+    let extent = dims[axis];
+    let inner: usize = dims[axis + 1..].iter().product();
+    let mut sources = Vec::with_capacity(outer * inner);
+    for o in 0..outer {
+        let base = (o * extent + index) * inner;
+        sources.extend(base..base + inner);
+    }
+    let mut shape = dims.to_vec();
+    shape.remove(axis);
+    Tensor::from_parts(Shape(shape), x.data().gather(&sources)?)
+}
+
+/// The iterations' values of scan output `k` stacked along a new axis `axis`; every
+/// iteration must give the same dtype and shape.
+fn stack(parts: &[Tensor], axis: usize, k: usize) -> Result<Tensor, OpError> {
+    let Some(first) = parts.first() else {
+        return Err(OpError::Shape(format!("scan output {k} has no values")));
+    };
+    if let Some(odd) = parts
+        .iter()
+        .find(|p| p.shape() != first.shape() || p.dtype() != first.dtype())
+    {
+        return Err(OpError::Shape(format!(
+            "scan output {k} is {}{} in one iteration and {}{} in another; every iteration \
+             must give the same shape",
+            first.dtype(),
+            first.shape(),
+            odd.dtype(),
+            odd.shape()
+        )));
+    }
+    let dims = first.dims();
+    let numel = first.len();
+    let outer: usize = dims[..axis].iter().product();
+    let inner: usize = dims[axis..].iter().product();
+    let data: Vec<&TensorData> = parts.iter().map(Tensor::data).collect();
+    let joined = TensorData::concat(first.dtype(), &data)?;
+    let mut sources = Vec::with_capacity(numel * parts.len());
+    for o in 0..outer {
+        for t in 0..parts.len() {
+            let base = t * numel + o * inner;
+            sources.extend(base..base + inner);
+        }
+    }
+    let mut shape = dims.to_vec();
+    shape.insert(axis, parts.len());
+    Tensor::from_parts(Shape(shape), joined.gather(&sources)?)
+}

@@ -20,6 +20,7 @@ BatchNorm is the identity. Exported twice in a row, a model must serialise to th
 """
 
 import argparse
+import copy
 import io
 import json
 import shutil
@@ -28,6 +29,7 @@ import warnings
 import zlib
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 import torchvision
@@ -198,7 +200,7 @@ class SmallUNet(nn.Module):
 class DetectionHead(nn.Module):
     """A conv head predicting one box and score per cell of an 8x8 grid, then NMS."""
 
-    def __init__(self, cin=8, w=16, iou=0.5):
+    def __init__(self, cin=8, w=16, iou=0.28):
         super().__init__()
         self.body = nn.Sequential(conv_bn_relu(cin, w), conv_bn_relu(w, w))
         self.box = nn.Conv2d(w, 4, 1)
@@ -208,14 +210,15 @@ class DetectionHead(nn.Module):
         self.register_buffer("centers", torch.stack([xs, ys], -1).reshape(-1, 2) * 4.0 + 2.0)
 
     def forward(self, features):
-        # features: (1, C, 8, 8). Boxes (x1, y1, x2, y2) around each cell's centre, sized by
-        # the head so that neighbouring boxes overlap by varying amounts.
+        # features: (1, C, 8, 8). Boxes (x1, y1, x2, y2) around each cell's centre (cells 4
+        # apart), about 8 wide, sized by the head so that neighbours overlap by varying
+        # amounts and NMS suppresses some of them; scores spread over (0, 1).
         h = self.body(features)
         deltas = self.box(h)[0].reshape(4, -1).t()
-        size = torch.exp(deltas[:, 2:]) * 4.0
+        size = torch.exp(deltas[:, 2:]) * 8.0
         centre = self.centers + deltas[:, :2]
         boxes = torch.cat([centre - size / 2, centre + size / 2], 1)
-        scores = torch.sigmoid(self.score(h)).reshape(-1)
+        scores = torch.sigmoid(4.0 * self.score(h)).reshape(-1)
         keep = torchvision.ops.nms(boxes, scores, self.iou)
         return boxes[keep], scores[keep], keep
 
@@ -364,6 +367,12 @@ def export_one(case, opset):
     seed = seed_for(case["name"])
     torch.manual_seed(seed)
     model = case["build"]()
+    # torch's default Linear initialisation (uniform in +-1/sqrt(fan_in)) for every Linear:
+    # torchvision zeroes ViT's head and gives MobileNet's classifier std 0.01, which would
+    # leave logits that are all zero or ~1e-4, checking nothing.
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            module.reset_parameters()
     randomise_batchnorm(model, torch.Generator().manual_seed(seed))
     model.eval()
     buffer = io.BytesIO()
@@ -380,7 +389,43 @@ def export_one(case, opset):
             dynamic_axes=case.get("dynamic_axes"),
             do_constant_folding=True,
         )
+    if isinstance(model, DetectionHead):
+        nms_margins(model, case, name_for(case, opset))
     return buffer.getvalue()
+
+
+def name_for(case, opset):
+    return case["name"] if opset == case["opsets"][0] else f"{case['name']}_opset{opset}"
+
+
+def nms_margins(model, case, name):
+    """Fails unless every NMS decision on the golden input is far from its threshold, so f32
+    rounding differences between implementations cannot flip a suppression or swap two scores.
+
+    The input is made exactly as generate.py makes it (numpy default_rng(crc32(name)), standard
+    normal, f32); the boxes and scores are computed in float64.
+    """
+    spec = case["runs"][0][0]
+    rng = np.random.default_rng(zlib.crc32(name.encode("utf-8")))
+    features = torch.from_numpy(rng.standard_normal(tuple(spec["shape"])).astype(np.float32))
+    m = copy.deepcopy(model).double()
+    with torch.no_grad():
+        h = m.body(features.double())
+        deltas = m.box(h)[0].reshape(4, -1).t()
+        size = torch.exp(deltas[:, 2:]) * 8.0
+        centre = m.centers + deltas[:, :2]
+        boxes = torch.cat([centre - size / 2, centre + size / 2], 1)
+        scores = torch.sigmoid(4.0 * m.score(h)).reshape(-1)
+        iou = torchvision.ops.box_iou(boxes, boxes)
+    off_diagonal = ~torch.eye(len(boxes), dtype=torch.bool)
+    iou_margin = (iou[off_diagonal] - model.iou).abs().min().item()
+    ordered = torch.sort(scores).values
+    score_gap = (ordered[1:] - ordered[:-1]).min().item()
+    kept = len(torchvision.ops.nms(boxes, scores, model.iou))
+    print(f"  {name}: NMS keeps {kept} of {len(boxes)}; closest IoU to the threshold is "
+          f"{iou_margin:.2e} away, smallest score gap {score_gap:.2e}")
+    if iou_margin < 1e-4 or score_gap < 1e-5 or not 0 < kept < len(boxes):
+        raise SystemExit(f"{name}: NMS decisions too close to their thresholds or trivial")
 
 
 def main():
@@ -393,7 +438,7 @@ def main():
     out.mkdir(parents=True)
     for case in CASES:
         for opset in case["opsets"]:
-            name = case["name"] if opset == case["opsets"][0] else f"{case['name']}_opset{opset}"
+            name = name_for(case, opset)
             model = export_one(case, opset)
             if export_one(case, opset) != model:
                 raise SystemExit(f"{name}: two exports gave different bytes")

@@ -207,7 +207,8 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     }
     let mut stack = vec![(from.to_path_buf(), to.to_path_buf())];
     while let Some((source, target)) = stack.pop() {
-        std::fs::create_dir_all(&target).with_context(|| format!("creating {}", target.display()))?;
+        std::fs::create_dir_all(&target)
+            .with_context(|| format!("creating {}", target.display()))?;
         for entry in
             std::fs::read_dir(&source).with_context(|| format!("listing {}", source.display()))?
         {

@@ -111,9 +111,12 @@ pub struct Run {
     pub outputs: BTreeMap<String, String>,
 }
 
+/// Value name -> .npy file under golden/.
+pub type Files = BTreeMap<String, String>;
+
 impl Case {
     /// Every (inputs, outputs) set of the case: its own first, then `more_runs`.
-    pub fn runs(&self) -> Vec<(&BTreeMap<String, String>, &BTreeMap<String, String>)> {
+    pub fn runs(&self) -> Vec<(&Files, &Files)> {
         std::iter::once((&self.inputs, &self.outputs))
             .chain(self.more_runs.iter().map(|r| (&r.inputs, &r.outputs)))
             .collect()

@@ -112,6 +112,11 @@ class Case:
     initializers: list = field(default_factory=list)
     # Output names, or (name, symbolic dims) where the declared shape should stay symbolic.
     outputs: list = field(default_factory=lambda: ["Y"])
+    # Exported cases (see exported_cases): the model file under <out>/exported, the input
+    # sets after the first (a symbolic axis checked at other sizes), and who made the model.
+    exported: object = None
+    more_runs: list = field(default_factory=list)
+    source: str = ""
 
 
 def rng_for(name):
@@ -1389,6 +1394,58 @@ def tiny_fpn():
     )
 
 
+def exported_cases(out):
+    """Models exported from PyTorch/torchvision by export.py (`cargo xtask golden --export`).
+
+    Each <out>/exported/<case>/ holds model.onnx and spec.json; the model is used as exported
+    (its output shapes are the exporter's, symbolic where it has dynamic axes), and the inputs
+    are made here from the spec, one set per run: the first run is seeded by the case name,
+    run i > 0 by "<name>/run<i>".
+    """
+    cases = []
+    root = out / "exported"
+    if not root.is_dir():
+        return cases
+    for case_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        spec = json.loads((case_dir / "spec.json").read_text(encoding="utf-8"))
+        name = spec["name"]
+        runs = []
+        for i, run in enumerate(spec["runs"]):
+            r = rng_for(name if i == 0 else f"{name}/run{i}")
+            inputs = []
+            for s in run:
+                if s["dist"] == "normal":
+                    inputs.append((s["name"], normal(r, tuple(s["shape"]))))
+                elif s["dist"] == "integers":
+                    inputs.append((s["name"], r.integers(s["low"], s["high"], tuple(s["shape"])).astype(np.int64)))
+                else:
+                    raise SystemExit(f"exported case {name}: unknown input distribution {s['dist']}")
+            runs.append(inputs)
+        model = onnx.load(case_dir / "model.onnx")
+        cases.append(
+            Case(
+                name=name, kind="model", opset=spec["opset"],
+                description=spec["description"], tolerance=spec["tolerance"],
+                nodes=list(all_nodes(model.graph)), inputs=runs[0],
+                outputs=[o.name for o in model.graph.output],
+                exported=model, more_runs=runs[1:], source=spec["exporter"],
+            )
+        )
+    return cases
+
+
+def all_nodes(graph):
+    """The graph's nodes and those of its subgraphs (If/Loop bodies), recursively."""
+    for n in graph.node:
+        yield n
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                yield from all_nodes(a.g)
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for g in a.graphs:
+                    yield from all_nodes(g)
+
+
 def model_cases():
     return [
         residual_block(),
@@ -1458,7 +1515,7 @@ def output_types(case):
     return result
 
 
-def run_oracle(model, case):
+def run_oracle(model, case, inputs=None):
     options = ort.SessionOptions()
     # One thread and no graph rewrites: the oracle runs the graph as written (no Conv+BN
     # fusion that would change rounding), and runs it the same way every time.
@@ -1467,11 +1524,26 @@ def run_oracle(model, case):
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     feed = {}
-    for entry in case.inputs:
+    for entry in case.inputs if inputs is None else inputs:
         name, array, _ = split_input(entry)
         feed[name] = array
     names = [split_output(e)[0] for e in case.outputs]
     return dict(zip(names, session.run(names, feed)))
+
+
+def make_exported_case(case):
+    """An exported model as it is, and the oracle's outputs for each of its runs."""
+    model = case.exported
+    onnx.checker.check_model(model, full_check=True)
+    all_results = []
+    for inputs in [case.inputs] + case.more_runs:
+        first = run_oracle(model, case, inputs)
+        again = run_oracle(model, case, inputs)
+        for name, value in again.items():
+            if value.dtype != first[name].dtype or value.shape != first[name].shape or value.tobytes() != first[name].tobytes():
+                raise SystemExit(f"case {case.name}: onnxruntime gave different results for {name} on two runs")
+        all_results.append(first)
+    return model, all_results
 
 
 def make_case(case):
@@ -1506,7 +1578,8 @@ def check_case(case):
         raise SystemExit(f"case {case.name}: kind must be op or model")
     if case.tolerance not in TOLERANCES:
         raise SystemExit(f"case {case.name}: unknown tolerance level {case.tolerance}")
-    if not 13 <= case.opset <= 23:
+    lowest = 11 if case.exported is not None else 13
+    if not lowest <= case.opset <= 23:
         raise SystemExit(f"case {case.name}: opset {case.opset} is outside 13..23 (what Concord reads and onnxruntime 1.23 runs)")
     names = [split_input(e)[0] for e in case.inputs] + [split_output(e)[0] for e in case.outputs]
     for name in names:
@@ -1519,7 +1592,7 @@ def main():
     parser.add_argument("--out", required=True, type=Path, help="the golden/ directory to write")
     args = parser.parse_args()
     out = args.out
-    cases = op_cases() + model_cases()
+    cases = op_cases() + model_cases() + exported_cases(out)
     seen = set()
     for case in cases:
         check_case(case)
@@ -1533,34 +1606,48 @@ def main():
         shutil.rmtree(cases_dir)
     entries = []
     for case in sorted(cases, key=lambda c: (c.kind, c.name)):
-        model, results = make_case(case)
         case_dir = cases_dir / case.name
         case_dir.mkdir(parents=True)
-        (case_dir / "model.onnx").write_bytes(model.SerializeToString())
-        inputs = {}
-        for entry in case.inputs:
-            name, array, _ = split_input(entry)
-            rel = f"cases/{case.name}/inputs/{name}.npy"
-            save_npy(out / rel, array)
-            inputs[name] = rel
-        outputs = {}
-        for name, value in results.items():
-            rel = f"cases/{case.name}/expected/{name}.npy"
-            save_npy(out / rel, value)
-            outputs[name] = rel
-        entries.append(
-            {
-                "name": case.name,
-                "kind": case.kind,
-                "description": case.description,
-                "opset": case.opset,
-                "op_types": sorted({n.op_type for n in case.nodes}),
-                "model": f"cases/{case.name}/model.onnx",
-                "inputs": inputs,
-                "outputs": outputs,
-                "tolerance": case.tolerance,
-            }
-        )
+        if case.exported is None:
+            model, results = make_case(case)
+            (case_dir / "model.onnx").write_bytes(model.SerializeToString())
+            model_path = f"cases/{case.name}/model.onnx"
+            all_results = [results]
+        else:
+            model, all_results = make_exported_case(case)
+            model_path = f"exported/{case.name}/model.onnx"
+        runs = []
+        for i, (run_inputs, results) in enumerate(zip([case.inputs] + case.more_runs, all_results)):
+            # The first run's files keep the single-run layout; later runs go under run<i>/.
+            prefix = f"cases/{case.name}" if i == 0 else f"cases/{case.name}/run{i}"
+            inputs = {}
+            for entry in run_inputs:
+                name, array, _ = split_input(entry)
+                rel = f"{prefix}/inputs/{name}.npy"
+                save_npy(out / rel, array)
+                inputs[name] = rel
+            outputs = {}
+            for name, value in results.items():
+                rel = f"{prefix}/expected/{name}.npy"
+                save_npy(out / rel, value)
+                outputs[name] = rel
+            runs.append({"inputs": inputs, "outputs": outputs})
+        entry = {
+            "name": case.name,
+            "kind": case.kind,
+            "description": case.description,
+            "opset": case.opset,
+            "op_types": sorted({n.op_type for n in case.nodes}),
+            "model": model_path,
+            "inputs": runs[0]["inputs"],
+            "outputs": runs[0]["outputs"],
+            "tolerance": case.tolerance,
+        }
+        if len(runs) > 1:
+            entry["more_runs"] = runs[1:]
+        if case.source:
+            entry["source"] = case.source
+        entries.append(entry)
         print(f"  {case.kind:5} {case.name} (opset {case.opset}, {case.tolerance})")
 
     manifest = {

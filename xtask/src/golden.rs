@@ -7,6 +7,13 @@
 //! With `--check`, the generator writes to target/golden-check instead and every file is
 //! compared byte for byte with golden/, so a CI job with Python can prove the committed data
 //! is what the pinned oracle produces.
+//!
+//! With `--export`, the PyTorch/torchvision models are exported first: a second venv,
+//! target/export-venv pinned by xtask/golden/requirements-export.txt (torch is large and the
+//! oracle must not depend on it), runs xtask/golden/export.py, which rewrites
+//! golden/exported/ (model.onnx and spec.json per case); then the generator runs as without
+//! the flag, and makes those cases' inputs and onnxruntime outputs. Without `--export` the
+//! committed golden/exported/ models are used as they are, so only the oracle's venv is needed.
 
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeSet;
@@ -18,6 +25,11 @@ const CHECK_DIR: &str = "target/golden-check";
 const VENV_DIR: &str = "target/xtask-venv";
 const REQUIREMENTS: &str = "xtask/golden/requirements.txt";
 const GENERATOR: &str = "xtask/golden/generate.py";
+/// The exporter's environment and script, and where it writes (inside golden/).
+const EXPORT_VENV_DIR: &str = "target/export-venv";
+const EXPORT_REQUIREMENTS: &str = "xtask/golden/requirements-export.txt";
+const EXPORTER: &str = "xtask/golden/export.py";
+const EXPORTED_DIR: &str = "golden/exported";
 /// The venv's record of the requirements it was last installed from.
 const STAMP: &str = "concord-requirements.txt";
 
@@ -28,24 +40,45 @@ enum Mode {
     Write,
     /// Generate elsewhere and compare with golden/.
     Check,
+    /// Export the PyTorch models into golden/exported/, then rewrite golden/.
+    Export,
 }
 
 pub fn run(args: &[String]) -> Result<()> {
     let mode = match args {
         [] => Mode::Write,
         [flag] if flag == "--check" => Mode::Check,
+        [flag] if flag == "--export" => Mode::Export,
         _ => bail!(
-            "usage: cargo xtask golden [--check]; got `{}`",
+            "usage: cargo xtask golden [--check | --export]; got `{}`",
             args.join(" ")
         ),
     };
     let root = crate::workspace_root();
+    if mode == Mode::Export {
+        let exporter = ensure_venv_at(&root, EXPORT_VENV_DIR, EXPORT_REQUIREMENTS)?;
+        println!("xtask golden: running {EXPORTER} --out {EXPORTED_DIR}");
+        let status = Command::new(&exporter)
+            .arg(root.join(EXPORTER))
+            .arg("--out")
+            .arg(root.join(EXPORTED_DIR))
+            .current_dir(&root)
+            .status()
+            .with_context(|| format!("starting {}", exporter.display()))?;
+        if !status.success() {
+            bail!("{EXPORTER} failed ({status}); its output above says which model and why");
+        }
+    }
     let python = ensure_venv(&root)?;
     let out = match mode {
-        Mode::Write => root.join("golden"),
+        Mode::Write | Mode::Export => root.join("golden"),
         Mode::Check => root.join(CHECK_DIR),
     };
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    if mode == Mode::Check {
+        // The generator reads the exported models from <out>/exported: the committed ones.
+        copy_tree(&root.join(EXPORTED_DIR), &out.join("exported"))?;
+    }
     println!("xtask golden: running {GENERATOR} --out {}", out.display());
     let status = Command::new(&python)
         .arg(root.join(GENERATOR))
@@ -58,7 +91,7 @@ pub fn run(args: &[String]) -> Result<()> {
         bail!("{GENERATOR} failed ({status}); its output above says which case and why");
     }
     match mode {
-        Mode::Write => {
+        Mode::Write | Mode::Export => {
             println!(
                 "xtask golden: done. Read the diff before committing: git status golden/ && git diff --stat golden/"
             );
@@ -68,9 +101,15 @@ pub fn run(args: &[String]) -> Result<()> {
     }
 }
 
-/// Makes sure the pinned venv exists and is up to date; returns its Python interpreter.
+/// Makes sure the oracle's pinned venv exists and is up to date; returns its Python.
 fn ensure_venv(root: &Path) -> Result<PathBuf> {
-    let venv = root.join(VENV_DIR);
+    ensure_venv_at(root, VENV_DIR, REQUIREMENTS)
+}
+
+/// Makes sure the venv `dir`, pinned by `requirements`, exists and is up to date; returns
+/// its Python interpreter.
+fn ensure_venv_at(root: &Path, dir: &str, requirements_file: &str) -> Result<PathBuf> {
+    let venv = root.join(dir);
     let python = venv.join("bin").join("python");
     if !python.exists() {
         println!("xtask golden: creating Python venv {}", venv.display());
@@ -89,7 +128,7 @@ fn ensure_venv(root: &Path) -> Result<PathBuf> {
             );
         }
     }
-    let requirements_path = root.join(REQUIREMENTS);
+    let requirements_path = root.join(requirements_file);
     let requirements = std::fs::read_to_string(&requirements_path)
         .with_context(|| format!("reading {}", requirements_path.display()))?;
     let stamp = venv.join(STAMP);
@@ -100,7 +139,7 @@ fn ensure_venv(root: &Path) -> Result<PathBuf> {
         );
         return Ok(python);
     }
-    println!("xtask golden: pip install -r {REQUIREMENTS}");
+    println!("xtask golden: pip install -r {requirements_file}");
     let status = Command::new(&python)
         .args([
             "-m",
@@ -115,7 +154,7 @@ fn ensure_venv(root: &Path) -> Result<PathBuf> {
         .with_context(|| format!("starting {}", python.display()))?;
     if !status.success() {
         bail!(
-            "pip install -r {REQUIREMENTS} failed ({status}): check that PyPI is reachable and \
+            "pip install -r {requirements_file} failed ({status}): check that PyPI is reachable and \
              that the pinned versions have wheels for this Python ({})",
             python.display()
         );
@@ -156,6 +195,36 @@ fn compare_trees(committed: &Path, fresh: &Path) -> Result<()> {
             problems.join("\n  ")
         )
     }
+}
+
+/// Copies every file under `from` to the same place under `to`, replacing `to`.
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    if to.exists() {
+        std::fs::remove_dir_all(to).with_context(|| format!("removing {}", to.display()))?;
+    }
+    if !from.exists() {
+        return Ok(());
+    }
+    let mut stack = vec![(from.to_path_buf(), to.to_path_buf())];
+    while let Some((source, target)) = stack.pop() {
+        std::fs::create_dir_all(&target)
+            .with_context(|| format!("creating {}", target.display()))?;
+        for entry in
+            std::fs::read_dir(&source).with_context(|| format!("listing {}", source.display()))?
+        {
+            let path = entry?.path();
+            let Some(name) = path.file_name() else {
+                continue;
+            };
+            if path.is_dir() {
+                stack.push((path.clone(), target.join(name)));
+            } else {
+                std::fs::copy(&path, target.join(name))
+                    .with_context(|| format!("copying {}", path.display()))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Every file the generator owns under `dir` (the manifest and cases/), relative to `dir`.

@@ -24,9 +24,10 @@ struct Command {
 const COMMANDS: &[Command] = &[
     Command {
         name: "golden",
-        usage: "golden [--check]",
+        usage: "golden [--check | --export]",
         summary: "regenerate golden/ from onnxruntime in a pinned Python venv \
-                  (--check: regenerate elsewhere and compare with golden/)",
+                  (--check: regenerate elsewhere and compare with golden/; --export: first \
+                  re-export the PyTorch/torchvision models into golden/exported/ in a second venv)",
         run: golden::run,
     },
     Command {

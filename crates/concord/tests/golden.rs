@@ -76,6 +76,17 @@ struct Case {
     inputs: BTreeMap<String, String>,
     outputs: BTreeMap<String, String>,
     tolerance: String,
+    /// Further input sets for the same model (a symbolic axis at other sizes), each run
+    /// through the one `Net` built for the case.
+    #[serde(default)]
+    more_runs: Vec<Run>,
+}
+
+/// One more set of inputs and the outputs onnxruntime gave for them.
+#[derive(Debug, Deserialize)]
+struct Run {
+    inputs: BTreeMap<String, String>,
+    outputs: BTreeMap<String, String>,
 }
 
 /// How far one output is from the oracle's, and where it is worst.
@@ -225,6 +236,15 @@ fn golden_manifest_covers_every_supported_op() {
         uncovered.join(", ")
     );
 
+    // At least one model with a symbolic axis is checked at two sizes from one built net.
+    assert!(
+        manifest
+            .cases
+            .iter()
+            .any(|c| c.kind == Kind::Model && !c.more_runs.is_empty()),
+        "no model case has a second input set (more_runs)"
+    );
+
     for known in KNOWN_FAILURES {
         assert!(
             manifest.cases.iter().any(|c| c.name == known.case),
@@ -253,7 +273,12 @@ fn golden_manifest_covers_every_supported_op() {
         );
         let files = std::iter::once(&case.model)
             .chain(case.inputs.values())
-            .chain(case.outputs.values());
+            .chain(case.outputs.values())
+            .chain(
+                case.more_runs
+                    .iter()
+                    .flat_map(|r| r.inputs.values().chain(r.outputs.values())),
+            );
         for file in files {
             assert!(
                 root.join(file).is_file(),
@@ -273,15 +298,64 @@ fn run_case(manifest: &Manifest, case: &Case) -> Result<(), String> {
         .ok_or_else(|| format!("unknown tolerance level `{}`", case.tolerance))?;
     let net = Net::from_onnx_file(root.join(&case.model))
         .map_err(|e| format!("building the net failed: {e}"))?;
+    let runs = std::iter::once((&case.inputs, &case.outputs))
+        .chain(case.more_runs.iter().map(|r| (&r.inputs, &r.outputs)));
+    let mut problems = Vec::new();
+    for (run, (inputs, outputs)) in runs.enumerate() {
+        // Run 0 is the case's own input set; later ones are named so a failure says which.
+        let label = if run == 0 {
+            String::new()
+        } else {
+            format!("run {run}: ")
+        };
+        if let Err(message) = run_once(
+            &label_case(case, run),
+            &net,
+            &root,
+            inputs,
+            outputs,
+            tolerance,
+        ) {
+            problems.push(format!(
+                "{label}{}",
+                message.replace('\n', &format!("\n{label}"))
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+/// The case's name, with the run number for runs after the first.
+fn label_case(case: &Case, run: usize) -> String {
+    if run == 0 {
+        case.name.clone()
+    } else {
+        format!("{} run {run}", case.name)
+    }
+}
+
+/// Runs one input set through `net` and compares every output.
+fn run_once(
+    case: &str,
+    net: &Net,
+    root: &Path,
+    input_files: &BTreeMap<String, String>,
+    output_files: &BTreeMap<String, String>,
+    tolerance: &Tolerance,
+) -> Result<(), String> {
     let mut inputs = Vec::new();
-    for (name, file) in &case.inputs {
+    for (name, file) in input_files {
         inputs.push((name.clone(), read_npy(&root.join(file))?));
     }
     let outputs = net
         .forward(inputs)
         .map_err(|e| format!("forward failed: {e}"))?;
     let mut problems = Vec::new();
-    for (name, file) in &case.outputs {
+    for (name, file) in output_files {
         let expected = read_npy(&root.join(file))?;
         let Some(actual) = outputs.get(name) else {
             let produced: Vec<&str> = outputs.iter().map(|(n, _)| n).collect();
@@ -291,8 +365,11 @@ fn run_case(manifest: &Manifest, case: &Case) -> Result<(), String> {
             ));
             continue;
         };
-        if let Err(message) = compare(actual, &expected, tolerance) {
-            problems.push(format!("output `{name}`: {message}"));
+        match compare_measured(actual, &expected, tolerance) {
+            Ok((max_abs, max_rel)) => println!(
+                "golden: {case} output `{name}`: max abs error {max_abs:.3e}, max rel error {max_rel:.3e}"
+            ),
+            Err(message) => problems.push(format!("output `{name}`: {message}")),
         }
     }
     if problems.is_empty() {
@@ -304,6 +381,15 @@ fn run_case(manifest: &Manifest, case: &Case) -> Result<(), String> {
 
 /// Compares dtype, shape, then every element within the tolerance.
 fn compare(actual: &Tensor, expected: &Tensor, tolerance: &Tolerance) -> Result<(), String> {
+    compare_measured(actual, expected, tolerance).map(|_| ())
+}
+
+/// [`compare`], returning on success the largest absolute and relative errors seen.
+fn compare_measured(
+    actual: &Tensor,
+    expected: &Tensor,
+    tolerance: &Tolerance,
+) -> Result<(f64, f64), String> {
     if actual.dtype() != expected.dtype() {
         return Err(format!(
             "dtype {} but onnxruntime gives {}",
@@ -333,7 +419,7 @@ fn compare(actual: &Tensor, expected: &Tensor, tolerance: &Tolerance) -> Result<
         }
     };
     if deviation.failing_elements == 0 {
-        return Ok(());
+        return Ok((deviation.max_abs, deviation.max_rel));
     }
     let mut message = format!(
         "{} of {} elements out of tolerance (abs {:e}, rel {:e}); max abs error {:.3e}, max rel error {:.3e}",

@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{case_inputs, compare, golden_dir, load_manifest, opencl_here, read_npy, OpenClHere};
+use common::{compare, golden_dir, load_manifest, opencl_here, read_inputs, read_npy, OpenClHere};
 use concord::{ExecutorRegistry, FallbackPolicy, NetBuilder, Overrides};
 use concord_opencl::{GemmKernel, OpenClExecutor, OpenClOptions};
 use std::sync::Arc;
@@ -169,15 +169,19 @@ fn run_golden(test: &str, registry: ExecutorRegistry) {
                     }
                 }
             }
-            let outputs = net
-                .forward(case_inputs(case)?)
-                .map_err(|e| format!("forward failed: {e}"))?;
-            for (name, file) in &case.outputs {
-                let expected = read_npy(&golden_dir().join(file))?;
-                let actual = outputs
-                    .get(name)
-                    .ok_or_else(|| format!("output {name} missing"))?;
-                compare(actual, &expected, tolerance).map_err(|m| format!("output {name}: {m}"))?;
+            // Every input set through the one built net (run 0 is the case's own).
+            for (run, (input_files, output_files)) in case.runs().into_iter().enumerate() {
+                let outputs = net
+                    .forward(read_inputs(input_files)?)
+                    .map_err(|e| format!("run {run}: forward failed: {e}"))?;
+                for (name, file) in output_files {
+                    let expected = read_npy(&golden_dir().join(file))?;
+                    let actual = outputs
+                        .get(name)
+                        .ok_or_else(|| format!("run {run}: output {name} missing"))?;
+                    compare(actual, &expected, tolerance)
+                        .map_err(|m| format!("run {run}: output {name}: {m}"))?;
+                }
             }
             Ok(device_nodes)
         })();

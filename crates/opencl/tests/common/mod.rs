@@ -99,6 +99,28 @@ pub struct Case {
     pub inputs: BTreeMap<String, String>,
     pub outputs: BTreeMap<String, String>,
     pub tolerance: String,
+    /// Further input sets for the same model (a symbolic axis at other sizes).
+    #[serde(default)]
+    pub more_runs: Vec<Run>,
+}
+
+/// One more set of inputs of a case and the outputs onnxruntime gave for them.
+#[derive(Debug, Deserialize)]
+pub struct Run {
+    pub inputs: BTreeMap<String, String>,
+    pub outputs: BTreeMap<String, String>,
+}
+
+/// Value name -> .npy file under golden/.
+pub type Files = BTreeMap<String, String>;
+
+impl Case {
+    /// Every (inputs, outputs) set of the case: its own first, then `more_runs`.
+    pub fn runs(&self) -> Vec<(&Files, &Files)> {
+        std::iter::once((&self.inputs, &self.outputs))
+            .chain(self.more_runs.iter().map(|r| (&r.inputs, &r.outputs)))
+            .collect()
+    }
 }
 
 pub fn golden_dir() -> PathBuf {
@@ -115,8 +137,13 @@ pub fn load_manifest() -> Manifest {
 
 /// The inputs of a case, read from its .npy files.
 pub fn case_inputs(case: &Case) -> Result<Vec<(String, Tensor)>, String> {
+    read_inputs(&case.inputs)
+}
+
+/// One input set (value name -> .npy file under golden/), read.
+pub fn read_inputs(files: &BTreeMap<String, String>) -> Result<Vec<(String, Tensor)>, String> {
     let root = golden_dir();
-    case.inputs
+    files
         .iter()
         .map(|(name, file)| Ok((name.clone(), read_npy(&root.join(file))?)))
         .collect()

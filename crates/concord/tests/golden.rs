@@ -188,7 +188,10 @@ const NODE_TEST_ONLY: &[(&str, &str)] = &[
     ("Scan", "test_scan9_sum"),
     // The sampling ops have no golden case yet; their node tests (every mode and padding,
     // 4-D and 5-D) stand in.
-    ("GridSample", "test_gridsample_bicubic_align_corners_0_additional_1"),
+    (
+        "GridSample",
+        "test_gridsample_bicubic_align_corners_0_additional_1",
+    ),
     ("AffineGrid", "test_affine_grid_3d_align_corners"),
 ];
 

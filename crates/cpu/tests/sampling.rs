@@ -144,3 +144,79 @@ fn affine_grid_2d_and_3d() {
     let wrong = Tensor::vec_i64(vec![2, 1, 1, 1, 2]);
     assert!(run_op(&op, &[Some(&theta), Some(&wrong)], 1).is_err());
 }
+
+#[test]
+fn inference_matches_the_kernels() {
+    use concord_core::infer::{infer_op, ValueFact};
+    use concord_core::{DType, Dim};
+    let fixed = |d: &[usize]| d.iter().map(|&e| Dim::Fixed(e)).collect::<Vec<_>>();
+    fn fact<'a>(
+        dtype: concord_core::DType,
+        shape: &'a [concord_core::Dim],
+        value: Option<&'a Tensor>,
+    ) -> Option<ValueFact<'a>> {
+        Some(ValueFact {
+            dtype,
+            shape,
+            value,
+        })
+    }
+    let dims = |op: &Op, inputs: &[Option<ValueFact>]| match infer_op(op, inputs, 1) {
+        Ok(mut v) => v.remove(0).shape,
+        Err(e) => panic!("{op:?}: {e}"),
+    };
+
+    // GridSample: (N, C) from X, the output extents from grid; a named N passes through.
+    let x_shape = vec![
+        Dim::Named("n".into()),
+        Dim::Fixed(3),
+        Dim::Fixed(5),
+        Dim::Fixed(6),
+    ];
+    let g_shape = vec![
+        Dim::Named("n".into()),
+        Dim::Fixed(2),
+        Dim::Fixed(4),
+        Dim::Fixed(2),
+    ];
+    let op = gs(GridSampleMode::Cubic, GridPadding::Border, false);
+    let inputs = [
+        fact(DType::F32, &x_shape, None),
+        fact(DType::F32, &g_shape, None),
+    ];
+    let mut want = vec![Dim::Named("n".into()), Dim::Fixed(3)];
+    want.extend(fixed(&[2, 4]));
+    assert_eq!(dims(&op, &inputs), want);
+    // A grid whose last extent is not X's spatial rank is refused.
+    let bad = fixed(&[1, 2, 4, 3]);
+    let inputs = [
+        fact(DType::F32, &x_shape, None),
+        fact(DType::F32, &bad, None),
+    ];
+    assert!(infer_op(&op, &inputs, 1).is_err());
+
+    // AffineGrid with a constant size: every extent known, and equal to the kernel's.
+    let theta = f32s(&[2, 2, 3], &[0.0; 12]);
+    let size = Tensor::vec_i64(vec![2, 1, 4, 5]);
+    let op = Op::AffineGrid {
+        align_corners: false,
+    };
+    let theta_shape = fixed(&[2, 2, 3]);
+    let size_shape = fixed(&[4]);
+    let inputs = [
+        fact(DType::F32, &theta_shape, None),
+        fact(DType::I64, &size_shape, Some(&size)),
+    ];
+    let kernel = one(&op, &[&theta, &size]);
+    assert_eq!(dims(&op, &inputs), fixed(kernel.dims()));
+    assert_eq!(kernel.dims(), &[2, 4, 5, 2]);
+    // A runtime size: N from theta, the spatial extents unknown, the rank from size's length.
+    let inputs = [
+        fact(DType::F32, &theta_shape, None),
+        fact(DType::I64, &size_shape, None),
+    ];
+    assert_eq!(
+        dims(&op, &inputs),
+        vec![Dim::Fixed(2), Dim::Unknown, Dim::Unknown, Dim::Fixed(2)]
+    );
+}

@@ -2440,6 +2440,7 @@ pub const OTHER_OPS: &[OpSchema] = &[
             attr("scan_output_directions", Absent),
         ],
     ),
+    // The `mode` default is opset 20's spelling; opsets 16 to 19 spell it `bilinear`.
     schema(
         "GridSample",
         16,

@@ -132,6 +132,8 @@ pub const REFERENCE_ONLY: &[&str] = &[
     "If",
     "Loop",
     "Scan",
+    "GridSample",
+    "AffineGrid",
 ];
 
 /// Supported ops without a property strategy, and why.

@@ -392,6 +392,43 @@ pub enum Op {
         scan_output_directions: Vec<bool>,
         captures: usize,
     },
+    // Sampling at computed positions (Sampling family, the reference executor only).
+    /// Inputs: X (N, C, D1…Dr), grid (N, H1…Hr, r) of normalised coordinates in [-1, 1],
+    /// the last axis in x, y, z… order (innermost spatial axis first). Output: Y (N, C,
+    /// H1…Hr), X interpolated at each grid point.
+    GridSample {
+        mode: GridSampleMode,
+        padding_mode: GridPadding,
+        align_corners: bool,
+    },
+    /// Inputs: theta (N, 2, 3) or (N, 3, 4), size (i64 [N, C, H, W] or [N, C, D, H, W]).
+    /// Output: grid (N, H, W, 2) or (N, D, H, W, 3): theta applied to the normalised
+    /// coordinates of each output position, as [`Op::GridSample`] reads them.
+    AffineGrid {
+        align_corners: bool,
+    },
+}
+
+/// GridSample's interpolation (`mode`; opset 16 spells linear and cubic `bilinear` and
+/// `bicubic`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum GridSampleMode {
+    #[default]
+    Linear,
+    Nearest,
+    Cubic,
+}
+
+/// What GridSample reads at positions outside X (`padding_mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum GridPadding {
+    /// Zero.
+    #[default]
+    Zeros,
+    /// The nearest border value.
+    Border,
+    /// The value at the position reflected at the borders.
+    Reflection,
 }
 
 /// Which recurrent network an [`Op::Recurrent`] computes.
@@ -1534,6 +1571,9 @@ pub enum Family {
     LinearAlgebra,
     /// If, Loop, Scan: nodes that run subgraphs (the reference executor only).
     ControlFlow,
+    /// GridSample and AffineGrid: sampling at computed positions (the reference executor
+    /// only).
+    Sampling,
 }
 
 /// An attribute's default value as the schema states it.
@@ -2400,6 +2440,23 @@ pub const OTHER_OPS: &[OpSchema] = &[
             attr("scan_output_directions", Absent),
         ],
     ),
+    // The `mode` default is opset 20's spelling; opsets 16 to 19 spell it `bilinear`.
+    schema(
+        "GridSample",
+        16,
+        Family::Sampling,
+        &[
+            attr("align_corners", Int(0)),
+            attr("mode", Str("linear")),
+            attr("padding_mode", Str("zeros")),
+        ],
+    ),
+    schema(
+        "AffineGrid",
+        20,
+        Family::Sampling,
+        &[attr("align_corners", Int(0))],
+    ),
 ];
 
 /// The attributes LSTM, GRU and RNN share; `layout` exists from opset 14.
@@ -2775,6 +2832,8 @@ impl Op {
             Op::If { .. } => other("If"),
             Op::Loop { .. } => other("Loop"),
             Op::Scan { .. } => other("Scan"),
+            Op::GridSample { .. } => other("GridSample"),
+            Op::AffineGrid { .. } => other("AffineGrid"),
         }
     }
 

@@ -551,6 +551,49 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
             output_padding: a.extents("output_padding", 0)?,
             output_shape: a.extents("output_shape", 0)?,
         }),
+        "GridSample" => {
+            // Opset 20 renamed bilinear and bicubic to linear and cubic (and allowed N-D
+            // inputs); each opset accepts its own spelling only, as onnxruntime does.
+            let (linear, cubic) = if ctx.opset >= 20 {
+                ("linear", "cubic")
+            } else {
+                ("bilinear", "bicubic")
+            };
+            let mode = match a.string("mode")?.as_deref() {
+                None => op::GridSampleMode::Linear,
+                Some("nearest") => op::GridSampleMode::Nearest,
+                Some(m) if m == linear => op::GridSampleMode::Linear,
+                Some(m) if m == cubic => op::GridSampleMode::Cubic,
+                Some(other) => {
+                    return Err(a.error(
+                        "mode",
+                        format!(
+                            "`{other}` is not {linear}, nearest or {cubic} at opset {}",
+                            ctx.opset
+                        ),
+                    ))
+                }
+            };
+            let padding_mode = match a.string("padding_mode")?.as_deref() {
+                None | Some("zeros") => op::GridPadding::Zeros,
+                Some("border") => op::GridPadding::Border,
+                Some("reflection") => op::GridPadding::Reflection,
+                Some(other) => {
+                    return Err(a.error(
+                        "padding_mode",
+                        format!("`{other}` is not zeros, border or reflection"),
+                    ))
+                }
+            };
+            Op::GridSample {
+                mode,
+                padding_mode,
+                align_corners: a.flag_or("align_corners", false)?,
+            }
+        }
+        "AffineGrid" => Op::AffineGrid {
+            align_corners: a.flag_or("align_corners", false)?,
+        },
         // The schemas and this match list the same ops; reaching here means they disagree.
         _ => {
             return Err(Error::UnknownOp {
@@ -1005,6 +1048,34 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
         Op::DynamicQuantizeLinear | Op::MatMulInteger | Op::QLinearMatMul => {}
         Op::Einsum { equation } => at.push(attrs::string("equation", equation)),
         Op::Det => {}
+        Op::GridSample {
+            mode,
+            padding_mode,
+            align_corners,
+        } => {
+            let modern = opset >= 20;
+            match mode {
+                op::GridSampleMode::Linear => {}
+                op::GridSampleMode::Nearest => at.push(attrs::string("mode", "nearest")),
+                op::GridSampleMode::Cubic => at.push(attrs::string(
+                    "mode",
+                    if modern { "cubic" } else { "bicubic" },
+                )),
+            }
+            match padding_mode {
+                op::GridPadding::Zeros => {}
+                op::GridPadding::Border => at.push(attrs::string("padding_mode", "border")),
+                op::GridPadding::Reflection => at.push(attrs::string("padding_mode", "reflection")),
+            }
+            if *align_corners {
+                at.push(attrs::flag("align_corners", true));
+            }
+        }
+        Op::AffineGrid { align_corners } => {
+            if *align_corners {
+                at.push(attrs::flag("align_corners", true));
+            }
+        }
         Op::NonMaxSuppression { center_point_box } => {
             if *center_point_box {
                 at.push(attrs::int("center_point_box", 1));

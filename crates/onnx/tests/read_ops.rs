@@ -14,7 +14,7 @@ use concord_core::op::{
     ResizeMode,
 };
 use concord_core::op::{Recurrent, RecurrentCell, RnnActivation, RnnActivationKind, RnnDirection};
-use concord_core::{DType, Op};
+use concord_core::{op, DType, Op};
 use concord_onnx::proto::NodeProto;
 use concord_onnx::{read_graph, save};
 use std::collections::BTreeSet;
@@ -919,7 +919,80 @@ fn newer_cases() -> Vec<(NodeProto, Op)> {
             captures: 0,
         },
     ));
+    // GridSample is read at opset 17 here, with opset 16's spelling of the modes.
+    cases.push((
+        one(
+            "GridSample",
+            &["x", "grid"],
+            vec![
+                attr_string("mode", "bicubic"),
+                attr_string("padding_mode", "reflection"),
+                attr_int("align_corners", 1),
+            ],
+        ),
+        Op::GridSample {
+            mode: op::GridSampleMode::Cubic,
+            padding_mode: op::GridPadding::Reflection,
+            align_corners: true,
+        },
+    ));
+    cases.push((
+        one("GridSample", &["x", "grid"], vec![]),
+        Op::GridSample {
+            mode: op::GridSampleMode::Linear,
+            padding_mode: op::GridPadding::Zeros,
+            align_corners: false,
+        },
+    ));
+    cases.push((
+        one(
+            "AffineGrid",
+            &["theta", "size"],
+            vec![attr_int("align_corners", 1)],
+        ),
+        Op::AffineGrid {
+            align_corners: true,
+        },
+    ));
     cases
+}
+
+#[test]
+fn grid_sample_modes_are_spelled_as_the_opset_says() {
+    let read = |opset: i64, mode: &str| {
+        let proto = node(
+            "GridSample",
+            "",
+            &["x", "grid"],
+            &["y"],
+            vec![attr_string("mode", mode)],
+        );
+        read_graph(&bytes(&model(
+            opset,
+            graph(vec![proto], vec![], vec![], vec![]),
+        )))
+        .map(|g| g.nodes[0].op.clone())
+    };
+    let gs = |mode| Op::GridSample {
+        mode,
+        padding_mode: op::GridPadding::Zeros,
+        align_corners: false,
+    };
+    assert_eq!(read(20, "cubic").ok(), Some(gs(op::GridSampleMode::Cubic)));
+    assert_eq!(
+        read(20, "linear").ok(),
+        Some(gs(op::GridSampleMode::Linear))
+    );
+    assert_eq!(
+        read(16, "bilinear").ok(),
+        Some(gs(op::GridSampleMode::Linear))
+    );
+    assert_eq!(
+        read(19, "nearest").ok(),
+        Some(gs(op::GridSampleMode::Nearest))
+    );
+    expect_err(read(16, "cubic"), |_| true, &["cubic", "16"]);
+    expect_err(read(20, "bilinear"), |_| true, &["bilinear", "20"]);
 }
 
 #[test]

@@ -943,6 +943,40 @@ fn newer_op_nodes() -> Vec<Node> {
         &["x", "w"],
         1,
     );
+    add(
+        Op::GridSample {
+            mode: concord_core::op::GridSampleMode::Cubic,
+            padding_mode: concord_core::op::GridPadding::Reflection,
+            align_corners: true,
+        },
+        &["x", "x"],
+        1,
+    );
+    add(
+        Op::GridSample {
+            mode: concord_core::op::GridSampleMode::Nearest,
+            padding_mode: concord_core::op::GridPadding::Border,
+            align_corners: false,
+        },
+        &["x", "x"],
+        1,
+    );
+    add(
+        Op::GridSample {
+            mode: concord_core::op::GridSampleMode::Linear,
+            padding_mode: concord_core::op::GridPadding::Zeros,
+            align_corners: false,
+        },
+        &["x", "x"],
+        1,
+    );
+    add(
+        Op::AffineGrid {
+            align_corners: true,
+        },
+        &["m", "shape"],
+        1,
+    );
     nodes
 }
 

@@ -16,6 +16,7 @@ mod quant;
 mod recurrent;
 mod reduce;
 mod resize;
+mod sampling;
 mod selection;
 mod spatial;
 
@@ -69,6 +70,7 @@ pub fn run_op(
         Family::Recurrent => recurrent::run(op, inputs, num_outputs)?,
         Family::LinearAlgebra => algebra::run(op, inputs)?,
         Family::ControlFlow => control::run(op, inputs, num_outputs)?,
+        Family::Sampling => vec![sampling::run(op, inputs)?],
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(

@@ -132,6 +132,10 @@ pub const REFERENCE_ONLY: &[&str] = &[
     "If",
     "Loop",
     "Scan",
+    "HannWindow",
+    "HammingWindow",
+    "BlackmanWindow",
+    "DFT",
 ];
 
 /// Supported ops without a property strategy, and why.

@@ -392,6 +392,43 @@ pub enum Op {
         scan_output_directions: Vec<bool>,
         captures: usize,
     },
+    // Signal processing (Signal family), computed by the reference only.
+    /// Input: size (i32 or i64 scalar). Output: a 1-D window of `size` values of `dtype`.
+    Window {
+        kind: WindowKind,
+        /// Periodic (length `size + 1` truncated) rather than symmetric.
+        periodic: bool,
+        dtype: DType,
+    },
+    /// Inputs: input (…, N, 1) real or (…, N, 2) complex (the trailing axis is required,
+    /// as in the spec), dft_length? (int scalar), axis? (int scalar, opset 20 form only).
+    /// Output: complex (…, K, 2) with K = dft_length (or N), or K/2 + 1 when `onesided`.
+    Dft {
+        /// The opset 17–19 attribute; `None` in the opset 20 form (axis an input, default
+        /// -2).
+        axis: Option<i64>,
+        inverse: bool,
+        onesided: bool,
+    },
+}
+
+/// Which window function an [`Op::Window`] computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowKind {
+    Hann,
+    Hamming,
+    Blackman,
+}
+
+impl WindowKind {
+    /// The ONNX op type.
+    pub fn name(self) -> &'static str {
+        match self {
+            WindowKind::Hann => "HannWindow",
+            WindowKind::Hamming => "HammingWindow",
+            WindowKind::Blackman => "BlackmanWindow",
+        }
+    }
 }
 
 /// Which recurrent network an [`Op::Recurrent`] computes.
@@ -1534,6 +1571,9 @@ pub enum Family {
     LinearAlgebra,
     /// If, Loop, Scan: nodes that run subgraphs (the reference executor only).
     ControlFlow,
+    /// HannWindow, HammingWindow, BlackmanWindow, DFT: signal processing, computed by the
+    /// reference only.
+    Signal,
 }
 
 /// An attribute's default value as the schema states it.
@@ -2400,6 +2440,34 @@ pub const OTHER_OPS: &[OpSchema] = &[
             attr("scan_output_directions", Absent),
         ],
     ),
+    schema(
+        "HannWindow",
+        17,
+        Family::Signal,
+        &[attr("output_datatype", Int(1)), attr("periodic", Int(1))],
+    ),
+    schema(
+        "HammingWindow",
+        17,
+        Family::Signal,
+        &[attr("output_datatype", Int(1)), attr("periodic", Int(1))],
+    ),
+    schema(
+        "BlackmanWindow",
+        17,
+        Family::Signal,
+        &[attr("output_datatype", Int(1)), attr("periodic", Int(1))],
+    ),
+    schema(
+        "DFT",
+        17,
+        Family::Signal,
+        &[
+            attr("axis", Int(1)),
+            attr("inverse", Int(0)),
+            attr("onesided", Int(0)),
+        ],
+    ),
 ];
 
 /// The attributes LSTM, GRU and RNN share; `layout` exists from opset 14.
@@ -2775,6 +2843,8 @@ impl Op {
             Op::If { .. } => other("If"),
             Op::Loop { .. } => other("Loop"),
             Op::Scan { .. } => other("Scan"),
+            Op::Window { kind, .. } => other(kind.name()),
+            Op::Dft { .. } => other("DFT"),
         }
     }
 

@@ -10,6 +10,7 @@ mod movement;
 mod nn;
 mod quant;
 mod recurrent;
+mod signal;
 
 pub use control::{condition_value, scan_axis, subgraph_error};
 
@@ -62,6 +63,7 @@ pub fn infer_op(
         Family::Recurrent => recurrent::infer(op, inputs, num_outputs)?,
         Family::LinearAlgebra => algebra::infer(op, inputs, num_outputs)?,
         Family::ControlFlow => control::infer(op, inputs, num_outputs, None)?,
+        Family::Signal => signal::infer(op, inputs, num_outputs)?,
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(

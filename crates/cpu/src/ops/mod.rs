@@ -17,6 +17,7 @@ mod recurrent;
 mod reduce;
 mod resize;
 mod selection;
+mod signal;
 mod spatial;
 
 use concord_core::op::Family;
@@ -69,6 +70,7 @@ pub fn run_op(
         Family::Recurrent => recurrent::run(op, inputs, num_outputs)?,
         Family::LinearAlgebra => algebra::run(op, inputs)?,
         Family::ControlFlow => control::run(op, inputs, num_outputs)?,
+        Family::Signal => vec![signal::run(op, inputs)?],
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(

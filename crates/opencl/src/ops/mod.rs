@@ -59,6 +59,7 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
                 | Family::Recurrent
                 | Family::LinearAlgebra
                 | Family::ControlFlow
+                | Family::Signal
         ),
     };
     if matches!(node.op, Op::MaxPool(_)) && node.outputs.len() > 1 {

@@ -186,6 +186,11 @@ const NODE_TEST_ONLY: &[(&str, &str)] = &[
     ("If", "test_if"),
     ("Loop", "test_loop11"),
     ("Scan", "test_scan9_sum"),
+    // The signal ops have no golden case yet; their node tests stand in.
+    ("HannWindow", "test_hannwindow"),
+    ("HammingWindow", "test_hammingwindow"),
+    ("BlackmanWindow", "test_blackmanwindow"),
+    ("DFT", "test_dft"),
 ];
 
 #[test]

@@ -78,9 +78,17 @@ fn windows_at_quarter_turns() {
     );
     // Blackman 0.42 − 0.5·cos(x) + 0.08·cos(2x), cos(2x) = 1, −1, 1, −1: 0, 0.34, 1, 0.34.
     let blackman = window(WindowKind::Blackman, true);
-    check(&one(&blackman, &[Some(&four)]), &[4], &[0.0, 0.34, 1.0, 0.34]);
+    check(
+        &one(&blackman, &[Some(&four)]),
+        &[4],
+        &[0.0, 0.34, 1.0, 0.34],
+    );
     // A symmetric window of one sample is its peak; size 0 is empty.
-    check(&one(&hann_sym, &[Some(&Tensor::scalar_i64(1))]), &[1], &[1.0]);
+    check(
+        &one(&hann_sym, &[Some(&Tensor::scalar_i64(1))]),
+        &[1],
+        &[1.0],
+    );
     check(&one(&hann, &[Some(&Tensor::scalar_i64(0))]), &[0], &[]);
     // The output type is the attribute's: f32 here.
     let f32_hann = Op::Window {
@@ -143,7 +151,10 @@ fn dft_of_a_short_signal() {
     // The opset 20 form: axis as input 2 (here −2, the signal axis), default −2.
     let minus_two = Tensor::scalar_i64(-2);
     check(
-        &one(&dft(None, false, false), &[Some(&x), None, Some(&minus_two)]),
+        &one(
+            &dft(None, false, false),
+            &[Some(&x), None, Some(&minus_two)],
+        ),
         &[1, 4, 2],
         &spectrum,
     );

@@ -1032,7 +1032,10 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
             periodic, dtype, ..
         } => {
             if *dtype != DType::F32 {
-                at.push(attrs::int("output_datatype", i64::from(dtype_to_onnx(*dtype))));
+                at.push(attrs::int(
+                    "output_datatype",
+                    i64::from(dtype_to_onnx(*dtype)),
+                ));
             }
             if !*periodic {
                 at.push(attrs::flag("periodic", false));

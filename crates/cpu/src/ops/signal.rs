@@ -126,12 +126,9 @@ fn dft(
     let length = match optional(inputs, 1) {
         Some(t) => {
             let l = int_scalar(t, 1, "dft_length")?;
-            usize::try_from(l)
-                .ok()
-                .filter(|&l| l >= 1)
-                .ok_or_else(|| {
-                    OpError::Shape(format!("DFT needs a dft_length of 1 or more, got {l}"))
-                })?
+            usize::try_from(l).ok().filter(|&l| l >= 1).ok_or_else(|| {
+                OpError::Shape(format!("DFT needs a dft_length of 1 or more, got {l}"))
+            })?
         }
         None => n_in,
     };

@@ -136,6 +136,7 @@ pub const REFERENCE_ONLY: &[&str] = &[
     "HammingWindow",
     "BlackmanWindow",
     "DFT",
+    "STFT",
 ];
 
 /// Supported ops without a property strategy, and why.

@@ -191,6 +191,7 @@ const NODE_TEST_ONLY: &[(&str, &str)] = &[
     ("HammingWindow", "test_hammingwindow"),
     ("BlackmanWindow", "test_blackmanwindow"),
     ("DFT", "test_dft"),
+    ("STFT", "test_stft"),
 ];
 
 #[test]

@@ -410,6 +410,14 @@ pub enum Op {
         inverse: bool,
         onesided: bool,
     },
+    /// Inputs: signal (batch, L, 1) real or (batch, L, 2) complex, frame_step (int scalar),
+    /// window? (frame_length) real, frame_length? (int scalar; one of window and
+    /// frame_length is needed). Output: (batch, frames, bins, 2), frames = (L −
+    /// frame_length) / frame_step + 1, bins = frame_length (or frame_length/2 + 1 when
+    /// `onesided`).
+    Stft {
+        onesided: bool,
+    },
 }
 
 /// Which window function an [`Op::Window`] computes.
@@ -2468,6 +2476,7 @@ pub const OTHER_OPS: &[OpSchema] = &[
             attr("onesided", Int(0)),
         ],
     ),
+    schema("STFT", 17, Family::Signal, &[attr("onesided", Int(1))]),
 ];
 
 /// The attributes LSTM, GRU and RNN share; `layout` exists from opset 14.
@@ -2845,6 +2854,7 @@ impl Op {
             Op::Scan { .. } => other("Scan"),
             Op::Window { kind, .. } => other(kind.name()),
             Op::Dft { .. } => other("DFT"),
+            Op::Stft { .. } => other("STFT"),
         }
     }
 

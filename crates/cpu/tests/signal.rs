@@ -231,3 +231,43 @@ fn dft_refuses_bad_inputs() {
         Err(OpError::DType { index: 0, .. })
     ));
 }
+
+#[test]
+fn stft_frames_a_signal() {
+    // x = 1, 2, 3, 4 framed by 2 with step 2: frames (1, 2) and (3, 4); each frame's DFT
+    // is (sum, difference): (3, −1) and (7, −1).
+    let x = f64s(&[1, 4, 1], &[1.0, 2.0, 3.0, 4.0]);
+    let two = Tensor::scalar_i64(2);
+    let one_step = Tensor::scalar_i64(1);
+    let full = Op::Stft { onesided: false };
+    check(
+        &one(&full, &[Some(&x), Some(&two), None, Some(&two)]),
+        &[1, 2, 2, 2],
+        &[3.0, 0.0, -1.0, 0.0, 7.0, 0.0, -1.0, 0.0],
+    );
+    // Step 1 gives three frames; a window (1, 0) keeps each frame's first sample, so both
+    // bins are that sample.
+    let window = f64s(&[2], &[1.0, 0.0]);
+    check(
+        &one(&full, &[Some(&x), Some(&one_step), Some(&window)]),
+        &[1, 3, 2, 2],
+        &[1.0, 0.0, 1.0, 0.0, 2.0, 0.0, 2.0, 0.0, 3.0, 0.0, 3.0, 0.0],
+    );
+    // Onesided keeps bins 0 … 2/2: both, here.
+    let half = Op::Stft { onesided: true };
+    check(
+        &one(&half, &[Some(&x), Some(&two), None, Some(&two)]),
+        &[1, 2, 2, 2],
+        &[3.0, 0.0, -1.0, 0.0, 7.0, 0.0, -1.0, 0.0],
+    );
+    // A frame longer than the signal, and neither window nor frame_length, are refused.
+    let five = Tensor::scalar_i64(5);
+    assert!(matches!(
+        run(&full, &[Some(&x), Some(&two), None, Some(&five)]),
+        Err(OpError::Shape(_))
+    ));
+    assert!(matches!(
+        run(&full, &[Some(&x), Some(&two)]),
+        Err(OpError::MissingInput { index: 3, .. })
+    ));
+}

@@ -586,6 +586,9 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
             inverse: a.flag_or("inverse", false)?,
             onesided: a.flag_or("onesided", false)?,
         },
+        "STFT" => Op::Stft {
+            onesided: a.flag_or("onesided", true)?,
+        },
         // The schemas and this match list the same ops; reaching here means they disagree.
         _ => {
             return Err(Error::UnknownOp {
@@ -1069,6 +1072,11 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
             }
             if *onesided {
                 at.push(attrs::flag("onesided", true));
+            }
+        }
+        Op::Stft { onesided } => {
+            if !*onesided {
+                at.push(attrs::flag("onesided", false));
             }
         }
         Op::ConvTranspose(c) => {

@@ -898,6 +898,14 @@ fn newer_cases() -> Vec<(NodeProto, Op)> {
             onesided: true,
         },
     ));
+    cases.push((
+        one(
+            "STFT",
+            &["x", "step", "window"],
+            vec![attr_int("onesided", 0)],
+        ),
+        Op::Stft { onesided: false },
+    ));
     // Control flow, with empty subgraphs (read at opset 17, their form's opset).
     let empty = || concord_onnx::proto::GraphProto::default();
     let body = || {

@@ -538,6 +538,12 @@ fn signal_nodes(opset: i64) -> Vec<Node> {
         };
         nodes.push(n("dft", dft, &["x", "idx"], &["dft_out"]));
     }
+    nodes.push(n(
+        "stft",
+        Op::Stft { onesided: false },
+        &["x", "idx", "", "idx"],
+        &["stft_out"],
+    ));
     nodes.retain(|n| n.op.schema().since <= opset);
     nodes
 }

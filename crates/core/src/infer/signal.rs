@@ -38,6 +38,7 @@ pub(super) fn infer(
             OutputFact::new(*dtype, vec![len])
         }
         Op::Dft { axis, onesided, .. } => dft(*axis, *onesided, inputs)?,
+        Op::Stft { onesided } => stft(*onesided, inputs)?,
         other => {
             return Err(OpError::Unsupported(format!(
                 "{} is not signal processing",
@@ -130,4 +131,53 @@ fn dft(
     };
     shape[rank - 1] = Dim::Fixed(2);
     Ok(OutputFact::new(x.dtype, shape))
+}
+
+fn stft(onesided: bool, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+    let x = required(inputs, 0, "signal")?;
+    expect_dtype(&x, 0, "signal", &FLOATS)?;
+    if x.shape.len() != 3 {
+        return Err(OpError::Shape(format!(
+            "STFT needs signal (batch, L, 1) or (batch, L, 2), got {}",
+            format_sym(x.shape)
+        )));
+    }
+    let step = required(inputs, 1, "frame_step")?;
+    expect_dtype(&step, 1, "frame_step", &SIZES)?;
+    let window = optional(inputs, 2);
+    if let Some(w) = &window {
+        expect_dtype(w, 2, "window", &[x.dtype])?;
+    }
+    let length = optional(inputs, 3);
+    if let Some(l) = &length {
+        expect_dtype(l, 3, "frame_length", &SIZES)?;
+    }
+    let frame = match (&window, &length) {
+        (_, Some(l)) => scalar(l).map(|n| n.max(0) as usize),
+        (Some(w), None) => match w.shape {
+            [Dim::Fixed(n)] => Some(*n),
+            _ => None,
+        },
+        (None, None) => {
+            return Err(OpError::MissingInput {
+                index: 3,
+                name: "frame_length (or window)",
+            })
+        }
+    };
+    let frames = match (&x.shape[1], frame, scalar(&step)) {
+        (Dim::Fixed(l), Some(f), Some(s)) if s > 0 && f >= 1 && f <= *l => {
+            Dim::Fixed((l - f) / s as usize + 1)
+        }
+        _ => Dim::Unknown,
+    };
+    let bins = match frame {
+        Some(f) if onesided => Dim::Fixed(f / 2 + 1),
+        Some(f) => Dim::Fixed(f),
+        None => Dim::Unknown,
+    };
+    Ok(OutputFact::new(
+        x.dtype,
+        vec![x.shape[0].clone(), frames, bins, Dim::Fixed(2)],
+    ))
 }

@@ -21,6 +21,7 @@ pub(crate) fn run(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError
             inverse,
             onesided,
         } => dft(*axis, *inverse, *onesided, inputs),
+        Op::Stft { onesided } => stft(*onesided, inputs),
         other => Err(super::not_in_family(other)),
     }
 }
@@ -169,4 +170,97 @@ fn dft(
     shape[axis] = k_out;
     shape[rank - 1] = 2;
     Tensor::from_f64(x.dtype(), Shape::new(shape), out)
+}
+
+fn stft(onesided: bool, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+    let x = required(inputs, 0, "signal")?;
+    if !x.dtype().is_float() {
+        return Err(OpError::DType {
+            index: 0,
+            name: "signal",
+            expected: "a float type".to_string(),
+            actual: x.dtype(),
+        });
+    }
+    let (batch, len, parts) = match *x.dims() {
+        [b, l, p @ (1 | 2)] => (b, l, p),
+        _ => {
+            return Err(OpError::Shape(format!(
+                "STFT needs signal (batch, L, 1) or (batch, L, 2), got {}",
+                x.shape()
+            )))
+        }
+    };
+    let step = int_scalar(required(inputs, 1, "frame_step")?, 1, "frame_step")?;
+    let step = usize::try_from(step)
+        .ok()
+        .filter(|&s| s >= 1)
+        .ok_or_else(|| {
+            OpError::Shape(format!("STFT needs a frame_step of 1 or more, got {step}"))
+        })?;
+    let window = optional(inputs, 2).map(|w| (w.dims().to_vec(), w.to_f64_vec()));
+    let frame = match (optional(inputs, 3), &window) {
+        (Some(l), _) => {
+            let l = int_scalar(l, 3, "frame_length")?;
+            usize::try_from(l).map_err(|_| {
+                OpError::Shape(format!("STFT needs a frame_length of 1 or more, got {l}"))
+            })?
+        }
+        (None, Some((dims, _))) if dims.len() == 1 => dims[0],
+        (None, Some((dims, _))) => {
+            return Err(OpError::Shape(format!(
+                "STFT needs a 1-D window, got {}",
+                Shape::new(dims.clone())
+            )))
+        }
+        (None, None) => {
+            return Err(OpError::MissingInput {
+                index: 3,
+                name: "frame_length (or window)",
+            })
+        }
+    };
+    if let Some((dims, _)) = &window {
+        if dims.as_slice() != [frame] {
+            return Err(OpError::Shape(format!(
+                "STFT window {} does not match frame_length {frame}",
+                Shape::new(dims.clone())
+            )));
+        }
+    }
+    if frame == 0 || frame > len {
+        return Err(OpError::Shape(format!(
+            "STFT frame_length {frame} must be 1 to the signal length {len}"
+        )));
+    }
+    let frames = (len - frame) / step + 1;
+    let bins = if onesided { frame / 2 + 1 } else { frame };
+    let values = x.to_f64_vec();
+    let (cos, sin): (Vec<f64>, Vec<f64>) = (0..frame)
+        .map(|m| {
+            let angle = -2.0 * PI * m as f64 / frame as f64;
+            (angle.cos(), angle.sin())
+        })
+        .unzip();
+    let mut out = vec![0.0; batch * frames * bins * 2];
+    for b in 0..batch {
+        for f in 0..frames {
+            for k in 0..bins {
+                let (mut re, mut im) = (0.0, 0.0);
+                for n in 0..frame {
+                    let w = window.as_ref().map_or(1.0, |(_, w)| w[n]);
+                    let at = (b * len + f * step + n) * parts;
+                    let xr = values[at] * w;
+                    let xi = if parts == 2 { values[at + 1] * w } else { 0.0 };
+                    let m = (k * n) % frame;
+                    re += xr * cos[m] - xi * sin[m];
+                    im += xr * sin[m] + xi * cos[m];
+                }
+                let at = ((b * frames + f) * bins + k) * 2;
+                out[at] = re;
+                out[at + 1] = im;
+            }
+        }
+    }
+    Tensor::from_f64(x.dtype(), Shape::new(vec![batch, frames, bins, 2]), out)
 }

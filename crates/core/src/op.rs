@@ -1579,7 +1579,7 @@ pub enum Family {
     LinearAlgebra,
     /// If, Loop, Scan: nodes that run subgraphs (the reference executor only).
     ControlFlow,
-    /// HannWindow, HammingWindow, BlackmanWindow, DFT: signal processing, computed by the
+    /// HannWindow, HammingWindow, BlackmanWindow, DFT, STFT: signal processing, computed by the
     /// reference only.
     Signal,
 }

@@ -1,5 +1,5 @@
 //! Inference for the Signal family: the window functions (HannWindow, HammingWindow,
-//! BlackmanWindow) and DFT.
+//! BlackmanWindow), DFT and STFT.
 
 use super::{expect_dtype, optional, required, OutputFact, ValueFact};
 use crate::dtype::DType;

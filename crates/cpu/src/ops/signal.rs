@@ -1,5 +1,5 @@
-//! Signal kernels: the window functions (HannWindow, HammingWindow, BlackmanWindow) and
-//! DFT, in f64 and rounded once to the output type.
+//! Signal kernels: the window functions (HannWindow, HammingWindow, BlackmanWindow), DFT
+//! and STFT, in f64 and rounded once to the output type.
 //!
 //! DFT sums every term directly (no fast transform), with each twiddle angle reduced
 //! exactly as `2π·(k·n mod L)/L` so that long signals lose no accuracy to large angles.

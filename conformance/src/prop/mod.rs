@@ -134,6 +134,11 @@ pub const REFERENCE_ONLY: &[&str] = &[
     "Scan",
     "GridSample",
     "AffineGrid",
+    "HannWindow",
+    "HammingWindow",
+    "BlackmanWindow",
+    "DFT",
+    "STFT",
 ];
 
 /// Supported ops without a property strategy, and why.

@@ -407,6 +407,32 @@ pub enum Op {
     AffineGrid {
         align_corners: bool,
     },
+    // Signal processing (Signal family), computed by the reference only.
+    /// Input: size (i32 or i64 scalar). Output: a 1-D window of `size` values of `dtype`.
+    Window {
+        kind: WindowKind,
+        /// Periodic (length `size + 1` truncated) rather than symmetric.
+        periodic: bool,
+        dtype: DType,
+    },
+    /// Inputs: input (…, N, 1) real or (…, N, 2) complex (the trailing axis is required,
+    /// as in the spec), dft_length? (int scalar), axis? (int scalar, opset 20 form only).
+    /// Output: complex (…, K, 2) with K = dft_length (or N), or K/2 + 1 when `onesided`.
+    Dft {
+        /// The opset 17–19 attribute; `None` in the opset 20 form (axis an input, default
+        /// -2).
+        axis: Option<i64>,
+        inverse: bool,
+        onesided: bool,
+    },
+    /// Inputs: signal (batch, L, 1) real or (batch, L, 2) complex, frame_step (int scalar),
+    /// window? (frame_length) real, frame_length? (int scalar; one of window and
+    /// frame_length is needed). Output: (batch, frames, bins, 2), frames = (L −
+    /// frame_length) / frame_step + 1, bins = frame_length (or frame_length/2 + 1 when
+    /// `onesided`).
+    Stft {
+        onesided: bool,
+    },
 }
 
 /// GridSample's interpolation (`mode`; opset 16 spells linear and cubic `bilinear` and
@@ -429,6 +455,25 @@ pub enum GridPadding {
     Border,
     /// The value at the position reflected at the borders.
     Reflection,
+}
+
+/// Which window function an [`Op::Window`] computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowKind {
+    Hann,
+    Hamming,
+    Blackman,
+}
+
+impl WindowKind {
+    /// The ONNX op type.
+    pub fn name(self) -> &'static str {
+        match self {
+            WindowKind::Hann => "HannWindow",
+            WindowKind::Hamming => "HammingWindow",
+            WindowKind::Blackman => "BlackmanWindow",
+        }
+    }
 }
 
 /// Which recurrent network an [`Op::Recurrent`] computes.
@@ -1574,6 +1619,9 @@ pub enum Family {
     /// GridSample and AffineGrid: sampling at computed positions (the reference executor
     /// only).
     Sampling,
+    /// HannWindow, HammingWindow, BlackmanWindow, DFT, STFT: signal processing, computed by the
+    /// reference only.
+    Signal,
 }
 
 /// An attribute's default value as the schema states it.
@@ -2457,6 +2505,35 @@ pub const OTHER_OPS: &[OpSchema] = &[
         Family::Sampling,
         &[attr("align_corners", Int(0))],
     ),
+    schema(
+        "HannWindow",
+        17,
+        Family::Signal,
+        &[attr("output_datatype", Int(1)), attr("periodic", Int(1))],
+    ),
+    schema(
+        "HammingWindow",
+        17,
+        Family::Signal,
+        &[attr("output_datatype", Int(1)), attr("periodic", Int(1))],
+    ),
+    schema(
+        "BlackmanWindow",
+        17,
+        Family::Signal,
+        &[attr("output_datatype", Int(1)), attr("periodic", Int(1))],
+    ),
+    schema(
+        "DFT",
+        17,
+        Family::Signal,
+        &[
+            attr("axis", Int(1)),
+            attr("inverse", Int(0)),
+            attr("onesided", Int(0)),
+        ],
+    ),
+    schema("STFT", 17, Family::Signal, &[attr("onesided", Int(1))]),
 ];
 
 /// The attributes LSTM, GRU and RNN share; `layout` exists from opset 14.
@@ -2834,6 +2911,9 @@ impl Op {
             Op::Scan { .. } => other("Scan"),
             Op::GridSample { .. } => other("GridSample"),
             Op::AffineGrid { .. } => other("AffineGrid"),
+            Op::Window { kind, .. } => other(kind.name()),
+            Op::Dft { .. } => other("DFT"),
+            Op::Stft { .. } => other("STFT"),
         }
     }
 

@@ -18,7 +18,7 @@ use concord_core::op::{
     NearestMode, PadMode, Pool, Reduce, ReduceKind, Resize, ResizeMode, ScatterReduction, Unary,
     Variadic,
 };
-use concord_core::{op, Node, Op, Tensor};
+use concord_core::{op, DType, Node, Op, Tensor};
 
 /// What the reader knows about the node besides its attributes.
 #[derive(Clone, Copy, Debug)]
@@ -594,6 +594,44 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
         "AffineGrid" => Op::AffineGrid {
             align_corners: a.flag_or("align_corners", false)?,
         },
+        "HannWindow" | "HammingWindow" | "BlackmanWindow" => {
+            let kind = match op_type {
+                "HannWindow" => op::WindowKind::Hann,
+                "HammingWindow" => op::WindowKind::Hamming,
+                _ => op::WindowKind::Blackman,
+            };
+            let code = a.int_or("output_datatype", 1)?;
+            let dtype = i32::try_from(code)
+                .ok()
+                .and_then(dtype_from_onnx)
+                .filter(|d| *d != DType::Bool)
+                .ok_or_else(|| Error::UnsupportedDType {
+                    what: "the window output_datatype of node",
+                    name: a.node().to_string(),
+                    data_type: i32::try_from(code).unwrap_or(-1),
+                })?;
+            Op::Window {
+                kind,
+                periodic: a.flag_or("periodic", true)?,
+                dtype,
+            }
+        }
+        "DFT" => Op::Dft {
+            // From opset 20 the axis is an input (default -2); before, an attribute.
+            axis: if ctx.opset >= 20 {
+                if a.int("axis")?.is_some() {
+                    return Err(a.error("axis", "is an input from opset 20".to_string()));
+                }
+                None
+            } else {
+                Some(a.int_or("axis", 1)?)
+            },
+            inverse: a.flag_or("inverse", false)?,
+            onesided: a.flag_or("onesided", false)?,
+        },
+        "STFT" => Op::Stft {
+            onesided: a.flag_or("onesided", true)?,
+        },
         // The schemas and this match list the same ops; reaching here means they disagree.
         _ => {
             return Err(Error::UnknownOp {
@@ -1034,6 +1072,54 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
             }
             if !strides.is_empty() {
                 at.push(attrs::extents("strides", strides));
+            }
+        }
+        Op::Window {
+            periodic, dtype, ..
+        } => {
+            if *dtype != DType::F32 {
+                at.push(attrs::int(
+                    "output_datatype",
+                    i64::from(dtype_to_onnx(*dtype)),
+                ));
+            }
+            if !*periodic {
+                at.push(attrs::flag("periodic", false));
+            }
+        }
+        Op::Dft {
+            axis,
+            inverse,
+            onesided,
+        } => {
+            match (axis, opset >= 20) {
+                (Some(axis), false) => {
+                    if *axis != 1 {
+                        at.push(attrs::int("axis", *axis));
+                    }
+                }
+                (None, true) => {}
+                (Some(_), true) => {
+                    return Err(unrepresentable(
+                        "DFT's axis is an input from opset 20, this node has it as an attribute",
+                    ))
+                }
+                (None, false) => {
+                    return Err(unrepresentable(
+                        "DFT's axis is an attribute before opset 20, this node has it as an input",
+                    ))
+                }
+            }
+            if *inverse {
+                at.push(attrs::flag("inverse", true));
+            }
+            if *onesided {
+                at.push(attrs::flag("onesided", true));
+            }
+        }
+        Op::Stft { onesided } => {
+            if !*onesided {
+                at.push(attrs::flag("onesided", false));
             }
         }
         Op::ConvTranspose(c) => {

@@ -867,6 +867,45 @@ fn newer_cases() -> Vec<(NodeProto, Op)> {
             output_shape: vec![10, 8],
         }),
     ));
+    for (name, kind) in [
+        ("HannWindow", concord_core::op::WindowKind::Hann),
+        ("HammingWindow", concord_core::op::WindowKind::Hamming),
+        ("BlackmanWindow", concord_core::op::WindowKind::Blackman),
+    ] {
+        cases.push((
+            one(
+                name,
+                &["size"],
+                vec![attr_int("periodic", 0), attr_int("output_datatype", 11)],
+            ),
+            Op::Window {
+                kind,
+                periodic: false,
+                dtype: DType::F64,
+            },
+        ));
+    }
+    // Read at opset 17: the axis is an attribute.
+    cases.push((
+        one(
+            "DFT",
+            &["x", "len"],
+            vec![attr_int("axis", 2), attr_int("onesided", 1)],
+        ),
+        Op::Dft {
+            axis: Some(2),
+            inverse: false,
+            onesided: true,
+        },
+    ));
+    cases.push((
+        one(
+            "STFT",
+            &["x", "step", "window"],
+            vec![attr_int("onesided", 0)],
+        ),
+        Op::Stft { onesided: false },
+    ));
     // Control flow, with empty subgraphs (read at opset 17, their form's opset).
     let empty = || concord_onnx::proto::GraphProto::default();
     let body = || {
@@ -1068,4 +1107,61 @@ fn every_op_type_reads_as_the_spec_says() {
             "{op_type} after save and read"
         );
     }
+}
+
+#[test]
+fn dft_axis_is_an_attribute_before_opset_20_and_an_input_from_it() {
+    let read = |opset: i64, attrs| {
+        let proto = node("DFT", "", &["x", "", "axis"], &["y"], attrs);
+        read_graph(&bytes(&model(
+            opset,
+            graph(vec![proto], vec![], vec![], vec![]),
+        )))
+        .map(|g| g.nodes.first().map(|n| n.op.clone()))
+    };
+    let dft = |axis| {
+        Some(Op::Dft {
+            axis,
+            inverse: true,
+            onesided: false,
+        })
+    };
+    // Opset 17's default axis is 1.
+    assert_eq!(
+        read(17, vec![attr_int("inverse", 1)]).map_err(|e| e.to_string()),
+        Ok(dft(Some(1)))
+    );
+    assert_eq!(
+        read(20, vec![attr_int("inverse", 1)]).map_err(|e| e.to_string()),
+        Ok(dft(None))
+    );
+    expect_err(
+        read(20, vec![attr_int("axis", 1)]),
+        |_| true,
+        &["axis", "opset 20"],
+    );
+    expect_err(
+        read(17, vec![attr_int("output_datatype", 1)]),
+        |_| true,
+        &["output_datatype"],
+    );
+}
+
+#[test]
+fn window_output_datatype_must_be_numeric() {
+    let proto = node(
+        "HannWindow",
+        "",
+        &["size"],
+        &["y"],
+        vec![attr_int("output_datatype", 9)],
+    );
+    expect_err(
+        read_graph(&bytes(&model(
+            17,
+            graph(vec![proto], vec![], vec![], vec![]),
+        ))),
+        |_| true,
+        &["output_datatype"],
+    );
 }

@@ -435,6 +435,7 @@ fn every_op_graph(opset: i64) -> Graph {
             .filter(|n| n.op.schema().since <= opset),
     );
     nodes.extend(control_flow_nodes(opset));
+    nodes.extend(signal_nodes(opset));
     let mut initializers = BTreeMap::new();
     initializers.insert(
         "w".to_string(),
@@ -498,6 +499,53 @@ fn every_op_graph(opset: i64) -> Graph {
         opset,
         values: BTreeMap::new(),
     }
+}
+
+/// The window ops (non-default attributes) and DFT in the form of `opset` (axis an
+/// attribute before opset 20, an input from it).
+fn signal_nodes(opset: i64) -> Vec<Node> {
+    use concord_core::op::WindowKind;
+    let window = |name: &str, kind: WindowKind, periodic: bool, dtype: DType| {
+        let out = format!("{name}_out");
+        n(
+            name,
+            Op::Window {
+                kind,
+                periodic,
+                dtype,
+            },
+            &["idx"],
+            &[out.as_str()],
+        )
+    };
+    let mut nodes = vec![
+        window("hann", WindowKind::Hann, false, DType::F64),
+        window("hamming", WindowKind::Hamming, true, DType::F32),
+        window("blackman", WindowKind::Blackman, false, DType::F16),
+    ];
+    if opset >= 20 {
+        let dft = Op::Dft {
+            axis: None,
+            inverse: true,
+            onesided: false,
+        };
+        nodes.push(n("dft", dft, &["x", "", "idx"], &["dft_out"]));
+    } else if opset >= 17 {
+        let dft = Op::Dft {
+            axis: Some(-2),
+            inverse: false,
+            onesided: true,
+        };
+        nodes.push(n("dft", dft, &["x", "idx"], &["dft_out"]));
+    }
+    nodes.push(n(
+        "stft",
+        Op::Stft { onesided: false },
+        &["x", "idx", "", "idx"],
+        &["stft_out"],
+    ));
+    nodes.retain(|n| n.op.schema().since <= opset);
+    nodes
 }
 
 /// If, Loop and Scan whose subgraphs read `x` from the outer graph (a capture, which the

@@ -11,6 +11,7 @@ mod nn;
 mod quant;
 mod recurrent;
 mod sampling;
+mod signal;
 
 pub use control::{condition_value, scan_axis, subgraph_error};
 
@@ -64,6 +65,7 @@ pub fn infer_op(
         Family::LinearAlgebra => algebra::infer(op, inputs, num_outputs)?,
         Family::ControlFlow => control::infer(op, inputs, num_outputs, None)?,
         Family::Sampling => sampling::infer(op, inputs, num_outputs)?,
+        Family::Signal => signal::infer(op, inputs, num_outputs)?,
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(

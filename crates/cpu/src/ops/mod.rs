@@ -18,6 +18,7 @@ mod reduce;
 mod resize;
 mod sampling;
 mod selection;
+mod signal;
 mod spatial;
 
 use concord_core::op::Family;
@@ -71,6 +72,7 @@ pub fn run_op(
         Family::LinearAlgebra => algebra::run(op, inputs)?,
         Family::ControlFlow => control::run(op, inputs, num_outputs)?,
         Family::Sampling => vec![sampling::run(op, inputs)?],
+        Family::Signal => vec![signal::run(op, inputs)?],
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(

@@ -60,6 +60,7 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
                 | Family::LinearAlgebra
                 | Family::ControlFlow
                 | Family::Sampling
+                | Family::Signal
         ),
     };
     if matches!(node.op, Op::MaxPool(_)) && node.outputs.len() > 1 {

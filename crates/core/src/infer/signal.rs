@@ -1,0 +1,183 @@
+//! Inference for the Signal family: the window functions (HannWindow, HammingWindow,
+//! BlackmanWindow), DFT and STFT.
+
+use super::{expect_dtype, optional, required, OutputFact, ValueFact};
+use crate::dtype::DType;
+use crate::error::OpError;
+use crate::op::Op;
+use crate::shape::{format_sym, Dim};
+
+const FLOATS: [DType; 4] = [DType::F64, DType::F32, DType::F16, DType::BF16];
+const SIZES: [DType; 2] = [DType::I64, DType::I32];
+
+pub(super) fn infer(
+    op: &Op,
+    inputs: &[Option<ValueFact>],
+    num_outputs: usize,
+) -> Result<Vec<OutputFact>, OpError> {
+    if num_outputs != 1 {
+        return Err(OpError::Unsupported(format!(
+            "{} has one output, the node declares {num_outputs}",
+            op.name()
+        )));
+    }
+    let fact = match op {
+        Op::Window { dtype, .. } => {
+            let size = required(inputs, 0, "size")?;
+            expect_dtype(&size, 0, "size", &SIZES)?;
+            let len = match scalar(&size) {
+                Some(n) if n < 0 => {
+                    return Err(OpError::Shape(format!(
+                        "{} needs a size of 0 or more, got {n}",
+                        op.name()
+                    )))
+                }
+                Some(n) => Dim::Fixed(n as usize),
+                None => Dim::Unknown,
+            };
+            OutputFact::new(*dtype, vec![len])
+        }
+        Op::Dft { axis, onesided, .. } => dft(*axis, *onesided, inputs)?,
+        Op::Stft { onesided } => stft(*onesided, inputs)?,
+        other => {
+            return Err(OpError::Unsupported(format!(
+                "{} is not signal processing",
+                other.name()
+            )))
+        }
+    };
+    Ok(vec![fact])
+}
+
+/// The value of a constant one-element integer input.
+fn scalar(fact: &ValueFact) -> Option<i64> {
+    let v = fact.value?.to_i64_vec()?;
+    match v.as_slice() {
+        [n] => Some(*n),
+        _ => None,
+    }
+}
+
+/// DFT's signal axis for an input of rank `rank` (the trailing real/imaginary axis
+/// excluded): `axis` may count from the end, where -1 is that trailing axis and so not
+/// allowed.
+fn dft_axis(axis: i64, rank: usize) -> Result<usize, OpError> {
+    let r = rank as i64;
+    let resolved = if axis < 0 { axis + r } else { axis };
+    if rank < 2 || resolved < 0 || resolved > r - 2 {
+        return Err(OpError::Shape(format!(
+            "DFT axis {axis} is out of range for an input of rank {rank} (the last axis holds \
+             the real and imaginary parts)"
+        )));
+    }
+    Ok(resolved as usize)
+}
+
+fn dft(
+    axis: Option<i64>,
+    onesided: bool,
+    inputs: &[Option<ValueFact>],
+) -> Result<OutputFact, OpError> {
+    let x = required(inputs, 0, "input")?;
+    expect_dtype(&x, 0, "input", &FLOATS)?;
+    let rank = x.shape.len();
+    match x.shape.last() {
+        Some(Dim::Fixed(1 | 2)) | Some(Dim::Named(_) | Dim::Unknown) if rank >= 2 => {}
+        _ => {
+            return Err(OpError::Shape(format!(
+                "DFT needs input (…, N, 1) real or (…, N, 2) complex, got {}",
+                format_sym(x.shape)
+            )))
+        }
+    }
+    let length = match optional(inputs, 1) {
+        Some(l) => {
+            expect_dtype(&l, 1, "dft_length", &SIZES)?;
+            match scalar(&l) {
+                Some(n) if n < 1 => {
+                    return Err(OpError::Shape(format!(
+                        "DFT needs a dft_length of 1 or more, got {n}"
+                    )))
+                }
+                Some(n) => Some(Dim::Fixed(n as usize)),
+                None => Some(Dim::Unknown),
+            }
+        }
+        None => None,
+    };
+    let axis = match axis {
+        Some(a) => Some(a),
+        None => match optional(inputs, 2) {
+            Some(a) => {
+                expect_dtype(&a, 2, "axis", &SIZES)?;
+                scalar(&a)
+            }
+            None => Some(-2),
+        },
+    };
+    let Some(axis) = axis else {
+        // The axis is computed at run time: only the rank and the complex pair are known.
+        let mut shape = vec![Dim::Unknown; rank];
+        shape[rank - 1] = Dim::Fixed(2);
+        return Ok(OutputFact::new(x.dtype, shape));
+    };
+    let axis = dft_axis(axis, rank)?;
+    let mut shape = x.shape.to_vec();
+    let n = length.unwrap_or_else(|| shape[axis].clone());
+    shape[axis] = match (onesided, n) {
+        (true, Dim::Fixed(n)) => Dim::Fixed(n / 2 + 1),
+        (true, _) => Dim::Unknown,
+        (false, n) => n,
+    };
+    shape[rank - 1] = Dim::Fixed(2);
+    Ok(OutputFact::new(x.dtype, shape))
+}
+
+fn stft(onesided: bool, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+    let x = required(inputs, 0, "signal")?;
+    expect_dtype(&x, 0, "signal", &FLOATS)?;
+    if x.shape.len() != 3 {
+        return Err(OpError::Shape(format!(
+            "STFT needs signal (batch, L, 1) or (batch, L, 2), got {}",
+            format_sym(x.shape)
+        )));
+    }
+    let step = required(inputs, 1, "frame_step")?;
+    expect_dtype(&step, 1, "frame_step", &SIZES)?;
+    let window = optional(inputs, 2);
+    if let Some(w) = &window {
+        expect_dtype(w, 2, "window", &[x.dtype])?;
+    }
+    let length = optional(inputs, 3);
+    if let Some(l) = &length {
+        expect_dtype(l, 3, "frame_length", &SIZES)?;
+    }
+    let frame = match (&window, &length) {
+        (_, Some(l)) => scalar(l).map(|n| n.max(0) as usize),
+        (Some(w), None) => match w.shape {
+            [Dim::Fixed(n)] => Some(*n),
+            _ => None,
+        },
+        (None, None) => {
+            return Err(OpError::MissingInput {
+                index: 3,
+                name: "frame_length (or window)",
+            })
+        }
+    };
+    let frames = match (&x.shape[1], frame, scalar(&step)) {
+        (Dim::Fixed(l), Some(f), Some(s)) if s > 0 && f >= 1 && f <= *l => {
+            Dim::Fixed((l - f) / s as usize + 1)
+        }
+        _ => Dim::Unknown,
+    };
+    let bins = match frame {
+        Some(f) if onesided => Dim::Fixed(f / 2 + 1),
+        Some(f) => Dim::Fixed(f),
+        None => Dim::Unknown,
+    };
+    Ok(OutputFact::new(
+        x.dtype,
+        vec![x.shape[0].clone(), frames, bins, Dim::Fixed(2)],
+    ))
+}

@@ -1,0 +1,266 @@
+//! Signal kernels: the window functions (HannWindow, HammingWindow, BlackmanWindow), DFT
+//! and STFT, in f64 and rounded once to the output type.
+//!
+//! DFT sums every term directly (no fast transform), with each twiddle angle reduced
+//! exactly as `2π·(k·n mod L)/L` so that long signals lose no accuracy to large angles.
+
+use super::{optional, required};
+use concord_core::op::{Op, WindowKind};
+use concord_core::{DType, OpError, Shape, Tensor};
+use std::f64::consts::PI;
+
+pub(crate) fn run(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+    match op {
+        Op::Window {
+            kind,
+            periodic,
+            dtype,
+        } => window(*kind, *periodic, *dtype, inputs),
+        Op::Dft {
+            axis,
+            inverse,
+            onesided,
+        } => dft(*axis, *inverse, *onesided, inputs),
+        Op::Stft { onesided } => stft(*onesided, inputs),
+        other => Err(super::not_in_family(other)),
+    }
+}
+
+/// The single integer of a one-element i32/i64 input.
+fn int_scalar(t: &Tensor, index: usize, name: &'static str) -> Result<i64, OpError> {
+    match (t.dtype(), t.to_i64_vec().as_deref()) {
+        (DType::I64 | DType::I32, Some([n])) => Ok(*n),
+        (DType::I64 | DType::I32, _) => Err(OpError::Shape(format!(
+            "input {index} ({name}) must hold one value, got shape {}",
+            t.shape()
+        ))),
+        (actual, _) => Err(OpError::DType {
+            index,
+            name,
+            expected: "i64 or i32".to_string(),
+            actual,
+        }),
+    }
+}
+
+/// The window's value at `n` of `size`: the generalised cosine window
+/// a0 − a1·cos(2πn/D) + a2·cos(4πn/D), D = size (periodic) or size − 1 (symmetric).
+fn window_value(kind: WindowKind, periodic: bool, size: usize, n: usize) -> f64 {
+    let (a0, a1, a2) = match kind {
+        WindowKind::Hann => (0.5, 0.5, 0.0),
+        // ONNX's Hamming coefficients are 25/46 and 21/46 (not 0.54 and 0.46).
+        WindowKind::Hamming => (25.0 / 46.0, 21.0 / 46.0, 0.0),
+        WindowKind::Blackman => (0.42, 0.5, 0.08),
+    };
+    let d = if periodic { size } else { size - 1 };
+    if d == 0 {
+        // A symmetric window of one sample: its only value is the peak (as numpy's).
+        return 1.0;
+    }
+    let x = 2.0 * PI * n as f64 / d as f64;
+    a0 - a1 * x.cos() + a2 * (2.0 * x).cos()
+}
+
+fn window(
+    kind: WindowKind,
+    periodic: bool,
+    dtype: DType,
+    inputs: &[Option<&Tensor>],
+) -> Result<Tensor, OpError> {
+    let size = int_scalar(required(inputs, 0, "size")?, 0, "size")?;
+    let size = usize::try_from(size).map_err(|_| {
+        OpError::Shape(format!(
+            "{} needs a size of 0 or more, got {size}",
+            kind.name()
+        ))
+    })?;
+    let values = (0..size)
+        .map(|n| window_value(kind, periodic, size, n))
+        .collect();
+    Tensor::from_f64(dtype, Shape::new(vec![size]), values)
+}
+
+fn dft(
+    axis: Option<i64>,
+    inverse: bool,
+    onesided: bool,
+    inputs: &[Option<&Tensor>],
+) -> Result<Tensor, OpError> {
+    let x = required(inputs, 0, "input")?;
+    if !x.dtype().is_float() {
+        return Err(OpError::DType {
+            index: 0,
+            name: "input",
+            expected: "a float type".to_string(),
+            actual: x.dtype(),
+        });
+    }
+    let dims = x.dims();
+    let rank = dims.len();
+    let parts = match dims.last() {
+        Some(&p @ (1 | 2)) if rank >= 2 => p,
+        _ => {
+            return Err(OpError::Shape(format!(
+                "DFT needs input (…, N, 1) real or (…, N, 2) complex, got {}",
+                x.shape()
+            )))
+        }
+    };
+    let axis = match axis {
+        Some(a) => a,
+        None => match optional(inputs, 2) {
+            Some(t) => int_scalar(t, 2, "axis")?,
+            None => -2,
+        },
+    };
+    let r = rank as i64;
+    let resolved = if axis < 0 { axis + r } else { axis };
+    if resolved < 0 || resolved > r - 2 {
+        return Err(OpError::Shape(format!(
+            "DFT axis {axis} is out of range for input {} (the last axis holds the real and \
+             imaginary parts)",
+            x.shape()
+        )));
+    }
+    let axis = resolved as usize;
+    let n_in = dims[axis];
+    let length = match optional(inputs, 1) {
+        Some(t) => {
+            let l = int_scalar(t, 1, "dft_length")?;
+            usize::try_from(l).ok().filter(|&l| l >= 1).ok_or_else(|| {
+                OpError::Shape(format!("DFT needs a dft_length of 1 or more, got {l}"))
+            })?
+        }
+        None => n_in,
+    };
+    let k_out = if onesided { length / 2 + 1 } else { length };
+    let outer: usize = dims[..axis].iter().product();
+    let inner: usize = dims[axis + 1..rank - 1].iter().product();
+    let values = x.to_f64_vec();
+    // Signal samples past dft_length are dropped; those past the input are zeros.
+    let used = n_in.min(length);
+    let sign = if inverse { 1.0 } else { -1.0 };
+    let scale = if inverse { 1.0 / length as f64 } else { 1.0 };
+    let (cos, sin): (Vec<f64>, Vec<f64>) = (0..length.max(1))
+        .map(|m| {
+            let angle = sign * 2.0 * PI * m as f64 / length as f64;
+            (angle.cos(), angle.sin())
+        })
+        .unzip();
+    let mut out = vec![0.0; outer * k_out * inner * 2];
+    for o in 0..outer {
+        for i in 0..inner {
+            for k in 0..k_out {
+                let (mut re, mut im) = (0.0, 0.0);
+                for n in 0..used {
+                    let at = ((o * n_in + n) * inner + i) * parts;
+                    let xr = values[at];
+                    let xi = if parts == 2 { values[at + 1] } else { 0.0 };
+                    let m = (k * n) % length;
+                    re += xr * cos[m] - xi * sin[m];
+                    im += xr * sin[m] + xi * cos[m];
+                }
+                let at = ((o * k_out + k) * inner + i) * 2;
+                out[at] = re * scale;
+                out[at + 1] = im * scale;
+            }
+        }
+    }
+    let mut shape = dims.to_vec();
+    shape[axis] = k_out;
+    shape[rank - 1] = 2;
+    Tensor::from_f64(x.dtype(), Shape::new(shape), out)
+}
+
+fn stft(onesided: bool, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+    let x = required(inputs, 0, "signal")?;
+    if !x.dtype().is_float() {
+        return Err(OpError::DType {
+            index: 0,
+            name: "signal",
+            expected: "a float type".to_string(),
+            actual: x.dtype(),
+        });
+    }
+    let (batch, len, parts) = match *x.dims() {
+        [b, l, p @ (1 | 2)] => (b, l, p),
+        _ => {
+            return Err(OpError::Shape(format!(
+                "STFT needs signal (batch, L, 1) or (batch, L, 2), got {}",
+                x.shape()
+            )))
+        }
+    };
+    let step = int_scalar(required(inputs, 1, "frame_step")?, 1, "frame_step")?;
+    let step = usize::try_from(step)
+        .ok()
+        .filter(|&s| s >= 1)
+        .ok_or_else(|| {
+            OpError::Shape(format!("STFT needs a frame_step of 1 or more, got {step}"))
+        })?;
+    let window = optional(inputs, 2).map(|w| (w.dims().to_vec(), w.to_f64_vec()));
+    let frame = match (optional(inputs, 3), &window) {
+        (Some(l), _) => {
+            let l = int_scalar(l, 3, "frame_length")?;
+            usize::try_from(l).map_err(|_| {
+                OpError::Shape(format!("STFT needs a frame_length of 1 or more, got {l}"))
+            })?
+        }
+        (None, Some((dims, _))) if dims.len() == 1 => dims[0],
+        (None, Some((dims, _))) => {
+            return Err(OpError::Shape(format!(
+                "STFT needs a 1-D window, got {}",
+                Shape::new(dims.clone())
+            )))
+        }
+        (None, None) => {
+            return Err(OpError::MissingInput {
+                index: 3,
+                name: "frame_length (or window)",
+            })
+        }
+    };
+    if let Some((dims, _)) = &window {
+        if dims.as_slice() != [frame] {
+            return Err(OpError::Shape(format!(
+                "STFT window {} does not match frame_length {frame}",
+                Shape::new(dims.clone())
+            )));
+        }
+    }
+    if frame == 0 || frame > len {
+        return Err(OpError::Shape(format!(
+            "STFT frame_length {frame} must be 1 to the signal length {len}"
+        )));
+    }
+    let frames = (len - frame) / step + 1;
+    let bins = if onesided { frame / 2 + 1 } else { frame };
+    let values = x.to_f64_vec();
+    let (cos, sin): (Vec<f64>, Vec<f64>) = (0..frame)
+        .map(|m| {
+            let angle = -2.0 * PI * m as f64 / frame as f64;
+            (angle.cos(), angle.sin())
+        })
+        .unzip();
+    let mut out = vec![0.0; batch * frames * bins * 2];
+    for b in 0..batch {
+        for f in 0..frames {
+            for k in 0..bins {
+                let (mut re, mut im) = (0.0, 0.0);
+                for n in 0..frame {
+                    let w = window.as_ref().map_or(1.0, |(_, w)| w[n]);
+                    let at = (b * len + f * step + n) * parts;
+                    let xr = values[at] * w;
+                    let xi = if parts == 2 { values[at + 1] * w } else { 0.0 };
+                    let m = (k * n) % frame;
+                    re += xr * cos[m] - xi * sin[m];
+                    im += xr * sin[m] + xi * cos[m];
+                }
+                let at = ((b * frames + f) * bins + k) * 2;
+                out[at] = re;
+                out[at + 1] = im;
+            }
+        }
+    }
+    Tensor::from_f64(x.dtype(), Shape::new(vec![batch, frames, bins, 2]), out)
+}

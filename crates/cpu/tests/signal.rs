@@ -1,0 +1,273 @@
+//! Reference kernels for the window functions and DFT: hand-computed values at sizes where
+//! the cosines are exact (multiples of π/2), DFT's forward and inverse transforms of a
+//! short signal, onesided output, dft_length truncation and padding, the axis forms, and
+//! typed errors for bad inputs. The ONNX node tests check larger inputs.
+
+// Tests fail by panicking; the workspace's production lint does not apply here.
+#![allow(clippy::panic)]
+
+use concord_core::op::WindowKind;
+use concord_core::{DType, Op, OpError, Tensor};
+use concord_cpu::run_op;
+
+fn tensor(result: Result<Tensor, concord_core::Error>) -> Tensor {
+    match result {
+        Ok(t) => t,
+        Err(e) => panic!("bad test tensor: {e}"),
+    }
+}
+
+fn f64s(dims: &[usize], v: &[f64]) -> Tensor {
+    tensor(Tensor::from_vec(dims.to_vec(), v.to_vec()))
+}
+
+fn run(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+    let mut out = run_op(op, inputs, 1)?;
+    match out.pop() {
+        Some(t) if out.is_empty() => Ok(t),
+        _ => panic!("{op:?} did not produce one output"),
+    }
+}
+
+fn one(op: &Op, inputs: &[Option<&Tensor>]) -> Tensor {
+    match run(op, inputs) {
+        Ok(t) => t,
+        Err(e) => panic!("{op:?}: {e}"),
+    }
+}
+
+/// Values equal to within 1e-12 (the cosines of multiples of π/2 round in f64).
+fn check(t: &Tensor, dims: &[usize], values: &[f64]) {
+    assert_eq!(t.dims(), dims, "shape");
+    let got = t.to_f64_vec();
+    assert_eq!(got.len(), values.len(), "length");
+    for (i, (g, e)) in got.iter().zip(values).enumerate() {
+        assert!((g - e).abs() < 1e-12, "element {i}: got {g}, expected {e}");
+    }
+}
+
+fn window(kind: WindowKind, periodic: bool) -> Op {
+    Op::Window {
+        kind,
+        periodic,
+        dtype: DType::F64,
+    }
+}
+
+#[test]
+fn windows_at_quarter_turns() {
+    let four = Tensor::scalar_i64(4);
+    let five = Tensor::scalar_i64(5);
+    // Periodic size 4: cos(2πn/4) = 1, 0, −1, 0.
+    // Hann 0.5 − 0.5·cos: 0, 0.5, 1, 0.5.
+    let hann = window(WindowKind::Hann, true);
+    check(&one(&hann, &[Some(&four)]), &[4], &[0.0, 0.5, 1.0, 0.5]);
+    // Symmetric size 5 divides by 4 too, and ends where it started.
+    let hann_sym = window(WindowKind::Hann, false);
+    check(
+        &one(&hann_sym, &[Some(&five)]),
+        &[5],
+        &[0.0, 0.5, 1.0, 0.5, 0.0],
+    );
+    // Hamming 25/46 − 21/46·cos: 4/46, 25/46, 1, 25/46.
+    let hamming = window(WindowKind::Hamming, true);
+    check(
+        &one(&hamming, &[Some(&four)]),
+        &[4],
+        &[4.0 / 46.0, 25.0 / 46.0, 1.0, 25.0 / 46.0],
+    );
+    // Blackman 0.42 − 0.5·cos(x) + 0.08·cos(2x), cos(2x) = 1, −1, 1, −1: 0, 0.34, 1, 0.34.
+    let blackman = window(WindowKind::Blackman, true);
+    check(
+        &one(&blackman, &[Some(&four)]),
+        &[4],
+        &[0.0, 0.34, 1.0, 0.34],
+    );
+    // A symmetric window of one sample is its peak; size 0 is empty.
+    check(
+        &one(&hann_sym, &[Some(&Tensor::scalar_i64(1))]),
+        &[1],
+        &[1.0],
+    );
+    check(&one(&hann, &[Some(&Tensor::scalar_i64(0))]), &[0], &[]);
+    // The output type is the attribute's: f32 here.
+    let f32_hann = Op::Window {
+        kind: WindowKind::Hann,
+        periodic: true,
+        dtype: DType::F32,
+    };
+    assert_eq!(one(&f32_hann, &[Some(&four)]).dtype(), DType::F32);
+}
+
+#[test]
+fn window_refuses_a_negative_or_non_integer_size() {
+    let hann = window(WindowKind::Hann, true);
+    assert!(matches!(
+        run(&hann, &[Some(&Tensor::scalar_i64(-1))]),
+        Err(OpError::Shape(_))
+    ));
+    assert!(matches!(
+        run(&hann, &[Some(&Tensor::scalar_f32(4.0))]),
+        Err(OpError::DType { index: 0, .. })
+    ));
+    assert!(matches!(
+        run(&hann, &[None]),
+        Err(OpError::MissingInput { index: 0, .. })
+    ));
+}
+
+fn dft(axis: Option<i64>, inverse: bool, onesided: bool) -> Op {
+    Op::Dft {
+        axis,
+        inverse,
+        onesided,
+    }
+}
+
+#[test]
+fn dft_of_a_short_signal() {
+    // x = 1, 2, 3, 4 (real, shape (1, 4, 1)): X_k = Σ x_n·(−i)^(kn):
+    // X0 = 10, X1 = 1 − 2i − 3 + 4i = −2 + 2i, X2 = 1 − 2 + 3 − 4 = −2, X3 = −2 − 2i.
+    let x = f64s(&[1, 4, 1], &[1.0, 2.0, 3.0, 4.0]);
+    let spectrum = [10.0, 0.0, -2.0, 2.0, -2.0, 0.0, -2.0, -2.0];
+    check(
+        &one(&dft(Some(1), false, false), &[Some(&x)]),
+        &[1, 4, 2],
+        &spectrum,
+    );
+    // Onesided: X0 … X(4/2).
+    check(
+        &one(&dft(Some(1), false, true), &[Some(&x)]),
+        &[1, 3, 2],
+        &spectrum[..6],
+    );
+    // The inverse of the spectrum (complex input) is x again, imaginary parts 0.
+    let s = f64s(&[1, 4, 2], &spectrum);
+    check(
+        &one(&dft(Some(1), true, false), &[Some(&s)]),
+        &[1, 4, 2],
+        &[1.0, 0.0, 2.0, 0.0, 3.0, 0.0, 4.0, 0.0],
+    );
+    // The opset 20 form: axis as input 2 (here −2, the signal axis), default −2.
+    let minus_two = Tensor::scalar_i64(-2);
+    check(
+        &one(
+            &dft(None, false, false),
+            &[Some(&x), None, Some(&minus_two)],
+        ),
+        &[1, 4, 2],
+        &spectrum,
+    );
+    check(
+        &one(&dft(None, false, false), &[Some(&x)]),
+        &[1, 4, 2],
+        &spectrum,
+    );
+}
+
+#[test]
+fn dft_length_truncates_and_pads() {
+    let x = f64s(&[1, 4, 1], &[1.0, 2.0, 3.0, 4.0]);
+    // Length 2 keeps 1, 2: X0 = 3, X1 = 1 − 2 = −1.
+    let two = Tensor::scalar_i64(2);
+    check(
+        &one(&dft(Some(1), false, false), &[Some(&x), Some(&two)]),
+        &[1, 2, 2],
+        &[3.0, 0.0, -1.0, 0.0],
+    );
+    // A single 1 padded with zeros to length 3: every X_k = 1.
+    let impulse = f64s(&[1, 1, 1], &[1.0]);
+    let three = Tensor::scalar_i64(3);
+    check(
+        &one(&dft(Some(1), false, false), &[Some(&impulse), Some(&three)]),
+        &[1, 3, 2],
+        &[1.0, 0.0, 1.0, 0.0, 1.0, 0.0],
+    );
+}
+
+#[test]
+fn dft_along_another_axis() {
+    // Shape (2, 2, 1): along axis 0 the pairs are (1, 3) and (2, 4): sums 4, 6 and
+    // differences −2, −2. Along axis 1 the pairs are (1, 2) and (3, 4).
+    let x = f64s(&[2, 2, 1], &[1.0, 2.0, 3.0, 4.0]);
+    check(
+        &one(&dft(Some(0), false, false), &[Some(&x)]),
+        &[2, 2, 2],
+        &[4.0, 0.0, 6.0, 0.0, -2.0, 0.0, -2.0, 0.0],
+    );
+    check(
+        &one(&dft(Some(1), false, false), &[Some(&x)]),
+        &[2, 2, 2],
+        &[3.0, 0.0, -1.0, 0.0, 7.0, 0.0, -1.0, 0.0],
+    );
+}
+
+#[test]
+fn dft_refuses_bad_inputs() {
+    let x = f64s(&[1, 4, 1], &[1.0, 2.0, 3.0, 4.0]);
+    // The last axis holds the real and imaginary parts: it cannot be the signal axis.
+    assert!(matches!(
+        run(&dft(Some(2), false, false), &[Some(&x)]),
+        Err(OpError::Shape(_))
+    ));
+    assert!(matches!(
+        run(&dft(Some(-1), false, false), &[Some(&x)]),
+        Err(OpError::Shape(_))
+    ));
+    // A trailing axis of 3 is neither real nor complex.
+    let bad = f64s(&[1, 1, 3], &[1.0, 2.0, 3.0]);
+    assert!(matches!(
+        run(&dft(Some(1), false, false), &[Some(&bad)]),
+        Err(OpError::Shape(_))
+    ));
+    let zero = Tensor::scalar_i64(0);
+    assert!(matches!(
+        run(&dft(Some(1), false, false), &[Some(&x), Some(&zero)]),
+        Err(OpError::Shape(_))
+    ));
+    let ints = tensor(Tensor::from_i64(vec![1, 2, 1], vec![1, 2]));
+    assert!(matches!(
+        run(&dft(Some(1), false, false), &[Some(&ints)]),
+        Err(OpError::DType { index: 0, .. })
+    ));
+}
+
+#[test]
+fn stft_frames_a_signal() {
+    // x = 1, 2, 3, 4 framed by 2 with step 2: frames (1, 2) and (3, 4); each frame's DFT
+    // is (sum, difference): (3, −1) and (7, −1).
+    let x = f64s(&[1, 4, 1], &[1.0, 2.0, 3.0, 4.0]);
+    let two = Tensor::scalar_i64(2);
+    let one_step = Tensor::scalar_i64(1);
+    let full = Op::Stft { onesided: false };
+    check(
+        &one(&full, &[Some(&x), Some(&two), None, Some(&two)]),
+        &[1, 2, 2, 2],
+        &[3.0, 0.0, -1.0, 0.0, 7.0, 0.0, -1.0, 0.0],
+    );
+    // Step 1 gives three frames; a window (1, 0) keeps each frame's first sample, so both
+    // bins are that sample.
+    let window = f64s(&[2], &[1.0, 0.0]);
+    check(
+        &one(&full, &[Some(&x), Some(&one_step), Some(&window)]),
+        &[1, 3, 2, 2],
+        &[1.0, 0.0, 1.0, 0.0, 2.0, 0.0, 2.0, 0.0, 3.0, 0.0, 3.0, 0.0],
+    );
+    // Onesided keeps bins 0 … 2/2: both, here.
+    let half = Op::Stft { onesided: true };
+    check(
+        &one(&half, &[Some(&x), Some(&two), None, Some(&two)]),
+        &[1, 2, 2, 2],
+        &[3.0, 0.0, -1.0, 0.0, 7.0, 0.0, -1.0, 0.0],
+    );
+    // A frame longer than the signal, and neither window nor frame_length, are refused.
+    let five = Tensor::scalar_i64(5);
+    assert!(matches!(
+        run(&full, &[Some(&x), Some(&two), None, Some(&five)]),
+        Err(OpError::Shape(_))
+    ));
+    assert!(matches!(
+        run(&full, &[Some(&x), Some(&two)]),
+        Err(OpError::MissingInput { index: 3, .. })
+    ));
+}

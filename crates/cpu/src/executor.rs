@@ -54,8 +54,8 @@ impl Executor for CpuExecutor {
     }
 
     fn targets(&self) -> Vec<TargetSpec> {
-        // DType has no f64 (no tensor holds one): the kernels accumulate in f64, which is
-        // at least the f32 declared here.
+        // The kernels compute every dtype as stored and accumulate in f64 (exactly for
+        // integers); the f32 declared here is the floor the tolerance model assumes.
         vec![TargetSpec::new(CPU, DType::F32, DType::F32)]
     }
 

@@ -4,8 +4,8 @@
 
 mod elementwise_support;
 
-use concord_core::infer::{infer_op, ValueFact};
-use concord_core::{DType, Dim, Op, OpError, Tensor};
+use concord_core::infer::infer_on_tensors;
+use concord_core::{DType, Op, OpError, Tensor};
 use concord_cpu::run_op;
 use elementwise_support::{
     bools, check_err, check_float, check_inference_agrees, f32s, i64s, ok, run, run_opt, Failure,
@@ -109,23 +109,7 @@ fn past_cache_is_concatenated_and_all_outputs_are_returned() -> Result<(), OpErr
     check_float(&out[2], DType::F32, &[1, 1, 2, 1], &[2.0, 4.0], Exact);
     check_float(&out[3], DType::F32, &[1, 1, 1, 2], &[0.5, 0.5], RoundedOnce);
     // Inference predicts all four outputs' shapes.
-    let syms: Vec<Option<Vec<Dim>>> = inputs
-        .iter()
-        .map(|t| t.map(|t| t.shape().to_sym()))
-        .collect();
-    let facts: Vec<Option<ValueFact>> = inputs
-        .iter()
-        .zip(&syms)
-        .map(|(t, s)| match (t, s) {
-            (Some(t), Some(s)) => Some(ValueFact {
-                dtype: t.dtype(),
-                shape: s,
-                value: None,
-            }),
-            _ => None,
-        })
-        .collect();
-    let inferred = infer_op(&op, &facts, 4)?;
+    let inferred = infer_on_tensors(&op, &inputs, 4)?;
     assert_eq!(inferred.len(), 4);
     for (fact, t) in inferred.iter().zip(&out) {
         assert_eq!(fact.shape, t.shape().to_sym());

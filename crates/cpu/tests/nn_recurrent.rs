@@ -5,9 +5,9 @@
 
 mod nn_support;
 
-use concord_core::infer::{infer_op, ValueFact};
+use concord_core::infer::infer_on_tensors;
 use concord_core::op::{Recurrent, RecurrentCell, RnnActivation, RnnActivationKind, RnnDirection};
-use concord_core::{DType, Dim, Op, OpError, Tensor};
+use concord_core::{DType, Op, OpError, Tensor};
 use concord_cpu::run_op;
 use nn_support::{
     check, f16s, f32s,
@@ -37,23 +37,7 @@ fn relu_rnn(direction: RnnDirection) -> Recurrent {
 /// and shape.
 fn run_all(op: &Op, inputs: &[Option<&Tensor>], n: usize) -> Result<Vec<Tensor>, OpError> {
     let out = run_op(op, inputs, n)?;
-    let shapes: Vec<Option<Vec<Dim>>> = inputs
-        .iter()
-        .map(|t| t.map(|t| t.shape().to_sym()))
-        .collect();
-    let facts: Vec<Option<ValueFact>> = inputs
-        .iter()
-        .zip(&shapes)
-        .map(|(t, s)| match (t, s) {
-            (Some(t), Some(s)) => Some(ValueFact {
-                dtype: t.dtype(),
-                shape: s,
-                value: None,
-            }),
-            _ => None,
-        })
-        .collect();
-    let inferred = infer_op(op, &facts, n)?;
+    let inferred = infer_on_tensors(op, inputs, n)?;
     assert_eq!(inferred.len(), out.len());
     for (fact, t) in inferred.iter().zip(&out) {
         assert_eq!(fact.dtype, t.dtype());

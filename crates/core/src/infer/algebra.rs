@@ -23,24 +23,14 @@ const EINSUM_TYPES: [DType; 12] = [
     DType::U16,
     DType::U8,
 ];
-const FLOATS: [DType; 4] = [DType::F64, DType::F32, DType::F16, DType::BF16];
 
-pub(super) fn infer(
-    op: &Op,
-    inputs: &[Option<ValueFact>],
-    num_outputs: usize,
-) -> Result<Vec<OutputFact>, OpError> {
-    if num_outputs != 1 {
-        return Err(OpError::Unsupported(format!(
-            "{} has one output, the node declares {num_outputs}",
-            op.name()
-        )));
-    }
+/// The one output of `op`; [`super::infer_op`] checks the node declares one.
+pub(super) fn infer(op: &Op, inputs: &[Option<ValueFact>]) -> Result<Vec<OutputFact>, OpError> {
     let fact = match op {
         Op::Einsum { equation } => einsum(equation, inputs)?,
         Op::Det => {
             let x = required(inputs, 0, "X")?;
-            expect_dtype(&x, 0, "X", &FLOATS)?;
+            expect_dtype(&x, 0, "X", &DType::FLOATS)?;
             let rank = x.shape.len();
             if rank < 2 {
                 return Err(OpError::Shape(format!(

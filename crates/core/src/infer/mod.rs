@@ -62,10 +62,10 @@ pub fn infer_op(
         Family::Movement => movement::infer(op, inputs, num_outputs)?,
         Family::Indexing => indexing::infer(op, inputs, num_outputs)?,
         Family::Recurrent => recurrent::infer(op, inputs, num_outputs)?,
-        Family::LinearAlgebra => algebra::infer(op, inputs, num_outputs)?,
+        Family::LinearAlgebra => algebra::infer(op, inputs)?,
         Family::ControlFlow => control::infer(op, inputs, num_outputs, None)?,
-        Family::Sampling => sampling::infer(op, inputs, num_outputs)?,
-        Family::Signal => signal::infer(op, inputs, num_outputs)?,
+        Family::Sampling => sampling::infer(op, inputs)?,
+        Family::Signal => signal::infer(op, inputs)?,
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(
@@ -101,6 +101,33 @@ pub fn infer_op_folding(
         }
         _ => infer_op(op, inputs, num_outputs),
     }
+}
+
+/// [`infer_op`] on concrete operands: what inference gives `op` when every present input's
+/// dtype, shape and value are known (a kernel's check of its own outputs, a loop that ran
+/// zero times).
+pub fn infer_on_tensors(
+    op: &Op,
+    inputs: &[Option<&Tensor>],
+    num_outputs: usize,
+) -> Result<Vec<OutputFact>, OpError> {
+    let shapes: Vec<Option<SymShape>> = inputs
+        .iter()
+        .map(|t| t.map(|t| t.shape().to_sym()))
+        .collect();
+    let facts: Vec<Option<ValueFact>> = inputs
+        .iter()
+        .zip(&shapes)
+        .map(|(t, shape)| {
+            let (t, shape) = (t.as_ref()?, shape.as_ref()?);
+            Some(ValueFact {
+                dtype: t.dtype(),
+                shape,
+                value: Some(t),
+            })
+        })
+        .collect();
+    infer_op(op, &facts, num_outputs)
 }
 
 /// The input at `index`, or a MissingInput error naming it.

@@ -10,9 +10,6 @@ use crate::error::OpError;
 use crate::op::{Op, Recurrent, RecurrentCell};
 use crate::shape::{format_sym, Dim};
 
-/// The dtypes of X, W, R, B, initial_h, initial_c and P (bf16 from opset 22).
-const FLOATS: [DType; 4] = [DType::F32, DType::F64, DType::F16, DType::BF16];
-
 pub(super) fn infer(
     op: &Op,
     inputs: &[Option<ValueFact>],
@@ -71,7 +68,7 @@ impl RecurrentDims {
         let x = required(inputs, 0, "X")?;
         let w = required(inputs, 1, "W")?;
         let rr = required(inputs, 2, "R")?;
-        expect_dtype(&x, 0, "X", &FLOATS)?;
+        expect_dtype(&x, 0, "X", &DType::FLOATS)?;
         let rank = |f: &ValueFact, index: usize, input: &str, want: usize| {
             if f.shape.len() == want {
                 Ok(())

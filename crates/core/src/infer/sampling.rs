@@ -6,19 +6,8 @@ use crate::error::OpError;
 use crate::op::Op;
 use crate::shape::{format_sym, Dim, SymShape};
 
-const FLOATS: [DType; 4] = [DType::F64, DType::F32, DType::F16, DType::BF16];
-
-pub(super) fn infer(
-    op: &Op,
-    inputs: &[Option<ValueFact>],
-    num_outputs: usize,
-) -> Result<Vec<OutputFact>, OpError> {
-    if num_outputs != 1 {
-        return Err(OpError::Unsupported(format!(
-            "{} has one output, the node declares {num_outputs}",
-            op.name()
-        )));
-    }
+/// The one output of `op`; [`super::infer_op`] checks the node declares one.
+pub(super) fn infer(op: &Op, inputs: &[Option<ValueFact>]) -> Result<Vec<OutputFact>, OpError> {
     let fact = match op {
         Op::GridSample { .. } => grid_sample(inputs)?,
         Op::AffineGrid { .. } => affine_grid(inputs)?,
@@ -46,8 +35,8 @@ fn agree(a: &Dim, b: &Dim, what: impl FnOnce() -> String) -> Result<Dim, OpError
 fn grid_sample(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
     let x = required(inputs, 0, "X")?;
     let grid = required(inputs, 1, "grid")?;
-    expect_dtype(&x, 0, "X", &FLOATS)?;
-    expect_dtype(&grid, 1, "grid", &FLOATS)?;
+    expect_dtype(&x, 0, "X", &DType::FLOATS)?;
+    expect_dtype(&grid, 1, "grid", &DType::FLOATS)?;
     let bad = || {
         format!(
             "GridSample needs X (N, C, D1…Dr) and grid (N, H1…Hr, r) with r ≥ 1, got X {} and \
@@ -76,7 +65,7 @@ fn grid_sample(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
 fn affine_grid(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
     let theta = required(inputs, 0, "theta")?;
     let size = required(inputs, 1, "size")?;
-    expect_dtype(&theta, 0, "theta", &FLOATS)?;
+    expect_dtype(&theta, 0, "theta", &DType::FLOATS)?;
     expect_dtype(&size, 1, "size", &[DType::I64])?;
     let bad = || {
         format!(

@@ -7,20 +7,10 @@ use crate::error::OpError;
 use crate::op::Op;
 use crate::shape::{format_sym, Dim};
 
-const FLOATS: [DType; 4] = [DType::F64, DType::F32, DType::F16, DType::BF16];
 const SIZES: [DType; 2] = [DType::I64, DType::I32];
 
-pub(super) fn infer(
-    op: &Op,
-    inputs: &[Option<ValueFact>],
-    num_outputs: usize,
-) -> Result<Vec<OutputFact>, OpError> {
-    if num_outputs != 1 {
-        return Err(OpError::Unsupported(format!(
-            "{} has one output, the node declares {num_outputs}",
-            op.name()
-        )));
-    }
+/// The one output of `op`; [`super::infer_op`] checks the node declares one.
+pub(super) fn infer(op: &Op, inputs: &[Option<ValueFact>]) -> Result<Vec<OutputFact>, OpError> {
     let fact = match op {
         Op::Window { dtype, .. } => {
             let size = required(inputs, 0, "size")?;
@@ -79,7 +69,7 @@ fn dft(
     inputs: &[Option<ValueFact>],
 ) -> Result<OutputFact, OpError> {
     let x = required(inputs, 0, "input")?;
-    expect_dtype(&x, 0, "input", &FLOATS)?;
+    expect_dtype(&x, 0, "input", &DType::FLOATS)?;
     let rank = x.shape.len();
     match x.shape.last() {
         Some(Dim::Fixed(1 | 2)) | Some(Dim::Named(_) | Dim::Unknown) if rank >= 2 => {}
@@ -135,7 +125,7 @@ fn dft(
 
 fn stft(onesided: bool, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
     let x = required(inputs, 0, "signal")?;
-    expect_dtype(&x, 0, "signal", &FLOATS)?;
+    expect_dtype(&x, 0, "signal", &DType::FLOATS)?;
     if x.shape.len() != 3 {
         return Err(OpError::Shape(format!(
             "STFT needs signal (batch, L, 1) or (batch, L, 2), got {}",

@@ -5,7 +5,7 @@
 
 use super::{optional, required};
 use crate::runner::ReferenceExecutor;
-use concord_core::infer::{condition_value, infer_op, scan_axis, subgraph_error, ValueFact};
+use concord_core::infer::{condition_value, infer_on_tensors, scan_axis, subgraph_error};
 use concord_core::{Dim, Graph, Op, OpError, Schedule, Shape, Tensor, TensorData};
 
 pub(crate) fn run(
@@ -158,7 +158,7 @@ fn run_loop(
     let mut results = carried;
     let empty = scans.iter().any(Vec::is_empty);
     let empty_facts = if empty {
-        empty_output_facts(op, inputs, num_outputs)?
+        infer_on_tensors(op, inputs, num_outputs)?
     } else {
         Vec::new()
     };
@@ -250,7 +250,7 @@ fn run_scan(
     }
     let mut results = state;
     let empty_facts = if length == 0 && scan_count > 0 {
-        empty_output_facts(op, inputs, num_outputs)?
+        infer_on_tensors(op, inputs, num_outputs)?
     } else {
         Vec::new()
     };
@@ -266,32 +266,6 @@ fn run_scan(
         results.push(stack(&list, axis, k)?);
     }
     Ok(results)
-}
-
-/// The output types shape inference gives `op` on these operands, for the scan outputs of
-/// a loop that ran zero times (their dtype and per-iteration shape come from the body).
-fn empty_output_facts(
-    op: &Op,
-    inputs: &[Option<&Tensor>],
-    num_outputs: usize,
-) -> Result<Vec<concord_core::infer::OutputFact>, OpError> {
-    let shapes: Vec<Option<Vec<Dim>>> = inputs
-        .iter()
-        .map(|t| t.map(|t| t.shape().to_sym()))
-        .collect();
-    let facts: Vec<Option<ValueFact>> = inputs
-        .iter()
-        .zip(&shapes)
-        .map(|(t, shape)| match (t, shape) {
-            (Some(t), Some(shape)) => Some(ValueFact {
-                dtype: t.dtype(),
-                shape,
-                value: None,
-            }),
-            _ => None,
-        })
-        .collect();
-    infer_op(op, &facts, num_outputs)
 }
 
 /// An empty scan output: the inferred dtype and shape, every extent not known then 0.

@@ -1,4 +1,4 @@
-//! Golden cases (golden/manifest.json): models with inputs and outputs computed by an
+//! Golden cases (conformance/golden/manifest.json): models with inputs and outputs computed by an
 //! independent oracle (onnxruntime), so the reference itself is checked too.
 
 use crate::error::SuiteError;

@@ -23,7 +23,7 @@ use std::time::Instant;
 pub struct SuiteConfig {
     /// conformance/ (cases/, expectations/, regressions/).
     pub conformance_dir: PathBuf,
-    /// golden/ (manifest.json and the cases).
+    /// conformance/golden/ (manifest.json and the cases).
     pub golden_dir: PathBuf,
     /// Generated cases per property trial.
     pub prop_cases: u32,
@@ -44,10 +44,10 @@ impl SuiteConfig {
         let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
         let conformance_dir = std::env::var_os("CONCORD_CONFORMANCE_DIR")
             .map(PathBuf::from)
-            .unwrap_or_else(|| here.clone());
+            .unwrap_or(here);
         let golden_dir = std::env::var_os("CONCORD_GOLDEN_DIR")
             .map(PathBuf::from)
-            .unwrap_or_else(|| here.join("..").join("golden"));
+            .unwrap_or_else(|| conformance_dir.join("golden"));
         let prop_cases = std::env::var("CONCORD_PROP_CASES")
             .ok()
             .and_then(|v| v.parse().ok())

@@ -430,7 +430,7 @@ def nms_margins(model, case, name):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, type=Path, help="the directory to write (golden/exported)")
+    parser.add_argument("--out", required=True, type=Path, help="the directory to write (conformance/golden/exported)")
     args = parser.parse_args()
     out = args.out
     if out.exists():

@@ -1589,7 +1589,7 @@ def check_case(case):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, type=Path, help="the golden/ directory to write")
+    parser.add_argument("--out", required=True, type=Path, help="the golden directory to write (conformance/golden)")
     args = parser.parse_args()
     out = args.out
     cases = op_cases() + model_cases() + exported_cases(out)

@@ -1,19 +1,19 @@
-//! `cargo xtask golden`: regenerates the golden cases in golden/ with onnxruntime as the
+//! `cargo xtask golden`: regenerates the golden cases in conformance/golden/ with onnxruntime as the
 //! oracle, inside a Python virtual environment pinned by xtask/golden/requirements.txt.
 //!
 //! Steps, each printed as it runs: create target/xtask-venv with `python3 -m venv` if it is
 //! missing; `pip install -r` the pinned requirements when they changed since the last install
 //! (a stamp file in the venv remembers what was installed); run xtask/golden/generate.py.
 //! With `--check`, the generator writes to target/golden-check instead and every file is
-//! compared byte for byte with golden/, so a CI job with Python can prove the committed data
+//! compared byte for byte with conformance/golden/, so a CI job with Python can prove the committed data
 //! is what the pinned oracle produces.
 //!
 //! With `--export`, the PyTorch/torchvision models are exported first: a second venv,
 //! target/export-venv pinned by xtask/golden/requirements-export.txt (torch is large and the
 //! oracle must not depend on it), runs xtask/golden/export.py, which rewrites
-//! golden/exported/ (model.onnx and spec.json per case); then the generator runs as without
+//! conformance/golden/exported/ (model.onnx and spec.json per case); then the generator runs as without
 //! the flag, and makes those cases' inputs and onnxruntime outputs. Without `--export` the
-//! committed golden/exported/ models are used as they are, so only the oracle's venv is needed.
+//! committed conformance/golden/exported/ models are used as they are, so only the oracle's venv is needed.
 
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeSet;
@@ -25,22 +25,24 @@ const CHECK_DIR: &str = "target/golden-check";
 const VENV_DIR: &str = "target/xtask-venv";
 const REQUIREMENTS: &str = "xtask/golden/requirements.txt";
 const GENERATOR: &str = "xtask/golden/generate.py";
-/// The exporter's environment and script, and where it writes (inside golden/).
+/// The exporter's environment and script, and where it writes (inside conformance/golden/).
 const EXPORT_VENV_DIR: &str = "target/export-venv";
 const EXPORT_REQUIREMENTS: &str = "xtask/golden/requirements-export.txt";
 const EXPORTER: &str = "xtask/golden/export.py";
-const EXPORTED_DIR: &str = "golden/exported";
+const EXPORTED_DIR: &str = "conformance/golden/exported";
+/// The golden cases: suite data, so they live in (and are packaged with) the conformance crate.
+const GOLDEN_DIR: &str = "conformance/golden";
 /// The venv's record of the requirements it was last installed from.
 const STAMP: &str = "concord-requirements.txt";
 
 /// Which mode `golden` runs in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
-    /// Rewrite golden/ in place.
+    /// Rewrite conformance/golden/ in place.
     Write,
-    /// Generate elsewhere and compare with golden/.
+    /// Generate elsewhere and compare with conformance/golden/.
     Check,
-    /// Export the PyTorch models into golden/exported/, then rewrite golden/.
+    /// Export the PyTorch models into conformance/golden/exported/, then rewrite conformance/golden/.
     Export,
 }
 
@@ -71,7 +73,7 @@ pub fn run(args: &[String]) -> Result<()> {
     }
     let python = ensure_venv(&root)?;
     let out = match mode {
-        Mode::Write | Mode::Export => root.join("golden"),
+        Mode::Write | Mode::Export => root.join(GOLDEN_DIR),
         Mode::Check => root.join(CHECK_DIR),
     };
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
@@ -93,11 +95,11 @@ pub fn run(args: &[String]) -> Result<()> {
     match mode {
         Mode::Write | Mode::Export => {
             println!(
-                "xtask golden: done. Read the diff before committing: git status golden/ && git diff --stat golden/"
+                "xtask golden: done. Read the diff before committing: git status conformance/golden/ && git diff --stat conformance/golden/"
             );
             Ok(())
         }
-        Mode::Check => compare_trees(&root.join("golden"), &out),
+        Mode::Check => compare_trees(&root.join(GOLDEN_DIR), &out),
     }
 }
 
@@ -171,8 +173,8 @@ fn compare_trees(committed: &Path, fresh: &Path) -> Result<()> {
     let mut problems = Vec::new();
     for path in left.union(&right) {
         match (left.contains(path), right.contains(path)) {
-            (true, false) => problems.push(format!("only in golden/: {path}")),
-            (false, true) => problems.push(format!("missing from golden/: {path}")),
+            (true, false) => problems.push(format!("only in conformance/golden/: {path}")),
+            (false, true) => problems.push(format!("missing from conformance/golden/: {path}")),
             _ => {
                 let a = std::fs::read(committed.join(path))?;
                 let b = std::fs::read(fresh.join(path))?;
@@ -184,13 +186,13 @@ fn compare_trees(committed: &Path, fresh: &Path) -> Result<()> {
     }
     if problems.is_empty() {
         println!(
-            "xtask golden --check: golden/ matches a fresh generation ({} files)",
+            "xtask golden --check: conformance/golden/ matches a fresh generation ({} files)",
             left.len()
         );
         Ok(())
     } else {
         bail!(
-            "golden/ does not match a fresh generation in {}:\n  {}\nrun `cargo xtask golden` and read the diff",
+            "conformance/golden/ does not match a fresh generation in {}:\n  {}\nrun `cargo xtask golden` and read the diff",
             fresh.display(),
             problems.join("\n  ")
         )
@@ -228,7 +230,7 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
 }
 
 /// Every file the generator owns under `dir` (the manifest and cases/), relative to `dir`.
-/// Hand-written files such as golden/README.md are not the generator's and are left out.
+/// Hand-written files such as conformance/golden/README.md are not the generator's and are left out.
 fn list_files(dir: &Path) -> Result<BTreeSet<String>> {
     let mut files = BTreeSet::new();
     if dir.join("manifest.json").exists() {

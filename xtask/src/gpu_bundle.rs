@@ -4,9 +4,9 @@
 //! Steps, each printed as it runs: build the CUDA crate's test binaries and the conformance
 //! test binaries in release mode (`cargo test --no-run --release --message-format=json`,
 //! whose compiler-artifact messages name every test executable), build the `concord` CLI in
-//! release mode, build the CUDA models benchmark, copy them with golden/, the conformance
-//! data (cases, expectations, tolerances.toml, regressions and any other data file in
-//! conformance/) and the ONNX node-test data when target/onnx-node-tests exists into
+//! release mode, build the CUDA models benchmark, copy them with the conformance data
+//! (cases, golden cases, expectations, tolerances.toml, regressions and any other data file
+//! in conformance/) and the ONNX node-test data when target/onnx-node-tests exists into
 //! target/gpu-bundle/, write run.sh, and tar it. The
 //! archive must stay under 60 MiB; debug info is stripped when `strip` is available.
 //!
@@ -117,11 +117,10 @@ pub fn run(args: &[String]) -> Result<()> {
     copy_stripped(&bench, &bundle.join("bin/bench-models"))?;
     println!("  bin/bench-models");
 
-    println!("xtask gpu-bundle: copying golden/ and the conformance data");
-    copy_tree(&root.join("golden"), &bundle.join("data/golden"))?;
-    // Everything in conformance/ but the crate itself is suite data (cases, expectations,
-    // tolerances.toml, regressions, the ONNX node-test list…); copying all of it keeps the
-    // bundle complete when a new data file appears.
+    println!("xtask gpu-bundle: copying the conformance data");
+    // Everything in conformance/ but the crate itself is suite data (cases, golden cases,
+    // expectations, tolerances.toml, regressions, the ONNX node-test list…); copying all of
+    // it keeps the bundle complete when a new data file appears.
     let conformance = root.join("conformance");
     for entry in std::fs::read_dir(&conformance)
         .with_context(|| format!("reading {}", conformance.display()))?
@@ -314,7 +313,7 @@ set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 export CONCORD_REQUIRE="${CONCORD_REQUIRE:-cuda}"
 export CONCORD_CONFORMANCE_DIR="$here/data/conformance"
-export CONCORD_GOLDEN_DIR="$here/data/golden"
+export CONCORD_GOLDEN_DIR="$here/data/conformance/golden"
 if [[ -d "$here/data/onnx-node-tests" ]]; then
     export CONCORD_ONNX_NODE_TESTS="$here/data/onnx-node-tests"
 fi
@@ -403,7 +402,7 @@ mod tests {
     fn run_sh_requires_cuda_and_points_at_the_bundled_data() {
         assert!(RUN_SH.contains("CONCORD_REQUIRE=\"${CONCORD_REQUIRE:-cuda}\""));
         assert!(RUN_SH.contains("CONCORD_CONFORMANCE_DIR=\"$here/data/conformance\""));
-        assert!(RUN_SH.contains("CONCORD_GOLDEN_DIR=\"$here/data/golden\""));
+        assert!(RUN_SH.contains("CONCORD_GOLDEN_DIR=\"$here/data/conformance/golden\""));
         assert!(RUN_SH.contains("exit 1"));
         assert!(RUN_SH.contains("CONCORD_ONNX_NODE_TESTS=\"$here/data/onnx-node-tests\""));
         assert!(RUN_SH.contains("\"$here/bin/bench-models\" --bench"));

@@ -25,9 +25,10 @@ const COMMANDS: &[Command] = &[
     Command {
         name: "golden",
         usage: "golden [--check | --export]",
-        summary: "regenerate golden/ from onnxruntime in a pinned Python venv \
-                  (--check: regenerate elsewhere and compare with golden/; --export: first \
-                  re-export the PyTorch/torchvision models into golden/exported/ in a second venv)",
+        summary: "regenerate conformance/golden/ from onnxruntime in a pinned Python venv \
+                  (--check: regenerate elsewhere and compare with it; --export: first \
+                  re-export the PyTorch/torchvision models into conformance/golden/exported/ \
+                  in a second venv)",
         run: golden::run,
     },
     Command {
@@ -49,7 +50,7 @@ const COMMANDS: &[Command] = &[
         name: "gpu-bundle",
         usage: "gpu-bundle",
         summary: "build the CUDA and conformance test binaries and the CLI (release) and pack \
-                  them with golden/ and the conformance data into target/gpu-bundle.tar.gz, \
+                  them with the conformance data (golden cases included) into target/gpu-bundle.tar.gz, \
                   with a run.sh for a GPU machine without a Rust toolchain",
         run: gpu_bundle::run,
     },

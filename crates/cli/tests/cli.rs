@@ -18,7 +18,7 @@ fn concord(args: &[&str]) -> Output {
 
 fn golden(case: &str) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../golden/cases")
+        .join("../../conformance/golden/cases")
         .join(case);
     root.join("model.onnx").display().to_string()
 }
@@ -78,7 +78,7 @@ fn run_writes_every_output_as_npy() {
 
 #[test]
 fn run_takes_named_npy_inputs_and_reproduces_the_oracle() {
-    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../golden/cases/relu");
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/golden/cases/relu");
     let input = std::fs::read_dir(case.join("inputs"))
         .ok()
         .and_then(|mut d| d.next())

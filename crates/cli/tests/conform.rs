@@ -34,7 +34,7 @@ fn conform_on_cpu_writes_every_report() {
     }
     let text = std::fs::read_to_string(dir.join("conformance.json")).expect("reads");
     let json: serde_json::Value = serde_json::from_str(&text).expect("conformance.json parses");
-    // golden/ holds `relu` and `relu_f16`; the filter selects exactly those two.
+    // conformance/golden/ holds `relu` and `relu_f16`; the filter selects exactly those two.
     let names: Vec<&str> = json["records"]
         .as_array()
         .expect("records is an array")

@@ -1,5 +1,5 @@
-//! Golden tests: every case in golden/manifest.json, run through `Net` on the reference
-//! executor and compared with the outputs onnxruntime computed (see golden/README.md).
+//! Golden tests: every case in conformance/golden/manifest.json, run through `Net` on the reference
+//! executor and compared with the outputs onnxruntime computed (see conformance/golden/README.md).
 //!
 //! The data is made by `cargo xtask golden`; this test needs no Python. It runs every case,
 //! collects every failure, and panics once at the end with all of them, so one run shows the
@@ -103,7 +103,7 @@ struct Deviation {
 }
 
 fn golden_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../golden")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/golden")
 }
 
 fn load_manifest() -> Manifest {

@@ -1,4 +1,4 @@
-//! Every model in golden/ (built with onnx.helper and checked by onnx.checker, so written by
+//! Every model in conformance/golden/ (built with onnx.helper and checked by onnx.checker, so written by
 //! an implementation that shares no code with this one) reads as its manifest describes,
 //! survives a save and a second read, and loads (validation and shape inference) with a type
 //! for every output once constants fold, as they do when a net is built. A model exported
@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 fn golden_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../golden")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/golden")
 }
 
 #[test]

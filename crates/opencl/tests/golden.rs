@@ -1,4 +1,4 @@
-//! Every golden case (golden/manifest.json) through `NetBuilder` on the OpenCL backend,
+//! Every golden case (conformance/golden/manifest.json) through `NetBuilder` on the OpenCL backend,
 //! compared with onnxruntime's outputs at the case's f32 tolerance level, with the
 //! placement checked: every node must run on opencl unless it is listed in
 //! [`EXPECTED_FALLBACKS`] with its reason (strictly: a listed fallback that no longer

@@ -111,7 +111,7 @@ pub struct Run {
     pub outputs: BTreeMap<String, String>,
 }
 
-/// Value name -> .npy file under golden/.
+/// Value name -> .npy file under conformance/golden/.
 pub type Files = BTreeMap<String, String>;
 
 impl Case {
@@ -124,7 +124,7 @@ impl Case {
 }
 
 pub fn golden_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../golden")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/golden")
 }
 
 pub fn load_manifest() -> Manifest {
@@ -140,7 +140,7 @@ pub fn case_inputs(case: &Case) -> Result<Vec<(String, Tensor)>, String> {
     read_inputs(&case.inputs)
 }
 
-/// One input set (value name -> .npy file under golden/), read.
+/// One input set (value name -> .npy file under conformance/golden/), read.
 pub fn read_inputs(files: &BTreeMap<String, String>) -> Result<Vec<(String, Tensor)>, String> {
     let root = golden_dir();
     files

@@ -1,11 +1,15 @@
-//! A backend author's first executor, run through the whole conformance suite.
+//! A backend author's first executor: the `src/lib.rs` of the crate that
+//! docs/backend-authors.md builds, starting from `cargo new`, in another repository.
 //!
 //! `toy` runs three elementwise ops (Relu, Add, Mul) on f32 tensors with its own kernels,
 //! on its own target `toy` (declared below: f32 storage and compute, no device capability
 //! needed); for every other node it answers `Support::No`, so the planner places those
-//! nodes on the reference executor and says so. Its trials are named `toy/toy/…`. `cargo test -p concord-conformance` builds and runs this
-//! file as a test (see `[[test]] name = "example_toy"` in conformance/Cargo.toml), so
-//! docs/backend-authors.md, which walks through it, cannot rot.
+//! nodes on the reference executor and says so. Its trials are named `toy/toy/…`.
+//!
+//! `cargo test -p concord-conformance` compiles this file as an example library, and its
+//! `guide` test builds the guide's crate around it in a scratch directory outside this
+//! workspace (the guide's Cargo.toml, test harness and expectations file, read out of the
+//! guide) and runs the suite there to a passing report, so the guide cannot rot.
 
 use concord::executor::{Error, Node, Op, OpError, Schedule, Shape};
 use concord::op::{Binary, Unary};
@@ -152,8 +156,4 @@ fn binary(
         ));
     }
     Tensor::from_f32(out, data)
-}
-
-fn main() {
-    concord_conformance::main(|| ToyExecutor)
 }

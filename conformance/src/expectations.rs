@@ -1,7 +1,9 @@
-//! conformance/expectations/<executor>.toml: the expected failures and skips of one
-//! executor, each with a reason and a matcher, and the floor on executed cases. Strict: a
-//! malformed file is an error, an expected failure that passes fails its trial, and an
-//! entry that matches no trial fails an unfiltered run.
+//! An executor's expectations file: its expected failures and skips, each with a reason and
+//! a matcher, and the floor on executed cases. A backend author keeps it in their own crate
+//! (`conformance/<executor>.toml` by default, see [`crate::config`]); Concord's own
+//! executors keep theirs in this crate's expectations/. Strict: a malformed file is an
+//! error, an expected failure that passes fails its trial, and an entry that matches no
+//! trial fails an unfiltered run.
 
 use crate::error::SuiteError;
 use concord::Target;
@@ -36,7 +38,9 @@ pub struct Entry {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
-    min_executed: usize,
+    /// Required, unless the harness gives the floor in code ([`crate::Conformance::min_executed`]).
+    #[serde(default)]
+    min_executed: Option<usize>,
     #[serde(default)]
     unavailable_in_ci: Option<String>,
     #[serde(default)]
@@ -76,17 +80,47 @@ impl Expectations {
     }
 
     /// Parses an expectations file; any unknown key, empty reason, bad glob or target not
-    /// in `targets` (the executor's declared ones) is an error naming the entry.
+    /// in `targets` (the executor's declared ones) is an error naming the entry, and so is
+    /// a missing `min_executed`.
     pub fn parse(
         text: &str,
         path: PathBuf,
         targets: &[Target],
+    ) -> Result<Expectations, SuiteError> {
+        Self::parse_with_floor(text, path, targets, None)
+    }
+
+    /// [`Expectations::parse`], with the floor possibly given in code instead (`floor`):
+    /// then the file must not set `min_executed` too, since two floors that can disagree
+    /// leave the reader guessing which one holds.
+    pub fn parse_with_floor(
+        text: &str,
+        path: PathBuf,
+        targets: &[Target],
+        floor: Option<usize>,
     ) -> Result<Expectations, SuiteError> {
         let fail = |detail: String| SuiteError::Expectations {
             path: path.clone(),
             detail,
         };
         let file: File = toml::from_str(text).map_err(|e| fail(e.to_string()))?;
+        let min_executed = match (file.min_executed, floor) {
+            (Some(n), None) | (None, Some(n)) => n,
+            (None, None) => {
+                return Err(fail(
+                    "`min_executed` is missing: set the floor on executed cases (a little \
+                     below the count of an unfiltered run), here or with \
+                     Conformance::min_executed"
+                        .into(),
+                ))
+            }
+            (Some(here), Some(code)) => {
+                return Err(fail(format!(
+                    "the floor is set twice: `min_executed = {here}` here and \
+                     Conformance::min_executed({code}) in the harness; keep one"
+                )))
+            }
+        };
         let convert = |raw: RawEntry, kind: &str| -> Result<Entry, SuiteError> {
             if raw.reason.trim().is_empty() {
                 return Err(fail(format!("{kind} `{}` has no reason", raw.case)));
@@ -114,7 +148,7 @@ impl Expectations {
         };
         Ok(Expectations {
             path: Some(path.clone()),
-            min_executed: file.min_executed,
+            min_executed,
             unavailable_in_ci: file.unavailable_in_ci,
             expected_failures: file
                 .expected_failure

@@ -1,8 +1,9 @@
 //! The libtest-mimic driver: one trial per case, named `<executor>/<target>/<category>/<case>`,
 //! so `cargo test`, `cargo nextest run` and name filters all work.
 
+use crate::config::HarnessConfig;
 use crate::outcome::Record;
-use crate::suite::{Suite, SuiteConfig};
+use crate::suite::Suite;
 use concord::Executor;
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::sync::{Arc, Mutex};
@@ -14,21 +15,51 @@ use std::sync::{Arc, Mutex};
 /// // tests/conformance.rs, with `[[test]] name = "conformance"` and `harness = false`
 /// fn main() { concord_conformance::main(MyExecutor::new) }
 /// ```
+///
+/// It is [`crate::Conformance`] with every setting at its default: the expectations in
+/// `conformance/<executor>.toml` of the crate whose test this is, the shipped tolerances,
+/// reports where `CONCORD_REPORT_DIR` says.
 pub fn main<E: Executor + 'static>(make: impl FnOnce() -> E) {
-    let args = Arguments::from_args();
-    let code = run_harness(Arc::new(make()), &args);
-    std::process::exit(code);
+    crate::Conformance::new(make).run()
 }
 
-/// Runs the suite under libtest-mimic; returns the process exit code.
+/// Runs the suite under libtest-mimic with every setting at its default; returns the
+/// process exit code.
 pub fn run_harness(executor: Arc<dyn Executor>, args: &Arguments) -> i32 {
-    let suite = match Suite::new(executor, SuiteConfig::from_env()) {
-        Ok(s) => Arc::new(s),
-        Err(e) => {
-            eprintln!("error: the conformance suite cannot start: {e}");
-            return 101;
+    run_configured(executor, args, &HarnessConfig::defaults())
+}
+
+/// Runs the suite under libtest-mimic as `config` says; returns the process exit code.
+pub(crate) fn run_configured(
+    executor: Arc<dyn Executor>,
+    args: &Arguments,
+    config: &HarnessConfig,
+) -> i32 {
+    let cannot_start = |e: &dyn std::fmt::Display| {
+        let message = format!("the conformance suite cannot start: {e}");
+        eprintln!("error: {message}");
+        // The CI page still gets a report, saying why there are no trials.
+        if let Some(dir) = &config.report_dir {
+            if let Err(e) = crate::report::write_run(dir, &[], &[message]) {
+                eprintln!("error: writing reports to {}: {e}", dir.display());
+            }
         }
+        101
     };
+    let suite = match Suite::new(executor, config.suite.clone()) {
+        Ok(s) => Arc::new(s),
+        Err(e) => return cannot_start(&e),
+    };
+    // Said before the first trial, on stderr: `--list` output is parsed by tools (nextest).
+    if !args.list {
+        let preamble = crate::config::preamble(&suite);
+        for line in &preamble.lines {
+            eprintln!("{line}");
+        }
+        if let Some(refusal) = preamble.refusal {
+            return cannot_start(&refusal);
+        }
+    }
     let cases = suite.cases();
     let records: Arc<Mutex<Vec<Record>>> = Arc::default();
     let trials: Vec<Trial> = cases
@@ -76,9 +107,10 @@ pub fn run_harness(executor: Arc<dyn Executor>, args: &Arguments) -> i32 {
     }
     let run_failures = suite.finish(&cases, &all_records, filtered);
     print_skips(&all_records);
-    if let Some(dir) = std::env::var_os("CONCORD_REPORT_DIR") {
-        let dir = std::path::PathBuf::from(dir);
-        if let Err(e) = crate::report::write_all(&dir, &all_records) {
+    if let Some(dir) = &config.report_dir {
+        // The run-level failures (floor, stale expectations) go into the reports too, so a
+        // CI page never shows a pass for a run that failed.
+        if let Err(e) = crate::report::write_run(dir, &all_records, &run_failures) {
             eprintln!("error: writing reports to {}: {e}", dir.display());
             return 101;
         }

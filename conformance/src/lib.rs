@@ -7,18 +7,25 @@
 //! `model/` cases whose outputs came from an independent oracle.
 //!
 //! Invariants:
-//! - One suite for every executor: built-in executors use [`main`] exactly as a backend
-//!   author does; there is no per-backend copy.
+//! - One suite for every executor: built-in executors use [`main`] / [`Conformance`]
+//!   exactly as a backend author does; there is no per-backend copy.
+//! - The suite is a dependency: its data (op cases, golden cases, tolerance table, ONNX
+//!   node-test list) is packaged with this crate and found through this crate's own
+//!   directory; the author's files (expectations, tolerance overrides, reports) are found
+//!   in the author's crate ([`config`]). Nothing is edited inside Concord to test an
+//!   executor.
 //! - Expected outputs come from the reference executor or the golden oracle, never from
 //!   the executor under test.
-//! - Tolerances, expected failures and skips are data with reasons (tolerances.toml,
-//!   expectations/<executor>.toml); malformed data fails the run, and an expected failure
-//!   that passes fails the run.
+//! - Tolerances, expected failures and skips are data with reasons (tolerances.toml and the
+//!   author's overrides, the executor's expectations file); malformed data fails the run,
+//!   an expected failure that passes fails the run, and an executor without an
+//!   expectations file is told so before the first trial (and fails under `CI`).
 //! - A case the executor declines is a visible skip with the planner's reason, never a pass.
 
 pub mod case;
 pub mod compare;
 pub mod concurrency;
+pub mod config;
 pub mod error;
 pub mod expectations;
 pub mod fallback;
@@ -36,6 +43,7 @@ pub mod repro;
 pub mod suite;
 pub mod tolerance;
 
+pub use config::Conformance;
 pub use error::SuiteError;
 pub use harness::{main, run_harness};
 pub use outcome::{Outcome, Record, Verdict};

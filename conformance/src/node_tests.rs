@@ -726,7 +726,7 @@ fn read_tensors(dir: &Path, kind: &str, names: &[String]) -> Result<Vec<(String,
 }
 
 /// Whether `CI` is set to something that means yes.
-fn ci_is_set() -> bool {
+pub(crate) fn ci_is_set() -> bool {
     std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0")
 }
 

@@ -4,6 +4,7 @@
 
 use crate::case::{load_cases, OpCase};
 use crate::compare::{compare, Comparison};
+use crate::config::ExpectationsSource;
 use crate::error::SuiteError;
 use crate::expectations::Expectations;
 use crate::golden::{read_npy, GoldenCase, Manifest};
@@ -18,10 +19,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Where the suite's data lives, and how much property testing to do.
+/// Where the suite's data and the executor's own files live, and how much property testing
+/// to do.
 #[derive(Clone, Debug)]
 pub struct SuiteConfig {
-    /// conformance/ (cases/, expectations/, regressions/).
+    /// The suite's data, packaged with this crate: conformance/ (cases/, golden/,
+    /// expectations/ of Concord's executors, regressions/, onnx-node.toml).
     pub conformance_dir: PathBuf,
     /// conformance/golden/ (manifest.json and the cases).
     pub golden_dir: PathBuf,
@@ -29,6 +32,13 @@ pub struct SuiteConfig {
     pub prop_cases: u32,
     /// Where failing property cases are written as standalone repros.
     pub repro_dir: PathBuf,
+    /// Where the executor's expectations file is (see [`crate::config`]).
+    pub expectations: ExpectationsSource,
+    /// The author's tolerance levels and overrides, added to the shipped table.
+    pub tolerance_overrides: Option<PathBuf>,
+    /// The floor on executed trials when it is given in code rather than in the
+    /// expectations file.
+    pub min_executed: Option<usize>,
 }
 
 impl Default for SuiteConfig {
@@ -38,8 +48,12 @@ impl Default for SuiteConfig {
 }
 
 impl SuiteConfig {
-    /// The data next to this crate's sources, unless `CONCORD_CONFORMANCE_DIR` /
-    /// `CONCORD_GOLDEN_DIR` point elsewhere (a GPU bundle without the source tree).
+    /// The data packaged with this crate (`env!("CARGO_MANIFEST_DIR")` is this crate's
+    /// directory wherever cargo keeps it: a checkout, a git checkout or the registry cache),
+    /// unless `CONCORD_CONFORMANCE_DIR` / `CONCORD_GOLDEN_DIR` point elsewhere (a GPU bundle
+    /// without the source tree). Expectations come from the shipped files, as `concord
+    /// conform` reads them for Concord's executors; the test harness points them at the
+    /// author's crate instead ([`crate::Conformance`]).
     pub fn from_env() -> SuiteConfig {
         let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
         let conformance_dir = std::env::var_os("CONCORD_CONFORMANCE_DIR")
@@ -60,6 +74,9 @@ impl SuiteConfig {
             golden_dir,
             prop_cases,
             repro_dir,
+            expectations: ExpectationsSource::Shipped,
+            tolerance_overrides: None,
+            min_executed: None,
         }
     }
 }
@@ -121,21 +138,14 @@ impl Suite {
         };
         let registry = ExecutorRegistry::reference_only().with(executor.clone());
         let golden_manifest = Manifest::load(&config.golden_dir)?;
+        let targets: Vec<Target> = executor.targets().into_iter().map(|s| s.target).collect();
         Ok(Suite {
             registry,
             reference: ExecutorRegistry::reference_only(),
             availability,
             device,
-            tolerances: ToleranceTable::builtin()?,
-            expectations: Expectations::load(
-                &config.conformance_dir.join("expectations"),
-                executor.name(),
-                &executor
-                    .targets()
-                    .into_iter()
-                    .map(|s| s.target)
-                    .collect::<Vec<_>>(),
-            )?,
+            tolerances: crate::config::load_tolerances(&config, &targets)?,
+            expectations: crate::config::load_expectations(&config, executor.name(), &targets)?,
             op_cases: load_cases(&config.conformance_dir.join("cases"))?
                 .into_iter()
                 .map(Arc::new)

@@ -1,6 +1,10 @@
 //! The tolerance model: named levels per op × target, kept as data
 //! (conformance/tolerances.toml) with a reason each, and the per-element error allowance
 //! they imply. Tests never carry tolerance literals.
+//!
+//! A backend author adds to the table from their own crate ([`ToleranceTable::with_overrides`]):
+//! levels of their own and `[[override]]` entries for their own targets, in the same format
+//! and as strictly checked; the shipped table itself is never edited for them.
 
 use crate::error::SuiteError;
 use concord_core::{DType, Target, TargetSpec, Tensor};
@@ -107,6 +111,18 @@ pub struct Override {
     pub reason: String,
 }
 
+/// A backend author's tolerance file: levels of their own and overrides for their targets.
+/// `[ops]` is not accepted: an op's level for every executor is the shipped table's, and an
+/// executor that needs another one says so per target, with a reason.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuthorTolerances {
+    #[serde(default)]
+    levels: BTreeMap<String, Level>,
+    #[serde(default, rename = "override")]
+    overrides: Vec<Override>,
+}
+
 /// The level chosen for one comparison.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Chosen<'a> {
@@ -159,6 +175,63 @@ impl ToleranceTable {
             });
         }
         Ok(table)
+    }
+
+    /// The table with a backend author's file added: its levels (new names only) and its
+    /// overrides, which must name an op of the table, a level of the table or the file, a
+    /// target in `targets` (the executor's declared ones) and a reason, at most once per
+    /// op × target. The author's overrides come first, so they decide for their targets.
+    pub fn with_overrides(
+        mut self,
+        text: &str,
+        path: PathBuf,
+        targets: &[Target],
+    ) -> Result<ToleranceTable, SuiteError> {
+        let fail = |detail: String| SuiteError::Data {
+            path: path.clone(),
+            detail,
+        };
+        let file: AuthorTolerances = toml::from_str(text).map_err(|e| fail(e.to_string()))?;
+        for (name, level) in file.levels {
+            if self.levels.contains_key(&name) {
+                return Err(fail(format!(
+                    "level `{name}` is already defined by the suite's tolerances.toml: give \
+                     yours another name"
+                )));
+            }
+            self.levels.insert(name, level);
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for o in &file.overrides {
+            let what = format!("override for {} on {}", o.op, o.target);
+            if !self.ops.contains_key(&o.op) {
+                return Err(fail(format!("{what}: the suite knows no op `{}`", o.op)));
+            }
+            if !targets.iter().any(|t| t.name() == o.target) {
+                let known: Vec<&str> = targets.iter().map(Target::name).collect();
+                return Err(fail(format!(
+                    "{what}: unknown target `{}` (the executor declares: {})",
+                    o.target,
+                    known.join(", ")
+                )));
+            }
+            if !self.levels.contains_key(&o.level) {
+                let known: Vec<&str> = self.levels.keys().map(String::as_str).collect();
+                return Err(fail(format!(
+                    "{what}: unknown level `{}` (known: {})",
+                    o.level,
+                    known.join(", ")
+                )));
+            }
+            if o.reason.trim().is_empty() {
+                return Err(fail(format!("{what} has no reason")));
+            }
+            if !seen.insert((o.op.as_str(), o.target.as_str())) {
+                return Err(fail(format!("{what} is given twice")));
+            }
+        }
+        self.overrides.splice(0..0, file.overrides);
+        Ok(self)
     }
 
     /// The level for `op` on `target` (an override first, then the op's level).

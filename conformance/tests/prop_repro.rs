@@ -139,6 +139,7 @@ fn scratch(test: &str) -> (PathBuf, SuiteConfig) {
 }
 
 /// Copies the suite's data files (not sources, tests or regressions) from `from` to `to`.
+/// The golden cases (10 MB) stay where they are: `golden_dir` keeps pointing at them.
 fn copy_data(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("scratch dir");
     for entry in std::fs::read_dir(from).expect("conformance dir").flatten() {
@@ -148,7 +149,7 @@ fn copy_data(from: &Path, to: &Path) {
         if path.is_dir() {
             if !matches!(
                 name.to_str(),
-                Some("src" | "tests" | "examples" | "regressions" | "target")
+                Some("src" | "tests" | "examples" | "regressions" | "target" | "golden")
             ) {
                 copy_data(&path, &target);
             }

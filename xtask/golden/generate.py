@@ -1372,7 +1372,19 @@ def sampling_cases(add):
 
 
 def signal_cases(add):
-    """Window functions, DFT and STFT (reference-only ops)."""
+    """Window functions, DFT and STFT (reference-only ops).
+
+    Transform lengths are chosen where onnxruntime 1.23.2 is accurate enough to be the
+    oracle at the 'accumulate' level: powers of two, and short lengths (3 to 12 in DFT). At
+    some other lengths its f32 DFT and STFT stray further from the exact transform than the
+    level allows, while the reference's f64 sums stay within 1% of the bound of it (both
+    measured against numpy.fft in float64 on the same f32 inputs): a DFT of 16 samples padded
+    to 20 is 1.9e-5 off (2.2 times the bound), an STFT with frames of 12 is 1.6e-5 to 2.1e-5
+    off (up to 2.4 times) and frames of 10 7e-6. Such cases would fail through the oracle's
+    error, not the reference's, in every executor's golden trials, so they are left out. The
+    reference has no length-specific path (it sums every term directly), and the ONNX node
+    tests hold it to exact values at a length that is not a power of two (test_dft: 10).
+    """
     nodes, outputs = [], []
     for op in ["HannWindow", "HammingWindow", "BlackmanWindow"]:
         for periodic in [1, 0]:
@@ -1409,18 +1421,6 @@ def signal_cases(add):
         [("XC", normal(r, (2, 5, 4, 2))), ("XR", normal(r, (2, 16, 1)))],
         [("A_neg3", scalar(-3, np.int64)), ("L3", scalar(3, np.int64)), ("A2", scalar(2, np.int64))],
         outputs=["Y_inverse", "Y_onesided", "Y_truncated"])
-    # A known failure (KNOWN_FAILURES in crates/concord/tests/golden.rs): at some transform
-    # lengths that are not powers of two, onnxruntime's f32 DFT and STFT are several times
-    # less accurate than the 'accumulate' level allows (2.3e-5 off numpy.fft's float64 result
-    # here), while the reference's f64 sums round to within 1% of the bound of it. The case
-    # stays so that the disagreement is data and the reference's values are still pinned.
-    r = rng_for("dft_opset20_length_20")
-    add("dft_opset20_length_20", 20, "accumulate",
-        "DFT opset 20, a real signal of 16 zero-padded to dft_length 20 on axis 1 (onnxruntime's "
-        "f32 error exceeds the level: a known failure)",
-        [node("DFT", ["XR", "L20", "A1"], ["Y"])],
-        [("XR", normal(r, (2, 16, 1)))],
-        [("L20", scalar(20, np.int64)), ("A1", scalar(1, np.int64))])
 
     r = rng_for("stft")
     n = np.arange(16)
@@ -1442,15 +1442,6 @@ def signal_cases(add):
         [("step8", scalar(8, np.int64)), ("step6", scalar(6, np.int64)), ("W16", hann16),
          ("L16", scalar(16, np.int64))],
         outputs=["Y_window", "Y_no_window", "Y_window_length"])
-    # A known failure, as dft_opset20_length_20: onnxruntime's STFT with a frame of 12 is
-    # ~1.6e-5 off numpy.fft's float64 result.
-    r = rng_for("stft_frame_12")
-    add("stft_frame_12", 17, "accumulate",
-        "STFT of a real signal without a window, frame_length 12, step 6, two-sided "
-        "(onnxruntime's f32 error exceeds the level: a known failure)",
-        [node("STFT", ["XR", "step6", "", "L12"], ["Y"], onesided=0)],
-        [("XR", normal(r, (2, 64, 1)))],
-        [("step6", scalar(6, np.int64)), ("L12", scalar(12, np.int64))])
 
 
 # ---------------------------------------------------------------------------------------------

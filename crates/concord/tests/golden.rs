@@ -30,30 +30,10 @@ struct KnownFailure {
     reason: &'static str,
 }
 
-// The first entry, shape_computation_chain (a Reshape whose shape came through Unsqueeze axes
-// held in Constant nodes, which load-time inference could not see), was removed when
-// Constant-node values started feeding shape inference.
-//
-// The entries today are disagreements where the oracle, not the reference, is off: at some
-// transform lengths that are not powers of two, onnxruntime 1.23.2's f32 DFT and STFT stray
-// from the exact transform by more than the `accumulate` level allows. Against numpy.fft in
-// float64 on the same f32 inputs, onnxruntime is 1.9e-5 and 2.1e-5 off (2.2 and 2.4 times the
-// bound) while the reference's rounded f64 sums are within 0.5% of the bound. Each message
-// pins the count and the largest deviation, so any change in the reference's values on these
-// cases still fails. The entries go when the oracle changes (or the derived tolerance model
-// replaces the levels).
-const KNOWN_FAILURES: &[KnownFailure] = &[
-    KnownFailure {
-        case: "dft_opset20_length_20",
-        message: "output `Y`: 2 of 80 elements out of tolerance (abs 5e-6, rel 1e-5); max abs error 1.928e-5,",
-        reason: "onnxruntime's f32 DFT of length 20 is 1.9e-5 off the exact transform; the reference is not",
-    },
-    KnownFailure {
-        case: "stft_frame_12",
-        message: "output `Y`: 13 of 432 elements out of tolerance (abs 5e-6, rel 1e-5); max abs error 2.098e-5,",
-        reason: "onnxruntime's f32 STFT with a frame of 12 is 2.1e-5 off the exact transform; the reference is not",
-    },
-];
+// Empty today. The first entry, shape_computation_chain (a Reshape whose shape came through
+// Unsqueeze axes held in Constant nodes, which load-time inference could not see), was removed
+// when Constant-node values started feeding shape inference.
+const KNOWN_FAILURES: &[KnownFailure] = &[];
 
 #[derive(Debug, Deserialize)]
 struct Manifest {

@@ -1216,8 +1216,9 @@ def control_flow_cases(add):
 
     # Loop with a trip count, a condition computed in the body, a carried state, two scan
     # outputs (one of them the iteration number) and outer values (A, K, L) read in the body.
-    # s' = s * 0.5 + A + i is exact in f32 (a halving, then two correctly rounded sums), so
-    # the condition max(s') < L flips at the same iteration in both implementations.
+    # Each step s' = s * 0.5 + A + i is a halving and two correctly rounded f32 sums, so both
+    # implementations agree bit for bit and the condition max(s') < L flips at the same
+    # iteration.
     r = rng_for("loop_early_exit_scan_outputs")
     s0, a = normal(r, (3,)), uniform(r, (3,), 0.0, 1.0)
     body = helper.make_graph(
@@ -1229,8 +1230,11 @@ def control_flow_cases(add):
         [value("i", I64, []), value("c_in", BOOL, []), value("s", F32, [3])],
         [value("c_out", BOOL, []), value("s_next", F32, [3]), value("sq", F32, [3]),
          value("i_out", I64, [])])
-    loop_inputs = lambda m, c: [("M", scalar(m, np.int64)), ("C", np.array(c)), ("S0", s0), ("A", a),
-                                ("L", scalar(4.5, np.float32))]
+
+    def loop_inputs(m, c):
+        return [("M", scalar(m, np.int64)), ("C", np.array(c)), ("S0", s0), ("A", a),
+                ("L", scalar(4.5, np.float32))]
+
     add("loop_early_exit_scan_outputs", 16, "exact",
         "Loop with trip count M, a body condition max(s') < L, carried s, scan outputs s'^2 and "
         "the iteration number; runs: the condition ends it (M 10), M ends it (M 2), no "
@@ -1253,7 +1257,10 @@ def control_flow_cases(add):
         [value("i", I64, []), value("c_in", BOOL, []), value("v", F32, ["k"]), value("n", I64, [])],
         [value("c_out", BOOL, []), value("v_next", F32, ["k_next"]), value("n_next", I64, []),
          value("scaled", F32, [2])])
-    while_inputs = lambda n: [("X", x), ("V0", v0), ("N", scalar(n, np.int64))]
+
+    def while_inputs(n):
+        return [("X", x), ("V0", v0), ("N", scalar(n, np.int64))]
+
     add("loop_while_growing_state", 21, "exact",
         "Loop without M: a while loop on n < N, carrying a tensor that grows by Concat with the "
         "outer X and an int64 counter, with a scan output; runs N = 3, 1 and 0",

@@ -88,6 +88,26 @@ fn grid_sample_cubic_uses_keys_weights() {
     let grid = f32s(&[1, 1, 1, 2], &[0.0, 0.0]);
     let op = gs(GridSampleMode::Cubic, GridPadding::Zeros, false);
     check(&one(&op, &[&x, &grid]), &[1, 1, 1, 1], &[2.71875]);
+    // The same row as 5-D X (one depth): cubic works in any rank (onnxruntime 1.23.2 refuses
+    // it on 5-D X, so no golden case checks this), the depth and row at 0 with weights
+    // 0, 1, 0, 0.
+    let x = f32s(&[1, 1, 1, 1, 4], &[1.0, 2.0, 4.0, 8.0]);
+    let grid = f32s(&[1, 1, 1, 1, 3], &[0.0, 0.0, 0.0]);
+    check(&one(&op, &[&x, &grid]), &[1, 1, 1, 1, 1], &[2.71875]);
+}
+
+#[test]
+fn grid_sample_cubic_border_pads_the_taps_not_the_position() {
+    // Five columns with align_corners: x = 2 * (g + 1), so g = -1.25 and 1.25 are the
+    // positions -0.5 and 4.5, outside X. The position stays where it is (fraction 0.5) and
+    // only the taps are clamped: columns -2, -1, 0, 1 read 10, 10, 10, 20, weighed -0.09375,
+    // 0.59375, 0.59375, -0.09375, giving 9.0625; columns 3…6 read 40, 50, 50, 50, giving
+    // 50.9375. onnxruntime 1.23.2 gives both values; clamping the position to 0 first (as
+    // the ONNX reference does) would give 10 and 50. The one row's weights are 0, 1, 0, 0.
+    let x = f32s(&[1, 1, 1, 5], &[10.0, 20.0, 30.0, 40.0, 50.0]);
+    let grid = f32s(&[1, 1, 2, 2], &[-1.25, 0.0, 1.25, 0.0]);
+    let op = gs(GridSampleMode::Cubic, GridPadding::Border, true);
+    check(&one(&op, &[&x, &grid]), &[1, 1, 1, 2], &[9.0625, 50.9375]);
 }
 
 #[test]

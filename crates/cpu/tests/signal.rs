@@ -83,12 +83,12 @@ fn windows_at_quarter_turns() {
         &[4],
         &[0.0, 0.34, 1.0, 0.34],
     );
-    // A symmetric window of one sample is its peak; size 0 is empty.
-    check(
-        &one(&hann_sym, &[Some(&Tensor::scalar_i64(1))]),
-        &[1],
-        &[1.0],
-    );
+    // A symmetric window of one sample is 0/0 in the spec's formula, NaN (as onnxruntime
+    // gives); a periodic one is the window's value at 0 (0 for Hann); size 0 is empty.
+    let single = one(&hann_sym, &[Some(&Tensor::scalar_i64(1))]);
+    assert_eq!(single.dims(), &[1]);
+    assert!(single.to_f64_vec()[0].is_nan(), "{:?}", single.to_f64_vec());
+    check(&one(&hann, &[Some(&Tensor::scalar_i64(1))]), &[1], &[0.0]);
     check(&one(&hann, &[Some(&Tensor::scalar_i64(0))]), &[0], &[]);
     // The output type is the attribute's: f32 here.
     let f32_hann = Op::Window {
@@ -259,6 +259,15 @@ fn stft_frames_a_signal() {
         &one(&half, &[Some(&x), Some(&two), None, Some(&two)]),
         &[1, 2, 2, 2],
         &[3.0, 0.0, -1.0, 0.0, 7.0, 0.0, -1.0, 0.0],
+    );
+    // A complex signal 1+i, 2, 3−i, 4 (golden cannot check this path: onnxruntime 1.23.2's
+    // STFT is wrong for complex signals): frames (1+i, 2) and (3−i, 4) transform to
+    // (3+i, −1+i) and (7−i, −1−i).
+    let complex = f64s(&[1, 4, 2], &[1.0, 1.0, 2.0, 0.0, 3.0, -1.0, 4.0, 0.0]);
+    check(
+        &one(&full, &[Some(&complex), Some(&two), None, Some(&two)]),
+        &[1, 2, 2, 2],
+        &[3.0, 1.0, -1.0, 1.0, 7.0, -1.0, -1.0, -1.0],
     );
     // A frame longer than the signal, and neither window nor frame_length, are refused.
     let five = Tensor::scalar_i64(5);

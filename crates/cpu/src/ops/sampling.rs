@@ -1,10 +1,14 @@
 //! Sampling kernels: GridSample and AffineGrid, computed in f64 and rounded once when
 //! stored.
 //!
-//! GridSample follows onnxruntime's kernel where it and the ONNX reference could differ:
-//! out-of-range coordinates are first moved inside (clamped for border, reflected for
-//! reflection padding), and then every tap an interpolation reads outside X is padded the
-//! same way (zero, the clamped index, or the reflected index truncated towards zero).
+//! GridSample follows onnxruntime's kernel where it and the ONNX reference differ: every tap
+//! an interpolation reads outside X is padded (zero, the clamped index, or the reflected
+//! index truncated towards zero), and for border padding the sampled position itself is not
+//! moved. The ONNX reference clamps an out-of-range position into X first, which changes the
+//! cubic result (the fraction between taps becomes 0); onnxruntime 1.23 and PyTorch, where the
+//! op comes from, pad only the taps, and the golden case grid_sample_bicubic checks it. For
+//! nearest and linear the two readings agree. Reflection padding reflects the position first,
+//! as the ONNX reference does; with every tap reflected too, that gives onnxruntime's values.
 //! Nearest rounds half to even (`nearbyint`), and cubic uses Keys' kernel with a = -0.75.
 //! onnxruntime implements cubic for 4-D X only; here every mode works in any rank, each
 //! spatial axis interpolated independently (the tensor product the ONNX reference takes).
@@ -163,12 +167,9 @@ fn grid_sample(
                 if mode == GridSampleMode::Nearest {
                     pos = pos.round_ties_even();
                 }
-                if pos < axis.lo || pos > axis.hi {
-                    pos = match padding {
-                        GridPadding::Zeros => pos,
-                        GridPadding::Border => pos.min(axis.len as f64 - 1.0).max(0.0),
-                        GridPadding::Reflection => reflect(pos, axis.lo, axis.hi),
-                    };
+                // Border padding leaves the position where it is: its taps are clamped below.
+                if padding == GridPadding::Reflection && (pos < axis.lo || pos > axis.hi) {
+                    pos = reflect(pos, axis.lo, axis.hi);
                 }
                 let at = |i: f64| axis.tap(i as i64, padding).map(|i| i * strides[k]);
                 let floor = pos.floor();

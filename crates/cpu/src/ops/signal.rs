@@ -53,10 +53,9 @@ fn window_value(kind: WindowKind, periodic: bool, size: usize, n: usize) -> f64 
         WindowKind::Blackman => (0.42, 0.5, 0.08),
     };
     let d = if periodic { size } else { size - 1 };
-    if d == 0 {
-        // A symmetric window of one sample: its only value is the peak (as numpy's).
-        return 1.0;
-    }
+    // A symmetric window of one sample divides 0 by 0 and is NaN: the spec's formula, the
+    // ONNX reference and onnxruntime 1.23 all give NaN there (numpy's windows give 1), and
+    // Concord follows them; the golden case `windows` checks it.
     let x = 2.0 * PI * n as f64 / d as f64;
     a0 - a1 * x.cos() + a2 * (2.0 * x).cos()
 }

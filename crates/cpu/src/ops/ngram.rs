@@ -91,8 +91,9 @@ pub(crate) fn tf_idf_vectorizer(t: &TfIdf, inputs: &[Option<&Tensor>]) -> Result
 /// Adds one row's n-gram counts to `counts` (one per output column).
 fn count_row(t: &TfIdf, line: &[i64], columns_of: &HashMap<&[i64], usize>, counts: &mut [u64]) {
     let mut shortest = t.min_gram_length.max(1);
-    let mut gram = Vec::with_capacity(t.max_gram_length);
-    for skip in 0..=t.max_skip_count {
+    let mut gram = Vec::with_capacity(t.max_gram_length.min(line.len()));
+    // A skip as long as the row fits no n-gram of two or more tokens.
+    for skip in 0..=t.max_skip_count.min(line.len()) {
         if shortest > t.max_gram_length {
             break;
         }

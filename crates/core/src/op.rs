@@ -2831,7 +2831,9 @@ pub const OTHER_OPS: &[OpSchema] = &[
             attr("mode", Required),
             attr("ngram_counts", Required),
             attr("ngram_indexes", Required),
-            attr("pool_int64s", Absent),
+            // ONNX needs one of the two pools; Concord reads integer pools only (a string
+            // pool is refused, TFIDF_STRINGS_REFUSAL), so for it pool_int64s is required.
+            attr("pool_int64s", Required),
             attr("pool_strings", Absent),
             attr("weights", Absent),
         ],

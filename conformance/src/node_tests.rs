@@ -1095,9 +1095,10 @@ test_excluded_passes = "data: claimed wrong, but it is right"
             g: Some(Box::new(reading_body)),
             ..Default::default()
         });
-        let graph = proto_graph(vec![lp, branch, proto_node("Abs", &["m"], &["a"])], &[
-            "drawn", "chosen", "a",
-        ]);
+        let graph = proto_graph(
+            vec![lp, branch, proto_node("Abs", &["m"], &["a"])],
+            &["drawn", "chosen", "a"],
+        );
         assert_eq!(
             random_dependent_outputs(&graph),
             BTreeSet::from(["chosen".to_string(), "drawn".to_string()])

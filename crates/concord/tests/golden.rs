@@ -202,7 +202,10 @@ const NODE_TEST_ONLY: &[(&str, &str)] = &[
     ("MelWeightMatrix", "test_melweightmatrix"),
     // TensorScatter exists from opset 24, newer than the pinned onnxruntime runs.
     ("TensorScatter", "test_tensorscatter_circular"),
-    ("TfIdfVectorizer", "test_tfidfvectorizer_tf_batch_uniandbigrams_skip5"),
+    (
+        "TfIdfVectorizer",
+        "test_tfidfvectorizer_tf_batch_uniandbigrams_skip5",
+    ),
     // The random ops' values are the generator's, so no oracle gives them: these node
     // tests check shape and dtype (conformance/onnx-node.toml), and STATISTICS_ONLY's
     // kernel tests the distributions.
@@ -216,7 +219,10 @@ const NODE_TEST_ONLY: &[(&str, &str)] = &[
 const STATISTICS_ONLY: &[(&str, &str)] = &[
     ("RandomNormal", "random_normal_has_its_mean_and_spread"),
     ("RandomUniform", "random_uniform_has_its_mean_and_spread"),
-    ("RandomNormalLike", "like_forms_take_the_input_shape_and_dtype"),
+    (
+        "RandomNormalLike",
+        "like_forms_take_the_input_shape_and_dtype",
+    ),
     ("Multinomial", "multinomial_counts_follow_the_softmax"),
 ];
 
@@ -251,9 +257,10 @@ fn golden_manifest_covers_every_supported_op() {
             "{op} has no golden case, and its node test {test} is not must-pass"
         );
     }
-    let random_tests =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../cpu/tests/random.rs"))
-            .expect("crates/cpu/tests/random.rs is readable");
+    let random_tests = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../cpu/tests/random.rs"),
+    )
+    .expect("crates/cpu/tests/random.rs is readable");
     for (op, test) in STATISTICS_ONLY {
         assert!(
             random_tests.contains(&format!("#[test]\nfn {test}()")),

@@ -91,7 +91,10 @@ fn random_uniform_has_its_mean_and_spread() {
     let n = 20_000;
     let v = draw(&uniform(-1.0, 3.0, &[100, 200], 11.0), &[]).to_f64_vec();
     assert_eq!(v.len(), n);
-    assert!(v.iter().all(|&x| (-1.0..3.0).contains(&x)), "a draw outside [−1, 3)");
+    assert!(
+        v.iter().all(|&x| (-1.0..3.0).contains(&x)),
+        "a draw outside [−1, 3)"
+    );
     let (mean, var) = moments(&v);
     let nf = n as f64;
     within("mean", mean, 1.0, K * (4.0 / 3.0 / nf).sqrt());
@@ -133,10 +136,20 @@ fn random_normal_has_its_mean_and_spread() {
     within("variance", var, 0.25, K * 0.25 * (2.0 / nf).sqrt());
     let p = 0.682_689_492_137_086;
     let share = v.iter().filter(|&&x| (x - 2.0).abs() < 0.5).count() as f64 / nf;
-    within("share within one σ", share, p, K * (p * (1.0 - p) / nf).sqrt());
+    within(
+        "share within one σ",
+        share,
+        p,
+        K * (p * (1.0 - p) / nf).sqrt(),
+    );
     // Symmetry: the third central moment is 0, its standard error √(15σ⁶/N).
     let third = v.iter().map(|x| (x - mean).powi(3)).sum::<f64>() / nf;
-    within("third moment", third, 0.0, K * (15.0 * 0.5f64.powi(6) / nf).sqrt());
+    within(
+        "third moment",
+        third,
+        0.0,
+        K * (15.0 * 0.5f64.powi(6) / nf).sqrt(),
+    );
     // f16 and bf16 outputs round the same draws once.
     for dtype in [DType::F16, DType::BF16, DType::F32] {
         let op = Op::Random(Random {
@@ -153,16 +166,16 @@ fn random_normal_has_its_mean_and_spread() {
             [3, 4],
             concord_core::TensorData::from_f64(dtype, &wide.to_f64_vec()),
         ));
-        assert!(t.bit_identical(&rounded), "{dtype}: one rounding of the f64 draws");
+        assert!(
+            t.bit_identical(&rounded),
+            "{dtype}: one rounding of the f64 draws"
+        );
     }
 }
 
 #[test]
 fn like_forms_take_the_input_shape_and_dtype() {
-    let x16 = tensor(Tensor::from_vec(
-        [2, 3],
-        vec![half::f16::from_f32(0.0); 6],
-    ));
+    let x16 = tensor(Tensor::from_vec([2, 3], vec![half::f16::from_f32(0.0); 6]));
     let ints = tensor(Tensor::from_i64([4, 5], vec![7; 20]));
     let like = |distribution, dtype| {
         Op::Random(Random {
@@ -413,7 +426,10 @@ fn unseeded_nodes_draw_by_their_name() {
     };
     let a = draw(&named("noise_a"), &[]);
     assert!(draw(&named("noise_a"), &[]).bit_identical(&a), "same name");
-    assert!(!draw(&named("noise_b"), &[]).bit_identical(&a), "other name");
+    assert!(
+        !draw(&named("noise_b"), &[]).bit_identical(&a),
+        "other name"
+    );
     // A name's key is marked apart from a given seed with the same bits.
     let RandomSeed::FromName(hash) = RandomSeed::from_node_name("noise_a") else {
         panic!("from_node_name gives FromName");
@@ -474,9 +490,15 @@ fn folding_keeps_the_values_a_forward_draws() {
         Ok(s) => s,
         Err(e) => panic!("folding: {e}"),
     };
-    assert_eq!(summary.folded_nodes, 1, "the like node folds; y is a graph output");
+    assert_eq!(
+        summary.folded_nodes, 1,
+        "the like node folds; y is a graph output"
+    );
     let p = draw(&like, &[Some(&c)]);
-    assert!(graph.initializers.get("p").is_some_and(|t| t.bit_identical(&p)));
+    assert!(graph
+        .initializers
+        .get("p")
+        .is_some_and(|t| t.bit_identical(&p)));
     assert!(
         graph.nodes.iter().any(|n| n.name == "z"),
         "RandomNormal has no input to fold from"

@@ -55,26 +55,23 @@ fn tensor_scatter_writes_from_each_write_index() {
     // Linear, write indices 1 and 2: batch 0 gets 10, 11 at 1, 2; batch 1 gets 20, 21 at
     // 2, 3.
     let at = Tensor::vec_i64(vec![1, 2]);
-    let t = one(&scatter(-2, false), &[Some(&past), Some(&update), Some(&at)]);
-    assert_eq!(t.dims(), &[2, 4, 1]);
-    assert_eq!(
-        t.to_f64_vec(),
-        [0.0, 10.0, 11.0, 3.0, 4.0, 5.0, 20.0, 21.0]
+    let t = one(
+        &scatter(-2, false),
+        &[Some(&past), Some(&update), Some(&at)],
     );
+    assert_eq!(t.dims(), &[2, 4, 1]);
+    assert_eq!(t.to_f64_vec(), [0.0, 10.0, 11.0, 3.0, 4.0, 5.0, 20.0, 21.0]);
     // Without write indices every batch entry writes from 0.
     let t = one(&scatter(-2, false), &[Some(&past), Some(&update)]);
-    assert_eq!(
-        t.to_f64_vec(),
-        [10.0, 11.0, 2.0, 3.0, 20.0, 21.0, 6.0, 7.0]
-    );
+    assert_eq!(t.to_f64_vec(), [10.0, 11.0, 2.0, 3.0, 20.0, 21.0, 6.0, 7.0]);
     // Circular, write indices 3 and −1: batch 0 writes 3 and 4 mod 4 = 0; batch 1 writes
     // −1 mod 4 = 3 and 0.
     let around = Tensor::vec_i64(vec![3, -1]);
-    let t = one(&scatter(1, true), &[Some(&past), Some(&update), Some(&around)]);
-    assert_eq!(
-        t.to_f64_vec(),
-        [11.0, 1.0, 2.0, 10.0, 21.0, 5.0, 6.0, 20.0]
+    let t = one(
+        &scatter(1, true),
+        &[Some(&past), Some(&update), Some(&around)],
     );
+    assert_eq!(t.to_f64_vec(), [11.0, 1.0, 2.0, 10.0, 21.0, 5.0, 6.0, 20.0]);
     // Linear mode may not run past the cache: 3 + 2 > 4.
     let past_end = Tensor::vec_i64(vec![3, 0]);
     assert!(matches!(
@@ -97,7 +94,10 @@ fn tensor_scatter_on_a_middle_axis_moves_values_exactly() {
     let past = tensor(Tensor::from_bool([1, 2], vec![false, false]));
     let update = tensor(Tensor::from_bool([1, 1], vec![true]));
     let at = Tensor::vec_i64(vec![1]);
-    let t = one(&scatter(-1, false), &[Some(&past), Some(&update), Some(&at)]);
+    let t = one(
+        &scatter(-1, false),
+        &[Some(&past), Some(&update), Some(&at)],
+    );
     assert_eq!(t.as_bool(), Some(&[false, true][..]));
 }
 
@@ -125,12 +125,18 @@ fn tensor_scatter_refuses_mismatched_operands() {
     // One write index per batch entry, as i64; the update of the cache's dtype.
     let three = Tensor::vec_i64(vec![0, 0, 0]);
     assert!(matches!(
-        run(&scatter(-2, false), &[Some(&past), Some(&update), Some(&three)]),
+        run(
+            &scatter(-2, false),
+            &[Some(&past), Some(&update), Some(&three)]
+        ),
         Err(OpError::Shape(_))
     ));
     let as_f32 = f32s(&[2], &[0.0, 0.0]);
     assert!(matches!(
-        run(&scatter(-2, false), &[Some(&past), Some(&update), Some(&as_f32)]),
+        run(
+            &scatter(-2, false),
+            &[Some(&past), Some(&update), Some(&as_f32)]
+        ),
         Err(OpError::DType { index: 2, .. })
     ));
     let ints = tensor(Tensor::from_i64([2, 2, 1], vec![0; 4]));
@@ -206,7 +212,10 @@ fn tfidf_weights_and_rows() {
         [1.0, 1.0, 2.0, 4.0, 8.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 32.0, 0.0]
     );
     let idf_1 = one(&tfidf(TfIdfMode::Idf, 1, 2, 0, &[]), &[Some(&x)]);
-    let hits: Vec<f64> = counts.iter().map(|&c| if c > 0.0 { 1.0 } else { 0.0 }).collect();
+    let hits: Vec<f64> = counts
+        .iter()
+        .map(|&c| if c > 0.0 { 1.0 } else { 0.0 })
+        .collect();
     assert_eq!(idf_1.to_f64_vec(), hits);
     let tfidf_1 = one(&tfidf(TfIdfMode::TfIdf, 1, 2, 0, &[]), &[Some(&x)]);
     assert_eq!(tfidf_1.to_f64_vec(), counts);
@@ -267,6 +276,9 @@ fn tfidf_refuses_bad_operands() {
     let x = tensor(Tensor::from_i64([2], vec![2, 3]));
     assert!(matches!(
         run(&short, &[Some(&x)]),
-        Err(OpError::Attribute { name: "weights", .. })
+        Err(OpError::Attribute {
+            name: "weights",
+            ..
+        })
     ));
 }

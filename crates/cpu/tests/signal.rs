@@ -350,7 +350,10 @@ fn mel_weight_matrix_triangles() {
         Ok(t) => t,
         Err(e) => panic!("{e}"),
     };
-    let peaks: Vec<f64> = want.iter().map(|&w| if w == 1.0 { 1.0 } else { 0.0 }).collect();
+    let peaks: Vec<f64> = want
+        .iter()
+        .map(|&w| if w == 1.0 { 1.0 } else { 0.0 })
+        .collect();
     assert_eq!(ints.to_f64_vec(), peaks);
 }
 

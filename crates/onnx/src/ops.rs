@@ -1441,8 +1441,7 @@ fn read_tf_idf(a: &Attrs) -> Result<op::TfIdf, Error> {
     // onnxruntime reads the weights by output column (which is the pool n-gram's position
     // when ngram_indexes is 0, 1, 2, …, as the spec's "i-th weight of the i-th n-gram"
     // assumes), so every column needs one.
-    if t.mode != op::TfIdfMode::Tf && !t.weights.is_empty() && t.weights.len() < t.output_size()
-    {
+    if t.mode != op::TfIdfMode::Tf && !t.weights.is_empty() && t.weights.len() < t.output_size() {
         return Err(a.error(
             "weights",
             format!(

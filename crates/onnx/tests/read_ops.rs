@@ -1274,7 +1274,12 @@ fn tfidf_attributes_must_agree() {
             graph(vec![proto], vec![], vec![], vec![]),
         )))
     };
-    let lengths = || vec![attr_int("min_gram_length", 1), attr_int("max_gram_length", 1)];
+    let lengths = || {
+        vec![
+            attr_int("min_gram_length", 1),
+            attr_int("max_gram_length", 1),
+        ]
+    };
     // A 2-gram start past the pool's end.
     let mut bad_counts = lengths();
     bad_counts.extend([
@@ -1298,7 +1303,10 @@ fn tfidf_attributes_must_agree() {
     ]);
     expect_err(read(few_weights), |_| true, &["weights"]);
     // max_gram_length below min_gram_length.
-    let mut backwards = vec![attr_int("min_gram_length", 2), attr_int("max_gram_length", 1)];
+    let mut backwards = vec![
+        attr_int("min_gram_length", 2),
+        attr_int("max_gram_length", 1),
+    ];
     backwards.extend([
         attr_ints("ngram_counts", &[0]),
         attr_ints("ngram_indexes", &[0, 1, 2]),

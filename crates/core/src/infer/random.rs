@@ -73,10 +73,6 @@ fn expect_output(op: &Op, dtype: DType, allowed: &[DType]) -> Result<(), OpError
     let names: Vec<&str> = allowed.iter().map(|d| d.name()).collect();
     Err(OpError::Attribute {
         name: "dtype",
-        detail: format!(
-            "{} outputs {}, not {dtype}",
-            op.name(),
-            names.join(" or ")
-        ),
+        detail: format!("{} outputs {}, not {dtype}", op.name(), names.join(" or ")),
     })
 }

@@ -877,7 +877,11 @@ fn reverse_sequence(
 /// tuple, which agrees wherever the other extents are at most max_sequence (as in every
 /// node test), and would otherwise wrap batch and head indices too, which no cache layout
 /// means.
-fn tensor_scatter(axis: i64, circular: bool, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+fn tensor_scatter(
+    axis: i64,
+    circular: bool,
+    inputs: &[Option<&Tensor>],
+) -> Result<Tensor, OpError> {
     let past = required(inputs, 0, "past_cache")?;
     let update = required(inputs, 1, "update")?;
     if update.dtype() != past.dtype() {

@@ -59,7 +59,9 @@ pub(crate) fn tf_idf_vectorizer(t: &TfIdf, inputs: &[Option<&Tensor>]) -> Result
     // Later listings replace earlier ones, as in onnxruntime's pool map.
     let columns_of: HashMap<&[i64], usize> = grams.into_iter().collect();
     let size = rows.checked_mul(width).ok_or_else(|| {
-        OpError::Shape(format!("TfIdfVectorizer: {rows} × {width} outputs is too many"))
+        OpError::Shape(format!(
+            "TfIdfVectorizer: {rows} × {width} outputs is too many"
+        ))
     })?;
     let mut counts = vec![0u64; size];
     if columns > 0 {

@@ -293,12 +293,17 @@ fn float_scalar(t: &Tensor, index: usize, name: &'static str) -> Result<f64, OpE
 }
 
 /// A positive integer scalar operand.
-fn positive(inputs: &[Option<&Tensor>], index: usize, name: &'static str) -> Result<usize, OpError> {
+fn positive(
+    inputs: &[Option<&Tensor>],
+    index: usize,
+    name: &'static str,
+) -> Result<usize, OpError> {
     let n = int_scalar(required(inputs, index, name)?, index, name)?;
-    usize::try_from(n)
-        .ok()
-        .filter(|&n| n >= 1)
-        .ok_or_else(|| OpError::Shape(format!("MelWeightMatrix needs a {name} of 1 or more, got {n}")))
+    usize::try_from(n).ok().filter(|&n| n >= 1).ok_or_else(|| {
+        OpError::Shape(format!(
+            "MelWeightMatrix needs a {name} of 1 or more, got {n}"
+        ))
+    })
 }
 
 /// MelWeightMatrix as the ONNX reference implementation and onnxruntime compute it (and the
@@ -311,8 +316,16 @@ fn mel_weight_matrix(dtype: DType, inputs: &[Option<&Tensor>]) -> Result<Tensor,
     let mel_bins = positive(inputs, 0, "num_mel_bins")?;
     let dft_length = positive(inputs, 1, "dft_length")?;
     let sample_rate = positive(inputs, 2, "sample_rate")?;
-    let lower = float_scalar(required(inputs, 3, "lower_edge_hertz")?, 3, "lower_edge_hertz")?;
-    let upper = float_scalar(required(inputs, 4, "upper_edge_hertz")?, 4, "upper_edge_hertz")?;
+    let lower = float_scalar(
+        required(inputs, 3, "lower_edge_hertz")?,
+        3,
+        "lower_edge_hertz",
+    )?;
+    let upper = float_scalar(
+        required(inputs, 4, "upper_edge_hertz")?,
+        4,
+        "upper_edge_hertz",
+    )?;
     if !lower.is_finite() || !upper.is_finite() {
         return Err(OpError::Shape(format!(
             "MelWeightMatrix needs finite edges, got lower_edge_hertz {lower} and \

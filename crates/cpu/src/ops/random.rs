@@ -112,6 +112,10 @@ fn random(r: &Random, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     Tensor::from_f64(dtype, shape, values)
 }
 
+/// Bernoulli gives 1 with probability p, as the spec's text and onnxruntime do. ONNX's
+/// function body for it (what the `_expanded` node tests run) computes
+/// Greater(RandomUniformLike(p), p), which is 1 with probability 1 − p; those tests compare
+/// shape and dtype only, so they cannot tell, and Concord follows the text.
 fn bernoulli(
     dtype: Option<DType>,
     seed: RandomSeed,

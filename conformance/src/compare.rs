@@ -134,6 +134,32 @@ pub fn compare(
     c
 }
 
+/// Compares only the dtype and shape of `actual` with `expected`: for an output whose
+/// values no oracle can give (one drawn by a random op), what can still be checked.
+pub fn compare_type(output: &str, actual: &Tensor, expected: &Tensor) -> Comparison {
+    let mismatch = if actual.dtype() != expected.dtype() {
+        Some(format!(
+            "dtype {} but expected {}",
+            actual.dtype(),
+            expected.dtype()
+        ))
+    } else if actual.shape() != expected.shape() {
+        Some(format!(
+            "shape {} but expected {}",
+            actual.shape(),
+            expected.shape()
+        ))
+    } else {
+        None
+    };
+    Comparison {
+        output: output.to_string(),
+        elements: expected.len(),
+        mismatch,
+        ..Comparison::default()
+    }
+}
+
 fn integer_equal(a: &Tensor, b: &Tensor, i: usize) -> bool {
     match (a.data(), b.data()) {
         (TensorData::I64(x), TensorData::I64(y)) => x.get(i) == y.get(i),
@@ -199,5 +225,18 @@ mod tests {
         let e = Tensor::from_f32([2], vec![1.0, 2.0]).expect("t");
         let a = Tensor::from_f32([1, 2], vec![1.0, 2.0]).expect("t");
         assert!(!compare("y", &a, &e, &|_, _| 1.0).passed());
+    }
+
+    #[test]
+    fn a_type_comparison_ignores_values_only() {
+        let e = Tensor::from_f32([2], vec![1.0, 0.0]).expect("t");
+        let other_values = Tensor::from_f32([2], vec![0.0, 1.0]).expect("t");
+        let c = compare_type("y", &other_values, &e);
+        assert!(c.passed(), "{c:?}");
+        assert_eq!(c.elements, 2);
+        let other_shape = Tensor::from_f32([1, 2], vec![1.0, 0.0]).expect("t");
+        assert!(!compare_type("y", &other_shape, &e).passed());
+        let other_dtype = Tensor::from_i64([2], vec![1, 0]).expect("t");
+        assert!(!compare_type("y", &other_dtype, &e).passed());
     }
 }

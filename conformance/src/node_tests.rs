@@ -15,13 +15,13 @@
 //! Tests that use an op outside [`concord_core::op::supported_names`] are skipped up front with
 //! the op named, unless the list mentions them (then they run and are judged).
 
-use crate::compare::compare;
+use crate::compare::{compare, compare_type};
 use crate::error::SuiteError;
 use crate::outcome::{Outcome, Verdict};
 use crate::suite::{node_accumulation, verdict_of, Case, Job, Suite};
 use crate::tolerance::allowance;
 use concord::{Target, Tensor};
-use concord_onnx::proto::ModelProto;
+use concord_onnx::proto::{GraphProto, ModelProto, NodeProto};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -82,6 +82,9 @@ pub struct NodeTest {
     pub outputs: Vec<String>,
     /// Why model.onnx could not be read, if it could not; the trial then fails with it.
     pub problem: Option<String>,
+    /// The graph outputs computed from a Random-family node ([`random_dependent_outputs`]):
+    /// only their shape and dtype are compared.
+    pub random_outputs: BTreeSet<String>,
 }
 
 /// What a node trial does.
@@ -416,6 +419,7 @@ impl NodeTest {
             inputs: Vec::new(),
             outputs: Vec::new(),
             problem: None,
+            random_outputs: BTreeSet::new(),
         };
         let model_path = test.dir.join("model.onnx");
         let model = std::fs::read(&model_path)
@@ -454,6 +458,7 @@ impl NodeTest {
         };
         test.inputs = graph.input.iter().map(|v| v.name.clone()).collect();
         test.outputs = graph.output.iter().map(|v| v.name.clone()).collect();
+        test.random_outputs = random_dependent_outputs(&graph);
         test
     }
 
@@ -669,12 +674,77 @@ fn check(suite: &Suite, test: &NodeTest, target: &Target, notices: &mut Vec<Stri
                     }
                 }
             };
+            if test.random_outputs.contains(name) {
+                comparisons.push(compare_type(
+                    &format!("{prefix}{name} ({RANDOM_OUTPUT_NOTE})"),
+                    got,
+                    want,
+                ));
+                continue;
+            }
             comparisons.push(compare(&format!("{prefix}{name}"), got, want, &|i, _| {
                 allowed.get(i).copied().unwrap_or(0.0)
             }));
         }
     }
     verdict_of(comparisons)
+}
+
+/// How a compared output that depends on a random op is labelled in the trial's report.
+pub const RANDOM_OUTPUT_NOTE: &str =
+    "shape and dtype only: computed from a Random-family node, whose values are the generator's";
+
+/// The graph outputs computed, directly or through other nodes, from a node of the Random
+/// family (RandomNormal, RandomUniform, their Like forms, Multinomial, Bernoulli), or from
+/// a node whose subgraph holds or reads one. ONNX leaves the generator to each runtime, so
+/// ONNX's recorded values cannot be matched: such outputs are checked for shape and dtype
+/// only (the reference's statistics are checked by its own kernel tests). Models like
+/// test_bernoulli_expanded (RandomUniformLike → Greater → Cast) are covered too.
+pub fn random_dependent_outputs(graph: &GraphProto) -> BTreeSet<String> {
+    let mut tainted: BTreeSet<String> = BTreeSet::new();
+    // Node tests list nodes in topological order; repeating until nothing changes also
+    // covers a model that does not.
+    loop {
+        let before = tainted.len();
+        for node in &graph.node {
+            let reads_random = names_read(node).any(|name| tainted.contains(name));
+            if holds_random(node) || reads_random {
+                tainted.extend(node.output.iter().filter(|o| !o.is_empty()).cloned());
+            }
+        }
+        if tainted.len() == before {
+            break;
+        }
+    }
+    graph
+        .output
+        .iter()
+        .filter(|o| tainted.contains(&o.name))
+        .map(|o| o.name.clone())
+        .collect()
+}
+
+/// A node's subgraphs (If's branches, Loop's and Scan's bodies).
+fn subgraphs(node: &NodeProto) -> impl Iterator<Item = &GraphProto> {
+    node.attribute
+        .iter()
+        .flat_map(|a| a.g.as_deref().into_iter().chain(a.graphs.iter()))
+}
+
+/// Whether the node is of the Random family, or a subgraph of it holds one.
+fn holds_random(node: &NodeProto) -> bool {
+    let default_domain = node.domain.is_empty() || node.domain == "ai.onnx";
+    let random = default_domain
+        && concord_core::op::schema_of("", &node.op_type)
+            .is_some_and(|s| s.family == concord_core::op::Family::Random);
+    random || subgraphs(node).any(|g| g.node.iter().any(holds_random))
+}
+
+/// Every value name the node reads, its subgraphs' reads (outer values among them) included.
+fn names_read(node: &NodeProto) -> Box<dyn Iterator<Item = &str> + '_> {
+    let own = node.input.iter().map(String::as_str);
+    let inner = subgraphs(node).flat_map(|g| g.node.iter().flat_map(names_read));
+    Box::new(own.chain(inner))
 }
 
 /// The test_data_set_* directories of a test, in numeric order.
@@ -968,6 +1038,77 @@ test_excluded_passes = "data: claimed wrong, but it is right"
         assert!(matches!(&ours.data, NodeData::Present { tests, .. } if tests.len() == 1));
     }
 
+    /// A node of the default domain, with no attributes.
+    fn proto_node(op_type: &str, inputs: &[&str], outputs: &[&str]) -> NodeProto {
+        NodeProto {
+            op_type: op_type.to_string(),
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            output: outputs.iter().map(|s| s.to_string()).collect(),
+            ..NodeProto::default()
+        }
+    }
+
+    fn proto_graph(nodes: Vec<NodeProto>, outputs: &[&str]) -> GraphProto {
+        GraphProto {
+            node: nodes,
+            output: outputs
+                .iter()
+                .map(|name| concord_onnx::proto::ValueInfoProto {
+                    name: name.to_string(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..GraphProto::default()
+        }
+    }
+
+    #[test]
+    fn outputs_downstream_of_random_nodes_are_found() {
+        // test_bernoulli_expanded's shape: RandomUniformLike → Greater → Cast, beside an
+        // output that reads only the input.
+        let graph = proto_graph(
+            vec![
+                proto_node("Cast", &["r"], &["y"]),
+                proto_node("RandomUniformLike", &["x"], &["u"]),
+                proto_node("Greater", &["u", "x"], &["r"]),
+                proto_node("Relu", &["x"], &["z"]),
+            ],
+            &["y", "z"],
+        );
+        assert_eq!(
+            random_dependent_outputs(&graph),
+            BTreeSet::from(["y".to_string()]),
+            "y depends on the random node through two others, listed before it; z does not"
+        );
+        // A Loop whose body draws, and a node reading an outer random value in its body.
+        let drawing_body = proto_graph(vec![proto_node("RandomNormal", &[], &["n"])], &["n"]);
+        let mut lp = proto_node("Loop", &["m", "c"], &["drawn"]);
+        lp.attribute.push(concord_onnx::proto::AttributeProto {
+            name: "body".into(),
+            g: Some(Box::new(drawing_body)),
+            ..Default::default()
+        });
+        let reading_body = proto_graph(vec![proto_node("Identity", &["drawn"], &["k"])], &["k"]);
+        let mut branch = proto_node("If", &["c"], &["chosen"]);
+        branch.attribute.push(concord_onnx::proto::AttributeProto {
+            name: "then_branch".into(),
+            g: Some(Box::new(reading_body)),
+            ..Default::default()
+        });
+        let graph = proto_graph(
+            vec![lp, branch, proto_node("Abs", &["m"], &["a"])],
+            &["drawn", "chosen", "a"],
+        );
+        assert_eq!(
+            random_dependent_outputs(&graph),
+            BTreeSet::from(["chosen".to_string(), "drawn".to_string()])
+        );
+        // An op of the same name in another domain is not Concord's random op.
+        let mut custom = proto_node("Bernoulli", &["x"], &["b"]);
+        custom.domain = "com.example".into();
+        assert!(random_dependent_outputs(&proto_graph(vec![custom], &["b"])).is_empty());
+    }
+
     #[test]
     fn unsupported_ops_are_named() {
         let test = NodeTest {
@@ -983,6 +1124,7 @@ test_excluded_passes = "data: claimed wrong, but it is right"
             inputs: Vec::new(),
             outputs: Vec::new(),
             problem: None,
+            random_outputs: BTreeSet::new(),
         };
         assert_eq!(
             test.unsupported_reason().as_deref(),

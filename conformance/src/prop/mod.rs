@@ -139,6 +139,15 @@ pub const REFERENCE_ONLY: &[&str] = &[
     "BlackmanWindow",
     "DFT",
     "STFT",
+    "MelWeightMatrix",
+    "RandomNormal",
+    "RandomUniform",
+    "RandomNormalLike",
+    "RandomUniformLike",
+    "Multinomial",
+    "Bernoulli",
+    "TensorScatter",
+    "TfIdfVectorizer",
 ];
 
 /// Supported ops without a property strategy, and why.

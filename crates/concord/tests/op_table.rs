@@ -70,6 +70,16 @@ fn required_attribute(op: &str, name: &str) -> AttributeProto {
             g: Some(Box::default()),
             ..AttributeProto::default()
         },
+        // RandomNormal's and RandomUniform's output shape; TfIdfVectorizer's pool of one
+        // 1-gram at column 0, counted as term frequency.
+        (_, "shape" | "pool_int64s") => ints(&[1]),
+        (_, "ngram_counts" | "ngram_indexes") => ints(&[0]),
+        ("TfIdfVectorizer", "mode") => AttributeProto {
+            name: name.to_string(),
+            r#type: AttributeType::String as i32,
+            s: b"TF".to_vec(),
+            ..AttributeProto::default()
+        },
         // Cast's `to`: FLOAT; Concat's axis, blocksizes, sizes, group counts: 1.
         _ => int(1),
     }

@@ -379,7 +379,10 @@ fn try_fold(
     if let Some(value) = known_without_evaluating(op, facts) {
         return Ok(Some(vec![value]));
     }
-    // A node without inputs (other than Constant, handled above) has nothing to fold from.
+    // A node without inputs (other than Constant, handled above) has nothing to fold from:
+    // RandomNormal and RandomUniform stay nodes. The random ops that read an input fold like
+    // any other, which changes nothing a forward would see: their values are a pure
+    // function of seed, attributes and input (`crate::op::RandomSeed`).
     if input_names.iter().flatten().next().is_none() {
         return Ok(None);
     }

@@ -433,7 +433,213 @@ pub enum Op {
     Stft {
         onesided: bool,
     },
+    /// Inputs: num_mel_bins, dft_length, sample_rate (i32 or i64 scalars), lower_edge_hertz,
+    /// upper_edge_hertz (float scalars). Output: (dft_length/2 + 1, num_mel_bins) of
+    /// `dtype`: triangular filters, peak 1, on the mel scale mel(f) = 2595·log10(1 + f/700).
+    MelWeightMatrix {
+        dtype: DType,
+    },
+    // Random numbers (Random family), computed by the reference only. Concord's random ops
+    // are reproducible by design: each is a pure function of its seed ([`RandomSeed`]),
+    // its attributes and its input, so two forwards, two threads or a folded copy give
+    // bit-identical values, and no state survives a run.
+    /// RandomNormal and RandomUniform (no inputs, `shape` given), RandomNormalLike and
+    /// RandomUniformLike (input: any tensor, whose shape the output takes).
+    Random(Random),
+    /// Input: (batch, classes) unnormalised log-probabilities (float). Output: (batch,
+    /// `sample_size`) class indices of `dtype` (i32 or i64), drawn with probabilities
+    /// softmax(row).
+    Multinomial {
+        sample_size: usize,
+        dtype: DType,
+        seed: RandomSeed,
+    },
+    /// Input: probabilities p in [0, 1] (float). Output: 1 with probability p, else 0, of
+    /// `dtype` (None: the input's).
+    Bernoulli {
+        dtype: Option<DType>,
+        seed: RandomSeed,
+    },
+    // Cache and text ops (Indexing family), computed by the reference only.
+    /// Inputs: past_cache (batch, …, max_sequence, …), update (past_cache's shape but
+    /// `sequence` ≤ max_sequence along `axis`), write_indices? (i64 (batch), absent: zeros).
+    /// Output: past_cache with update written along `axis` from each batch entry's write
+    /// index (modulo max_sequence when `circular`).
+    TensorScatter {
+        axis: i64,
+        circular: bool,
+    },
+    /// Input: X (C) or (N, C) of i32 or i64 token ids. Output: f32 (K) or (N, K), K =
+    /// max(ngram_indexes) + 1: the (weighted) count of each pool n-gram found in each row.
+    TfIdfVectorizer(TfIdf),
 }
+
+/// Where a random op's values come from. The generator is ChaCha20 (`rand_chacha`'s
+/// `ChaCha20Rng`) keyed by [`RandomSeed::key`]; the reference's random kernels document
+/// how they draw from it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RandomSeed {
+    /// The model's `seed` attribute; its bit pattern keys the generator.
+    Given(f32),
+    /// No `seed` attribute: a key derived from the node's name
+    /// ([`RandomSeed::from_node_name`]), so an unseeded node still draws the same values on
+    /// every run, and two unseeded nodes of one model draw different ones. ONNX lets a
+    /// runtime pick any seed here; Concord picks a reproducible one.
+    FromName(u64),
+}
+
+impl RandomSeed {
+    /// The seed of a node without a `seed` attribute: the 64-bit FNV-1a hash of its name's
+    /// UTF-8 bytes (a fixed, documented function, unlike std's hashers, which may change
+    /// between Rust releases).
+    pub fn from_node_name(name: &str) -> RandomSeed {
+        const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+        const PRIME: u64 = 0x0000_0100_0000_01b3;
+        let hash = name
+            .bytes()
+            .fold(OFFSET, |h, b| (h ^ u64::from(b)).wrapping_mul(PRIME));
+        RandomSeed::FromName(hash)
+    }
+
+    /// The generator's 32-byte key: byte 0 says which kind of seed (0 given, 1 from the
+    /// name), bytes 1 to 8 hold the seed (a given seed's f32 bits widened to u64, or the
+    /// name's hash) little-endian, the rest are zero.
+    pub fn key(self) -> [u8; 32] {
+        let (kind, value) = match self {
+            RandomSeed::Given(seed) => (0u8, u64::from(seed.to_bits())),
+            RandomSeed::FromName(hash) => (1u8, hash),
+        };
+        let mut key = [0u8; 32];
+        key[0] = kind;
+        key[1..9].copy_from_slice(&value.to_le_bytes());
+        key
+    }
+}
+
+/// The distribution a [`Random`] op draws from, with ONNX's parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Distribution {
+    /// Normal with mean `mean` and standard deviation `scale`.
+    Normal { mean: f32, scale: f32 },
+    /// Uniform on [low, high).
+    Uniform { low: f32, high: f32 },
+}
+
+/// RandomNormal, RandomUniform, RandomNormalLike and RandomUniformLike.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Random {
+    pub distribution: Distribution,
+    /// `Some`: RandomNormal or RandomUniform, an output of this shape and no input.
+    /// `None`: RandomNormalLike or RandomUniformLike, the shape of the one input.
+    pub shape: Option<Vec<usize>>,
+    /// The output's dtype (a float type). `None`: the input's (the Like forms), or f32,
+    /// ONNX's default (the others).
+    pub dtype: Option<DType>,
+    pub seed: RandomSeed,
+}
+
+impl Random {
+    /// The ONNX op type.
+    pub fn name(&self) -> &'static str {
+        match (self.distribution, self.shape.is_some()) {
+            (Distribution::Normal { .. }, true) => "RandomNormal",
+            (Distribution::Uniform { .. }, true) => "RandomUniform",
+            (Distribution::Normal { .. }, false) => "RandomNormalLike",
+            (Distribution::Uniform { .. }, false) => "RandomUniformLike",
+        }
+    }
+}
+
+/// How TfIdfVectorizer weighs the count of each n-gram (`mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TfIdfMode {
+    /// "TF": the count.
+    Tf,
+    /// "IDF": the weight where the count is non-zero, else 0 (1 without weights).
+    Idf,
+    /// "TFIDF": the count times the weight (the count without weights).
+    TfIdf,
+}
+
+impl TfIdfMode {
+    pub const ALL: [(TfIdfMode, &'static str); 3] = [
+        (TfIdfMode::Tf, "TF"),
+        (TfIdfMode::Idf, "IDF"),
+        (TfIdfMode::TfIdf, "TFIDF"),
+    ];
+
+    pub fn name(self) -> &'static str {
+        TfIdfMode::ALL
+            .iter()
+            .find(|(m, _)| *m == self)
+            .map_or("TF", |(_, n)| n)
+    }
+
+    pub fn from_name(name: &str) -> Option<TfIdfMode> {
+        TfIdfMode::ALL
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(m, _)| *m)
+    }
+}
+
+/// TfIdfVectorizer's attributes for an integer pool (`pool_int64s`; a string pool is
+/// refused on import, [`TFIDF_STRINGS_REFUSAL`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TfIdf {
+    pub mode: TfIdfMode,
+    pub min_gram_length: usize,
+    pub max_gram_length: usize,
+    /// n-grams are read with every skip from 0 to this between their tokens.
+    pub max_skip_count: usize,
+    /// Where the 1-grams, 2-grams, … start in `pool`.
+    pub ngram_counts: Vec<usize>,
+    /// The output column of each pool n-gram, in pool order.
+    pub ngram_indexes: Vec<usize>,
+    pub pool: Vec<i64>,
+    /// Empty: absent (every weight 1).
+    pub weights: Vec<f32>,
+}
+
+impl TfIdf {
+    /// The output's last extent: max(ngram_indexes) + 1.
+    pub fn output_size(&self) -> usize {
+        self.ngram_indexes.iter().max().map_or(0, |&m| m + 1)
+    }
+
+    /// Every n-gram of the pool with its output column, in pool order: the `k`-grams
+    /// run from `ngram_counts[k-1]` to the next start (or the pool's end), `k` tokens each,
+    /// and the i-th n-gram overall takes `ngram_indexes[i]`. Only lengths from
+    /// `min_gram_length` to `max_gram_length` are listed, though every length counts
+    /// towards i. None when the attributes disagree (a start past the pool or before the
+    /// previous one, fewer indexes than n-grams).
+    pub fn pool_ngrams(&self) -> Option<Vec<(&[i64], usize)>> {
+        let mut out = Vec::new();
+        let mut ordinal = 0usize;
+        for (k, &start) in self.ngram_counts.iter().enumerate() {
+            let end = self
+                .ngram_counts
+                .get(k + 1)
+                .copied()
+                .unwrap_or(self.pool.len());
+            let items = self.pool.get(start..end)?;
+            let length = k + 1;
+            for gram in items.chunks_exact(length) {
+                let column = *self.ngram_indexes.get(ordinal)?;
+                if (self.min_gram_length..=self.max_gram_length).contains(&length) {
+                    out.push((gram, column));
+                }
+                ordinal += 1;
+            }
+        }
+        Some(out)
+    }
+}
+
+/// Why TfIdfVectorizer over strings is refused.
+pub const TFIDF_STRINGS_REFUSAL: &str = "TfIdfVectorizer over strings (pool_strings) is out of \
+    scope, by design: Concord tensors are numeric or bool; map the tokens to integer ids before \
+    the model and use pool_int64s";
 
 /// GridSample's interpolation (`mode`; opset 16 spells linear and cubic `bilinear` and
 /// `bicubic`).
@@ -1602,7 +1808,8 @@ pub enum Family {
     /// Ops that compute positions or read and write by index: ConstantOfShape, Range, Tile,
     /// CumSum, the Gather/Scatter variants, OneHot, Trilu, NonZero, Size, DepthToSpace,
     /// SpaceToDepth, EyeLike, TopK, CastLike, Compress, and the data-dependent selections
-    /// NonMaxSuppression and Unique.
+    /// NonMaxSuppression and Unique. TensorScatter (a cache update by index) and
+    /// TfIdfVectorizer (n-gram counts written to indexed columns) belong here too.
     Indexing,
     /// Resize.
     Resize,
@@ -1619,9 +1826,14 @@ pub enum Family {
     /// GridSample and AffineGrid: sampling at computed positions (the reference executor
     /// only).
     Sampling,
-    /// HannWindow, HammingWindow, BlackmanWindow, DFT, STFT: signal processing, computed by the
-    /// reference only.
+    /// HannWindow, HammingWindow, BlackmanWindow, DFT, STFT, MelWeightMatrix: signal
+    /// processing, computed by the reference only.
     Signal,
+    /// RandomNormal, RandomUniform, RandomNormalLike, RandomUniformLike, Multinomial,
+    /// Bernoulli: values drawn from a seeded generator, computed by the reference only.
+    /// Their values are reproducible ([`RandomSeed`]) but no other runtime's, so conformance
+    /// checks them by their statistics, shape and dtype rather than against recorded values.
+    Random,
 }
 
 /// An attribute's default value as the schema states it.
@@ -2534,6 +2746,98 @@ pub const OTHER_OPS: &[OpSchema] = &[
         ],
     ),
     schema("STFT", 17, Family::Signal, &[attr("onesided", Int(1))]),
+    schema(
+        "MelWeightMatrix",
+        17,
+        Family::Signal,
+        &[attr("output_datatype", Int(1))],
+    ),
+    schema(
+        "RandomNormal",
+        1,
+        Family::Random,
+        &[
+            attr("dtype", Int(1)),
+            attr("mean", Float(0.0)),
+            attr("scale", Float(1.0)),
+            attr("seed", Absent),
+            attr("shape", Required),
+        ],
+    ),
+    schema(
+        "RandomUniform",
+        1,
+        Family::Random,
+        &[
+            attr("dtype", Int(1)),
+            attr("high", Float(1.0)),
+            attr("low", Float(0.0)),
+            attr("seed", Absent),
+            attr("shape", Required),
+        ],
+    ),
+    schema(
+        "RandomNormalLike",
+        1,
+        Family::Random,
+        &[
+            attr("dtype", Absent),
+            attr("mean", Float(0.0)),
+            attr("scale", Float(1.0)),
+            attr("seed", Absent),
+        ],
+    ),
+    schema(
+        "RandomUniformLike",
+        1,
+        Family::Random,
+        &[
+            attr("dtype", Absent),
+            attr("high", Float(1.0)),
+            attr("low", Float(0.0)),
+            attr("seed", Absent),
+        ],
+    ),
+    schema(
+        "Multinomial",
+        7,
+        Family::Random,
+        &[
+            attr("dtype", Int(6)),
+            attr("sample_size", Int(1)),
+            attr("seed", Absent),
+        ],
+    ),
+    schema(
+        "Bernoulli",
+        15,
+        Family::Random,
+        &[attr("dtype", Absent), attr("seed", Absent)],
+    ),
+    schema(
+        "TensorScatter",
+        24,
+        Family::Indexing,
+        &[attr("axis", Int(-2)), attr("mode", Str("linear"))],
+    ),
+    schema(
+        "TfIdfVectorizer",
+        9,
+        Family::Indexing,
+        &[
+            attr("max_gram_length", Required),
+            attr("max_skip_count", Required),
+            attr("min_gram_length", Required),
+            attr("mode", Required),
+            attr("ngram_counts", Required),
+            attr("ngram_indexes", Required),
+            // ONNX needs one of the two pools; Concord reads integer pools only (a string
+            // pool is refused, TFIDF_STRINGS_REFUSAL), so for it pool_int64s is required.
+            attr("pool_int64s", Required),
+            attr("pool_strings", Absent),
+            attr("weights", Absent),
+        ],
+    ),
 ];
 
 /// The attributes LSTM, GRU and RNN share; `layout` exists from opset 14.
@@ -2914,6 +3218,12 @@ impl Op {
             Op::Window { kind, .. } => other(kind.name()),
             Op::Dft { .. } => other("DFT"),
             Op::Stft { .. } => other("STFT"),
+            Op::MelWeightMatrix { .. } => other("MelWeightMatrix"),
+            Op::Random(r) => other(r.name()),
+            Op::Multinomial { .. } => other("Multinomial"),
+            Op::Bernoulli { .. } => other("Bernoulli"),
+            Op::TensorScatter { .. } => other("TensorScatter"),
+            Op::TfIdfVectorizer(_) => other("TfIdfVectorizer"),
         }
     }
 

@@ -280,3 +280,119 @@ fn stft_frames_a_signal() {
         Err(OpError::MissingInput { index: 3, .. })
     ));
 }
+
+fn mel_inputs(bins: i64, dft: i64, rate: i64, lower: f32, upper: f32) -> Vec<Tensor> {
+    vec![
+        Tensor::scalar_i64(bins),
+        Tensor::scalar_i64(dft),
+        Tensor::scalar_i64(rate),
+        Tensor::scalar_f32(lower),
+        Tensor::scalar_f32(upper),
+    ]
+}
+
+fn mel(dtype: DType, inputs: &[Tensor]) -> Result<Tensor, OpError> {
+    let refs: Vec<Option<&Tensor>> = inputs.iter().map(Some).collect();
+    let out = run(&Op::MelWeightMatrix { dtype }, &refs)?;
+    // Inference on the same constant operands gives the kernel's type.
+    let facts = concord_core::infer::infer_on_tensors(&Op::MelWeightMatrix { dtype }, &refs, 1)?;
+    assert_eq!(facts[0].dtype, out.dtype());
+    assert_eq!(facts[0].shape, out.shape().to_sym());
+    Ok(out)
+}
+
+#[test]
+fn mel_weight_matrix_triangles() {
+    // 4 mel bins, dft_length 10 (6 spectrogram bins), 1000 Hz, 50 to 450 Hz. mel(f) =
+    // 2595·log10(1 + f/700): mel(50) = 77.75, mel(450) = 559.49, cut into 4 + 2 = 6 steps of
+    // 80.29; the points 77.75, 158.04, 238.33, 318.62, 398.91, 479.20 mel are 50, 105.4,
+    // 164.9, 228.6, 297.2, 370.9 Hz, at bins floor(11·f/1000) = 0, 1, 1, 2, 3, 4. Filter m
+    // spans points m, m+1, m+2: (0, 1, 1) rises to 1 at bin 1; (1, 1, 2) is 1 at bin 1;
+    // (1, 2, 3) and (2, 3, 4) rise to 1 at bins 2 and 3. onnxruntime 1.23.2 gives the same.
+    let t = match mel(DType::F32, &mel_inputs(4, 10, 1000, 50.0, 450.0)) {
+        Ok(t) => t,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(t.dtype(), DType::F32);
+    #[rustfmt::skip]
+    let want = [
+        0.0, 0.0, 0.0, 0.0,
+        1.0, 1.0, 0.0, 0.0,
+        0.0, 0.0, 1.0, 0.0,
+        0.0, 0.0, 0.0, 1.0,
+        0.0, 0.0, 0.0, 0.0,
+        0.0, 0.0, 0.0, 0.0,
+    ];
+    check(&t, &[6, 4], &want);
+
+    // 5 mel bins, dft_length 32 (17 bins), 16 kHz, 100 to 7000 Hz: 7 steps of 364.56 mel
+    // from 150.49; the points are 100, 405.6, 827.6, 1411.1, 2217.9, 3332.6, 4871.0 Hz at
+    // bins floor(33·f/16000) = 0, 0, 1, 2, 4, 6, 10. Filter 2 (1, 2, 4) is 1 at bin 2 and
+    // (4 − 3)/(4 − 2) = 0.5 at bin 3; filter 3 (2, 4, 6) is 0.5, 1, 0.5 at bins 3 to 5;
+    // filter 4 (4, 6, 10) rises 0.5, 1 and falls 0.75, 0.5, 0.25 at bins 7 to 9.
+    // onnxruntime 1.23.2 gives the same matrix.
+    let t = match mel(DType::F64, &mel_inputs(5, 32, 16000, 100.0, 7000.0)) {
+        Ok(t) => t,
+        Err(e) => panic!("{e}"),
+    };
+    let mut want = vec![0.0; 17 * 5];
+    for (bin, filter, value) in [
+        (0, 0, 1.0),
+        (1, 1, 1.0),
+        (2, 2, 1.0),
+        (3, 2, 0.5),
+        (3, 3, 0.5),
+        (4, 3, 1.0),
+        (5, 3, 0.5),
+        (5, 4, 0.5),
+        (6, 4, 1.0),
+        (7, 4, 0.75),
+        (8, 4, 0.5),
+        (9, 4, 0.25),
+    ] {
+        want[bin * 5 + filter] = value;
+    }
+    check(&t, &[17, 5], &want);
+    // An integer output truncates each weight (onnxruntime divides in the output type):
+    // only the peaks of 1 remain.
+    let ints = match mel(DType::I64, &mel_inputs(5, 32, 16000, 100.0, 7000.0)) {
+        Ok(t) => t,
+        Err(e) => panic!("{e}"),
+    };
+    let peaks: Vec<f64> = want
+        .iter()
+        .map(|&w| if w == 1.0 { 1.0 } else { 0.0 })
+        .collect();
+    assert_eq!(ints.to_f64_vec(), peaks);
+}
+
+#[test]
+fn mel_weight_matrix_refuses_bad_operands() {
+    // No mel bins, and a sample rate of 0.
+    assert!(matches!(
+        mel(DType::F32, &mel_inputs(0, 10, 1000, 0.0, 400.0)),
+        Err(OpError::Shape(m)) if m.contains("num_mel_bins")
+    ));
+    assert!(matches!(
+        mel(DType::F32, &mel_inputs(2, 10, 0, 0.0, 400.0)),
+        Err(OpError::Shape(m)) if m.contains("sample_rate")
+    ));
+    // An upper edge far past sample_rate / 2 puts filters past the 5 bins of dft_length 8:
+    // the points (0, 0.25, 0.5 and 0.75 of mel(2000) = 1521.4) are 0, 280.9, 675.1 and
+    // 1226.9 Hz, at bins floor(9·f/1000) = 0, 2, 6, 11, so filter 0 already falls to bin 5.
+    assert!(matches!(
+        mel(DType::F32, &mel_inputs(2, 8, 1000, 0.0, 2000.0)),
+        Err(OpError::Shape(m)) if m.contains("outside the 5 bins")
+    ));
+    // Edges must be finite floats; the counts integers.
+    assert!(matches!(
+        mel(DType::F32, &mel_inputs(2, 8, 1000, f32::NAN, 400.0)),
+        Err(OpError::Shape(_))
+    ));
+    let mut float_count = mel_inputs(2, 8, 1000, 0.0, 400.0);
+    float_count[1] = Tensor::scalar_f32(8.0);
+    assert!(matches!(
+        mel(DType::F32, &float_count),
+        Err(OpError::DType { index: 1, .. })
+    ));
+}

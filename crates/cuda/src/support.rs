@@ -43,6 +43,7 @@ fn check(graph: &Graph, node: &Node) -> Check {
                 | concord_core::op::Family::ControlFlow
                 | concord_core::op::Family::Sampling
                 | concord_core::op::Family::Signal
+                | concord_core::op::Family::Random
         ),
     };
     if matches!(node.op, Op::MaxPool(_)) && node.outputs.len() > 1 {

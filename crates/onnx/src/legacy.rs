@@ -11,6 +11,8 @@
 //! - Upsample (opsets 7 to 9) and Resize-10 become Resize-13 with the mapping they meant:
 //!   `coordinate_transformation_mode = asymmetric` (x_in = x_out / scale) and, for nearest,
 //!   `nearest_mode = floor`.
+//! - Scatter (opsets 9 and 10; deprecated from 11) becomes ScatterElements, which reads
+//!   the same inputs and `axis`.
 //! - Softmax before 13 coerces its input to 2-D at `axis` (default 1) and normalises each
 //!   row; unless `axis` is known to be the last one, it becomes Shape, Flatten(axis),
 //!   Softmax(-1) and Reshape back to the input's shape, as onnx's version converter does.
@@ -64,9 +66,15 @@ pub struct Normaliser<'g> {
 }
 
 /// Whether `op_type` is an op that exists only in older opsets and that this module maps
-/// onto an op of the table (Upsample onto Resize).
+/// onto an op of the table (Upsample onto Resize, Scatter onto ScatterElements).
 pub fn is_legacy_alias(op_type: &str, opset: i64) -> bool {
-    op_type == "Upsample" && opset < FORM_OPSET
+    match op_type {
+        "Upsample" => opset < FORM_OPSET,
+        // Scatter exists from opset 9; `normalise` refuses it from 11, where it is
+        // deprecated, with a reason.
+        "Scatter" => (9..FORM_OPSET).contains(&opset),
+        _ => false,
+    }
 }
 
 /// How an attribute that became an input is stored.
@@ -194,6 +202,7 @@ impl<'g> Normaliser<'g> {
             }
             "Softmax" => return self.softmax(proto, name, &a, names),
             "Upsample" => self.upsample(proto, &name, &a)?,
+            "Scatter" => self.scatter(proto, &name, &a)?,
             "Resize" if opset < 11 => self.resize_10(proto, &name, &a)?,
             "Resize" => {
                 let mode = a.string("coordinate_transformation_mode")?;
@@ -425,6 +434,26 @@ impl<'g> Normaliser<'g> {
         let resize = resize_13(proto, a, x, scales)?;
         a.finish()?;
         Ok(resize)
+    }
+
+    /// Scatter (opsets 9 and 10) is ScatterElements under its first name: the same inputs
+    /// (data, indices, updates) and `axis`, with no reduction.
+    fn scatter(&mut self, proto: &NodeProto, name: &str, a: &Attrs) -> Result<NodeProto, Error> {
+        if self.opset >= 11 {
+            return Err(legacy(
+                proto,
+                name,
+                self.opset,
+                "the op",
+                "Scatter is deprecated from opset 11 and has no form there; use \
+                 ScatterElements",
+            ));
+        }
+        a.int("axis")?;
+        a.finish()?;
+        let mut elements = proto.clone();
+        elements.op_type = "ScatterElements".to_string();
+        Ok(elements)
     }
 
     /// Resize-10: inputs X and scales, attribute `mode`, Upsample's coordinate mapping.

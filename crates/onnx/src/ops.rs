@@ -632,6 +632,36 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
         "STFT" => Op::Stft {
             onesided: a.flag_or("onesided", true)?,
         },
+        "MelWeightMatrix" => Op::MelWeightMatrix {
+            dtype: read_dtype(a, "output_datatype", &DType::NUMERIC)?.unwrap_or(DType::F32),
+        },
+        "RandomNormal" | "RandomUniform" | "RandomNormalLike" | "RandomUniformLike" => {
+            Op::Random(read_random(op_type, a)?)
+        }
+        "Multinomial" => Op::Multinomial {
+            sample_size: {
+                let n = a.int_or("sample_size", 1)?;
+                usize::try_from(n)
+                    .map_err(|_| a.error("sample_size", format!("must be 0 or more, got {n}")))?
+            },
+            dtype: read_dtype(a, "dtype", &[DType::I32, DType::I64])?.unwrap_or(DType::I32),
+            seed: read_seed(a)?,
+        },
+        "Bernoulli" => Op::Bernoulli {
+            dtype: read_dtype(a, "dtype", &DType::ALL)?,
+            seed: read_seed(a)?,
+        },
+        "TensorScatter" => Op::TensorScatter {
+            axis: a.int_or("axis", -2)?,
+            circular: match a.string("mode")?.as_deref() {
+                None | Some("linear") => false,
+                Some("circular") => true,
+                Some(other) => {
+                    return Err(a.error("mode", format!("`{other}` is not linear or circular")))
+                }
+            },
+        },
+        "TfIdfVectorizer" => Op::TfIdfVectorizer(read_tf_idf(a)?),
         // The schemas and this match list the same ops; reaching here means they disagree.
         _ => {
             return Err(Error::UnknownOp {
@@ -1122,6 +1152,43 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
                 at.push(attrs::flag("onesided", false));
             }
         }
+        Op::MelWeightMatrix { dtype } => {
+            if *dtype != DType::F32 {
+                at.push(attrs::int(
+                    "output_datatype",
+                    i64::from(dtype_to_onnx(*dtype)),
+                ));
+            }
+        }
+        Op::Random(r) => write_random(r, at),
+        Op::Multinomial {
+            sample_size,
+            dtype,
+            seed,
+        } => {
+            if *dtype != DType::I32 {
+                at.push(attrs::int("dtype", i64::from(dtype_to_onnx(*dtype))));
+            }
+            if *sample_size != 1 {
+                at.push(attrs::int("sample_size", count_attr(*sample_size)));
+            }
+            write_seed(*seed, at);
+        }
+        Op::Bernoulli { dtype, seed } => {
+            if let Some(dtype) = dtype {
+                at.push(attrs::int("dtype", i64::from(dtype_to_onnx(*dtype))));
+            }
+            write_seed(*seed, at);
+        }
+        Op::TensorScatter { axis, circular } => {
+            if *axis != -2 {
+                at.push(attrs::int("axis", *axis));
+            }
+            if *circular {
+                at.push(attrs::string("mode", "circular"));
+            }
+        }
+        Op::TfIdfVectorizer(t) => write_tf_idf(t, at),
         Op::ConvTranspose(c) => {
             write_conv(&c.conv, at);
             if !c.output_padding.is_empty() {
@@ -1203,6 +1270,207 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
 }
 
 const NORM_EPSILON: f32 = 1e-5;
+
+/// An output dtype attribute (`dtype`, `output_datatype`), which must be one of `allowed`;
+/// absent (or 0, UNDEFINED) is None.
+fn read_dtype(a: &Attrs, name: &str, allowed: &[DType]) -> Result<Option<DType>, Error> {
+    let Some(code) = a.int(name)?.filter(|&c| c != 0) else {
+        return Ok(None);
+    };
+    let dtype = i32::try_from(code)
+        .ok()
+        .and_then(dtype_from_onnx)
+        .ok_or_else(|| Error::UnsupportedDType {
+            what: "the output dtype attribute of node",
+            name: a.node().to_string(),
+            data_type: i32::try_from(code).unwrap_or(-1),
+        })?;
+    if !allowed.contains(&dtype) {
+        let names: Vec<&str> = allowed.iter().map(|d| d.name()).collect();
+        return Err(a.error(
+            name,
+            format!(
+                "is {dtype} (ONNX type {code}); {} outputs {}",
+                a.op(),
+                names.join(", ")
+            ),
+        ));
+    }
+    Ok(Some(dtype))
+}
+
+/// A random op's `seed`: the given one, or, absent, one derived from the node's name, so
+/// that the node draws the same values on every run ([`op::RandomSeed`]).
+fn read_seed(a: &Attrs) -> Result<op::RandomSeed, Error> {
+    Ok(match a.float("seed")? {
+        Some(seed) => op::RandomSeed::Given(seed),
+        None => op::RandomSeed::from_node_name(a.node()),
+    })
+}
+
+/// Writes a given seed; a seed derived from the node's name is not written, and reading
+/// the node back (with its name) derives it again.
+fn write_seed(seed: op::RandomSeed, at: &mut Vec<AttributeProto>) {
+    if let op::RandomSeed::Given(seed) = seed {
+        at.push(attrs::float("seed", seed));
+    }
+}
+
+/// RandomNormal, RandomUniform and their Like forms.
+fn read_random(op_type: &str, a: &Attrs) -> Result<op::Random, Error> {
+    let distribution = if op_type.starts_with("RandomNormal") {
+        op::Distribution::Normal {
+            mean: a.float_or("mean", 0.0)?,
+            scale: a.float_or("scale", 1.0)?,
+        }
+    } else {
+        op::Distribution::Uniform {
+            low: a.float_or("low", 0.0)?,
+            high: a.float_or("high", 1.0)?,
+        }
+    };
+    let like = op_type.ends_with("Like");
+    let shape = if like {
+        None
+    } else {
+        if !a.has("shape") {
+            return Err(a.missing("shape"));
+        }
+        Some(a.extents("shape", 0)?)
+    };
+    let dtype = read_dtype(a, "dtype", &DType::FLOATS)?;
+    Ok(op::Random {
+        distribution,
+        shape,
+        // The fixed-shape forms default to float (1); the Like forms to the input's type.
+        dtype: if like {
+            dtype
+        } else {
+            Some(dtype.unwrap_or(DType::F32))
+        },
+        seed: read_seed(a)?,
+    })
+}
+
+fn write_random(r: &op::Random, at: &mut Vec<AttributeProto>) {
+    match r.distribution {
+        op::Distribution::Normal { mean, scale } => {
+            if mean != 0.0 {
+                at.push(attrs::float("mean", mean));
+            }
+            if scale != 1.0 {
+                at.push(attrs::float("scale", scale));
+            }
+        }
+        op::Distribution::Uniform { low, high } => {
+            if low != 0.0 {
+                at.push(attrs::float("low", low));
+            }
+            if high != 1.0 {
+                at.push(attrs::float("high", high));
+            }
+        }
+    }
+    if let Some(shape) = &r.shape {
+        at.push(attrs::extents("shape", shape));
+    }
+    // The fixed-shape forms' absent dtype means f32; the Like forms' the input's.
+    let written = match (r.shape.is_some(), r.dtype) {
+        (true, Some(DType::F32)) | (_, None) => None,
+        (_, Some(dtype)) => Some(dtype),
+    };
+    if let Some(dtype) = written {
+        at.push(attrs::int("dtype", i64::from(dtype_to_onnx(dtype))));
+    }
+    write_seed(r.seed, at);
+}
+
+/// TfIdfVectorizer over an integer pool; a string pool is refused by design.
+fn read_tf_idf(a: &Attrs) -> Result<op::TfIdf, Error> {
+    if a.has("pool_strings") {
+        return Err(Error::RefusedOp {
+            op: a.op().to_string(),
+            node: a.node().to_string(),
+            reason: op::TFIDF_STRINGS_REFUSAL,
+        });
+    }
+    let mode = a.string("mode")?.ok_or_else(|| a.missing("mode"))?;
+    let mode = op::TfIdfMode::from_name(&mode)
+        .ok_or_else(|| a.error("mode", format!("`{mode}` is not TF, IDF or TFIDF")))?;
+    let count = |name: &str, min: usize| -> Result<usize, Error> {
+        let v = a.int(name)?.ok_or_else(|| a.missing(name))?;
+        usize::try_from(v)
+            .ok()
+            .filter(|&v| v >= min)
+            .ok_or_else(|| a.error(name, format!("must be {min} or more, got {v}")))
+    };
+    let min_gram_length = count("min_gram_length", 1)?;
+    let max_gram_length = count("max_gram_length", min_gram_length)?;
+    let max_skip_count = count("max_skip_count", 0)?;
+    let list = |name: &str| -> Result<Vec<usize>, Error> {
+        if !a.has(name) {
+            return Err(a.missing(name));
+        }
+        a.extents(name, 0)
+    };
+    let t = op::TfIdf {
+        mode,
+        min_gram_length,
+        max_gram_length,
+        max_skip_count,
+        ngram_counts: list("ngram_counts")?,
+        ngram_indexes: list("ngram_indexes")?,
+        pool: a
+            .ints("pool_int64s")?
+            .ok_or_else(|| a.missing("pool_int64s"))?,
+        weights: a.floats("weights")?.unwrap_or_default(),
+    };
+    if t.pool_ngrams().is_none() {
+        return Err(a.error(
+            "ngram_counts",
+            format!(
+                "{:?} does not split pool_int64s ({} tokens) into n-grams that ngram_indexes \
+                 ({} values) places: each start must lie between the previous one and the \
+                 pool's end, with an index for every n-gram",
+                t.ngram_counts,
+                t.pool.len(),
+                t.ngram_indexes.len()
+            ),
+        ));
+    }
+    // onnxruntime reads the weights by output column (which is the pool n-gram's position
+    // when ngram_indexes is 0, 1, 2, …, as the spec's "i-th weight of the i-th n-gram"
+    // assumes), so every column needs one.
+    if t.mode != op::TfIdfMode::Tf && !t.weights.is_empty() && t.weights.len() < t.output_size() {
+        return Err(a.error(
+            "weights",
+            format!(
+                "has {} values for {} output columns (max(ngram_indexes) + 1)",
+                t.weights.len(),
+                t.output_size()
+            ),
+        ));
+    }
+    Ok(t)
+}
+
+/// A count as an INT attribute (read from one, so it fits).
+fn count_attr(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn write_tf_idf(t: &op::TfIdf, at: &mut Vec<AttributeProto>) {
+    at.push(attrs::string("mode", t.mode.name()));
+    at.push(attrs::int("min_gram_length", count_attr(t.min_gram_length)));
+    at.push(attrs::int("max_gram_length", count_attr(t.max_gram_length)));
+    at.push(attrs::int("max_skip_count", count_attr(t.max_skip_count)));
+    at.push(attrs::extents("ngram_counts", &t.ngram_counts));
+    at.push(attrs::extents("ngram_indexes", &t.ngram_indexes));
+    at.push(attrs::ints("pool_int64s", &t.pool));
+    if !t.weights.is_empty() {
+        at.push(attrs::floats("weights", &t.weights));
+    }
+}
 
 /// LSTM's, GRU's and RNN's attributes. `activations` lists every direction's functions,
 /// forward's first. `activation_alpha` and `activation_beta` are read by position: the

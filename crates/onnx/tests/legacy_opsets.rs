@@ -10,8 +10,10 @@ mod common;
 use common::*;
 use concord_core::op::{
     CoordinateTransform, NearestMode, PadMode, Reduce, ReduceKind, Resize, ResizeMode,
+    ScatterReduction,
 };
 use concord_core::{DType, Graph, Op, Tensor};
+use concord_onnx::proto::tensor_proto::DataType;
 use concord_onnx::proto::{NodeProto, OperatorSetIdProto, ValueInfoProto};
 use concord_onnx::{load, save, Error};
 
@@ -378,6 +380,40 @@ fn cases() -> Vec<Case> {
                 vec![xx()],
             )],
         },
+        Case {
+            // Scatter (opsets 9 and 10) is ScatterElements: same inputs, same axis.
+            opset: 9,
+            node: one("Scatter", &["x", "i", "u"], vec![attr_int("axis", 1)]),
+            inputs: scatter_inputs(),
+            expected: vec![expect(
+                Op::ScatterElements {
+                    axis: 1,
+                    reduction: ScatterReduction::None,
+                },
+                vec![xx(), Named("i"), Named("u")],
+            )],
+        },
+        Case {
+            opset: 10,
+            node: one("Scatter", &["x", "i", "u"], vec![]),
+            inputs: scatter_inputs(),
+            expected: vec![expect(
+                Op::ScatterElements {
+                    axis: 0,
+                    reduction: ScatterReduction::None,
+                },
+                vec![xx(), Named("i"), Named("u")],
+            )],
+        },
+    ]
+}
+
+/// data (1, 5) f32, indices (1, 2) i64, updates (1, 2) f32, as test_scatter_with_axis.
+fn scatter_inputs() -> Vec<ValueInfoProto> {
+    vec![
+        f32_value("x", &[1, 5]),
+        value("i", DataType::Int64, &[D::V(1), D::V(2)]),
+        f32_value("u", &[1, 2]),
     ]
 }
 
@@ -601,6 +637,13 @@ fn forms_with_no_equivalent_are_refused_by_name() {
     );
     legacy_err(
         11,
+        one("Scatter", &["x", "i", "u"], vec![]),
+        scatter_inputs(),
+        "the op",
+        &["deprecated", "ScatterElements"],
+    );
+    legacy_err(
+        11,
         one(
             "Resize",
             &["x", "b", "b"],
@@ -705,6 +748,21 @@ fn older_forms_check_their_attributes() {
         |e| matches!(e, Error::Attribute { attribute, .. } if attribute == "height_scale"),
         &["Upsample"],
     );
+    // Scatter has no reduction (ScatterElements gained one at opset 16): refused, not
+    // carried into the rewrite.
+    expect_err(
+        read(
+            10,
+            vec![one(
+                "Scatter",
+                &["x", "i", "u"],
+                vec![attr_string("reduction", "add")],
+            )],
+            scatter_inputs(),
+        ),
+        |e| matches!(e, Error::Attribute { attribute, .. } if attribute == "reduction"),
+        &["Scatter"],
+    );
 }
 
 #[test]
@@ -716,9 +774,10 @@ fn ops_newer_than_the_model_are_unknown_at_its_opset() {
         (9, "Mod"),
         (9, "Resize"),
         (12, "HardSwish"),
+        (8, "Scatter"),
     ] {
         let inputs: &[&str] = match op {
-            "Where" => &["c", "x", "x"],
+            "Where" | "Scatter" => &["c", "x", "x"],
             "Expand" | "Mod" | "Resize" => &["x", "x"],
             _ => &["x"],
         };

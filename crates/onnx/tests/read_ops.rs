@@ -993,7 +993,325 @@ fn newer_cases() -> Vec<(NodeProto, Op)> {
             align_corners: true,
         },
     ));
+    cases.push((
+        one(
+            "MelWeightMatrix",
+            &["bins", "dft", "rate", "lo", "hi"],
+            vec![attr_int("output_datatype", 11)],
+        ),
+        Op::MelWeightMatrix { dtype: DType::F64 },
+    ));
+    cases.extend(random_cases());
+    cases.push((
+        one(
+            "TensorScatter",
+            &["past", "update", "at"],
+            vec![attr_string("mode", "circular"), attr_int("axis", 1)],
+        ),
+        Op::TensorScatter {
+            axis: 1,
+            circular: true,
+        },
+    ));
+    cases.push((
+        one("TensorScatter", &["past", "update"], vec![]),
+        Op::TensorScatter {
+            axis: -2,
+            circular: false,
+        },
+    ));
+    cases.push((
+        one(
+            "TfIdfVectorizer",
+            &["x"],
+            vec![
+                attr_string("mode", "TFIDF"),
+                attr_int("min_gram_length", 1),
+                attr_int("max_gram_length", 2),
+                attr_int("max_skip_count", 3),
+                attr_ints("ngram_counts", &[0, 2]),
+                attr_ints("ngram_indexes", &[1, 0, 2]),
+                attr_ints("pool_int64s", &[4, 5, 4, 5]),
+                attr_floats("weights", &[0.5, 1.0, 2.0]),
+            ],
+        ),
+        Op::TfIdfVectorizer(op::TfIdf {
+            mode: op::TfIdfMode::TfIdf,
+            min_gram_length: 1,
+            max_gram_length: 2,
+            max_skip_count: 3,
+            ngram_counts: vec![0, 2],
+            ngram_indexes: vec![1, 0, 2],
+            pool: vec![4, 5, 4, 5],
+            weights: vec![0.5, 1.0, 2.0],
+        }),
+    ));
     cases
+}
+
+/// The random ops: a given seed is kept; without one the seed derives from the node's
+/// name, which for these unnamed nodes is the reader's `<op type>_0`.
+fn random_cases() -> Vec<(NodeProto, Op)> {
+    let one = |op_type: &str, inputs: &[&str], attrs| node(op_type, "", inputs, &["out"], attrs);
+    let by_name = |op_type: &str| op::RandomSeed::from_node_name(&format!("{op_type}_0"));
+    let normal = |mean, scale| op::Distribution::Normal { mean, scale };
+    let uniform = |low, high| op::Distribution::Uniform { low, high };
+    vec![
+        (
+            one(
+                "RandomNormal",
+                &[],
+                vec![
+                    attr_ints("shape", &[2, 3]),
+                    attr_float("mean", 1.0),
+                    attr_float("scale", 2.0),
+                    attr_float("seed", 5.0),
+                    attr_int("dtype", 11),
+                ],
+            ),
+            Op::Random(op::Random {
+                distribution: normal(1.0, 2.0),
+                shape: Some(vec![2, 3]),
+                dtype: Some(DType::F64),
+                seed: op::RandomSeed::Given(5.0),
+            }),
+        ),
+        (
+            // The fixed-shape forms' dtype defaults to float.
+            one("RandomUniform", &[], vec![attr_ints("shape", &[4])]),
+            Op::Random(op::Random {
+                distribution: uniform(0.0, 1.0),
+                shape: Some(vec![4]),
+                dtype: Some(DType::F32),
+                seed: by_name("RandomUniform"),
+            }),
+        ),
+        (
+            // The Like forms' dtype defaults to the input's.
+            one("RandomNormalLike", &["x"], vec![]),
+            Op::Random(op::Random {
+                distribution: normal(0.0, 1.0),
+                shape: None,
+                dtype: None,
+                seed: by_name("RandomNormalLike"),
+            }),
+        ),
+        (
+            one(
+                "RandomUniformLike",
+                &["x"],
+                vec![
+                    attr_float("low", -1.0),
+                    attr_float("high", 2.0),
+                    attr_int("dtype", 10),
+                ],
+            ),
+            Op::Random(op::Random {
+                distribution: uniform(-1.0, 2.0),
+                shape: None,
+                dtype: Some(DType::F16),
+                seed: by_name("RandomUniformLike"),
+            }),
+        ),
+        (
+            one(
+                "Multinomial",
+                &["x"],
+                vec![
+                    attr_int("sample_size", 5),
+                    attr_int("dtype", 7),
+                    attr_float("seed", 1.5),
+                ],
+            ),
+            Op::Multinomial {
+                sample_size: 5,
+                dtype: DType::I64,
+                seed: op::RandomSeed::Given(1.5),
+            },
+        ),
+        (
+            one("Multinomial", &["x"], vec![]),
+            Op::Multinomial {
+                sample_size: 1,
+                dtype: DType::I32,
+                seed: by_name("Multinomial"),
+            },
+        ),
+        (
+            one("Bernoulli", &["x"], vec![attr_int("dtype", 9)]),
+            Op::Bernoulli {
+                dtype: Some(DType::Bool),
+                seed: by_name("Bernoulli"),
+            },
+        ),
+    ]
+}
+
+#[test]
+fn unseeded_random_nodes_take_their_seed_from_their_name() {
+    let draw = |name: &str| {
+        node(
+            "RandomNormal",
+            name,
+            &[],
+            &[&format!("{name}_out")],
+            vec![attr_ints("shape", &[2])],
+        )
+    };
+    let m = model(
+        17,
+        graph(vec![draw("noise"), draw("jitter")], vec![], vec![], vec![]),
+    );
+    let seeds = |m: &concord_onnx::proto::ModelProto| match read_graph(&bytes(m)) {
+        Ok(g) => g
+            .nodes
+            .iter()
+            .map(|n| match &n.op {
+                Op::Random(r) => r.seed,
+                other => panic!("{other:?}"),
+            })
+            .collect::<Vec<_>>(),
+        Err(e) => panic!("{e}"),
+    };
+    let first = seeds(&m);
+    assert_eq!(
+        first,
+        [
+            op::RandomSeed::from_node_name("noise"),
+            op::RandomSeed::from_node_name("jitter")
+        ]
+    );
+    assert_ne!(first[0], first[1], "two nodes, two streams");
+    assert_eq!(seeds(&m), first, "the same on every read");
+}
+
+#[test]
+fn random_dtypes_and_shapes_are_checked() {
+    let read = |op_type: &str, inputs: &[&str], attrs| {
+        let proto = node(op_type, "", inputs, &["y"], attrs);
+        read_graph(&bytes(&model(
+            17,
+            graph(vec![proto], vec![], vec![], vec![]),
+        )))
+    };
+    expect_err(
+        read("RandomNormal", &[], vec![]),
+        |e| matches!(e, concord_onnx::Error::MissingAttribute { .. }),
+        &["shape"],
+    );
+    expect_err(
+        read("RandomNormal", &[], vec![attr_ints("shape", &[2, -1])]),
+        |_| true,
+        &["shape"],
+    );
+    // Random values are floats; Multinomial's indices i32 or i64.
+    expect_err(
+        read(
+            "RandomUniform",
+            &[],
+            vec![attr_ints("shape", &[2]), attr_int("dtype", 7)],
+        ),
+        |_| true,
+        &["dtype", "i64"],
+    );
+    expect_err(
+        read("Multinomial", &["x"], vec![attr_int("dtype", 1)]),
+        |_| true,
+        &["dtype", "i32"],
+    );
+    expect_err(
+        read("Multinomial", &["x"], vec![attr_int("sample_size", -1)]),
+        |_| true,
+        &["sample_size"],
+    );
+    // A string output has no Concord tensor.
+    expect_err(
+        read("Bernoulli", &["x"], vec![attr_int("dtype", 8)]),
+        |e| matches!(e, concord_onnx::Error::UnsupportedDType { .. }),
+        &[],
+    );
+}
+
+#[test]
+fn tfidf_over_strings_is_refused_by_design() {
+    let proto = node(
+        "TfIdfVectorizer",
+        "tokens",
+        &["x"],
+        &["y"],
+        vec![
+            attr_string("mode", "TF"),
+            attr_int("min_gram_length", 1),
+            attr_int("max_gram_length", 1),
+            attr_int("max_skip_count", 0),
+            attr_ints("ngram_counts", &[0]),
+            attr_ints("ngram_indexes", &[0, 1]),
+            attr_strings("pool_strings", &["cat", "dog"]),
+        ],
+    );
+    expect_err(
+        read_graph(&bytes(&model(
+            9,
+            graph(vec![proto], vec![], vec![], vec![]),
+        ))),
+        |e| matches!(e, concord_onnx::Error::RefusedOp { .. }),
+        &["tokens", "TfIdfVectorizer", "pool_strings", "integer ids"],
+    );
+}
+
+#[test]
+fn tfidf_attributes_must_agree() {
+    let read = |attrs: Vec<concord_onnx::proto::AttributeProto>| {
+        let mut all = vec![
+            attr_string("mode", "IDF"),
+            attr_int("max_skip_count", 0),
+            attr_ints("pool_int64s", &[1, 2, 3]),
+        ];
+        all.extend(attrs);
+        let proto = node("TfIdfVectorizer", "", &["x"], &["y"], all);
+        read_graph(&bytes(&model(
+            9,
+            graph(vec![proto], vec![], vec![], vec![]),
+        )))
+    };
+    let lengths = || {
+        vec![
+            attr_int("min_gram_length", 1),
+            attr_int("max_gram_length", 1),
+        ]
+    };
+    // A 2-gram start past the pool's end.
+    let mut bad_counts = lengths();
+    bad_counts.extend([
+        attr_ints("ngram_counts", &[0, 5]),
+        attr_ints("ngram_indexes", &[0, 1, 2]),
+    ]);
+    expect_err(read(bad_counts), |_| true, &["ngram_counts"]);
+    // Three 1-grams but two indexes.
+    let mut few_indexes = lengths();
+    few_indexes.extend([
+        attr_ints("ngram_counts", &[0]),
+        attr_ints("ngram_indexes", &[0, 1]),
+    ]);
+    expect_err(read(few_indexes), |_| true, &["ngram_counts"]);
+    // Two weights for three columns, in a mode that reads them.
+    let mut few_weights = lengths();
+    few_weights.extend([
+        attr_ints("ngram_counts", &[0]),
+        attr_ints("ngram_indexes", &[0, 1, 2]),
+        attr_floats("weights", &[1.0, 2.0]),
+    ]);
+    expect_err(read(few_weights), |_| true, &["weights"]);
+    // max_gram_length below min_gram_length.
+    let mut backwards = vec![
+        attr_int("min_gram_length", 2),
+        attr_int("max_gram_length", 1),
+    ];
+    backwards.extend([
+        attr_ints("ngram_counts", &[0]),
+        attr_ints("ngram_indexes", &[0, 1, 2]),
+    ]);
+    expect_err(read(backwards), |_| true, &["max_gram_length"]);
 }
 
 #[test]

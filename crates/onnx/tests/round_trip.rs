@@ -436,6 +436,7 @@ fn every_op_graph(opset: i64) -> Graph {
     );
     nodes.extend(control_flow_nodes(opset));
     nodes.extend(signal_nodes(opset));
+    nodes.extend(random_and_text_nodes(opset));
     let mut initializers = BTreeMap::new();
     initializers.insert(
         "w".to_string(),
@@ -544,6 +545,123 @@ fn signal_nodes(opset: i64) -> Vec<Node> {
         &["x", "idx", "", "idx"],
         &["stft_out"],
     ));
+    nodes.retain(|n| n.op.schema().since <= opset);
+    nodes
+}
+
+/// MelWeightMatrix, the random ops (a given seed, and seeds derived from the node names,
+/// which the writer leaves out and the reader derives again), TensorScatter and
+/// TfIdfVectorizer, with non-default attributes, each where `opset` has it.
+fn random_and_text_nodes(opset: i64) -> Vec<Node> {
+    use concord_core::op::{Distribution, Random, RandomSeed, TfIdf, TfIdfMode};
+    let by_name = RandomSeed::from_node_name;
+    let mut nodes = vec![
+        n(
+            "mel",
+            Op::MelWeightMatrix { dtype: DType::F64 },
+            &["idx", "idx", "idx", "max", "max"],
+            &["mel_out"],
+        ),
+        n(
+            "normal",
+            Op::Random(Random {
+                distribution: Distribution::Normal {
+                    mean: 1.0,
+                    scale: 0.5,
+                },
+                shape: Some(vec![2, 3]),
+                dtype: Some(DType::F16),
+                seed: RandomSeed::Given(7.0),
+            }),
+            &[],
+            &["normal_out"],
+        ),
+        n(
+            "uniform",
+            Op::Random(Random {
+                distribution: Distribution::Uniform {
+                    low: 0.0,
+                    high: 1.0,
+                },
+                shape: Some(Vec::new()),
+                dtype: Some(DType::F32),
+                seed: by_name("uniform"),
+            }),
+            &[],
+            &["uniform_out"],
+        ),
+        n(
+            "normal_like",
+            Op::Random(Random {
+                distribution: Distribution::Normal {
+                    mean: 0.0,
+                    scale: 1.0,
+                },
+                shape: None,
+                dtype: Some(DType::F32),
+                seed: by_name("normal_like"),
+            }),
+            &["idx"],
+            &["normal_like_out"],
+        ),
+        n(
+            "uniform_like",
+            Op::Random(Random {
+                distribution: Distribution::Uniform {
+                    low: -2.0,
+                    high: 2.0,
+                },
+                shape: None,
+                dtype: None,
+                seed: RandomSeed::Given(-1.0),
+            }),
+            &["x"],
+            &["uniform_like_out"],
+        ),
+        n(
+            "multinomial",
+            Op::Multinomial {
+                sample_size: 3,
+                dtype: DType::I64,
+                seed: by_name("multinomial"),
+            },
+            &["m"],
+            &["multinomial_out"],
+        ),
+        n(
+            "bernoulli",
+            Op::Bernoulli {
+                dtype: Some(DType::Bool),
+                seed: RandomSeed::Given(0.0),
+            },
+            &["b"],
+            &["bernoulli_out"],
+        ),
+        n(
+            "tensor_scatter",
+            Op::TensorScatter {
+                axis: 2,
+                circular: true,
+            },
+            &["x", "x", "idx"],
+            &["tensor_scatter_out"],
+        ),
+        n(
+            "tfidf",
+            Op::TfIdfVectorizer(TfIdf {
+                mode: TfIdfMode::Idf,
+                min_gram_length: 2,
+                max_gram_length: 3,
+                max_skip_count: 1,
+                ngram_counts: vec![0, 1, 3],
+                ngram_indexes: vec![3, 2, 1, 0],
+                pool: vec![9, 1, 2, 1, 2, 3],
+                weights: vec![1.0, 0.5, 0.25, 2.0],
+            }),
+            &["idx"],
+            &["tfidf_out"],
+        ),
+    ];
     nodes.retain(|n| n.op.schema().since <= opset);
     nodes
 }

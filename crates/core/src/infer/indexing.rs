@@ -1,7 +1,7 @@
 //! Shape and dtype inference for the indexing family: ConstantOfShape, Range, Tile, CumSum,
 //! GatherElements, GatherND, ScatterElements, ScatterND, OneHot, Trilu, NonZero, Size,
-//! DepthToSpace, SpaceToDepth, EyeLike, TopK, CastLike, Compress, NonMaxSuppression and
-//! Unique.
+//! DepthToSpace, SpaceToDepth, EyeLike, TopK, CastLike, Compress, NonMaxSuppression,
+//! Unique, TensorScatter and TfIdfVectorizer.
 //!
 //! Where an output extent depends on an operand's value (Range, ConstantOfShape, Tile,
 //! OneHot's depth, TopK's k) it is exact when that operand is a constant and
@@ -303,6 +303,23 @@ pub(super) fn infer(
             ];
             return Ok(outputs.into_iter().take(num_outputs).collect());
         }
+        Op::TensorScatter { axis, .. } => tensor_scatter(*axis, inputs)?,
+        Op::TfIdfVectorizer(t) => {
+            let x = required(inputs, 0, "X")?;
+            expect_dtype(&x, 0, "X", &INDEX)?;
+            let k = Dim::Fixed(t.output_size());
+            let dims = match x.shape {
+                [_] => vec![k],
+                [n, _] => vec![n.clone(), k],
+                _ => {
+                    return Err(OpError::Shape(format!(
+                        "TfIdfVectorizer needs X (C) or (N, C), got {}",
+                        format_sym(x.shape)
+                    )))
+                }
+            };
+            OutputFact::new(DType::F32, dims)
+        }
         other => {
             return Err(OpError::Unsupported(format!(
                 "{} is not an indexing op",
@@ -401,4 +418,58 @@ fn space_depth(
         scale(&x.shape[3], to_space)?,
     ];
     Ok(OutputFact::new(x.dtype, dims))
+}
+
+/// TensorScatter's sequence axis for caches of rank `rank`: `axis` may count from the end,
+/// and may not be 0, the batch axis that `write_indices` runs along. The one rule for
+/// inference and the reference.
+pub fn tensor_scatter_axis(axis: i64, rank: usize) -> Result<usize, OpError> {
+    match normalize_axis(axis, rank) {
+        Ok(a) if a >= 1 => Ok(a),
+        _ => Err(OpError::Attribute {
+            name: "axis",
+            detail: format!(
+                "TensorScatter's axis {axis} must name an axis after the batch axis of caches \
+                 of rank {rank}"
+            ),
+        }),
+    }
+}
+
+/// TensorScatter: the present cache is the past one's type; the update must match it on
+/// every axis but the sequence axis, where it may be shorter.
+fn tensor_scatter(axis: i64, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+    let past = required(inputs, 0, "past_cache")?;
+    let update = required(inputs, 1, "update")?;
+    expect_dtype(&update, 1, "update", &[past.dtype])?;
+    if let Some(w) = optional(inputs, 2) {
+        expect_dtype(&w, 2, "write_indices", &[DType::I64])?;
+        if w.shape.len() != 1 {
+            return Err(OpError::Shape(format!(
+                "TensorScatter needs write_indices (batch), got {}",
+                format_sym(w.shape)
+            )));
+        }
+    }
+    let bad = || {
+        OpError::Shape(format!(
+            "TensorScatter needs update {} to match past_cache {} on every axis but the \
+             sequence axis {axis}, and to be no longer there",
+            format_sym(update.shape),
+            format_sym(past.shape)
+        ))
+    };
+    if past.shape.len() != update.shape.len() {
+        return Err(bad());
+    }
+    let seq = tensor_scatter_axis(axis, past.shape.len())?;
+    for (i, (p, u)) in past.shape.iter().zip(update.shape).enumerate() {
+        match (p, u) {
+            (Dim::Fixed(p), Dim::Fixed(u)) if (i == seq && u > p) || (i != seq && u != p) => {
+                return Err(bad())
+            }
+            _ => {}
+        }
+    }
+    Ok(OutputFact::new(past.dtype, past.shape.to_vec()))
 }

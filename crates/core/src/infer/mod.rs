@@ -9,11 +9,13 @@ mod indexing;
 mod movement;
 mod nn;
 mod quant;
+mod random;
 mod recurrent;
 mod sampling;
 mod signal;
 
 pub use control::{condition_value, scan_axis, subgraph_error};
+pub use indexing::tensor_scatter_axis;
 
 use crate::dtype::DType;
 use crate::error::OpError;
@@ -66,6 +68,7 @@ pub fn infer_op(
         Family::ControlFlow => control::infer(op, inputs, num_outputs, None)?,
         Family::Sampling => sampling::infer(op, inputs)?,
         Family::Signal => signal::infer(op, inputs)?,
+        Family::Random => random::infer(op, inputs)?,
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(

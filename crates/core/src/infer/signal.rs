@@ -1,5 +1,5 @@
 //! Inference for the Signal family: the window functions (HannWindow, HammingWindow,
-//! BlackmanWindow), DFT and STFT.
+//! BlackmanWindow), DFT, STFT and MelWeightMatrix.
 
 use super::{expect_dtype, optional, required, OutputFact, ValueFact};
 use crate::dtype::DType;
@@ -29,6 +29,7 @@ pub(super) fn infer(op: &Op, inputs: &[Option<ValueFact>]) -> Result<Vec<OutputF
         }
         Op::Dft { axis, onesided, .. } => dft(*axis, *onesided, inputs)?,
         Op::Stft { onesided } => stft(*onesided, inputs)?,
+        Op::MelWeightMatrix { dtype } => mel_weight_matrix(*dtype, inputs)?,
         other => {
             return Err(OpError::Unsupported(format!(
                 "{} is not signal processing",
@@ -170,4 +171,35 @@ fn stft(onesided: bool, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpEr
         x.dtype,
         vec![x.shape[0].clone(), frames, bins, Dim::Fixed(2)],
     ))
+}
+
+/// MelWeightMatrix: (dft_length/2 + 1, num_mel_bins), each extent known when its operand
+/// is a constant.
+fn mel_weight_matrix(dtype: DType, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+    if dtype == DType::Bool {
+        return Err(OpError::Attribute {
+            name: "output_datatype",
+            detail: "MelWeightMatrix outputs a numeric type, not bool".to_string(),
+        });
+    }
+    let mut extents = [Dim::Unknown, Dim::Unknown];
+    for (index, name) in [(0, "num_mel_bins"), (1, "dft_length"), (2, "sample_rate")] {
+        let fact = required(inputs, index, name)?;
+        expect_dtype(&fact, index, name, &SIZES)?;
+        match scalar(&fact) {
+            Some(n) if n < 1 => {
+                return Err(OpError::Shape(format!(
+                    "MelWeightMatrix needs a {name} of 1 or more, got {n}"
+                )))
+            }
+            Some(n) if index == 0 => extents[1] = Dim::Fixed(n as usize),
+            Some(n) if index == 1 => extents[0] = Dim::Fixed(n as usize / 2 + 1),
+            _ => {}
+        }
+    }
+    let lower = required(inputs, 3, "lower_edge_hertz")?;
+    expect_dtype(&lower, 3, "lower_edge_hertz", &DType::FLOATS)?;
+    let upper = required(inputs, 4, "upper_edge_hertz")?;
+    expect_dtype(&upper, 4, "upper_edge_hertz", &DType::FLOATS)?;
+    Ok(OutputFact::new(dtype, extents.to_vec()))
 }

@@ -1,7 +1,7 @@
 //! Indexing kernels: ConstantOfShape, Range, Tile, CumSum, GatherElements, GatherND,
 //! ScatterElements, ScatterND, OneHot, Trilu, NonZero, Size, DepthToSpace, SpaceToDepth,
-//! EyeLike, TopK, CastLike and Compress; NonMaxSuppression and Unique route to
-//! `selection.rs`.
+//! EyeLike, TopK, CastLike, Compress and TensorScatter; NonMaxSuppression and Unique route
+//! to `selection.rs`, TfIdfVectorizer to `ngram.rs`.
 //!
 //! Elements move bit-exactly (through [`TensorData::gather`]); the ones that compute (CumSum,
 //! the scatter reductions, Range) do so in f64 for floats and exactly in i128 for integers,
@@ -62,6 +62,8 @@ pub(crate) fn run(
         Op::Unique { axis, sorted } => {
             super::selection::unique(*axis, *sorted, inputs, num_outputs)
         }
+        Op::TensorScatter { axis, circular } => one(tensor_scatter(*axis, *circular, inputs)),
+        Op::TfIdfVectorizer(t) => one(super::ngram::tf_idf_vectorizer(t, inputs)),
         other => Err(super::not_in_family(other)),
     }
 }
@@ -867,4 +869,94 @@ fn reverse_sequence(
         Ok(())
     })?;
     Tensor::from_parts(x.shape().clone(), x.data().gather(&sources)?)
+}
+
+/// TensorScatter: past_cache with each batch entry's update written along the sequence
+/// axis from its write index. In circular mode only the sequence index wraps modulo
+/// max_sequence: the spec's prose says so; its pseudocode takes np.mod of the whole index
+/// tuple, which agrees wherever the other extents are at most max_sequence (as in every
+/// node test), and would otherwise wrap batch and head indices too, which no cache layout
+/// means.
+fn tensor_scatter(
+    axis: i64,
+    circular: bool,
+    inputs: &[Option<&Tensor>],
+) -> Result<Tensor, OpError> {
+    let past = required(inputs, 0, "past_cache")?;
+    let update = required(inputs, 1, "update")?;
+    if update.dtype() != past.dtype() {
+        return Err(OpError::DType {
+            index: 1,
+            name: "update",
+            expected: past.dtype().name().into(),
+            actual: update.dtype(),
+        });
+    }
+    let (p, u) = (past.dims(), update.dims());
+    let seq = concord_core::infer::tensor_scatter_axis(axis, p.len())?;
+    let fits = p.len() == u.len()
+        && p.iter()
+            .zip(u)
+            .enumerate()
+            .all(|(i, (p, u))| if i == seq { u <= p } else { u == p });
+    if !fits {
+        return Err(OpError::Shape(format!(
+            "TensorScatter needs update {} to match past_cache {} on every axis but the \
+             sequence axis {seq}, and to be no longer there",
+            update.shape(),
+            past.shape()
+        )));
+    }
+    let batch = p[0];
+    let write = match optional(inputs, 2) {
+        Some(w) if w.dtype() != DType::I64 => {
+            return Err(OpError::DType {
+                index: 2,
+                name: "write_indices",
+                expected: DType::I64.name().into(),
+                actual: w.dtype(),
+            })
+        }
+        Some(w) if w.dims() != [batch] => {
+            return Err(OpError::Shape(format!(
+                "TensorScatter needs write_indices ({batch}), one per batch entry, got {}",
+                w.shape()
+            )))
+        }
+        Some(w) => indices_of(w, 2, "write_indices")?,
+        None => vec![0; batch],
+    };
+    let max_sequence = p[seq];
+    let strides = strides(p);
+    let mut targets = Vec::with_capacity(update.len());
+    for_each_coord(u, |_, coord| {
+        let start = write[coord[0]];
+        let position = i64::try_from(coord[seq])
+            .ok()
+            .and_then(|s| start.checked_add(s));
+        let position = match position {
+            Some(q) if circular && max_sequence > 0 => q.rem_euclid(max_sequence as i64),
+            Some(q) => q,
+            None => -1,
+        };
+        let position = usize::try_from(position)
+            .ok()
+            .filter(|&q| q < max_sequence)
+            .ok_or_else(|| {
+                OpError::Shape(format!(
+                    "TensorScatter: batch entry {} writes {} steps from index {start}, past the \
+                     {max_sequence} of the cache (linear mode needs write index + sequence \
+                     length <= max sequence length)",
+                    coord[0], u[seq]
+                ))
+            })?;
+        let target: usize = coord
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| (if i == seq { position } else { c }) * strides[i])
+            .sum();
+        targets.push(target);
+        Ok(())
+    })?;
+    scatter(past, &targets, update, ScatterReduction::None)
 }

@@ -10,9 +10,11 @@ mod indexing;
 mod loss;
 mod matrix;
 pub(crate) mod movement;
+mod ngram;
 mod norm;
 mod pool;
 mod quant;
+mod random;
 mod recurrent;
 mod reduce;
 mod resize;
@@ -73,6 +75,7 @@ pub fn run_op(
         Family::ControlFlow => control::run(op, inputs, num_outputs)?,
         Family::Sampling => vec![sampling::run(op, inputs)?],
         Family::Signal => vec![signal::run(op, inputs)?],
+        Family::Random => vec![random::run(op, inputs)?],
     };
     if outputs.len() != num_outputs {
         return Err(OpError::Shape(format!(

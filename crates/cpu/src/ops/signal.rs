@@ -1,5 +1,5 @@
-//! Signal kernels: the window functions (HannWindow, HammingWindow, BlackmanWindow), DFT
-//! and STFT, in f64 and rounded once to the output type.
+//! Signal kernels: the window functions (HannWindow, HammingWindow, BlackmanWindow), DFT,
+//! STFT and MelWeightMatrix, in f64 and rounded once to the output type.
 //!
 //! DFT sums every term directly (no fast transform), with each twiddle angle reduced
 //! exactly as `2π·(k·n mod L)/L` so that long signals lose no accuracy to large angles.
@@ -22,6 +22,7 @@ pub(crate) fn run(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError
             onesided,
         } => dft(*axis, *inverse, *onesided, inputs),
         Op::Stft { onesided } => stft(*onesided, inputs),
+        Op::MelWeightMatrix { dtype } => mel_weight_matrix(*dtype, inputs),
         other => Err(super::not_in_family(other)),
     }
 }
@@ -262,4 +263,114 @@ fn stft(onesided: bool, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
         }
     }
     Tensor::from_f64(x.dtype(), Shape::new(vec![batch, frames, bins, 2]), out)
+}
+
+/// The mel scale: mel(f) = 2595·log10(1 + f/700).
+fn hz_to_mel(hz: f64) -> f64 {
+    2595.0 * (1.0 + hz / 700.0).log10()
+}
+
+fn mel_to_hz(mel: f64) -> f64 {
+    700.0 * (10f64.powf(mel / 2595.0) - 1.0)
+}
+
+/// The single value of a one-element float input.
+fn float_scalar(t: &Tensor, index: usize, name: &'static str) -> Result<f64, OpError> {
+    match t.to_f64_vec().as_slice() {
+        [v] if t.dtype().is_float() => Ok(*v),
+        _ if !t.dtype().is_float() => Err(OpError::DType {
+            index,
+            name,
+            expected: "a float type".to_string(),
+            actual: t.dtype(),
+        }),
+        _ => Err(OpError::Shape(format!(
+            "input {index} ({name}) must hold one value, got shape {}",
+            t.shape()
+        ))),
+    }
+}
+
+/// A positive integer scalar operand.
+fn positive(
+    inputs: &[Option<&Tensor>],
+    index: usize,
+    name: &'static str,
+) -> Result<usize, OpError> {
+    let n = int_scalar(required(inputs, index, name)?, index, name)?;
+    usize::try_from(n).ok().filter(|&n| n >= 1).ok_or_else(|| {
+        OpError::Shape(format!(
+            "MelWeightMatrix needs a {name} of 1 or more, got {n}"
+        ))
+    })
+}
+
+/// MelWeightMatrix as the ONNX reference implementation and onnxruntime compute it (and the
+/// node test's data says): the mel range is cut into num_mel_bins + 2 equal steps (so the
+/// top filter's right edge stops one step short of upper_edge_hertz), each point maps to
+/// spectrogram bin floor((dft_length + 1)·hz / sample_rate), and filter m rises linearly
+/// from its left point to 1 at its centre and falls to 0 at its right point; a filter whose
+/// left point is its centre is 1 there. The output is (dft_length/2 + 1, num_mel_bins).
+fn mel_weight_matrix(dtype: DType, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+    let mel_bins = positive(inputs, 0, "num_mel_bins")?;
+    let dft_length = positive(inputs, 1, "dft_length")?;
+    let sample_rate = positive(inputs, 2, "sample_rate")?;
+    let lower = float_scalar(
+        required(inputs, 3, "lower_edge_hertz")?,
+        3,
+        "lower_edge_hertz",
+    )?;
+    let upper = float_scalar(
+        required(inputs, 4, "upper_edge_hertz")?,
+        4,
+        "upper_edge_hertz",
+    )?;
+    if !lower.is_finite() || !upper.is_finite() {
+        return Err(OpError::Shape(format!(
+            "MelWeightMatrix needs finite edges, got lower_edge_hertz {lower} and \
+             upper_edge_hertz {upper}"
+        )));
+    }
+    let spectrogram_bins = dft_length / 2 + 1;
+    let len = spectrogram_bins.checked_mul(mel_bins).ok_or_else(|| {
+        OpError::Shape(format!(
+            "MelWeightMatrix: {spectrogram_bins} × {mel_bins} elements is too many"
+        ))
+    })?;
+    let points = mel_bins + 2;
+    let (low_mel, high_mel) = (hz_to_mel(lower), hz_to_mel(upper));
+    let step = (high_mel - low_mel) / points as f64;
+    let bins: Vec<i64> = (0..points)
+        .map(|i| {
+            let hz = mel_to_hz(low_mel + step * i as f64);
+            ((dft_length as f64 + 1.0) * hz / sample_rate as f64).floor() as i64
+        })
+        .collect();
+    let mut out = vec![0.0; len];
+    let mut set = |bin: i64, mel: usize, value: f64| match usize::try_from(bin) {
+        Ok(b) if b < spectrogram_bins => {
+            out[b * mel_bins + mel] = value;
+            Ok(())
+        }
+        _ => Err(OpError::Shape(format!(
+            "MelWeightMatrix: filter {mel} reaches spectrogram bin {bin}, outside the \
+             {spectrogram_bins} bins of dft_length {dft_length}: keep the edges within 0 and \
+             sample_rate / 2 ({sample_rate} / 2)"
+        ))),
+    };
+    for (mel, edges) in bins.windows(3).enumerate() {
+        let (left, centre, right) = (edges[0], edges[1], edges[2]);
+        if centre == left {
+            set(centre, mel, 1.0)?;
+        } else {
+            // Empty when the edges are reversed (left past the centre), as in onnxruntime.
+            for j in left..=centre {
+                set(j, mel, (j - left) as f64 / (centre - left) as f64)?;
+            }
+        }
+        for j in centre..right {
+            set(j, mel, (right - j) as f64 / (right - centre) as f64)?;
+        }
+    }
+    Tensor::from_f64(dtype, Shape::new(vec![spectrogram_bins, mel_bins]), out)
 }

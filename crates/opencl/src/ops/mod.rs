@@ -61,6 +61,7 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
                 | Family::ControlFlow
                 | Family::Sampling
                 | Family::Signal
+                | Family::Random
         ),
     };
     if matches!(node.op, Op::MaxPool(_)) && node.outputs.len() > 1 {

@@ -45,6 +45,13 @@ pub fn run_harness(executor: Arc<dyn Executor>, args: &Arguments) -> i32 {
                 if let crate::outcome::Verdict::Skip { reason } = &record.verdict {
                     println!("skipped: {reason}");
                 }
+                // libtest has no "partial": the trial shows "ok", and this line (and the
+                // summary below) says that part of the model ran on the reference.
+                if let (crate::outcome::Verdict::Partial { .. }, Some(note)) =
+                    (&record.verdict, record.partial_note())
+                {
+                    println!("{}: {note}", record.name);
+                }
                 if let Ok(mut r) = records.lock() {
                     r.push(record);
                 }
@@ -76,9 +83,14 @@ pub fn run_harness(executor: Arc<dyn Executor>, args: &Arguments) -> i32 {
     }
     let run_failures = suite.finish(&cases, &all_records, filtered);
     print_skips(&all_records);
+    print_partials(&all_records);
     if let Some(dir) = std::env::var_os("CONCORD_REPORT_DIR") {
         let dir = std::path::PathBuf::from(dir);
-        if let Err(e) = crate::report::write_all(&dir, &all_records) {
+        let run = crate::report::RunInfo {
+            devices: vec![suite.device_entry()],
+            ..Default::default()
+        };
+        if let Err(e) = crate::report::write_report(&dir, &all_records, &run_failures, &run) {
             eprintln!("error: writing reports to {}: {e}", dir.display());
             return 101;
         }
@@ -108,5 +120,24 @@ fn print_skips(records: &[Record]) {
     println!("skipped cases, by reason:");
     for (reason, n) in reasons {
         println!("  {n:5}  {reason}");
+    }
+}
+
+/// Counts the partial trials and the node coverage per target, so that a partial "ok" is
+/// never read as a pass.
+fn print_partials(records: &[Record]) {
+    let summary = crate::report::summarize(records, &[]);
+    for g in &summary.by_executor_target {
+        if g.coverage.nodes == 0 {
+            continue;
+        }
+        println!(
+            "{}/{}: {} pass, {} partial (some nodes on the reference); node coverage {} on golden, model and node trials",
+            g.executor,
+            g.target,
+            g.counts.pass,
+            g.counts.partial,
+            g.coverage.describe()
+        );
     }
 }

@@ -4,7 +4,10 @@
 //! Given any [`concord::Executor`], the suite produces one trial per case and target, named
 //! `<executor>/<target>/<category>/<case>`: `op/` hand-written cases kept as data in
 //! conformance/cases/, `prop/` property cases compared with the reference, `golden/` and
-//! `model/` cases whose outputs came from an independent oracle.
+//! `model/` cases whose outputs came from an independent oracle, `node/` ONNX's own node
+//! tests. A golden, model or node trial whose model the executor runs only in part runs the
+//! rest on the reference and is reported as *partial* with its node coverage; reports from
+//! several runs, shards and devices merge into one ([`report::merge`]).
 //!
 //! Invariants:
 //! - One suite for every executor: built-in executors use [`main`] exactly as a backend
@@ -14,7 +17,9 @@
 //! - Tolerances, expected failures and skips are data with reasons (tolerances.toml,
 //!   expectations/<executor>.toml); malformed data fails the run, and an expected failure
 //!   that passes fails the run.
-//! - A case the executor declines is a visible skip with the planner's reason, never a pass.
+//! - A case the executor declines is a visible skip with the planner's reason, never a pass;
+//!   a model it declines in part is a partial (never a pass, never hidden as a skip), with
+//!   "k of n nodes on <executor>" and the declined ops with reasons.
 
 pub mod case;
 pub mod compare;
@@ -33,10 +38,12 @@ pub mod progress;
 pub mod prop;
 pub mod report;
 pub mod repro;
+pub mod shard;
 pub mod suite;
 pub mod tolerance;
 
 pub use error::SuiteError;
 pub use harness::{main, run_harness};
-pub use outcome::{Outcome, Record, Verdict};
+pub use outcome::{NodeCoverage, Outcome, Record, Verdict};
+pub use shard::Shard;
 pub use suite::{Case, Suite, SuiteConfig};

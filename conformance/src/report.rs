@@ -18,7 +18,7 @@ pub mod merge;
 
 pub use html::matrix_html;
 pub use junit::junit_xml;
-pub use markdown::matrix_markdown;
+pub use markdown::{matrix_markdown, totals_sentence};
 pub use matrix::{Cell, Column, Matrix, Row, Status};
 
 use crate::outcome::{Record, Verdict};

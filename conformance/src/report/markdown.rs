@@ -151,7 +151,7 @@ pub(crate) fn verdict_word(summary: &Summary) -> &'static str {
 }
 
 /// One sentence with the run's totals.
-pub(crate) fn totals_sentence(summary: &Summary) -> String {
+pub fn totals_sentence(summary: &Summary) -> String {
     let mut totals = Counts::default();
     for g in &summary.by_executor_target {
         totals.add_counts(&g.counts);

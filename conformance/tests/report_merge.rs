@@ -195,7 +195,10 @@ fn a_missing_shard_and_a_floor_below_are_run_level_failures() {
     // trial has no coverage recorded, so it adds no node).
     let failures = merged.run_failures.join("\n");
     assert_eq!(merged.run_failures.len(), 3, "{failures}");
-    assert!(failures.contains("shard(s) 2/3 missing"), "{failures}");
+    assert!(
+        failures.contains("shard(s) 2/3 of the run on no recorded device missing"),
+        "{failures}"
+    );
     assert!(
         failures.contains("only 2 cases executed, below the floor of 3 in x.toml"),
         "{failures}"
@@ -216,6 +219,41 @@ fn a_missing_shard_and_a_floor_below_are_run_level_failures() {
     assert!(merged.run_failures[0].contains("min_node_coverage"));
     // The floors were checked here, so the merged report defers nothing further.
     assert!(merged.run.deferred_floors.is_empty());
+    // One shard given twice is refused, even when it holds no trial.
+    let empty = report("s2-again", Vec::new(), shard(2, 3));
+    let error = merge::merge(&[reports[1].clone(), empty.clone(), empty])
+        .err()
+        .unwrap_or_default();
+    assert!(
+        error.contains("shard 2/3") && error.contains("given twice"),
+        "{error}"
+    );
+}
+
+#[test]
+fn shards_on_several_devices_are_complete_per_device() {
+    let on = |device: &str| RunInfo {
+        devices: vec![report::DeviceEntry {
+            executor: "x".into(),
+            device: device.into(),
+            ..Default::default()
+        }],
+        ..shard(1, 2)
+    };
+    let second = |device: &str| RunInfo {
+        shard: Some(Shard::new(2, 2).unwrap_or_else(|e| panic!("{e}"))),
+        ..on(device)
+    };
+    let reports = [
+        report("a1", Vec::new(), on("gpu A")),
+        report("a2", Vec::new(), second("gpu A")),
+        report("b1", Vec::new(), on("gpu B")),
+    ];
+    let merged = merge::merge(&reports).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        merged.run_failures,
+        vec!["shard(s) 2/2 of the run on x on gpu B missing from the merge: the merged report covers only part of the run"]
+    );
 }
 
 #[test]

@@ -102,7 +102,9 @@ pub fn merge(reports: &[RunReport]) -> Result<Merged, String> {
     let mut run_failures: Vec<String> = Vec::new();
     let mut devices = BTreeSet::new();
     let mut floors: Vec<&Floor> = Vec::new();
-    let mut shards: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+    // Shards are told apart by their count and by the executors and devices their run
+    // probed: a fleet may run shards 1/2 and 2/2 on each of several devices.
+    let mut shards: BTreeMap<(usize, String), BTreeSet<usize>> = BTreeMap::new();
     for report in reports {
         for r in &report.records {
             if let Some(first) = seen.insert((r.name.as_str(), r.device.as_str()), &report.path) {
@@ -125,11 +127,21 @@ pub fn merge(reports: &[RunReport]) -> Result<Merged, String> {
                 floors.push(floor);
             }
         }
-        if let Some(Shard { index, count }) = report.run.shard {
-            shards.entry(count).or_default().insert(index);
+        if let Some(shard @ Shard { index, count }) = report.run.shard {
+            let run = devices_of(&report.run);
+            if !shards
+                .entry((count, run.clone()))
+                .or_default()
+                .insert(index)
+            {
+                return Err(format!(
+                    "shard {shard} of the run on {run} is given twice (the second time in {}): merge each shard once",
+                    report.path.display()
+                ));
+            }
         }
     }
-    for (count, present) in &shards {
+    for ((count, run), present) in &shards {
         let missing: Vec<String> = (1..=*count)
             .filter(|k| !present.contains(k))
             .map(|k| format!("{k}/{count}"))
@@ -138,7 +150,7 @@ pub fn merge(reports: &[RunReport]) -> Result<Merged, String> {
             push_once(
                 &mut run_failures,
                 format!(
-                    "shard(s) {} missing from the merge: the merged report covers only part of the run",
+                    "shard(s) {} of the run on {run} missing from the merge: the merged report covers only part of the run",
                     missing.join(", ")
                 ),
             );
@@ -165,6 +177,28 @@ pub fn merge(reports: &[RunReport]) -> Result<Merged, String> {
                 .collect(),
         },
     })
+}
+
+/// "cpu on host, opencl on pthread-cpu": the executors and devices a run probed.
+fn devices_of(run: &RunInfo) -> String {
+    let mut names: Vec<String> = run
+        .devices
+        .iter()
+        .map(|d| {
+            if d.device.is_empty() {
+                format!("{} (no device)", d.executor)
+            } else {
+                format!("{} on {}", d.executor, d.device)
+            }
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    if names.is_empty() {
+        "no recorded device".to_string()
+    } else {
+        names.join(", ")
+    }
 }
 
 /// Appends `item` unless it is there already: every shard of a run reports the same

@@ -326,7 +326,11 @@ fn min_node_coverage_fails_an_unfiltered_run_below_it() {
             &format!("min_executed = 0\nmin_node_coverage = {min}\n"),
         );
         let (case, record) = run_model(&suite);
-        let failures = suite.finish(&[case.clone()], &[record.clone()], false);
+        let failures = suite.finish(
+            std::slice::from_ref(&case),
+            std::slice::from_ref(&record),
+            false,
+        );
         let filtered = suite.finish(&[case], &[record], true);
         assert!(filtered.is_empty(), "a filtered run checks no floor");
         failures

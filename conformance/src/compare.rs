@@ -3,21 +3,28 @@
 //! rel error, the worst element and how much it was allowed.
 
 use concord_core::{Tensor, TensorData};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-/// The result of comparing one output.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+/// The result of comparing one output. Its floats are written losslessly to
+/// conformance.json (an infinite relative error is common), so a merged report shows the
+/// figures the run measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     pub output: String,
     pub elements: usize,
     /// Elements whose error exceeded their allowance.
     pub violations: usize,
+    #[serde(with = "crate::report::json_float")]
     pub max_abs_error: f64,
+    #[serde(with = "crate::report::json_float")]
     pub max_rel_error: f64,
     /// Row-major coordinates of the element with the largest error-to-allowance ratio.
     pub worst_index: Option<Vec<usize>>,
+    #[serde(with = "crate::report::json_float::option")]
     pub worst_actual: Option<f64>,
+    #[serde(with = "crate::report::json_float::option")]
     pub worst_expected: Option<f64>,
+    #[serde(with = "crate::report::json_float::option")]
     pub worst_allowed: Option<f64>,
     /// Why the comparison failed outright (dtype, shape, NaN placement), if it did.
     pub mismatch: Option<String>,

@@ -1,8 +1,9 @@
 //! An executor's expectations file: its expected failures and skips, each with a reason and
 //! a matcher, and the floor on executed cases. A backend author keeps it in their own crate
 //! (`conformance/<executor>.toml` by default, see [`crate::config`]); Concord's own
-//! executors keep theirs in this crate's expectations/. Strict: a malformed file is an
-//! error, an expected failure that passes fails its trial, and an entry that matches no
+//! executors keep theirs in this crate's expectations/. It holds the floor on executed cases
+//! and, optionally, on node coverage. Strict: a malformed file is an error, an expected
+//! failure that passes (fully or partially) fails its trial, and an entry that matches no
 //! trial fails an unfiltered run.
 
 use crate::error::SuiteError;
@@ -15,8 +16,13 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Debug, Default)]
 pub struct Expectations {
     pub path: Option<PathBuf>,
-    /// The run fails when fewer trials than this executed (passed or failed), unfiltered.
+    /// The run fails when fewer trials than this executed (passed, partial or failed),
+    /// unfiltered.
     pub min_executed: usize,
+    /// When set, the run fails when, on any target, the nodes placed on the executor are a
+    /// smaller fraction than this of all nodes of the golden, model and node trials that
+    /// executed (unfiltered runs only).
+    pub min_node_coverage: Option<f64>,
     /// When set: the executor may be unavailable on CI machines, and this says why (for
     /// example "CI runners have no GPU; the GPU runner sets CONCORD_REQUIRE=cuda").
     /// `CONCORD_REQUIRE` naming the executor still makes unavailability fail.
@@ -41,6 +47,8 @@ struct File {
     /// Required, unless the harness gives the floor in code ([`crate::Conformance::min_executed`]).
     #[serde(default)]
     min_executed: Option<usize>,
+    #[serde(default)]
+    min_node_coverage: Option<f64>,
     #[serde(default)]
     unavailable_in_ci: Option<String>,
     #[serde(default)]
@@ -121,6 +129,13 @@ impl Expectations {
                 )))
             }
         };
+        if let Some(min) = file.min_node_coverage {
+            if !(0.0..=1.0).contains(&min) {
+                return Err(fail(format!(
+                    "min_node_coverage = {min}: it is a fraction of nodes, from 0 to 1 (0.42 for 42%)"
+                )));
+            }
+        }
         let convert = |raw: RawEntry, kind: &str| -> Result<Entry, SuiteError> {
             if raw.reason.trim().is_empty() {
                 return Err(fail(format!("{kind} `{}` has no reason", raw.case)));
@@ -149,6 +164,7 @@ impl Expectations {
         Ok(Expectations {
             path: Some(path.clone()),
             min_executed,
+            min_node_coverage: file.min_node_coverage,
             unavailable_in_ci: file.unavailable_in_ci,
             expected_failures: file
                 .expected_failure
@@ -227,9 +243,49 @@ mod tests {
         )
         .is_err());
         assert!(
-            Expectations::parse("[[skip]]\ncase = \"a\"\nreason = \"r\"\n", p, &targets()).is_err(),
+            Expectations::parse(
+                "[[skip]]\ncase = \"a\"\nreason = \"r\"\n",
+                p.clone(),
+                &targets()
+            )
+            .is_err(),
             "min_executed is required"
         );
+        for bad in ["1.5", "-0.1", "nan", "\"42%\""] {
+            assert!(
+                Expectations::parse(
+                    &format!("min_executed = 1\nmin_node_coverage = {bad}\n"),
+                    p.clone(),
+                    &targets()
+                )
+                .is_err(),
+                "min_node_coverage = {bad} was accepted"
+            );
+        }
+        assert!(
+            Expectations::parse(
+                "min_executed = 1\nmin_node_coverage_typo = 0.4\n",
+                p,
+                &targets()
+            )
+            .is_err(),
+            "a misspelt key is an error"
+        );
+    }
+
+    #[test]
+    fn min_node_coverage_is_optional_and_read() {
+        let p = PathBuf::from("x.toml");
+        let none =
+            Expectations::parse("min_executed = 3\n", p.clone(), &targets()).expect("parses");
+        assert_eq!(none.min_node_coverage, None);
+        let some = Expectations::parse(
+            "min_executed = 3\nmin_node_coverage = 0.42\n",
+            p,
+            &targets(),
+        )
+        .expect("parses");
+        assert_eq!(some.min_node_coverage, Some(0.42));
     }
 
     #[test]

@@ -76,6 +76,13 @@ pub(crate) fn run_configured(
                 if let crate::outcome::Verdict::Skip { reason } = &record.verdict {
                     println!("skipped: {reason}");
                 }
+                // libtest has no "partial": the trial shows "ok", and this line (and the
+                // summary below) says that part of the model ran on the reference.
+                if let (crate::outcome::Verdict::Partial { .. }, Some(note)) =
+                    (&record.verdict, record.partial_note())
+                {
+                    println!("{}: {note}", record.name);
+                }
                 if let Ok(mut r) = records.lock() {
                     r.push(record);
                 }
@@ -107,10 +114,16 @@ pub(crate) fn run_configured(
     }
     let run_failures = suite.finish(&cases, &all_records, filtered);
     print_skips(&all_records);
+    print_partials(&all_records);
     if let Some(dir) = &config.report_dir {
         // The run-level failures (floor, stale expectations) go into the reports too, so a
-        // CI page never shows a pass for a run that failed.
-        if let Err(e) = crate::report::write_run(dir, &all_records, &run_failures) {
+        // CI page never shows a pass for a run that failed; conformance.json also records
+        // the device, so reports from several machines merge.
+        let run = crate::report::RunInfo {
+            devices: vec![suite.device_entry()],
+            ..Default::default()
+        };
+        if let Err(e) = crate::report::write_report(dir, &all_records, &run_failures, &run) {
             eprintln!("error: writing reports to {}: {e}", dir.display());
             return 101;
         }
@@ -140,5 +153,24 @@ fn print_skips(records: &[Record]) {
     println!("skipped cases, by reason:");
     for (reason, n) in reasons {
         println!("  {n:5}  {reason}");
+    }
+}
+
+/// Counts the partial trials and the node coverage per target, so that a partial "ok" is
+/// never read as a pass.
+fn print_partials(records: &[Record]) {
+    let summary = crate::report::summarize(records, &[]);
+    for g in &summary.by_executor_target {
+        if g.coverage.nodes == 0 {
+            continue;
+        }
+        println!(
+            "{}/{}: {} pass, {} partial (some nodes on the reference); node coverage {} on golden, model and node trials",
+            g.executor,
+            g.target,
+            g.counts.pass,
+            g.counts.partial,
+            g.coverage.describe()
+        );
     }
 }

@@ -4,7 +4,10 @@
 //! Given any [`concord::Executor`], the suite produces one trial per case and target, named
 //! `<executor>/<target>/<category>/<case>`: `op/` hand-written cases kept as data in
 //! conformance/cases/, `prop/` property cases compared with the reference, `golden/` and
-//! `model/` cases whose outputs came from an independent oracle.
+//! `model/` cases whose outputs came from an independent oracle, `node/` ONNX's own node
+//! tests. A golden, model or node trial whose model the executor runs only in part runs the
+//! rest on the reference and is reported as *partial* with its node coverage; reports from
+//! several runs, shards and devices merge into one ([`report::merge`]).
 //!
 //! Invariants:
 //! - One suite for every executor: built-in executors use [`main`] / [`Conformance`]
@@ -20,7 +23,9 @@
 //!   author's overrides, the executor's expectations file); malformed data fails the run,
 //!   an expected failure that passes fails the run, and an executor without an
 //!   expectations file is told so before the first trial (and fails under `CI`).
-//! - A case the executor declines is a visible skip with the planner's reason, never a pass.
+//! - A case the executor declines is a visible skip with the planner's reason, never a pass;
+//!   a model it declines in part is a partial (never a pass, never hidden as a skip), with
+//!   "k of n nodes on <executor>" and the declined ops with reasons.
 
 pub mod case;
 pub mod compare;
@@ -40,11 +45,13 @@ pub mod progress;
 pub mod prop;
 pub mod report;
 pub mod repro;
+pub mod shard;
 pub mod suite;
 pub mod tolerance;
 
 pub use config::Conformance;
 pub use error::SuiteError;
 pub use harness::{main, run_harness};
-pub use outcome::{Outcome, Record, Verdict};
+pub use outcome::{NodeCoverage, Outcome, Record, Verdict};
+pub use shard::Shard;
 pub use suite::{Case, Suite, SuiteConfig};

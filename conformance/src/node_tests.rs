@@ -17,7 +17,7 @@
 
 use crate::compare::{compare, compare_type};
 use crate::error::SuiteError;
-use crate::outcome::{Outcome, Verdict};
+use crate::outcome::{NodeCoverage, Outcome, Verdict};
 use crate::suite::{node_accumulation, verdict_of, Case, Job, Suite};
 use crate::tolerance::allowance;
 use concord::{Target, Tensor};
@@ -209,13 +209,15 @@ impl NodeTests {
             .collect()
     }
 
-    /// Runs one node trial; returns the outcome, or the reason it did not run.
+    /// Runs one node trial; returns the outcome, or the reason it did not run. Nodes the
+    /// executor declines run on the reference; `coverage` receives where the nodes ran.
     pub fn run(
         &self,
         suite: &Suite,
         job: &NodeJob,
         target: &Target,
         notices: &mut Vec<String>,
+        coverage: &mut Option<NodeCoverage>,
     ) -> (Option<Outcome>, Option<String>) {
         match job {
             NodeJob::DataMissing(reason) => {
@@ -235,7 +237,7 @@ impl NodeTests {
                     (None, Some(reason.clone()))
                 }
             }
-            NodeJob::Test(test) => (Some(check(suite, test, target, notices)), None),
+            NodeJob::Test(test) => (Some(check(suite, test, target, notices, coverage)), None),
         }
     }
 
@@ -557,20 +559,27 @@ fn find_data(list: &NodeList, dir: &Path) -> NodeData {
     NodeData::Present { dir, tests }
 }
 
-/// Runs every data set of one test on the executor and compares with ONNX's outputs.
-/// Why the executor declines a node of this test's model, decided when the trials are
+/// Why the executor declines every node of this test's model, decided when the trials are
 /// made so that libtest lists the trial as skipped rather than "ok" (running it would give
-/// the same skip). A model that does not load, or a target that is unavailable, is left to
-/// the trial and the target's own skip.
+/// the same skip). A test of which it takes some nodes runs, partly on the reference (a
+/// partial trial), and is held to the list like any other. A model that does not load, or
+/// a target that is unavailable, is left to the trial and the target's own skip.
 fn declined(suite: &Suite, test: &NodeTest, target: &Target) -> Option<String> {
     if test.problem.is_some() || suite.target_unavailable(target).is_some() {
         return None;
     }
     let model = std::fs::read(test.dir.join("model.onnx")).ok()?;
-    suite.unsupported_model(&model, target)
+    suite.declined_whole(&model, target)
 }
 
-fn check(suite: &Suite, test: &NodeTest, target: &Target, notices: &mut Vec<String>) -> Outcome {
+/// Runs every data set of one test on the executor and compares with ONNX's outputs.
+fn check(
+    suite: &Suite,
+    test: &NodeTest,
+    target: &Target,
+    notices: &mut Vec<String>,
+    coverage: &mut Option<NodeCoverage>,
+) -> Outcome {
     let fail = |message: String| Outcome::Fail {
         message,
         comparisons: Vec::new(),
@@ -593,8 +602,11 @@ fn check(suite: &Suite, test: &NodeTest, target: &Target, notices: &mut Vec<Stri
         Ok(sets) => sets,
         Err(e) => return fail(e),
     };
-    let net = match suite.executor_net(&model, target, notices) {
-        Ok(net) => net,
+    let net = match suite.executor_net_partial(&model, target, notices) {
+        Ok((net, placed)) => {
+            *coverage = Some(placed);
+            net
+        }
         Err(outcome) => return outcome,
     };
     let level = match &test.single_op {

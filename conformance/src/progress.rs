@@ -4,7 +4,8 @@
 //! [`Suite`], so both run the same trials and judge them the same way.
 
 use crate::outcome::{Record, Verdict};
-use crate::report::{self, Counts, Summary};
+use crate::report::{self, Counts, RunInfo, Summary};
+use crate::shard::Shard;
 use crate::suite::{required_here, Case, Suite, SuiteConfig};
 use concord::{Capability, Executor, ExecutorRegistry, Target, BUILTIN_BACKENDS};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -28,6 +29,10 @@ pub struct RunOptions {
     pub targets: Vec<String>,
     /// Only trials whose name contains this.
     pub filter: Option<String>,
+    /// Only the trials of this shard (a stable hash of the trial name picks one of N):
+    /// the run checks what needs no other shard's results, and leaves its floors to
+    /// `concord report merge`.
+    pub shard: Option<Shard>,
     /// Where the reports go; `None` writes none.
     pub report_dir: Option<PathBuf>,
     /// Worker threads; `None` uses the machine's available parallelism.
@@ -55,6 +60,9 @@ pub struct RunSummary {
     /// Whether a filter selected only some trials (the floor and stale-entry checks are
     /// then not applied).
     pub filtered: bool,
+    /// What the run knew besides its records (devices, shard, floors left to the merge),
+    /// as conformance.json holds it.
+    pub run: RunInfo,
     pub threads: usize,
     pub elapsed: Duration,
 }
@@ -74,6 +82,7 @@ impl RunOptions {
             executors: Vec::new(),
             targets: Vec::new(),
             filter: None,
+            shard: None,
             report_dir: Some(PathBuf::from("target").join("conformance-report")),
             threads: None,
             progress: ProgressDisplay::Bar,
@@ -95,9 +104,14 @@ impl RunSummary {
         let s = &self.summary;
         let mut out = String::new();
         // Writing into a String cannot fail; the results are ignored for that reason.
+        let shard = self
+            .run
+            .shard
+            .map(|k| format!(" (shard {k})"))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "conformance: {} trials, {} executed, in {:.1} s on {} thread(s)\n",
+            "conformance{shard}: {} trials, {} executed, in {:.1} s on {} thread(s)\n",
             s.trials,
             s.executed,
             self.elapsed.as_secs_f64(),
@@ -117,6 +131,19 @@ impl RunSummary {
             let _ = writeln!(out, "\nskipped, by reason:");
             for skip in &s.skips {
                 let _ = writeln!(out, "  {:6}  {}", skip.trials, skip.reason);
+            }
+        }
+        if !s.declined.is_empty() {
+            let _ = writeln!(
+                out,
+                "\ndeclined in trials that ran partly on the reference (trials, nodes):"
+            );
+            for d in &s.declined {
+                let _ = writeln!(
+                    out,
+                    "  {:6} {:6}  {} {}: {}",
+                    d.trials, d.nodes, d.under, d.op, d.reason
+                );
             }
         }
         if !s.notices.is_empty() {
@@ -140,6 +167,13 @@ impl RunSummary {
             for f in &s.run_failures {
                 let _ = writeln!(out, "  {f}");
             }
+        }
+        if !self.run.deferred_floors.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nthe floors on executed trials and node coverage count every shard: \
+                 `concord report merge` checks them"
+            );
         }
         if let Some(dir) = &self.report_dir {
             let _ = writeln!(out, "\nreports in {}:", dir.display());
@@ -175,6 +209,11 @@ pub fn run(options: &RunOptions) -> RunSummary {
         }
     }
     let filtered = options.filter.is_some() || !targets.is_empty();
+    let in_shard = |name: &str| options.shard.map_or(true, |s| s.selects(name));
+    // A built-in backend this build lacks is one probe trial per target, sharded like
+    // any other so that merged shards hold it once.
+    let mut selected = leading_records.len();
+    leading_records.retain(|r| in_shard(&r.name));
     // Every suite's trials, selected, in suite order; `per_suite` keeps each suite's full
     // list for its run-level checks.
     let mut per_suite = Vec::new();
@@ -188,15 +227,20 @@ pub fn run(options: &RunOptions) -> RunSummary {
                 .as_deref()
                 .map_or(true, |f| case.name.contains(f));
             if wanted_target && wanted_name {
-                jobs.push(Job {
-                    suite,
-                    case: case.clone(),
-                });
+                selected += 1;
+                if in_shard(&case.name) {
+                    jobs.push(Job {
+                        suite,
+                        case: case.clone(),
+                    });
+                }
             }
         }
         per_suite.push(cases);
     }
-    if jobs.is_empty() && leading_records.is_empty() && run_failures.is_empty() {
+    // A shard may hold none of a small selection; only a selection of nothing at all is
+    // an error.
+    if selected == 0 && run_failures.is_empty() {
         run_failures.push(format!(
             "no trial matches the selection (executors {:?}, targets {:?}, filter {:?})",
             options.executors, options.targets, options.filter
@@ -208,7 +252,19 @@ pub fn run(options: &RunOptions) -> RunSummary {
         .map_or(1, NonZeroUsize::get)
         .clamp(1, jobs.len().max(1));
     let trial_records = run_jobs(&jobs, threads, options.progress);
+    let mut run = RunInfo {
+        shard: options.shard,
+        devices: suites.iter().map(Suite::device_entry).collect(),
+        ..RunInfo::default()
+    };
     for (suite, cases) in suites.iter().zip(&per_suite) {
+        if options.shard.is_some() && !filtered {
+            // A shard has every trial's name but only its own results: it checks the
+            // stale entries and leaves the floors to the merge.
+            run_failures.extend(suite.stale_entries(cases));
+            run.deferred_floors.push(suite.floor());
+            continue;
+        }
         let own: Vec<Record> = trial_records
             .iter()
             .filter(|r| r.executor == suite.executor.name())
@@ -220,7 +276,7 @@ pub fn run(options: &RunOptions) -> RunSummary {
     records.extend(trial_records);
     let mut report_dir = None;
     if let Some(dir) = &options.report_dir {
-        match report::write_run(dir, &records, &run_failures) {
+        match report::write_report(dir, &records, &run_failures, &run) {
             Ok(()) => report_dir = Some(dir.clone()),
             Err(e) => run_failures.push(format!("the reports could not be written: {e}")),
         }
@@ -230,6 +286,7 @@ pub fn run(options: &RunOptions) -> RunSummary {
         records,
         report_dir,
         filtered,
+        run,
         threads,
         elapsed: started.elapsed(),
     }
@@ -373,6 +430,7 @@ fn missing_builtin_records(
                 verdict,
                 comparisons: Vec::new(),
                 notices: Vec::new(),
+                coverage: None,
                 duration_ms: 0.0,
             }
         })
@@ -474,6 +532,7 @@ fn failed_record(job: &Job<'_>, message: String, duration_ms: f64) -> Record {
         verdict: Verdict::Fail { message },
         comparisons: Vec::new(),
         notices: Vec::new(),
+        coverage: None,
         duration_ms,
     }
 }
@@ -494,20 +553,22 @@ fn progress_bar(total: usize, display: ProgressDisplay) -> ProgressBar {
     bar
 }
 
-/// The executor × target table of the summary, columns aligned.
+/// The executor × target table of the summary, columns aligned: full passes, partial
+/// passes and node coverage side by side, so a partial never reads as a pass.
 fn table(s: &Summary) -> String {
+    const COLUMNS: usize = 11;
     let header = [
-        "executor", "target", "device", "pass", "xfail", "skip", "fail", "xpass", "executed",
+        "executor", "target", "device", "pass", "partial", "nodes", "xfail", "skip", "fail",
+        "xpass", "executed",
     ];
-    let mut rows: Vec<[String; 9]> = vec![header.map(str::to_string)];
+    let mut rows: Vec<[String; COLUMNS]> = vec![header.map(str::to_string)];
     let mut totals = Counts::default();
+    let mut total_nodes = report::NodeCount::default();
     for g in &s.by_executor_target {
         let c = &g.counts;
-        totals.pass += c.pass;
-        totals.expected_fail += c.expected_fail;
-        totals.skip += c.skip;
-        totals.fail += c.fail;
-        totals.unexpected_pass += c.unexpected_pass;
+        totals.add_counts(c);
+        total_nodes.nodes_on_executor += g.coverage.nodes_on_executor;
+        total_nodes.nodes += g.coverage.nodes;
         rows.push([
             g.executor.clone(),
             g.target.clone(),
@@ -517,6 +578,8 @@ fn table(s: &Summary) -> String {
                 g.device.clone()
             },
             c.pass.to_string(),
+            c.partial.to_string(),
+            coverage_text(&g.coverage),
             c.expected_fail.to_string(),
             c.skip.to_string(),
             c.fail.to_string(),
@@ -530,6 +593,8 @@ fn table(s: &Summary) -> String {
             String::new(),
             String::new(),
             totals.pass.to_string(),
+            totals.partial.to_string(),
+            coverage_text(&total_nodes),
             totals.expected_fail.to_string(),
             totals.skip.to_string(),
             totals.fail.to_string(),
@@ -537,7 +602,7 @@ fn table(s: &Summary) -> String {
             totals.executed().to_string(),
         ]);
     }
-    let mut widths = [0usize; 9];
+    let mut widths = [0usize; COLUMNS];
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
@@ -557,4 +622,11 @@ fn table(s: &Summary) -> String {
         let _ = writeln!(out, "  {}", line.trim_end());
     }
     out
+}
+
+/// "83.3%" (nodes on the executor over golden, model and node trials), or "-".
+fn coverage_text(count: &report::NodeCount) -> String {
+    count
+        .fraction()
+        .map_or_else(|| "-".to_string(), |f| format!("{:.1}%", f * 100.0))
 }

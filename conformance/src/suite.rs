@@ -8,7 +8,8 @@ use crate::config::ExpectationsSource;
 use crate::error::SuiteError;
 use crate::expectations::Expectations;
 use crate::golden::{read_npy, GoldenCase, Manifest};
-use crate::outcome::{Outcome, Record, Verdict};
+use crate::outcome::{DeclinedNode, NodeCoverage, Outcome, Record, Verdict};
+use crate::report::{DeviceEntry, Floor};
 use crate::tolerance::{allowance, Level, ToleranceTable};
 use concord::{
     resolve_target, Availability, Backend, Capability, Executor, ExecutorRegistry, FallbackPolicy,
@@ -234,10 +235,12 @@ impl Suite {
             for g in &self.golden {
                 let category = if g.kind == "model" { "model" } else { "golden" };
                 let trial = format!("{prefix}/{category}/{}", g.name);
+                // A model of which the executor declines only some nodes runs partly on
+                // the reference (a partial trial); one it declines whole is a skip.
                 let skip = self.known_skip(&trial, target).or_else(|| {
                     std::fs::read(&g.model)
                         .ok()
-                        .and_then(|bytes| self.unsupported_model(&bytes, target))
+                        .and_then(|bytes| self.declined_whole(&bytes, target))
                 });
                 let subject = if g.kind == "model" {
                     g.name.clone()
@@ -262,6 +265,7 @@ impl Suite {
     pub fn run_case(&self, case: &Case) -> Record {
         let started = Instant::now();
         let mut notices = Vec::new();
+        let mut coverage = None;
         let (outcome, skip) = match (&case.skip, &case.job) {
             (Some(reason), _) => (None, Some(reason.clone())),
             (None, Job::Unavailable(reason)) => {
@@ -289,10 +293,14 @@ impl Suite {
                 Some(self.check_op_case(op_case, &case.target, &mut notices)),
                 None,
             ),
-            (None, Job::Golden(g)) => {
-                (Some(self.check_golden(g, &case.target, &mut notices)), None)
+            (None, Job::Golden(g)) => (
+                Some(self.check_golden(g, &case.target, &mut notices, &mut coverage)),
+                None,
+            ),
+            (None, Job::Node(job)) => {
+                self.node_tests
+                    .run(self, job, &case.target, &mut notices, &mut coverage)
             }
-            (None, Job::Node(job)) => self.node_tests.run(self, job, &case.target, &mut notices),
             (None, Job::Prop(op)) => (Some(crate::prop::run(self, op, &case.target)), None),
             (None, Job::Fallback(scenario)) => (
                 Some(crate::fallback::run(
@@ -326,6 +334,7 @@ impl Suite {
                 reason: "not run".into(),
             },
         };
+        let verdict = partial_verdict(verdict, coverage.as_ref(), self.executor.name());
         let comparisons = match outcome {
             Some(Outcome::Pass { comparisons }) | Some(Outcome::Fail { comparisons, .. }) => {
                 comparisons
@@ -342,31 +351,28 @@ impl Suite {
             verdict,
             comparisons,
             notices,
+            coverage,
             duration_ms: started.elapsed().as_secs_f64() * 1e3,
         }
     }
 
-    /// Run-level failures after all trials: too few executed, stale expectations.
-    /// `filtered` is true when a name filter selected only some trials.
+    /// Run-level failures after all trials: too few executed, node coverage below its
+    /// floor, stale expectations. `filtered` is true when a name filter selected only some
+    /// trials (then none of these apply).
     pub fn finish(&self, cases: &[Case], records: &[Record], filtered: bool) -> Vec<String> {
-        let mut failures = Vec::new();
         if filtered {
-            return failures;
+            return Vec::new();
         }
-        failures.extend(self.node_tests.stale_entries(self.executor.name()));
-        let executed = records.iter().filter(|r| r.verdict.executed()).count();
-        // The floor guards a suite that shrank on a working executor. An executor that is
-        // not available here executes nothing; its `unavailable` trial already says so, and
-        // fails where CI or CONCORD_REQUIRE demands the executor.
-        let available = matches!(&self.availability, Availability::Available { devices } if !devices.is_empty());
-        if available && executed < self.expectations.min_executed {
-            failures.push(format!(
-                "{}: only {executed} cases executed, below the floor of {} in {}: the suite shrank (fix the cause, or lower the floor in the same change with a reason)",
-                self.executor.name(),
-                self.expectations.min_executed,
-                self.expectations.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
-            ));
-        }
+        let mut failures = self.stale_entries(cases);
+        failures.extend(self.floor().check(records));
+        failures
+    }
+
+    /// Run-level failures that need the list of every trial but no result: list and
+    /// expectation entries that match no trial. A shard (`--shard K/N`) has every trial's
+    /// name, so it checks these itself; its floors wait for the merge ([`Suite::floor`]).
+    pub fn stale_entries(&self, cases: &[Case]) -> Vec<String> {
+        let mut failures = self.node_tests.stale_entries(self.executor.name());
         let trials: Vec<(String, String, String)> = cases
             .iter()
             .map(|c| {
@@ -386,6 +392,47 @@ impl Suite {
             ));
         }
         failures
+    }
+
+    /// The floors of this executor's expectations file, on this machine's device. The
+    /// floor guards a suite that shrank on a working executor; an executor that is not
+    /// available here executes nothing, and its `unavailable` trial already says so (and
+    /// fails where CI or `CONCORD_REQUIRE` demands the executor).
+    pub fn floor(&self) -> Floor {
+        Floor {
+            executor: self.executor.name().to_string(),
+            device: self.device.clone(),
+            available: matches!(&self.availability, Availability::Available { devices } if !devices.is_empty()),
+            min_executed: self.expectations.min_executed,
+            min_node_coverage: self.expectations.min_node_coverage,
+            expectations: self
+                .expectations
+                .path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// What the probe found, for the report: the device the records name, or why none.
+    pub fn device_entry(&self) -> DeviceEntry {
+        let mut entry = DeviceEntry {
+            executor: self.executor.name().to_string(),
+            device: self.device.clone(),
+            ..DeviceEntry::default()
+        };
+        match &self.availability {
+            Availability::Available { devices } => {
+                if let Some(d) = devices.first() {
+                    entry.vendor = d.vendor.clone();
+                    entry.driver_version = d.driver_version.clone();
+                } else {
+                    entry.unavailable = Some("the probe found no device".to_string());
+                }
+            }
+            Availability::Unavailable { reason, .. } => entry.unavailable = Some(reason.clone()),
+        }
+        entry
     }
 
     pub(crate) fn judge(&self, trial: &str, target: &Target, outcome: &Outcome) -> Verdict {
@@ -483,6 +530,26 @@ impl Suite {
         None
     }
 
+    /// Why the executor declines every node of this model, if it does (a model it takes
+    /// even one node of runs partly on the reference instead), decided before running so
+    /// that the trial shows as skipped rather than "ok". The reason names the first
+    /// declined node, as [`Suite::unsupported_model`]'s does. A model without nodes (all
+    /// folded at build) or that does not load is left to the trial.
+    pub(crate) fn declined_whole(&self, bytes: &[u8], target: &Target) -> Option<String> {
+        let net = self.reference_net(bytes).ok()?;
+        let graph = net.graph();
+        let mut first = None;
+        for node in &graph.nodes {
+            match self.executor.supports(graph, node, target) {
+                Support::Yes => return None,
+                Support::No(why) => {
+                    first.get_or_insert_with(|| (node.op.name().to_string(), why));
+                }
+            }
+        }
+        first.map(|(op, why)| format!("unsupported: {} declines {op}: {why}", self.executor.name()))
+    }
+
     fn reference_net(&self, model: &[u8]) -> Result<Net, concord::Error> {
         NetBuilder::from_onnx_bytes(model.to_vec())
             .registry(self.reference.clone())
@@ -534,6 +601,52 @@ impl Suite {
             });
         }
         Ok(net)
+    }
+
+    /// Builds the executor's net for `target` for a golden, model or node trial: nodes the
+    /// executor declines run on the reference, as the planner placed them, and the
+    /// placement comes back as the trial's node coverage. The policy is Allow (recorded,
+    /// not refused) and `CONCORD_REQUIRE` is not applied to the net: whether the executor is
+    /// available at all is the `unavailable/probe` trial's business, which fails where CI or
+    /// `CONCORD_REQUIRE` demands the executor, so partial placement on an available
+    /// executor cannot hide an unavailable one. A net with no node on the executor and
+    /// target under test (every node declined, or the target itself fell back) is
+    /// unsupported, a skip.
+    pub fn executor_net_partial(
+        &self,
+        model: &[u8],
+        target: &Target,
+        notices: &mut Vec<String>,
+    ) -> Result<(Net, NodeCoverage), Outcome> {
+        let net = NetBuilder::from_onnx_bytes(model.to_vec())
+            .registry(self.registry.clone())
+            .backend(self.backend())
+            .target(target.clone())
+            .fallback(FallbackPolicy::Allow)
+            .overrides(Overrides::default())
+            .build()
+            .map_err(|e| Outcome::Fail {
+                message: format!("building the net failed: {e}"),
+                comparisons: Vec::new(),
+            })?;
+        notices.extend(
+            net.placement()
+                .notices
+                .iter()
+                .map(|n| format!("{}: {} ({} nodes)", n.asked, n.reason, n.nodes)),
+        );
+        let coverage = node_coverage(&net, self.executor.name(), target);
+        if coverage.on_executor == 0 {
+            if let Some(node) = coverage.declined.first() {
+                return Err(Outcome::Unsupported {
+                    reason: format!(
+                        "unsupported: node `{}` ({}) was placed on {}: {}",
+                        node.node, node.op, node.placed_on, node.reason
+                    ),
+                });
+            }
+        }
+        Ok((net, coverage))
     }
 
     /// Runs a single-node case against the reference, with the op's tolerance level.
@@ -667,12 +780,14 @@ impl Suite {
     }
 
     /// Runs a golden case and compares with the oracle's outputs: the allowance is the
-    /// oracle's own level plus the executor's level against the exact result.
+    /// oracle's own level plus the executor's level against the exact result. Nodes the
+    /// executor declines run on the reference; `coverage` receives where the nodes ran.
     pub fn check_golden(
         &self,
         case: &GoldenCase,
         target: &Target,
         notices: &mut Vec<String>,
+        coverage: &mut Option<NodeCoverage>,
     ) -> Outcome {
         let fail = |message: String| Outcome::Fail {
             message,
@@ -689,8 +804,11 @@ impl Suite {
                 Err(e) => return fail(e),
             }
         }
-        let net = match self.executor_net(&model, target, notices) {
-            Ok(n) => n,
+        let net = match self.executor_net_partial(&model, target, notices) {
+            Ok((net, placed)) => {
+                *coverage = Some(placed);
+                net
+            }
             Err(outcome) => return outcome,
         };
         let actual = match net.forward(inputs.clone()) {
@@ -758,6 +876,53 @@ impl Suite {
     /// The registry the suite builds executor nets from (reference + the executor).
     pub fn registry(&self) -> &ExecutorRegistry {
         &self.registry
+    }
+}
+
+/// Where `net`'s nodes ran, against the executor and target under test.
+fn node_coverage(net: &Net, executor: &str, target: &Target) -> NodeCoverage {
+    let nodes = &net.placement().nodes;
+    let declined: Vec<DeclinedNode> = nodes
+        .iter()
+        .filter(|n| n.executor != executor || n.target != *target)
+        .map(|n| DeclinedNode {
+            node: n.name.clone(),
+            op: n.op.clone(),
+            placed_on: format!("{}/{}", n.executor, n.target),
+            reason: n
+                .reason
+                .clone()
+                .unwrap_or_else(|| "no reason given".to_string()),
+        })
+        .collect();
+    NodeCoverage {
+        on_executor: nodes.len() - declined.len(),
+        nodes: nodes.len(),
+        declined,
+    }
+}
+
+/// A pass whose net ran partly on the reference is a partial, never a pass; a failure of
+/// such a net says where its nodes ran, since the cause may be at a partition boundary.
+/// Every other verdict (an expected failure that passed partially included: strict
+/// expectations still apply) is kept.
+fn partial_verdict(verdict: Verdict, coverage: Option<&NodeCoverage>, executor: &str) -> Verdict {
+    let Some(coverage) = coverage.filter(|c| c.is_partial()) else {
+        return verdict;
+    };
+    match verdict {
+        Verdict::Pass => Verdict::Partial {
+            on_executor: coverage.on_executor,
+            nodes: coverage.nodes,
+        },
+        Verdict::Fail { message } => Verdict::Fail {
+            message: format!(
+                "{message}\n(partial placement: {}; declined {})",
+                coverage.describe(executor),
+                coverage.declined_ops()
+            ),
+        },
+        other => other,
     }
 }
 

@@ -9,7 +9,12 @@ use std::fmt::Write;
 
 const CELL_WIDTH: usize = 120;
 const CELL_HEIGHT: usize = 20;
-const HEADER_HEIGHT: usize = 28;
+/// Two header lines: executor/target, then the device (several columns may share the
+/// first line when a merged report holds runs on several devices).
+const HEADER_HEIGHT: usize = 42;
+/// Longer device names are cut (with "…") in the heat map's header; the table shows them
+/// whole.
+const MAX_DEVICE_CHARS: usize = 17;
 const LEGEND_HEIGHT: usize = 44;
 /// Longer row labels are cut (with "…") in the heat map; the table shows them whole.
 const MAX_LABEL_CHARS: usize = 48;
@@ -19,6 +24,8 @@ const CHAR_WIDTH: usize = 7;
 const FAIL_COLOUR: &str = "#d73027";
 const EXPECTED_FAIL_COLOUR: &str = "#fdae61";
 const SKIP_COLOUR: &str = "#d9d9d9";
+/// Passed, but partly on the reference: blue, apart from the full passes' greens.
+const PARTIAL_COLOUR: &str = "#74add1";
 /// Pass cells run from this green (errors far below the allowance)…
 const PASS_LOW: (u8, u8, u8) = (26, 152, 80);
 /// …to this yellow-green (the worst element at its allowance).
@@ -36,6 +43,7 @@ td.num{text-align:right}
 .result-pass{color:#1a7f37;font-weight:bold}
 .result-fail{color:#b42318;font-weight:bold}
 td.status-pass{background:#e6f4ea}
+td.status-partial{background:#e3eef8}
 td.status-expected-fail{background:#fff1e0}
 td.status-skip{background:#f2f2f2;color:#666}
 td.status-fail{background:#fde7e7;font-weight:bold}
@@ -65,7 +73,7 @@ pub fn matrix_html(matrix: &Matrix, summary: &Summary) -> String {
     let _ = writeln!(
         out,
         "<p>Red: a trial fails the run. Orange: failed as the expectations say. Grey: skipped. \
-         Green to yellow: passed, coloured by the worst element's error as a fraction of its \
+         Blue: passed with some nodes on the reference (partial). Green to yellow: passed, coloured by the worst element's error as a fraction of its \
          allowance (dark green ≤ {RATIO_FLOOR:e}, yellow = at the allowance). Hover a cell for \
          its figures.</p>"
     );
@@ -80,20 +88,23 @@ fn totals_table(out: &mut String, summary: &Summary) {
     let _ = writeln!(
         out,
         "<table class=\"totals\">\n<tr><th>executor</th><th>target</th><th>device</th>\
-         <th>pass</th><th>expected-fail</th><th>skip</th><th>fail</th>\
-         <th>unexpected-pass</th><th>executed</th></tr>"
+         <th>pass</th><th>partial</th><th>node coverage</th><th>expected-fail</th><th>skip</th>\
+         <th>fail</th><th>unexpected-pass</th><th>executed</th></tr>"
     );
     for g in &summary.by_executor_target {
         let c = &g.counts;
         let _ = writeln!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
             escape(&g.executor),
             escape(&g.target),
             escape(if g.device.is_empty() { "-" } else { &g.device }),
             c.pass,
+            c.partial,
+            escape(&g.coverage.describe()),
             c.expected_fail,
             c.skip,
             c.fail,
@@ -124,12 +135,19 @@ fn heat_map(out: &mut String, matrix: &Matrix) {
     );
     for (j, c) in matrix.columns.iter().enumerate() {
         let x = label_width + j * CELL_WIDTH + CELL_WIDTH / 2;
+        let device = if c.device.is_empty() { "-" } else { &c.device };
         let _ = writeln!(
             out,
-            "<text x=\"{x}\" y=\"{}\" text-anchor=\"middle\" font-weight=\"bold\">{}/{}</text>",
-            HEADER_HEIGHT - 9,
+            "<text x=\"{x}\" y=\"{}\" text-anchor=\"middle\" font-weight=\"bold\">\
+             <title>{}</title>{}/{}</text>\
+             <text x=\"{x}\" y=\"{}\" text-anchor=\"middle\"><title>{}</title>{}</text>",
+            HEADER_HEIGHT - 23,
+            escape(&c.title()),
             escape(&c.executor),
-            escape(&c.target)
+            escape(&c.target),
+            HEADER_HEIGHT - 8,
+            escape(&c.title()),
+            escape(&shorten(device, MAX_DEVICE_CHARS))
         );
     }
     for (i, row) in matrix.rows.iter().enumerate() {
@@ -180,6 +198,7 @@ fn legend(out: &mut String, y: usize) {
         (FAIL_COLOUR.to_string(), "fail"),
         (EXPECTED_FAIL_COLOUR.to_string(), "expected-fail"),
         (SKIP_COLOUR.to_string(), "skip"),
+        (PARTIAL_COLOUR.to_string(), "partial"),
         (pass_colour(Some(0.0)), "pass, error ≪ allowance"),
         (pass_colour(Some(1.0)), "pass, error at allowance"),
     ];
@@ -201,12 +220,7 @@ fn matrix_table(out: &mut String, matrix: &Matrix) {
     let _ = writeln!(out, "<h2>Op × executor × target</h2>");
     let _ = write!(out, "<table class=\"matrix\">\n<tr><th>op</th>");
     for c in &matrix.columns {
-        let _ = write!(
-            out,
-            "<th>{}/{}</th>",
-            escape(&c.executor),
-            escape(&c.target)
-        );
+        let _ = write!(out, "<th>{}</th>", escape(&c.title()));
     }
     let _ = writeln!(out, "</tr>");
     for row in &matrix.rows {
@@ -225,6 +239,9 @@ fn matrix_table(out: &mut String, matrix: &Matrix) {
                         status.label(),
                         escape(&counts_text(&cell.counts))
                     );
+                    if cell.coverage.nodes_on_executor < cell.coverage.nodes {
+                        let _ = write!(out, "<br>nodes {}", escape(&cell.coverage.describe()));
+                    }
                     if cell.max_abs_error.is_some() || cell.max_rel_error.is_some() {
                         let _ = write!(
                             out,
@@ -261,6 +278,26 @@ fn lists(out: &mut String, summary: &Summary) {
                 escape(&f.message)
             );
         }
+    }
+    if !summary.declined.is_empty() {
+        let _ = writeln!(
+            out,
+            "<h2>Ops declined in trials that ran partly on the reference</h2>\n<table>\n\
+             <tr><th>trials</th><th>nodes</th><th>under</th><th>op</th><th>reason</th></tr>"
+        );
+        for d in &summary.declined {
+            let _ = writeln!(
+                out,
+                "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td>\
+                 <td>{}</td></tr>",
+                d.trials,
+                d.nodes,
+                escape(&d.under),
+                escape(&d.op),
+                escape(&d.reason)
+            );
+        }
+        let _ = writeln!(out, "</table>");
     }
     if !summary.skips.is_empty() {
         let _ = writeln!(
@@ -305,6 +342,7 @@ fn colour(cell: &Cell) -> String {
         Status::Fail => FAIL_COLOUR.to_string(),
         Status::ExpectedFail => EXPECTED_FAIL_COLOUR.to_string(),
         Status::Skip => SKIP_COLOUR.to_string(),
+        Status::Partial => PARTIAL_COLOUR.to_string(),
         Status::Pass => pass_colour(cell.worst_ratio),
     }
 }
@@ -336,18 +374,21 @@ fn short_label(cell: &Cell) -> String {
         Status::Fail => format!("{} of {} fail", c.failed(), c.total()),
         Status::ExpectedFail => format!("{} of {} xfail", c.expected_fail, c.total()),
         Status::Pass => format!("{}/{} pass", c.pass, c.total()),
+        Status::Partial => format!("{}/{} partial", c.partial, c.total()),
         Status::Skip => format!("{} skip", c.skip),
     }
 }
 
 fn tooltip(row: &str, column: &super::Column, cell: &Cell) -> String {
     let mut text = format!(
-        "{row} on {}/{}: {} ({})",
-        column.executor,
-        column.target,
+        "{row} on {}: {} ({})",
+        column.title(),
         cell.status().label(),
         counts_text(&cell.counts)
     );
+    if cell.coverage.nodes_on_executor < cell.coverage.nodes {
+        let _ = write!(text, "; nodes {}", cell.coverage.describe());
+    }
     if cell.max_abs_error.is_some() {
         let _ = write!(
             text,

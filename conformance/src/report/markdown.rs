@@ -1,5 +1,6 @@
-//! matrix.md: the run's totals, the op × executor × target matrix, and every failure, skip
-//! reason and fallback notice, as a markdown page for a pull request or a CI summary.
+//! matrix.md: the run's totals (full and partial passes, node coverage, failures), the op ×
+//! executor × target × device matrix, and every failure, skip reason, declined op and
+//! fallback notice, as a markdown page for a pull request or a CI summary.
 
 use super::{sci, Cell, Counts, Matrix, Status, Summary};
 use std::fmt::Write;
@@ -17,21 +18,23 @@ pub fn matrix_markdown(matrix: &Matrix, summary: &Summary) -> String {
     );
     let _ = writeln!(
         out,
-        "| executor | target | device | pass | expected-fail | skip | fail | unexpected-pass | executed |"
+        "| executor | target | device | pass | partial | node coverage | expected-fail | skip | fail | unexpected-pass | executed |"
     );
     let _ = writeln!(
         out,
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     );
     for g in &summary.by_executor_target {
         let c = &g.counts;
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell_text(&g.executor),
             cell_text(&g.target),
             cell_text(if g.device.is_empty() { "-" } else { &g.device }),
             c.pass,
+            c.partial,
+            g.coverage.describe(),
             c.expected_fail,
             c.skip,
             c.fail,
@@ -39,20 +42,22 @@ pub fn matrix_markdown(matrix: &Matrix, summary: &Summary) -> String {
             g.executed
         );
     }
-    let _ = writeln!(out, "\n## Op × executor × target\n");
     let _ = writeln!(
         out,
-        "Each cell: its status (the worst of its trials), the trials by verdict, and the largest \
-         absolute and relative error over the outputs compared.\n"
+        "\n*pass*: every node ran on the executor. *partial*: passed with some nodes on the \
+         reference (golden, model and node trials only). *node coverage*: nodes placed on the \
+         executor over all nodes of the golden, model and node trials that executed.\n"
+    );
+    let _ = writeln!(out, "## Op × executor × target\n");
+    let _ = writeln!(
+        out,
+        "Each cell: its status (the worst of its trials), the trials by verdict, the node \
+         coverage where some ran partly on the reference, and the largest absolute and \
+         relative error over the outputs compared.\n"
     );
     let _ = write!(out, "| op |");
     for c in &matrix.columns {
-        let _ = write!(
-            out,
-            " {}/{} |",
-            cell_text(&c.executor),
-            cell_text(&c.target)
-        );
+        let _ = write!(out, " {} |", cell_text(&c.title()));
     }
     let _ = write!(out, "\n| --- |");
     for _ in &matrix.columns {
@@ -93,6 +98,27 @@ pub fn matrix_markdown(matrix: &Matrix, summary: &Summary) -> String {
             let _ = writeln!(out, "| {} | {} |", s.trials, cell_text(&s.reason));
         }
     }
+    if !summary.declined.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n## Ops declined in trials that ran partly on the reference\n"
+        );
+        let _ = writeln!(
+            out,
+            "| trials | nodes | under | op | reason |\n| ---: | ---: | --- | --- | --- |"
+        );
+        for d in &summary.declined {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                d.trials,
+                d.nodes,
+                cell_text(&d.under),
+                cell_text(&d.op),
+                cell_text(&d.reason)
+            );
+        }
+    }
     let _ = writeln!(out, "\n## Fallback notices\n");
     if summary.notices.is_empty() {
         let _ = writeln!(out, "No fallback notice was raised.");
@@ -125,20 +151,17 @@ pub(crate) fn verdict_word(summary: &Summary) -> &'static str {
 }
 
 /// One sentence with the run's totals.
-pub(crate) fn totals_sentence(summary: &Summary) -> String {
+pub fn totals_sentence(summary: &Summary) -> String {
     let mut totals = Counts::default();
     for g in &summary.by_executor_target {
-        totals.pass += g.counts.pass;
-        totals.expected_fail += g.counts.expected_fail;
-        totals.unexpected_pass += g.counts.unexpected_pass;
-        totals.fail += g.counts.fail;
-        totals.skip += g.counts.skip;
+        totals.add_counts(&g.counts);
     }
     format!(
-        "{} trials, {} executed; {} pass, {} expected-fail, {} skip, {} fail, {} unexpected-pass; {} run-level failure(s).",
+        "{} trials, {} executed; {} pass, {} partial, {} expected-fail, {} skip, {} fail, {} unexpected-pass; {} run-level failure(s).",
         summary.trials,
         summary.executed,
         totals.pass,
+        totals.partial,
         totals.expected_fail,
         totals.skip,
         totals.fail,
@@ -151,6 +174,7 @@ pub(crate) fn totals_sentence(summary: &Summary) -> String {
 pub(crate) fn counts_text(c: &Counts) -> String {
     [
         (c.pass, "pass"),
+        (c.partial, "partial"),
         (c.expected_fail, "expected-fail"),
         (c.skip, "skip"),
         (c.fail, "fail"),
@@ -171,6 +195,9 @@ fn describe_cell(cell: &Cell) -> String {
         status.label().to_string()
     };
     let _ = write!(text, " · {}", counts_text(&cell.counts));
+    if cell.coverage.nodes_on_executor < cell.coverage.nodes {
+        let _ = write!(text, " · nodes {}", cell.coverage.describe());
+    }
     if cell.max_abs_error.is_some() || cell.max_rel_error.is_some() {
         let _ = write!(
             text,

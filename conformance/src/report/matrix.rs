@@ -1,8 +1,10 @@
-//! The op × executor × target matrix both matrix reports draw: one row per op (or model),
-//! one column per executor/target, and in each cell the verdict counts, the largest errors
-//! and how close the worst element came to its allowance.
+//! The op × executor × target × device matrix both matrix reports draw: one row per op (or
+//! model), one column per executor/target/device (one device per executor in a single run;
+//! several when `concord report merge` joins runs from several machines), and in each cell
+//! the verdict counts, the node coverage of partial trials, the largest errors and how close
+//! the worst element came to its allowance.
 
-use super::Counts;
+use super::{Counts, NodeCount};
 use crate::compare::Comparison;
 use crate::outcome::{Record, Verdict};
 use std::collections::BTreeMap;
@@ -14,11 +16,13 @@ pub struct Matrix {
     pub rows: Vec<Row>,
 }
 
-/// One executor/target.
+/// One executor/target on one device.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Column {
     pub executor: String,
     pub target: String,
+    /// "" when the executor was unavailable.
+    pub device: String,
 }
 
 /// One op (or model, or scenario) across every column.
@@ -33,12 +37,16 @@ pub struct Row {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Cell {
     pub counts: Counts,
+    /// Nodes on the executor and in all, over the cell's golden, model and node trials.
+    pub coverage: NodeCount,
     pub max_abs_error: Option<f64>,
     pub max_rel_error: Option<f64>,
     /// The largest error-to-allowance ratio of any compared element (1 is the limit;
     /// infinite for a shape, dtype or NaN mismatch).
     pub worst_ratio: Option<f64>,
-    /// The reason of the first skip, for the cell's tooltip.
+    /// A skip reason for the cell's tooltip: the least in sorted order, so that it does not
+    /// depend on the order the records came in (a merged report shows what a whole run
+    /// does).
     pub skip_reason: Option<String>,
 }
 
@@ -47,6 +55,8 @@ pub struct Cell {
 pub enum Status {
     Skip,
     Pass,
+    /// Passed, but some trial ran partly on the reference.
+    Partial,
     ExpectedFail,
     Fail,
 }
@@ -61,10 +71,11 @@ enum RowGroup {
 }
 
 impl Status {
-    /// "pass", "expected-fail", "skip", "fail".
+    /// "pass", "partial", "expected-fail", "skip", "fail".
     pub fn label(self) -> &'static str {
         match self {
             Status::Pass => "pass",
+            Status::Partial => "partial",
             Status::ExpectedFail => "expected-fail",
             Status::Skip => "skip",
             Status::Fail => "fail",
@@ -74,13 +85,16 @@ impl Status {
 
 impl Cell {
     /// Fail if any trial fails the run, else expected-fail if any failed as expected, else
-    /// pass if any passed; a cell of skips only is a skip.
+    /// partial if any passed only partly on the executor, else pass if any passed; a cell
+    /// of skips only is a skip.
     pub fn status(&self) -> Status {
         let c = &self.counts;
         if c.failed() > 0 {
             Status::Fail
         } else if c.expected_fail > 0 {
             Status::ExpectedFail
+        } else if c.partial > 0 {
+            Status::Partial
         } else if c.pass > 0 {
             Status::Pass
         } else {
@@ -90,8 +104,9 @@ impl Cell {
 
     fn add(&mut self, record: &Record) {
         self.counts.add(&record.verdict);
+        self.coverage.add(record);
         if let Verdict::Skip { reason } = &record.verdict {
-            if self.skip_reason.is_none() {
+            if self.skip_reason.as_ref().map_or(true, |r| reason < r) {
                 self.skip_reason = Some(reason.clone());
             }
         }
@@ -104,13 +119,14 @@ impl Cell {
 }
 
 impl Matrix {
-    /// Groups `records` by row label and executor/target.
+    /// Groups `records` by row label and executor/target/device.
     pub fn from_records(records: &[Record]) -> Matrix {
         let mut columns: Vec<Column> = records
             .iter()
             .map(|r| Column {
                 executor: r.executor.clone(),
                 target: r.target.clone(),
+                device: r.device.clone(),
             })
             .collect();
         // The reference first: every other column is read against it.
@@ -118,10 +134,9 @@ impl Matrix {
         columns.dedup();
         let mut rows: BTreeMap<(RowGroup, String), Vec<Option<Cell>>> = BTreeMap::new();
         for r in records {
-            let Some(column) = columns
-                .iter()
-                .position(|c| c.executor == r.executor && c.target == r.target)
-            else {
+            let Some(column) = columns.iter().position(|c| {
+                c.executor == r.executor && c.target == r.target && c.device == r.device
+            }) else {
                 continue;
             };
             let cells = rows
@@ -155,6 +170,17 @@ fn row_key(r: &Record) -> (RowGroup, String) {
         "unavailable" => (RowGroup::Probe, "executor probe".to_string()),
         other if r.subject.is_empty() => (RowGroup::Scenario, other.to_string()),
         other => (RowGroup::Scenario, format!("{other}: {}", r.subject)),
+    }
+}
+
+impl Column {
+    /// "opencl/opencl on pthread-cpu", or "cuda/cuda" when no device was found.
+    pub fn title(&self) -> String {
+        if self.device.is_empty() {
+            format!("{}/{}", self.executor, self.target)
+        } else {
+            format!("{}/{} on {}", self.executor, self.target, self.device)
+        }
     }
 }
 

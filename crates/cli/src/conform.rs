@@ -6,6 +6,7 @@
 use clap::Args;
 use concord::ExecutorRegistry;
 use concord_conformance::progress::{self, ProgressDisplay, RunOptions};
+use concord_conformance::Shard;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
@@ -22,6 +23,11 @@ pub struct ConformArgs {
     /// SUBSTRING.
     #[arg(long, value_name = "SUBSTRING")]
     pub filter: Option<String>,
+    /// Run only shard K of N: a stable hash of each trial's name picks its shard, so N
+    /// machines run the suite between them; `concord report merge` joins their reports
+    /// and checks the floors over every shard.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
     /// Where to write conformance.json, junit.xml, matrix.md and matrix.html.
     #[arg(long, value_name = "DIR", default_value = "target/conformance-report")]
     pub report_dir: PathBuf,
@@ -38,6 +44,7 @@ pub fn run(args: ConformArgs) -> Result<(), String> {
     options.executors = args.executors;
     options.targets = args.targets;
     options.filter = args.filter;
+    options.shard = args.shard;
     options.report_dir = Some(args.report_dir);
     options.threads = args.threads;
     if args.no_progress {

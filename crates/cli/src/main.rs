@@ -4,6 +4,7 @@
 mod conform;
 mod info;
 mod npy;
+mod report;
 mod repro;
 mod run;
 
@@ -32,6 +33,9 @@ enum Command {
     Conform(conform::ConformArgs),
     /// Replay a repro written by a failing property trial; non-zero exit on a mismatch.
     Repro(repro::ReproArgs),
+    /// Work with conformance reports: `merge` joins the reports of several runs, shards,
+    /// machines and devices into one.
+    Report(report::ReportArgs),
 }
 
 /// The longest error line the CLI prints.
@@ -56,6 +60,7 @@ fn main() -> ExitCode {
         Command::Info(args) => info::run(args),
         Command::Conform(args) => conform::run(args),
         Command::Repro(args) => repro::run(args),
+        Command::Report(args) => report::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -111,3 +111,108 @@ fn conform_fails_when_concord_require_names_nothing_known() {
         "stdout:\n{stdout}"
     );
 }
+
+/// Runs `concord` with `args` (CONCORD_REQUIRE removed); returns success and stdout.
+fn concord(args: &[&str]) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_concord"))
+        .args(args)
+        .env_remove("CONCORD_REQUIRE")
+        .output()
+        .expect("the concord binary starts");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    (
+        output.status.success(),
+        format!("{stdout}\nstderr:\n{stderr}"),
+    )
+}
+
+#[test]
+fn shards_of_a_run_merge_into_one_report() {
+    let root = report_dir("conform-shards");
+    let dir = |name: &str| root.join(name).to_string_lossy().into_owned();
+    let names_in = |name: &str| -> Vec<String> {
+        let text = std::fs::read_to_string(root.join(name).join("conformance.json"))
+            .expect("conformance.json is written");
+        let json: serde_json::Value = serde_json::from_str(&text).expect("parses");
+        let mut names: Vec<String> = json["records"]
+            .as_array()
+            .expect("records")
+            .iter()
+            .filter_map(|r| r["name"].as_str().map(str::to_string))
+            .collect();
+        names.sort();
+        names
+    };
+    let conform = |shard: Option<&str>, out: &str| {
+        let mut args = vec![
+            "conform",
+            "--executor",
+            "cpu",
+            "--filter",
+            "cpu/cpu/golden/",
+            "--no-progress",
+        ];
+        if let Some(s) = shard {
+            args.extend(["--shard", s]);
+        }
+        let out = dir(out);
+        args.extend(["--report-dir", &out]);
+        let (ok, text) = concord(&args);
+        assert!(ok, "{text}");
+        if let Some(s) = shard {
+            assert!(text.contains(&format!("(shard {s})")), "{text}");
+        }
+    };
+    conform(None, "whole");
+    conform(Some("1/2"), "shard-1");
+    conform(Some("2/2"), "shard-2");
+    let (first, second) = (names_in("shard-1"), names_in("shard-2"));
+    assert!(!first.is_empty() && !second.is_empty());
+    // The two shards hold the whole run's trials between them, each once.
+    let mut both: Vec<String> = first.iter().chain(&second).cloned().collect();
+    both.sort();
+    assert_eq!(both, names_in("whole"));
+
+    let (ok, text) = concord(&[
+        "report",
+        "merge",
+        &dir("shard-1"),
+        &dir("shard-2"),
+        "--out",
+        &dir("merged"),
+    ]);
+    assert!(ok, "{text}");
+    assert!(text.contains("merged 2 report(s)"), "{text}");
+    for name in ["conformance.json", "junit.xml", "matrix.md", "matrix.html"] {
+        assert!(
+            root.join("merged").join(name).is_file(),
+            "{name} was not written"
+        );
+    }
+    assert_eq!(names_in("merged"), names_in("whole"));
+    // The merged matrix page is the whole run's.
+    let page =
+        |name: &str| std::fs::read_to_string(root.join(name).join("matrix.md")).expect("reads");
+    assert_eq!(page("merged"), page("whole"));
+
+    // One shard alone is not the run: the merge says which shard is missing and fails.
+    let (ok, text) = concord(&["report", "merge", &dir("shard-1"), "--out", &dir("half")]);
+    assert!(!ok, "{text}");
+    assert!(text.contains("shard(s) 2/2 of the run on cpu on"), "{text}");
+    // A shard merged twice is two copies of one run, refused.
+    let (ok, text) = concord(&[
+        "report",
+        "merge",
+        &dir("shard-1"),
+        &dir("shard-1"),
+        "--out",
+        &dir("twice"),
+    ]);
+    assert!(!ok, "{text}");
+    assert!(text.contains("is in both"), "{text}");
+    // A bad shard is a usage error.
+    let (ok, text) = concord(&["conform", "--shard", "3/2", "--executor", "cpu"]);
+    assert!(!ok, "{text}");
+    assert!(text.contains("is not a shard"), "{text}");
+}

@@ -330,14 +330,17 @@ const RUN_SH: &str = r#"#!/usr/bin/env bash
 # source tree, only the NVIDIA driver and the CUDA libraries libnvrtc and libcublas (found
 # below, or where CONCORD_CUDA_LIBS points).
 #
-#   run.sh --quick   the verdict, in under three minutes on an H200: the probe, `concord info
-#                    --require cuda`, the kernel compile check, the golden and model trials
-#                    on cuda and cuda-fp16, the fallback tests, one per-node profile of a
-#                    small CNN on each target
+#   run.sh --quick   the verdict, meant to take under three minutes on an H200: the probe,
+#                    `concord info --require cuda`, the kernel compile check, the golden and
+#                    model trials on cuda and cuda-fp16, the fallback tests, one per-node
+#                    profile of a small CNN on each target
 #   run.sh --full    every test binary (the whole conformance suite, with the ONNX node
 #                    tests when bundled) and the batch-1 and batch-32 models benchmark
 #                    against the reference
 #   run.sh           the quick stage, then (if it passed) the full stage
+#
+# Each stage has a deadline (CONCORD_QUICK_SECONDS, default 420; CONCORD_FULL_SECONDS,
+# default 14400): steps are cut short to it, and steps past it are skipped as failures.
 #
 # Read reports/summary.txt first: one line per step (PASS or FAIL, seconds, its last
 # result line) and the verdict. reports/<step>.log is each step's whole output;
@@ -355,7 +358,7 @@ case "${1:-}" in
     --full) stages="full" ;;
     "") ;;
     -h | --help)
-        sed -n '2,23p' "$0"
+        sed -n '2,25p' "$0"
         exit 0
         ;;
     *)
@@ -429,13 +432,27 @@ link_cuda_libraries() {
     export LD_LIBRARY_PATH="$path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 }
 
+# The time the current stage must end by (seconds since the epoch): a step is cut short
+# to what is left of it, and one that finds nothing left is skipped and counts as failed,
+# so a hung device cannot eat a short lease.
+deadline=0
+
 # step NAME SECONDS COMMAND...: runs COMMAND with its output in reports/NAME.log, and adds
 # one line to the summary: PASS or FAIL, the seconds it took, its last result line.
 step() {
-    local name="$1" limit="$2" start code line status
+    local name="$1" limit="$2" start code line status left
     shift 2
-    echo "== $name"
     start=$(date +%s)
+    left=$((deadline - start))
+    if ((left < 5)); then
+        printf '%-4s %-32s %4ss  %s\n' SKIP "$name" 0 "the stage's time ran out" >> "$summary"
+        failed+=("$name")
+        return 1
+    fi
+    if ((limit > left)); then
+        limit=$left
+    fi
+    echo "== $name"
     if command -v timeout > /dev/null; then
         timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$reports/$name.log"
         code=${PIPESTATUS[0]}
@@ -466,6 +483,7 @@ suite() {
 }
 
 quick() {
+    deadline=$(($(date +%s) + ${CONCORD_QUICK_SECONDS:-420}))
     say "== quick stage, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     if command -v nvidia-smi > /dev/null; then
         say "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 1)"
@@ -480,7 +498,7 @@ quick() {
         say "VERDICT: FAIL (no usable CUDA device; the probe's whole answer is in reports/info.txt)"
         exit 1
     fi
-    grep -E 'kernels|warning' "$reports/info.txt" | sed 's/^ */probe: /' | tee -a "$summary"
+    grep -E '^ +(kernels|nvrtc|warning): ' "$reports/info.txt" | sed 's/^ */probe: /' | tee -a "$summary"
     step kernels-compile 120 "$here/tests/concord-cuda-kernels_compile"
     suite cuda-golden 240 "$here/tests/concord-cuda-conformance" /golden/
     suite cuda-model 240 "$here/tests/concord-cuda-conformance" /model/
@@ -493,6 +511,7 @@ quick() {
 }
 
 full() {
+    deadline=$(($(date +%s) + ${CONCORD_FULL_SECONDS:-14400}))
     say "== full stage, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     local test name
     for test in "$here"/tests/*; do

@@ -251,6 +251,14 @@ impl Device {
         &self.lanes
     }
 
+    /// The error that lost this device's context, once a run has seen a sticky error.
+    pub fn lost(&self) -> Option<CudaError> {
+        self.lanes.lost().map(|e| match e {
+            CudaError::Sticky { call, name } => CudaError::ContextLost { call, name },
+            other => other,
+        })
+    }
+
     /// The upload stream, held for one `prepare`'s uploads.
     pub fn uploads(&self) -> Result<std::sync::MutexGuard<'_, Stream>, CudaError> {
         self.uploads.lock().map_err(|_| CudaError::Poisoned)

@@ -49,6 +49,9 @@ impl CudaPartition {
     /// Uploads the partition's initializers and compiles the kernel families its nodes use.
     pub fn new(device: Arc<Device>, graph: &Graph, target: Target) -> Result<Self, Error> {
         let setup = |e: CudaError| e.in_partition("preparing a partition");
+        if let Some(lost) = device.lost() {
+            return Err(setup(lost));
+        }
         crate::driver::bind(&device.ctx).map_err(setup)?;
         // Every family is compiled once per executor (the cache lives in `device.modules`),
         // so a kernel that does not compile, or does not load, fails here, when the net is

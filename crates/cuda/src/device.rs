@@ -298,6 +298,10 @@ impl LaneDriver for CudaLanes {
         // current on this thread; if it cannot be made current, the lane is leaked rather
         // than destroyed in another context.
         if driver::bind(&self.ctx).is_ok() {
+            // A discarded lane may still have copies queued from its page-locked staging
+            // memory: wait for them before that memory is freed. Its error, if any, was
+            // the reason for discarding it and has been reported.
+            let _ = lane.stream.synchronize();
             drop(lane);
         } else {
             std::mem::forget(lane);

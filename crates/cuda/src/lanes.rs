@@ -329,7 +329,20 @@ mod tests {
     /// synchronize, the status word; each step fails where `fault` says. Returns the lane
     /// it ran on.
     fn run(pool: &LanePool<FakeDriver>, fault: Fault) -> Result<usize, RunError> {
+        run_together(pool, fault, None)
+    }
+
+    /// `run`, waiting at `together` (when given) once it holds its lane, so that every run
+    /// of a test holds a lane of its own while the others fail or succeed.
+    fn run_together(
+        pool: &LanePool<FakeDriver>,
+        fault: Fault,
+        together: Option<&Barrier>,
+    ) -> Result<usize, RunError> {
         pool.run("running", |lane| {
+            if let Some(barrier) = together {
+                barrier.wait();
+            }
             let device = |e| RunError::device(e, "running");
             if let Fault::Launch(code) = fault {
                 return Err(device(CudaError::driver(
@@ -512,28 +525,21 @@ mod tests {
             Fault::Free(Cu::CUDA_ERROR_INVALID_VALUE),
             Fault::None,
         ];
-        // Every thread holds its lane while all the others run: one lane each.
+        // Every run holds a lane of its own while the others fail or succeed.
         let barrier = Arc::new(Barrier::new(faults.len()));
         let handles: Vec<_> = faults
             .iter()
             .map(|&fault| {
                 let (pool, barrier) = (pool.clone(), barrier.clone());
-                std::thread::spawn(move || {
-                    let r = pool.run("running", |_lane| {
-                        barrier.wait();
-                        Ok(())
-                    });
-                    assert!(r.is_ok());
-                    (fault, run(&pool, fault))
-                })
+                std::thread::spawn(move || (fault, run_together(&pool, fault, Some(&barrier))))
             })
             .collect();
-        let mut kept_failures = 0;
-        let mut discarded = 0;
+        let mut lanes_of_good_runs = Vec::new();
+        let (mut kept_failures, mut discarded) = (0, 0);
         for h in handles {
             let (fault, result) = h.join().expect("no thread panics");
             match fault {
-                Fault::None => assert!(result.is_ok(), "{fault:?}: {result:?}"),
+                Fault::None => lanes_of_good_runs.push(result.expect("unaffected")),
                 Fault::MissingInput | Fault::StatusWord => {
                     assert!(matches!(result, Err(RunError::Request(_))), "{fault:?}");
                     kept_failures += 1;
@@ -545,8 +551,20 @@ mod tests {
             }
         }
         assert_eq!((kept_failures, discarded), (2, 3));
+        assert_eq!(created(&pool), faults.len(), "one lane per concurrent run");
         assert_eq!(destroyed(&pool).len(), 3, "one lane per device failure");
-        assert_eq!(pool.idle() + destroyed(&pool).len(), created(&pool));
+        for lane in &lanes_of_good_runs {
+            assert!(
+                !destroyed(&pool).contains(lane),
+                "a good run's lane {lane} was dropped"
+            );
+        }
+        // The five kept lanes serve the next five runs without a new one being made.
+        assert_eq!(pool.idle(), 5);
+        for _ in 0..5 {
+            run(&pool, Fault::None).expect("runs");
+        }
+        assert_eq!(created(&pool), faults.len());
         assert_eq!(pool.lost(), None);
     }
 

@@ -12,10 +12,14 @@
 //!
 //! run.sh sets CONCORD_REQUIRE=cuda (so a runner whose driver broke fails instead of passing
 //! on the CPU), points CONCORD_CONFORMANCE_DIR, CONCORD_GOLDEN_DIR and (when bundled)
-//! CONCORD_ONNX_NODE_TESTS at the bundled data, asserts `concord info --require cuda`,
-//! runs every test binary, then the models benchmark (batch 1 and 32), writes the
-//! conformance reports and the benchmark's medians under reports/ and exits non-zero when
-//! anything failed.
+//! CONCORD_ONNX_NODE_TESTS at the bundled data, links the machine's libnvrtc and libcublas
+//! where the executor looks for them, and runs two stages: `--quick` (the probe, `concord
+//! info --require cuda`, stopping there without CUDA; the kernel compile check, the golden
+//! and model trials on cuda and cuda-fp16, the fallback tests, a per-node profile of a
+//! small CNN) and `--full` (every test binary, then the models benchmark at batch 1 and
+//! 32). Each step's output, the conformance reports, the benchmark's medians and a
+//! one-screen summary (reports/summary.txt, ending in the verdict) go under reports/; it
+//! exits non-zero when anything failed.
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -50,23 +54,40 @@ pub fn run(args: &[String]) -> Result<()> {
     }
 
     println!("xtask gpu-bundle: building the test binaries (release)");
-    let mut cargo = Command::new(cargo_bin());
-    cargo
-        .args(["test", "--no-run", "--release", "--message-format=json"])
-        .current_dir(&root)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    for package in WHOLE_PACKAGES.iter().chain(CONFORMANCE_PACKAGES) {
-        cargo.args(["-p", package]);
+    // Two builds: every test target of the whole packages, and only the shared targets of
+    // the others (building all of concord-cpu's test files would take long and bundle
+    // nothing).
+    let mut messages = String::new();
+    let whole: Vec<&str> = WHOLE_PACKAGES
+        .iter()
+        .flat_map(|p| ["-p", p])
+        .chain(["--tests"])
+        .collect();
+    let shared: Vec<&str> = CONFORMANCE_PACKAGES
+        .iter()
+        .flat_map(|p| ["-p", p])
+        .chain(SHARED_TARGETS.iter().flat_map(|t| ["--test", t]))
+        .collect();
+    for selection in [whole, shared] {
+        let output = Command::new(cargo_bin())
+            .args(["test", "--no-run", "--release", "--message-format=json"])
+            .args(&selection)
+            .current_dir(&root)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .output()
+            .context("starting cargo test --no-run")?;
+        if !output.status.success() {
+            bail!(
+                "cargo test --no-run --release {} failed ({}); its errors are above",
+                selection.join(" "),
+                output.status
+            );
+        }
+        messages.push_str(&String::from_utf8_lossy(&output.stdout));
+        messages.push('\n');
     }
-    let output = cargo.output().context("starting cargo test --no-run")?;
-    if !output.status.success() {
-        bail!(
-            "cargo test --no-run --release failed ({}); its errors are above",
-            output.status
-        );
-    }
-    let tests = test_executables(&String::from_utf8_lossy(&output.stdout))?;
+    let tests = test_executables(&messages)?;
     if tests.is_empty() {
         bail!("cargo reported no test executables to bundle");
     }
@@ -173,7 +194,7 @@ pub fn run(args: &[String]) -> Result<()> {
     }
     println!(
         "xtask gpu-bundle: {ARCHIVE} ({:.1} MiB, {} test binaries). On the GPU machine:\n  \
-         tar xzf gpu-bundle.tar.gz && gpu-bundle/run.sh",
+         tar xzf gpu-bundle.tar.gz && gpu-bundle/run.sh --quick   (then reports/summary.txt)",
         bytes as f64 / (1 << 20) as f64,
         tests.len()
     );
@@ -301,16 +322,49 @@ fn cargo_bin() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string())
 }
 
-/// The bundle's entry point. It needs bash and a driver, nothing else.
+/// The bundle's entry point. It needs bash, the driver, libnvrtc and libcublas, nothing
+/// else.
 const RUN_SH: &str = r#"#!/usr/bin/env bash
-# Runs Concord's GPU checks from a bundle made by `cargo xtask gpu-bundle`: no Rust
-# toolchain or source tree needed, only the NVIDIA driver (and, for the kernel compile
-# check, libnvrtc on LD_LIBRARY_PATH; without it that one test says it skipped).
+# Concord's GPU checks, from a bundle made by `cargo xtask gpu-bundle`: no Rust toolchain or
+# source tree, only the NVIDIA driver and the CUDA libraries libnvrtc and libcublas (found
+# below, or where CONCORD_CUDA_LIBS points).
 #
-# CONCORD_REQUIRE=cuda (the default here) makes any CUDA fallback a failure, so a runner
-# whose driver broke fails instead of passing on the CPU. Reports go to reports/<binary>/.
+#   run.sh --quick   the verdict, meant to take under three minutes on an H200: the probe,
+#                    `concord info --require cuda`, the kernel compile check, the golden and
+#                    model trials on cuda and cuda-fp16, the fallback tests, one per-node
+#                    profile of a small CNN on each target
+#   run.sh --full    every test binary (the whole conformance suite, with the ONNX node
+#                    tests when bundled) and the batch-1 and batch-32 models benchmark
+#                    against the reference
+#   run.sh           the quick stage, then (if it passed) the full stage
+#
+# Each stage has a deadline (CONCORD_QUICK_SECONDS, default 420; CONCORD_FULL_SECONDS,
+# default 14400): steps are cut short to it, and steps past it are skipped as failures.
+#
+# Read reports/summary.txt first: one line per step (PASS or FAIL, seconds, its last
+# result line) and the verdict. reports/<step>.log is each step's whole output;
+# reports/<step>/ holds the conformance reports (JSON, JUnit XML, matrix);
+# reports/bench-models.txt the benchmark's medians.
+#
+# CONCORD_REQUIRE=cuda (the default here) makes any CUDA fallback a failure, so a machine
+# whose driver broke fails instead of passing on the CPU; where CUDA is unavailable the run
+# stops after the probe and says why.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+stages="quick full"
+case "${1:-}" in
+    --quick) stages="quick" ;;
+    --full) stages="full" ;;
+    "") ;;
+    -h | --help)
+        sed -n '2,25p' "$0"
+        exit 0
+        ;;
+    *)
+        echo "run.sh: unknown argument '$1' (expected --quick, --full or nothing)" >&2
+        exit 2
+        ;;
+esac
 export CONCORD_REQUIRE="${CONCORD_REQUIRE:-cuda}"
 export CONCORD_CONFORMANCE_DIR="$here/data/conformance"
 export CONCORD_GOLDEN_DIR="$here/data/conformance/golden"
@@ -318,38 +372,181 @@ if [[ -d "$here/data/onnx-node-tests" ]]; then
     export CONCORD_ONNX_NODE_TESTS="$here/data/onnx-node-tests"
 fi
 reports="${CONCORD_REPORTS:-$here/reports}"
+mkdir -p "$reports"
+summary="$reports/summary.txt"
 failed=()
 
-echo "== concord info --require cuda"
-"$here/bin/concord" info || true
-"$here/bin/concord" info --require cuda || failed+=("concord info --require cuda")
+say() {
+    echo "$*" | tee -a "$summary"
+}
 
-for test in "$here"/tests/*; do
-    name="$(basename "$test")"
+# The libraries' directories to search, most specific first.
+library_dirs() {
+    local d
+    local -a dirs=()
+    IFS=: read -r -a dirs <<< "${CONCORD_CUDA_LIBS:-}:${LD_LIBRARY_PATH:-}"
+    printf '%s\n' "${dirs[@]}"
+    if command -v python3 > /dev/null; then
+        python3 -c 'import site; print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))' 2> /dev/null |
+            while IFS= read -r d; do
+                printf '%s\n' "$d"/nvidia/*/lib "$d"/nvidia/lib
+            done
+    fi
+    printf '%s\n' /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+        /usr/local/cuda-*/lib64 /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib
+}
+
+# find_library NAME: the first libNAME.so, libNAME.so.12 or libNAME.so.1N in library_dirs.
+find_library() {
+    local name="$1" dir f
+    while IFS= read -r dir; do
+        [[ -n "$dir" && -d "$dir" ]] || continue
+        for f in "$dir/lib$name.so" "$dir/lib$name.so.12" "$dir/lib$name".so.1[0-9]; do
+            if [[ -e "$f" ]]; then
+                echo "$f"
+                return 0
+            fi
+        done
+    done < <(library_dirs)
+    return 1
+}
+
+# The executor (cudarc, built for the CUDA 12 API) opens libNAME.so or libNAME.so.12. A
+# CUDA 13 machine has libnvrtc.so.13 and libcublas.so.13, often only inside Python wheels
+# (nvidia/cu13/lib): each library found is linked as lib/libNAME.so here, and its own
+# directory goes on LD_LIBRARY_PATH too, for what it loads beside itself
+# (libnvrtc-builtins, libcublasLt).
+link_cuda_libraries() {
+    local libdir="$here/lib" name found path="$here/lib"
+    mkdir -p "$libdir"
+    for name in nvrtc cublas; do
+        if found="$(find_library "$name")"; then
+            ln -sf "$found" "$libdir/lib$name.so"
+            path="$path:$(dirname "$found")"
+            say "lib$name: $found"
+        else
+            say "lib$name: not found (point CONCORD_CUDA_LIBS at the directory that holds it)"
+        fi
+    done
+    export LD_LIBRARY_PATH="$path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+}
+
+# The time the current stage must end by (seconds since the epoch): a step is cut short
+# to what is left of it, and one that finds nothing left is skipped and counts as failed,
+# so a hung device cannot eat a short lease.
+deadline=0
+
+# step NAME SECONDS COMMAND...: runs COMMAND with its output in reports/NAME.log, and adds
+# one line to the summary: PASS or FAIL, the seconds it took, its last result line.
+step() {
+    local name="$1" limit="$2" start code line status left
+    shift 2
+    start=$(date +%s)
+    left=$((deadline - start))
+    if ((left < 5)); then
+        printf '%-4s %-32s %4ss  %s\n' SKIP "$name" 0 "the stage's time ran out" >> "$summary"
+        failed+=("$name")
+        return 1
+    fi
+    if ((limit > left)); then
+        limit=$left
+    fi
     echo "== $name"
-    mkdir -p "$reports/$name"
-    if [[ "$name" == concord-opencl-* && ",$CONCORD_REQUIRE," != *",opencl,"* ]]; then
-        # OpenCL runs where the driver exposes a platform; it is only required when
-        # CONCORD_REQUIRE names it, so CI=true alone must not fail an absent platform.
-        env -u CI CONCORD_REPORT_DIR="$reports/$name" "$test" || failed+=("$name")
+    if command -v timeout > /dev/null; then
+        timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$reports/$name.log"
+        code=${PIPESTATUS[0]}
     else
-        CONCORD_REPORT_DIR="$reports/$name" "$test" || failed+=("$name")
+        "$@" 2>&1 | tee "$reports/$name.log"
+        code=${PIPESTATUS[0]}
+    fi
+    line="$(grep -E '^test result:|^error|requirement|not met|FAILED|panicked' "$reports/$name.log" | tail -n 1)"
+    if ((code == 124)); then
+        line="timed out after ${limit}s"
+    fi
+    if ((code == 0)); then
+        status=PASS
+    else
+        status=FAIL
+        failed+=("$name")
+    fi
+    printf '%-4s %-32s %4ss  %s\n' "$status" "$name" "$(($(date +%s) - start))" "${line:0:100}" >> "$summary"
+    return "$code"
+}
+
+# The conformance binaries' reports go to reports/NAME/.
+suite() {
+    local name="$1" limit="$2" binary="$3"
+    shift 3
+    mkdir -p "$reports/$name"
+    step "$name" "$limit" env CONCORD_REPORT_DIR="$reports/$name" "$binary" "$@"
+}
+
+quick() {
+    deadline=$(($(date +%s) + ${CONCORD_QUICK_SECONDS:-420}))
+    say "== quick stage, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    if command -v nvidia-smi > /dev/null; then
+        say "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 1)"
+    else
+        say "gpu: nvidia-smi is not on the PATH"
+    fi
+    "$here/bin/concord" info > "$reports/info.txt" 2>&1
+    "$here/bin/concord" info --json > "$reports/info.json" 2>&1
+    if ! step info-require-cuda 60 "$here/bin/concord" info --require cuda; then
+        say "CUDA is unavailable here, so nothing else ran. concord info says:"
+        grep -iE 'not met|cuda' "$reports/info-require-cuda.log" | tail -n 6 | tee -a "$summary"
+        say "VERDICT: FAIL (no usable CUDA device; the probe's whole answer is in reports/info.txt)"
+        exit 1
+    fi
+    grep -E '^ +(kernels|nvrtc|warning): ' "$reports/info.txt" | sed 's/^ */probe: /' | tee -a "$summary"
+    step kernels-compile 120 "$here/tests/concord-cuda-kernels_compile"
+    suite cuda-golden 240 "$here/tests/concord-cuda-conformance" /golden/
+    suite cuda-model 240 "$here/tests/concord-cuda-conformance" /model/
+    step cuda-fallback 120 "$here/tests/concord-cuda-fallback"
+    local model="$here/data/conformance/golden/exported/torch_resnet/model.onnx" target
+    for target in cuda cuda-fp16; do
+        step "profile-$target" 120 "$here/bin/concord" run "$model" --target "$target" \
+            --random-seed 1 --placement --profile 20
+    done
+}
+
+full() {
+    deadline=$(($(date +%s) + ${CONCORD_FULL_SECONDS:-14400}))
+    say "== full stage, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    local test name
+    for test in "$here"/tests/*; do
+        name="$(basename "$test")"
+        if [[ "$name" == concord-opencl-* && ",$CONCORD_REQUIRE," != *",opencl,"* ]]; then
+            # OpenCL runs where the driver exposes a platform; it is only required when
+            # CONCORD_REQUIRE names it, so CI=true alone must not fail an absent platform.
+            suite "$name" 1800 env -u CI "$test"
+        else
+            suite "$name" 1800 "$test"
+        fi
+    done
+    # The models benchmark: batch 1 and 32 on cuda and cuda-fp16, the reference at batch
+    # 1; criterion's data under reports/criterion/, the medians in reports/bench-models.txt.
+    if [[ -x "$here/bin/bench-models" ]]; then
+        step bench-models 1800 env CRITERION_HOME="$reports/criterion" "$here/bin/bench-models" --bench
+        awk '/time:/ { for (i = 1; i <= NF; i++) if ($i == "time:") break;
+                       printf "%-40s %s %s\n", (i > 1 ? $1 : name), $(i + 3), $(i + 4); next }
+             /^[^ ]/ { name = $1 }' "$reports/bench-models.log" > "$reports/bench-models.txt"
+        sed 's/^/bench: /' "$reports/bench-models.txt" | tee -a "$summary"
+    fi
+}
+
+say "== concord GPU bundle, $(basename "$here"), stages: $stages"
+link_cuda_libraries
+for stage in $stages; do
+    "$stage"
+    if ((${#failed[@]})); then
+        break
     fi
 done
-
-# The models benchmark (batch 1 and 32, cuda and cuda-fp16, the reference at batch 1):
-# medians in reports/bench-models.txt, criterion's data under reports/criterion/.
-if [[ -x "$here/bin/bench-models" ]]; then
-    echo "== bench-models"
-    CRITERION_HOME="$reports/criterion" "$here/bin/bench-models" --bench 2>&1 \
-        | tee "$reports/bench-models.txt" || failed+=("bench-models")
-fi
-
 if ((${#failed[@]})); then
-    echo "FAILED: ${failed[*]}"
+    say "VERDICT: FAIL (${failed[*]}); read reports/summary.txt, then each failed step's reports/<step>.log"
     exit 1
 fi
-echo "all GPU checks passed"
+say "VERDICT: PASS ($stages)"
 "#;
 
 #[cfg(test)]
@@ -406,6 +603,45 @@ mod tests {
         assert!(RUN_SH.contains("exit 1"));
         assert!(RUN_SH.contains("CONCORD_ONNX_NODE_TESTS=\"$here/data/onnx-node-tests\""));
         assert!(RUN_SH.contains("\"$here/bin/bench-models\" --bench"));
+    }
+
+    #[test]
+    fn run_sh_has_a_quick_stage_that_stops_without_cuda() {
+        assert!(RUN_SH.contains("--quick) stages=\"quick\""));
+        assert!(RUN_SH.contains("--full) stages=\"full\""));
+        // The quick stage asserts CUDA first and stops there when it is missing.
+        let quick = &RUN_SH[RUN_SH.find("quick() {").expect("a quick stage")..];
+        let require = quick.find("info --require cuda").expect("asserts CUDA");
+        let golden = quick.find("/golden/").expect("runs the golden trials");
+        assert!(require < golden);
+        assert!(quick[require..golden].contains("exit 1"));
+        for needle in ["/model/", "concord-cuda-kernels_compile", "--profile"] {
+            assert!(quick.contains(needle), "the quick stage lacks {needle}");
+        }
+        // Every test binary named in the quick stage is one the bundle builds.
+        for binary in ["concord-cuda-conformance", "concord-cuda-fallback"] {
+            assert!(
+                WHOLE_PACKAGES.iter().any(|p| binary.starts_with(p)),
+                "{binary}"
+            );
+        }
+    }
+
+    #[test]
+    fn run_sh_parses() {
+        // `bash -n` reads the whole script without running it: a syntax error fails here,
+        // not on the GPU machine.
+        let dir = std::env::temp_dir().join(format!("concord-run-sh-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("run.sh");
+        std::fs::write(&path, RUN_SH).expect("writes");
+        let status = Command::new("bash").arg("-n").arg(&path).status();
+        let _ = std::fs::remove_dir_all(&dir);
+        match status {
+            Ok(status) => assert!(status.success(), "bash -n run.sh failed"),
+            // No bash on this machine: nothing can run run.sh here either.
+            Err(e) => println!("SKIPPED bash -n: bash could not be started ({e})"),
+        }
     }
 
     #[test]

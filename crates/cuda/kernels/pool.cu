@@ -15,11 +15,12 @@ struct Window {
 
 // Padded cells never take part in a max or a sum. With count_include_pad the divisor is
 // the number of taps inside the padded input (ceil_mode taps past the padded end are not
-// counted), otherwise the number of real cells read. A window that reads no cell gives the
-// lowest finite value (MaxPool) or 0 (AveragePool), as the reference does.
-#define DEFINE_POOL(T, SUFFIX, LOWEST)                                                       \
+// counted), otherwise the number of real cells read. A window that reads no cell gives
+// `empty` (MaxPool: the lowest finite value of the model's dtype, which the host chooses,
+// then stored like any other result) or 0 (AveragePool), as the reference does.
+#define DEFINE_POOL(T, SUFFIX)                                                               \
     extern "C" __global__ void pool_##SUFFIX(Window w, int average, int count_include_pad,  \
-                                             const T* x, T* y) {                            \
+                                             float empty, const T* x, T* y) {               \
         i64 out_plane = w.out[0] * w.out[1] * w.out[2];                                     \
         i64 in_plane = w.in[0] * w.in[1] * w.in[2];                                         \
         GRID_STRIDE(i, w.planes * out_plane) {                                              \
@@ -51,15 +52,15 @@ struct Window {
                 }                                                                           \
             }                                                                               \
             float result;                                                                   \
-            if (real == 0) result = average ? 0.0f : (LOWEST);                              \
+            if (real == 0) result = average ? 0.0f : empty;                                 \
             else if (average) result = acc / (float)(count_include_pad ? padded : real);    \
             else result = acc;                                                              \
             store(y, i, result);                                                            \
         }                                                                                   \
     }
 
-DEFINE_POOL(float, f32, -3.402823466e38f)
-DEFINE_POOL(half_t, f16, -65504.0f)
+DEFINE_POOL(float, f32)
+DEFINE_POOL(half_t, f16)
 
 // im2col for one batch element: col[(c * K + k) * P + p] is the input cell tap k of output
 // position p reads in channel c (0 in the padding), where K is the kernel volume and P the

@@ -1,15 +1,19 @@
 //! Finding the CUDA libraries and the device (the probe), and the one device an executor
-//! instance runs on: its context, capabilities, compiled modules and stream pool.
+//! instance runs on: its context, capabilities, compiled modules, upload stream and lane
+//! pool.
 
-use crate::compile::{self, Arch, ModuleCache};
+use crate::compile::{self, KernelCode, ModuleCache};
+use crate::driver::{self, Allocation, CudaPinned, Faults, Stream};
 use crate::error::{driver_error_name, CudaError};
+use crate::lanes::{LaneDriver, LanePool};
 use crate::library;
+use crate::loadable::{self, Arch, CudaVersion, Toolchain};
 use concord_core::{Availability, DeviceInfo, FallbackCause};
 use cudarc::cublas::result as blas;
 use cudarc::cublas::sys as blas_sys;
 use cudarc::driver::result as drv;
 use cudarc::driver::sys as drv_sys;
-use cudarc::driver::{CudaContext, CudaStream};
+use cudarc::driver::CudaContext;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -22,6 +26,8 @@ pub struct Discovery {
     pub ordinal: usize,
     pub info: DeviceInfo,
     pub arch: Arch,
+    /// What the kernels are built as for this device, driver and NVRTC.
+    pub code: KernelCode,
 }
 
 /// Why the probe found nothing to run on.
@@ -37,18 +43,31 @@ pub struct Unavailable {
 pub struct Device {
     pub ctx: Arc<CudaContext>,
     pub info: DeviceInfo,
-    pub arch: Arch,
+    pub code: KernelCode,
     pub modules: ModuleCache,
-    lanes: Mutex<Vec<Lane>>,
+    pub allocation: Allocation,
+    /// The stream `prepare` uploads weights on, and frees them on when their partition
+    /// drops; it lives as long as the device, so it outlives every weight.
+    uploads: Mutex<Stream>,
+    lanes: LanePool<CudaLanes>,
 }
 
-/// One run's queue: a stream and a cuBLAS handle bound to it. A run takes a lane from the
-/// pool and gives it back, so no two runs ever share a stream or a handle.
+/// The real [`LaneDriver`]: lanes of one context.
+#[derive(Debug)]
+pub struct CudaLanes {
+    ctx: Arc<CudaContext>,
+}
+
+/// One run's queue: a stream, a cuBLAS handle bound to it, page-locked staging memory for
+/// its uploads and the faults of its deferred frees. A run takes a lane from the pool and
+/// gives it back, so no two runs ever share a stream, a handle or staging memory.
 #[derive(Debug)]
 pub struct Lane {
     /// Declared first so that it is destroyed before the stream it is bound to.
     pub blas: BlasHandle,
-    pub stream: Arc<CudaStream>,
+    pub staging: Mutex<driver::Staging>,
+    pub stream: Stream,
+    pub faults: Arc<Faults>,
 }
 
 /// A cuBLAS handle, destroyed without a panic (cudarc's own wrapper unwraps the destroy
@@ -65,7 +84,8 @@ unsafe impl Sync for BlasHandle {}
 
 impl Drop for BlasHandle {
     fn drop(&mut self) {
-        // SAFETY: the handle came from cublasCreate and is destroyed only here.
+        // SAFETY: the handle came from cublasCreate and is destroyed only here, with its
+        // context current (`CudaLanes::destroy` and `Lane::drop` bind it first).
         let _ = unsafe { blas::destroy_handle(self.0) };
     }
 }
@@ -114,10 +134,9 @@ pub fn discover() -> Result<Discovery, Unavailable> {
     // they would look up (and cudarc panics on a missing symbol), so it is refused here.
     if driver < 12000 {
         return Err(no_device(format!(
-            "the CUDA driver supports CUDA {}.{}; concord-cuda needs 12.0 or newer (update \
-             the NVIDIA driver)",
-            driver / 1000,
-            (driver % 1000) / 10
+            "the CUDA driver supports CUDA {}; concord-cuda needs 12.0 or newer (update the \
+             NVIDIA driver)",
+            CudaVersion::from_driver(driver)
         )));
     }
     let count = drv::device::get_count()
@@ -155,18 +174,33 @@ pub fn discover() -> Result<Discovery, Unavailable> {
             .map_err(named("cuDeviceGetAttribute"))?;
     // SAFETY: `dev` is a valid device handle.
     let memory = unsafe { drv::device::total_mem(dev) }.unwrap_or(0);
-    let driver_version = format!("CUDA {}.{}", driver / 1000, (driver % 1000) / 10);
+    let driver = CudaVersion::from_driver(driver);
     let (major, minor) = (major.max(0) as u32, minor.max(0) as u32);
+    let arch = Arch::of_capability(major, minor);
+    // What the kernels are built as is decided here, from the device, the driver and the
+    // NVRTC that is loaded, so that a device the probe calls available can load them.
+    let nvrtc_failed = |e: CudaError| no_device(format!("asking NVRTC what it builds: {e}"));
+    let toolchain = Toolchain {
+        driver,
+        nvrtc: compile::nvrtc_cuda_version().map_err(nvrtc_failed)?,
+        nvrtc_archs: compile::supported_archs().map_err(nvrtc_failed)?,
+    };
+    let decision = loadable::decide(arch, &toolchain).map_err(|reason| {
+        no_device(format!(
+            "{name} cannot load kernels built by the NVRTC found here: {reason}"
+        ))
+    })?;
     // Half arithmetic (and so the f16 target) needs compute capability 5.3 or above.
     let fp16 = (major, minor) >= (5, 3);
     let mut details = BTreeMap::new();
     details.insert("ordinal".into(), ordinal.to_string());
     details.insert("devices".into(), count.to_string());
     details.insert("memory_bytes".into(), memory.to_string());
-    details.insert(
-        "nvrtc".into(),
-        compile::nvrtc_version().unwrap_or_else(|| "missing".into()),
-    );
+    details.insert("nvrtc".into(), toolchain.nvrtc.to_string());
+    details.insert("kernels".into(), decision.summary.clone());
+    if let Some(warning) = &decision.warning {
+        details.insert("warning".into(), warning.clone());
+    }
     if !fp16 {
         details.insert(
             "fp16".into(),
@@ -178,71 +212,99 @@ pub fn discover() -> Result<Discovery, Unavailable> {
         info: DeviceInfo {
             name,
             vendor: "NVIDIA".into(),
-            driver_version,
+            driver_version: format!("CUDA {driver}"),
             compute_capability: Some(format!("{major}.{minor}")),
             fp16,
             details,
         },
-        arch: Arch::of_capability(major, minor),
+        arch,
+        code: decision.code,
     })
 }
 
 impl Device {
-    /// Opens the discovered device: retains its primary context.
+    /// Opens the discovered device: retains its primary context, raises its memory pool's
+    /// release threshold and makes the upload stream.
     pub fn open(discovery: &Discovery) -> Result<Device, CudaError> {
         let ctx = CudaContext::new(discovery.ordinal)
             .map_err(|e| CudaError::driver("cuDevicePrimaryCtxRetain", e))?;
-        // SAFETY: every buffer is used on one stream only (a run's own, or the upload
-        // stream of `prepare`, which is synchronised before any run can see the buffer),
-        // and buffers are freed on the stream that used them last, so the per-buffer event
-        // tracking cudarc would otherwise add is not needed.
+        // SAFETY: no cudarc-tracked buffer is made on this context (device memory is
+        // `driver::DeviceBuffer`, used on one stream only), so cudarc's per-buffer event
+        // tracking has nothing to track.
         unsafe { ctx.disable_event_tracking() };
+        driver::bind(&ctx)?;
+        let allocation = driver::configure_allocation(&ctx)?;
+        let uploads = Stream::new(&ctx)?;
         Ok(Device {
-            ctx,
             info: discovery.info.clone(),
-            arch: discovery.arch,
+            code: discovery.code,
             modules: ModuleCache::default(),
-            lanes: Mutex::new(Vec::new()),
+            allocation,
+            uploads: Mutex::new(uploads),
+            lanes: LanePool::new(CudaLanes { ctx: ctx.clone() }),
+            ctx,
         })
     }
 
-    /// Takes an idle lane, or makes one.
-    pub fn take_lane(&self) -> Result<Lane, CudaError> {
-        if let Some(lane) = self.lanes.lock().map_err(|_| CudaError::Poisoned)?.pop() {
-            return Ok(lane);
-        }
-        let stream = self
-            .ctx
-            .new_stream()
-            .map_err(|e| CudaError::driver("cuStreamCreate", e))?;
-        self.ctx
-            .bind_to_thread()
-            .map_err(|e| CudaError::driver("cuCtxSetCurrent", e))?;
+    /// The lanes runs borrow.
+    pub(crate) fn lanes(&self) -> &LanePool<CudaLanes> {
+        &self.lanes
+    }
+
+    /// The error that lost this device's context, once a run has seen a sticky error.
+    pub fn lost(&self) -> Option<CudaError> {
+        self.lanes.lost().map(|e| match e {
+            CudaError::Sticky { call, name } => CudaError::ContextLost { call, name },
+            other => other,
+        })
+    }
+
+    /// The upload stream, held for one `prepare`'s uploads.
+    pub fn uploads(&self) -> Result<std::sync::MutexGuard<'_, Stream>, CudaError> {
+        self.uploads.lock().map_err(|_| CudaError::Poisoned)
+    }
+}
+
+impl LaneDriver for CudaLanes {
+    type Lane = Lane;
+
+    fn create(&self) -> Result<Lane, CudaError> {
+        let stream = Stream::new(&self.ctx)?;
         let handle = blas::create_handle().map_err(|e| CudaError::blas("cublasCreate", e))?;
         let blas = BlasHandle(handle);
         // SAFETY: both handles are valid, and the stream outlives the handle (a lane keeps
         // both and drops the handle first).
-        unsafe { blas::set_stream(blas.0, stream.cu_stream() as _) }
+        unsafe { blas::set_stream(blas.0, stream.raw() as _) }
             .map_err(|e| CudaError::blas("cublasSetStream", e))?;
-        Ok(Lane { blas, stream })
+        Ok(Lane {
+            blas,
+            staging: Mutex::new(driver::Staging::new(CudaPinned::new(&self.ctx))),
+            stream,
+            faults: Arc::default(),
+        })
     }
 
-    /// Gives a lane back after a successful run.
-    pub fn return_lane(&self, lane: Lane) {
-        if let Ok(mut lanes) = self.lanes.lock() {
-            lanes.push(lane);
-        }
+    fn synchronize(&self, lane: &Lane) -> Result<(), CudaError> {
+        driver::bind(&self.ctx)?;
+        lane.stream.synchronize()
     }
 
-    /// The sticky error of the context, if it has one: a kernel fault leaves every later
-    /// call failing, and the run that saw it must say so with the driver's error name.
-    pub fn sticky_error(&self) -> Result<(), CudaError> {
-        if let Err(e) = self.ctx.check_err() {
-            return Err(CudaError::Sticky {
-                call: "a deferred free or release",
-                name: driver_error_name(e),
-            });
+    fn take_faults(&self, lane: &Lane) -> Option<CudaError> {
+        lane.faults.take()
+    }
+
+    fn destroy(&self, lane: Lane) {
+        // cublasDestroy, cuMemFreeHost and cuStreamDestroy all need the lane's context
+        // current on this thread; if it cannot be made current, the lane is leaked rather
+        // than destroyed in another context.
+        if driver::bind(&self.ctx).is_ok() {
+            // A discarded lane may still have copies queued from its page-locked staging
+            // memory: wait for them before that memory is freed. Its error, if any, was
+            // the reason for discarding it and has been reported.
+            let _ = lane.stream.synchronize();
+            drop(lane);
+        } else {
+            std::mem::forget(lane);
         }
-        Ok(())
     }
 }

@@ -68,8 +68,16 @@ impl Executor for CudaExecutor {
         match self.discovery() {
             Err(unavailable) => unavailable.clone().into_availability(),
             Ok(discovery) => match self.device() {
-                Ok(_) => Availability::Available {
-                    devices: vec![discovery.info.clone()],
+                // A sticky error ends the context for the process: from then on new nets
+                // are told so up front, and fall back (or are refused) by the planner.
+                Ok(device) => match device.lost() {
+                    Some(lost) => Availability::Unavailable {
+                        cause: FallbackCause::NoDevice,
+                        reason: format!("{}: {lost}", discovery.info.name),
+                    },
+                    None => Availability::Available {
+                        devices: vec![discovery.info.clone()],
+                    },
                 },
                 Err(unavailable) => unavailable.into_availability(),
             },

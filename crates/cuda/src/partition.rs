@@ -1,14 +1,17 @@
 //! [`CudaPartition`]: a partition prepared for the device — its weights uploaded once and
 //! shared by every run, its kernel families compiled, its core [`Schedule`] made. A run
 //! walks the schedule (which resolves operands and frees each value after its last reader)
-//! and supplies only the node launches. A run borrows a lane (stream and
-//! cuBLAS handle) of its own, so any number of threads may run the same partition at once.
+//! and supplies only the node launches. A run borrows a lane (stream, cuBLAS handle,
+//! staging memory) of its own from the device's [`crate::lanes::LanePool`], so any number
+//! of threads may run the same partition at once; how the run ends decides whether the
+//! lane is reused.
 
 use crate::device::{Device, Lane};
-use crate::error::{is_sticky, CudaError};
+use crate::error::CudaError;
 use crate::kernels::Family;
+use crate::lanes::{DeviceFailure, RunError};
 use crate::ops::{run_node, Fail, Launcher, Value};
-use crate::tensor::{self, DeviceTensor, Storage};
+use crate::tensor::{self, DeviceTensor, Place, Storage};
 use concord_core::{Error, Graph, PreparedPartition, ProfileSink, Schedule, Target, Tensor};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -46,31 +49,43 @@ impl CudaPartition {
     /// Uploads the partition's initializers and compiles the kernel families its nodes use.
     pub fn new(device: Arc<Device>, graph: &Graph, target: Target) -> Result<Self, Error> {
         let setup = |e: CudaError| e.in_partition("preparing a partition");
+        if let Some(lost) = device.lost() {
+            return Err(setup(lost));
+        }
+        crate::driver::bind(&device.ctx).map_err(setup)?;
         // Every family is compiled once per executor (the cache lives in `device.modules`),
-        // so a kernel that does not compile fails here, when the net is built, whichever
-        // ops the partition has; no per-op list of families to keep in step.
+        // so a kernel that does not compile, or does not load, fails here, when the net is
+        // built, whichever ops the partition has; no per-op list of families to keep in
+        // step.
         for family in Family::ALL {
             device
                 .modules
-                .warm(&device.ctx, device.arch, family)
+                .warm(&device.ctx, device.code, family)
                 .map_err(setup)?;
         }
-        let lane = device.take_lane().map_err(setup)?;
         let runtime: HashSet<&str> = graph.inputs.iter().map(|i| i.name.as_str()).collect();
         let mut weights = HashMap::new();
-        for (name, t) in &graph.initializers {
-            if runtime.contains(name.as_str()) {
-                continue;
+        {
+            // Weights are uploaded (from pageable memory: once, at prepare) and later freed
+            // on the device's upload stream, which outlives them.
+            let uploads = device.uploads().map_err(setup)?;
+            let place = Place {
+                stream: &uploads,
+                allocation: device.allocation,
+                faults: None,
+                staging: None,
+            };
+            for (name, t) in &graph.initializers {
+                if runtime.contains(name.as_str()) {
+                    continue;
+                }
+                let storage = Storage::of(t.dtype(), crate::executor::float_storage(&target));
+                let dev = tensor::upload(&place, t, storage).map_err(setup)?;
+                weights.insert(name.clone(), dev);
             }
-            let storage = Storage::of(t.dtype(), crate::executor::float_storage(&target));
-            let dev = tensor::upload(&lane.stream, t, storage).map_err(setup)?;
-            weights.insert(name.clone(), dev);
+            // Runs use the weights from other streams: the uploads must be complete first.
+            uploads.synchronize().map_err(setup)?;
         }
-        // Runs use the weights from other streams: the uploads must be complete first.
-        lane.stream
-            .synchronize()
-            .map_err(|e| setup(CudaError::driver("cuStreamSynchronize", e)))?;
-        device.return_lane(lane);
 
         let schedule = Schedule::for_graph(graph)?;
         Ok(CudaPartition {
@@ -82,31 +97,49 @@ impl CudaPartition {
         })
     }
 
+    /// One run on `lane`. Request errors (inputs, operands, a kernel's status word) and
+    /// device errors are told apart, so the pool keeps a lane whose run failed only on its
+    /// request.
     fn run_on(
         &self,
         lane: &Lane,
         inputs: &BTreeMap<String, Tensor>,
         profile: Option<&dyn ProfileSink>,
-    ) -> Result<Vec<Tensor>, Error> {
-        let setup = |what: &str, e: CudaError| classify(e).in_partition(what);
-        self.device.ctx.bind_to_thread().map_err(|e| {
-            setup(
-                "binding the context",
-                CudaError::driver("cuCtxSetCurrent", e),
-            )
-        })?;
-        let status = lane.stream.alloc_zeros::<i32>(1).map_err(|e| {
-            setup(
-                "allocating the status word",
-                CudaError::driver("cuMemAlloc", e),
-            )
-        })?;
-        let (status_ptr, _) = cudarc::driver::DevicePtr::device_ptr(&status, &lane.stream);
+    ) -> Result<Vec<Tensor>, RunError> {
+        crate::driver::bind(&self.device.ctx)
+            .map_err(|e| RunError::device(e, "binding the context"))?;
+        // Page-locked regions handed out to the previous run on this lane are free again:
+        // the pool hands out a lane only once its stream is idle.
+        lane.staging
+            .lock()
+            .map_err(|_| RunError::device(CudaError::Poisoned, "taking the staging memory"))?
+            .reset();
+        let place = Place {
+            stream: &lane.stream,
+            allocation: self.device.allocation,
+            faults: Some(&lane.faults),
+            staging: Some(&lane.staging),
+        };
+        // The status word: an int kernels set (first error wins) on operands only visible
+        // on the device, such as an out-of-range Gather index.
+        let status = lane
+            .stream
+            .alloc(4, self.device.allocation, Some(&lane.faults))
+            .and_then(|word| lane.stream.zero(&word).map(|()| word))
+            .map_err(|e| RunError::device(e, "allocating the status word"))?;
         let launcher = Launcher {
             device: &self.device,
             lane,
-            status: status_ptr,
+            status: status.ptr(),
             target: &self.target,
+        };
+        // Which failures are the request's: the walk's own errors (inputs, operands) and
+        // those of run_node that are operand errors. Device errors are kept aside with
+        // their CudaError, since the walk's error type is the contract's.
+        let device_error: std::cell::RefCell<Option<CudaError>> = Default::default();
+        let device_failed = |e: CudaError| {
+            device_error.borrow_mut().get_or_insert(e.clone());
+            e
         };
 
         let walked = self.schedule.walk(
@@ -131,11 +164,11 @@ impl CudaPartition {
                 }
                 let started = Instant::now();
                 let dev = tensor::upload(
-                    &lane.stream,
+                    &place,
                     t,
                     Storage::of(t.dtype(), crate::executor::float_storage(&self.target)),
                 )
-                .map_err(|e| setup("uploading an input", e))?;
+                .map_err(|e| device_failed(e).in_partition("uploading an input"))?;
                 if let Some(sink) = profile {
                     sink.record_transfer(&info.name, t.size_in_bytes() as u64, started.elapsed());
                 }
@@ -148,10 +181,8 @@ impl CudaPartition {
             },
             |step, operands| {
                 let node = self.graph.nodes.get(step.node).ok_or_else(|| {
-                    setup(
-                        "walking the schedule",
-                        CudaError::Runtime(format!("no node {}", step.node)),
-                    )
+                    CudaError::Runtime(format!("no node {}", step.node))
+                        .in_partition("walking the schedule")
                 })?;
                 let started = Instant::now();
                 let operands: Vec<Option<Value>> = operands
@@ -160,18 +191,26 @@ impl CudaPartition {
                     .collect();
                 let outputs = run_node(&launcher, node, &operands).map_err(|f| match f {
                     Fail::Op(e) => Error::at_node(node, e),
-                    Fail::Cuda(e) => classify(e).at_node(node),
+                    Fail::Cuda(e) => crate::error::classify(device_failed(e)).at_node(node),
                 })?;
                 drop(operands);
                 if let Some(sink) = profile {
-                    lane.stream.synchronize().map_err(|e| {
-                        classify(CudaError::driver("cuStreamSynchronize", e)).at_node(node)
-                    })?;
+                    lane.stream
+                        .synchronize()
+                        .map_err(|e| crate::error::classify(device_failed(e)).at_node(node))?;
                     sink.record_on(&node.name, "cuda", started.elapsed());
                 }
                 Ok(outputs.into_iter().map(RunValue::Run).collect())
             },
-        )?;
+        );
+        let split = |error: Error| match device_error.borrow_mut().take() {
+            Some(cause) => RunError::Device(Box::new(DeviceFailure {
+                error,
+                cause: crate::error::classify(cause),
+            })),
+            None => RunError::Request(error),
+        };
+        let walked = walked.map_err(split)?;
 
         let mut outputs = Vec::with_capacity(walked.len());
         for (name, value) in self.graph.outputs.iter().zip(walked) {
@@ -179,7 +218,7 @@ impl CudaPartition {
                 RunValue::Run(dev) => {
                     let started = Instant::now();
                     let t = tensor::download(&lane.stream, &dev)
-                        .map_err(|e| setup("downloading an output", e))?;
+                        .map_err(|e| RunError::device(e, "downloading an output"))?;
                     if let Some(sink) = profile {
                         sink.record_transfer(name, t.size_in_bytes() as u64, started.elapsed());
                     }
@@ -187,41 +226,27 @@ impl CudaPartition {
                 }
                 RunValue::Weight(_, Some(host)) => outputs.push(host.clone()),
                 RunValue::Weight(_, None) => {
-                    return Err(Error::DanglingOutput {
+                    return Err(RunError::Request(Error::DanglingOutput {
                         value: name.clone(),
-                    })
+                    }))
                 }
             }
         }
-        lane.stream.synchronize().map_err(|e| {
-            setup(
-                "finishing the run",
-                CudaError::driver("cuStreamSynchronize", e),
-            )
-        })?;
-        self.device
-            .sticky_error()
-            .map_err(|e| e.in_partition("checking the context after the run"))?;
-        let code = lane.stream.clone_dtoh(&status).map_err(|e| {
-            setup(
-                "reading the status word",
-                CudaError::driver("cuMemcpyDtoH", e),
-            )
-        })?;
-        match code.first().copied().unwrap_or(0) {
+        let mut word = [0u8; 4];
+        lane.stream
+            .copy_to_host(&mut word, status.ptr())
+            .map_err(|e| RunError::device(e, "reading the status word"))?;
+        // Reading the status word synchronised the stream: every kernel of the run has
+        // finished, and a fault would have been returned by name above. CUDA devices are
+        // little-endian.
+        let request = |what: &str| {
+            RunError::Request(CudaError::Runtime(what.to_string()).in_partition("running"))
+        };
+        match i32::from_le_bytes(word) {
             0 => Ok(outputs),
-            1 => Err(
-                CudaError::Runtime("a Gather index is out of range for its axis".into())
-                    .in_partition("running"),
-            ),
-            2 => {
-                Err(CudaError::Runtime("an integer division by zero".into())
-                    .in_partition("running"))
-            }
-            other => Err(
-                CudaError::Runtime(format!("a kernel reported status {other}"))
-                    .in_partition("running"),
-            ),
+            1 => Err(request("a Gather index is out of range for its axis")),
+            2 => Err(request("an integer division by zero")),
+            other => Err(request(&format!("a kernel reported status {other}"))),
         }
     }
 }
@@ -232,26 +257,9 @@ impl PreparedPartition for CudaPartition {
         inputs: &BTreeMap<String, Tensor>,
         profile: Option<&dyn ProfileSink>,
     ) -> Result<Vec<Tensor>, Error> {
-        let lane = self
-            .device
-            .take_lane()
-            .map_err(|e| classify(e).in_partition("taking a stream"))?;
-        let result = self.run_on(&lane, inputs, profile);
-        if result.is_ok() {
-            self.device.return_lane(lane);
-        } else {
-            // A failed run may have left work or an error on the stream; drop it rather
-            // than hand it to the next run.
-            drop(lane);
-        }
-        result
-    }
-}
-
-/// A driver error that leaves the context unusable becomes [`CudaError::Sticky`].
-fn classify(e: CudaError) -> CudaError {
-    match e {
-        CudaError::Driver { call, name } if is_sticky(&name) => CudaError::Sticky { call, name },
-        other => other,
+        self.device
+            .lanes()
+            .run("taking a stream", |lane| self.run_on(lane, inputs, profile))
+            .map_err(RunError::into_error)
     }
 }

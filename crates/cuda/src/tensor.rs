@@ -2,10 +2,10 @@
 //! the copies between host tensors and device memory (rounding f32 to half on the f16
 //! target).
 
+use crate::driver::{Allocation, DeviceBuffer, Faults, Staging, Stream};
 use crate::error::CudaError;
 use concord_core::{DType, Shape, Tensor};
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 pub use concord_core::storage::{from_storage_bytes, to_storage_bytes, Storage};
 
@@ -13,12 +13,23 @@ pub use concord_core::storage::{from_storage_bytes, to_storage_bytes, Storage};
 /// Identity and Dropout give a new tensor over the same bytes.
 #[derive(Clone, Debug)]
 pub struct DeviceTensor {
-    pub buf: Arc<CudaSlice<u8>>,
+    pub buf: Arc<DeviceBuffer>,
     /// The device address of element 0.
     pub ptr: u64,
     pub storage: Storage,
     pub dtype: DType,
     pub shape: Shape,
+}
+
+/// Where new device memory comes from: the stream it is used on, how it is allocated,
+/// whom a failed free is reported to, and page-locked staging memory for uploads (None:
+/// uploads go from pageable memory, as `prepare`'s one-time weight uploads do).
+#[derive(Clone, Copy)]
+pub struct Place<'a> {
+    pub stream: &'a Stream,
+    pub allocation: Allocation,
+    pub faults: Option<&'a Arc<Faults>>,
+    pub staging: Option<&'a Mutex<Staging>>,
 }
 
 /// The CUDA kernel-name suffixes of a storage layout.
@@ -69,80 +80,77 @@ impl DeviceTensor {
     }
 }
 
-/// Allocates an uninitialised device tensor on `stream`. Zero-element tensors get a
+/// Allocates an uninitialised device tensor at `place`. Zero-element tensors get a
 /// one-byte buffer, since the driver refuses zero-byte allocations.
 pub fn alloc(
-    stream: &Arc<CudaStream>,
+    place: &Place,
     storage: Storage,
     dtype: DType,
     shape: Shape,
 ) -> Result<DeviceTensor, CudaError> {
-    let elements = shape.checked_numel().ok_or_else(|| {
-        CudaError::Runtime(format!(
-            "shape {shape} has more elements than can be addressed"
-        ))
-    })?;
-    let bytes = elements
-        .checked_mul(storage.size())
-        .ok_or_else(|| CudaError::Runtime(format!("shape {shape} is too large")))?
-        .max(1);
-    // SAFETY: the buffer is written by a kernel or a copy before anything reads it (every
-    // caller launches the op that fills it right after).
-    let buf =
-        unsafe { stream.alloc::<u8>(bytes) }.map_err(|e| CudaError::driver("cuMemAlloc", e))?;
-    Ok(wrap(buf, stream, storage, dtype, shape))
+    let bytes = byte_len(storage, &shape)?;
+    // The buffer is written by a kernel or a copy before anything reads it (every caller
+    // launches the op that fills it right after).
+    let buf = place.stream.alloc(bytes, place.allocation, place.faults)?;
+    Ok(wrap(buf, storage, dtype, shape))
 }
 
-/// Uploads a host tensor in `storage` layout.
-pub fn upload(
-    stream: &Arc<CudaStream>,
-    t: &Tensor,
-    storage: Storage,
-) -> Result<DeviceTensor, CudaError> {
-    let mut bytes = to_storage_bytes(t, storage).map_err(|e| CudaError::Runtime(e.to_string()))?;
-    if bytes.is_empty() {
-        bytes.push(0);
+/// Uploads a host tensor in `storage` layout, through the place's page-locked staging
+/// memory when it has room (the copy then overlaps the kernels queued before it), else
+/// from pageable memory.
+pub fn upload(place: &Place, t: &Tensor, storage: Storage) -> Result<DeviceTensor, CudaError> {
+    let bytes = to_storage_bytes(t, storage).map_err(|e| CudaError::Runtime(e.to_string()))?;
+    let dev = alloc(place, storage, t.dtype(), t.shape().clone())?;
+    let mut staging = match place.staging {
+        Some(s) => Some(s.lock().map_err(|_| CudaError::Poisoned)?),
+        None => None,
+    };
+    match staging.as_mut().and_then(|s| s.reserve(bytes.len())) {
+        Some(pinned) => {
+            pinned.copy_from_slice(&bytes);
+            place.stream.copy_to_device(dev.ptr, pinned)?;
+        }
+        None => place.stream.copy_to_device(dev.ptr, &bytes)?,
     }
-    let buf = stream
-        .clone_htod(&bytes)
-        .map_err(|e| CudaError::driver("cuMemcpyHtoDAsync", e))?;
-    Ok(wrap(buf, stream, storage, t.dtype(), t.shape().clone()))
+    Ok(dev)
 }
 
 /// Downloads a device tensor as a host tensor of its dtype (half storage of an f32 value
 /// widens back to f32). The stream is synchronised before the bytes are read.
-pub fn download(stream: &Arc<CudaStream>, t: &DeviceTensor) -> Result<Tensor, CudaError> {
-    let bytes_len = t.numel() * t.storage.size();
-    let mut bytes = vec![0u8; bytes_len.max(1)];
-    let view = t
-        .buf
-        .try_slice(..bytes.len())
-        .ok_or_else(|| CudaError::Runtime("a device buffer is shorter than its shape".into()))?;
-    stream
-        .memcpy_dtoh(&view, &mut bytes)
-        .map_err(|e| CudaError::driver("cuMemcpyDtoHAsync", e))?;
-    stream
-        .synchronize()
-        .map_err(|e| CudaError::driver("cuStreamSynchronize", e))?;
-    bytes.truncate(bytes_len);
+pub fn download(stream: &Stream, t: &DeviceTensor) -> Result<Tensor, CudaError> {
+    let bytes_len = byte_len(t.storage, &t.shape)?;
+    let end = t
+        .ptr
+        .checked_sub(t.buf.ptr())
+        .and_then(|offset| usize::try_from(offset).ok())
+        .and_then(|offset| offset.checked_add(bytes_len));
+    if !end.is_some_and(|end| end <= t.buf.len()) {
+        return Err(CudaError::Runtime(
+            "a device buffer is shorter than its shape".into(),
+        ));
+    }
+    let mut bytes = vec![0u8; bytes_len];
+    stream.copy_to_host(&mut bytes, t.ptr)?;
     from_storage_bytes(&bytes, t.storage, t.dtype, t.shape.clone())
         .map_err(|e| CudaError::Runtime(e.to_string()))
 }
 
-fn wrap(
-    buf: CudaSlice<u8>,
-    stream: &Arc<CudaStream>,
-    storage: Storage,
-    dtype: DType,
-    shape: Shape,
-) -> DeviceTensor {
-    let ptr = {
-        let (ptr, _sync) = buf.device_ptr(stream);
-        ptr
-    };
+/// The bytes `shape` takes in `storage`, checked.
+fn byte_len(storage: Storage, shape: &Shape) -> Result<usize, CudaError> {
+    shape
+        .checked_numel()
+        .and_then(|n| n.checked_mul(storage.size()))
+        .ok_or_else(|| {
+            CudaError::Runtime(format!(
+                "shape {shape} has more bytes than can be addressed"
+            ))
+        })
+}
+
+fn wrap(buf: DeviceBuffer, storage: Storage, dtype: DType, shape: Shape) -> DeviceTensor {
     DeviceTensor {
+        ptr: buf.ptr(),
         buf: Arc::new(buf),
-        ptr,
         storage,
         dtype,
         shape,

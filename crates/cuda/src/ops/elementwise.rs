@@ -10,7 +10,6 @@ use crate::tensor::StorageSuffix;
 use crate::tensor::{DeviceTensor, Storage};
 use concord_core::op::{Binary, CLIP_KERNEL_CODE};
 use concord_core::{DType, Op, OpError, Shape};
-use cudarc::driver::PushKernelArg;
 
 /// The U_* code and two parameters of a unary op (Clip's bounds are its parameters),
 /// from concord-core's op table.

@@ -21,7 +21,6 @@ use cudarc::cublas::result as blas;
 use cudarc::cublas::sys::{
     cublasComputeType_t, cublasGemmAlgo_t, cublasOperation_t, cudaDataType_t,
 };
-use cudarc::driver::PushKernelArg;
 use std::ffi::c_void;
 
 /// The most bytes of im2col scratch one Conv chunk may use.

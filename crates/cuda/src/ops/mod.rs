@@ -11,16 +11,16 @@ mod reduce;
 mod resize;
 
 use crate::device::{Device, Lane};
+use crate::driver::KernelArgs;
 use crate::error::CudaError;
 use crate::kernels::Family;
 use crate::tensor::StorageSuffix;
-use crate::tensor::{self, DeviceTensor, Storage};
+use crate::tensor::{self, DeviceTensor, Place, Storage};
 use concord_core::infer::{infer_op, OutputFact, ValueFact};
 use concord_core::op::Family as OpFamily;
 use concord_core::op::ReduceKind;
 use concord_core::{DType, Node, Op, OpError, Shape, Target, Tensor};
-use cudarc::driver::PushKernelArg;
-use cudarc::driver::{CudaFunction, DeviceRepr, LaunchArgs, LaunchConfig};
+use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig};
 
 /// The most axes a kernel's iteration space has (kernels/prelude.cu's MAX_RANK).
 pub const MAX_RANK: usize = 8;
@@ -162,13 +162,23 @@ impl<'a> Launcher<'a> {
     pub fn function(&self, family: Family, kernel: &str) -> Result<CudaFunction, CudaError> {
         self.device
             .modules
-            .function(&self.device.ctx, self.device.arch, family, kernel)
+            .function(&self.device.ctx, self.device.code, family, kernel)
+    }
+
+    /// Where this run's memory comes from: its lane's stream, staging memory and faults.
+    pub fn place(&self) -> Place<'_> {
+        Place {
+            stream: &self.lane.stream,
+            allocation: self.device.allocation,
+            faults: Some(&self.lane.faults),
+            staging: Some(&self.lane.staging),
+        }
     }
 
     /// Allocates an output of `dtype` and `shape` in this target's storage.
     pub fn output(&self, dtype: DType, shape: Shape) -> Result<DeviceTensor, CudaError> {
         tensor::alloc(
-            &self.lane.stream,
+            &self.place(),
             Storage::of(dtype, crate::executor::float_storage(self.target)),
             dtype,
             shape,
@@ -182,12 +192,12 @@ impl<'a> Launcher<'a> {
         dtype: DType,
         shape: Shape,
     ) -> Result<DeviceTensor, CudaError> {
-        tensor::alloc(&self.lane.stream, storage, dtype, shape)
+        tensor::alloc(&self.place(), storage, dtype, shape)
     }
 
     /// Uploads a small host tensor (taps, indices) in `storage` layout on this run's stream.
     pub fn upload(&self, t: &Tensor, storage: Storage) -> Result<DeviceTensor, CudaError> {
-        tensor::upload(&self.lane.stream, t, storage)
+        tensor::upload(&self.place(), t, storage)
     }
 
     /// Launches `function` with `args` pushed by the closure; `n` sizes a grid-stride grid.
@@ -196,20 +206,18 @@ impl<'a> Launcher<'a> {
         &'f self,
         function: &'f CudaFunction,
         cfg: LaunchConfig,
-        push: impl FnOnce(&mut LaunchArgs<'f>),
+        push: impl FnOnce(&mut KernelArgs<'f>),
     ) -> Result<(), CudaError> {
         if cfg.grid_dim.0 == 0 {
             return Ok(());
         }
-        let mut args = self.lane.stream.launch_builder(function);
+        let mut args = KernelArgs::new();
         push(&mut args);
         // SAFETY: every argument pushed matches the kernel's parameter list (each call site
         // mirrors its kernel's signature in kernels/*.cu), device pointers come from live
         // buffers the caller keeps until the stream is synchronised, and the sizes passed
         // keep every access inside those buffers.
-        unsafe { args.launch(cfg) }
-            .map(|_| ())
-            .map_err(|e| CudaError::driver("cuLaunchKernel", e))
+        unsafe { self.lane.stream.launch(function, cfg, &mut args) }
     }
 }
 

@@ -12,7 +12,6 @@ use crate::tensor::StorageSuffix;
 use crate::tensor::{DeviceTensor, Storage};
 use concord_core::shape::normalize_axis;
 use concord_core::{DType, Op, OpError, Shape, Tensor};
-use cudarc::driver::PushKernelArg;
 use half::f16;
 
 pub fn run(

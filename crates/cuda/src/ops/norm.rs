@@ -9,7 +9,6 @@ use crate::tensor::DeviceTensor;
 use crate::tensor::StorageSuffix;
 use concord_core::shape::normalize_axis;
 use concord_core::{DType, Shape};
-use cudarc::driver::PushKernelArg;
 
 pub fn softmax(
     l: &Launcher,

@@ -9,7 +9,6 @@ use crate::tensor::StorageSuffix;
 use concord_core::op::{AutoPad, Pool};
 use concord_core::{DType, OpError, Shape};
 use cudarc::driver::DeviceRepr;
-use cudarc::driver::PushKernelArg;
 
 /// The most spatial axes the window kernels take.
 pub const MAX_SPATIAL: usize = 3;
@@ -206,15 +205,32 @@ pub fn pool(
     }
     let average = i32::from(average);
     let include_pad = i32::from(attrs.count_include_pad);
+    let empty = empty_window_value(x.dev.dtype);
     let f = l.function(Family::Pool, &format!("pool_{}", x.dev.storage.suffix()))?;
     l.launch(&f, grid(y.numel()), |a| {
         a.arg(&w)
             .arg(&average)
             .arg(&include_pad)
+            .arg(&empty)
             .arg(&x.dev.ptr)
             .arg(&y.ptr);
     })?;
     Ok(y)
+}
+
+/// What MaxPool writes for a window that reads no input cell: the lowest finite value of
+/// the model's dtype, as the reference writes — f16's (-65504) for an f16 model, f32's for
+/// an f32 model — whatever the storage. On the cuda-fp16 target an f32 model's value is
+/// then stored in half like every other f32 result, by round-to-nearest: f32::MIN is past
+/// half's range and becomes -inf. That is the target's contract (f16 storage of the f32
+/// result, the same rounding that makes 60000 + 60000 inf there), and it equals the
+/// reference's f32 output rounded through f16; the -65504 this kernel used to write for f16
+/// storage was the f16 dtype's value applied to an f32 model.
+pub fn empty_window_value(dtype: DType) -> f32 {
+    match dtype {
+        DType::F16 => half::f16::MIN.to_f32(),
+        _ => f32::MIN,
+    }
 }
 
 #[cfg(test)]
@@ -269,6 +285,23 @@ mod tests {
         assert_eq!(
             (lower.pad_begin[0], lower.pad_end[0], lower.output[0]),
             (2, 1, 5)
+        );
+    }
+
+    #[test]
+    fn an_empty_window_is_the_dtypes_lowest_stored_like_any_result() {
+        assert_eq!(empty_window_value(DType::F32), f32::MIN);
+        assert_eq!(empty_window_value(DType::F16), -65504.0);
+        // On f16 storage the f32 model's value rounds (as the kernel's cvt.rn.f16.f32 does,
+        // and as the reference's f32::MIN rounds through f16) to -inf; the f16 model's
+        // value is exact.
+        assert_eq!(
+            half::f16::from_f32(empty_window_value(DType::F32)),
+            half::f16::NEG_INFINITY
+        );
+        assert_eq!(
+            half::f16::from_f32(empty_window_value(DType::F16)),
+            half::f16::MIN
         );
     }
 

@@ -2,8 +2,8 @@
 //! (kernels/reduce.cu).
 
 use super::{
-    constant_ints, contiguous, expect_float, optional, required, rows_grid, single, Fail, Launcher,
-    OpResult, Strided, Value,
+    constant_ints, contiguous, expect_float, grid, optional, required, rows_grid, single, Fail,
+    Launcher, OpResult, Strided, Value,
 };
 use crate::kernels::Family;
 use crate::tensor::DeviceTensor;
@@ -11,7 +11,29 @@ use crate::tensor::StorageSuffix;
 use concord_core::op::{Reduce, ReduceKind};
 use concord_core::shape::normalize_axes;
 use concord_core::{DType, Op, OpError, Shape};
-use cudarc::driver::PushKernelArg;
+
+/// How a reduction is launched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceLaunch {
+    /// `reduce_*`: a block of REDUCE_THREADS threads per output, reducing in shared memory.
+    BlockPerOutput,
+    /// `reduce_small_*`: a thread per output, looping over its few values.
+    ThreadPerOutput,
+}
+
+/// The most values per output that a thread reduces alone: a warp's worth. Past it, a
+/// block per output splits the work; below it, that block would leave at least seven of
+/// its eight warps idle and wait at eight barriers for a few additions.
+pub const SMALL_REDUCTION: usize = 32;
+
+/// How to launch a reduction of `reduced` values into each output.
+pub fn launch_kind(reduced: usize) -> ReduceLaunch {
+    if reduced <= SMALL_REDUCTION {
+        ReduceLaunch::ThreadPerOutput
+    } else {
+        ReduceLaunch::BlockPerOutput
+    }
+}
 
 /// Reduction kinds of kernels/reduce.cu (R_*).
 const SUM: i32 = 0;
@@ -96,9 +118,32 @@ fn launch_reduce(
     let (red_dims, red_strides) = pick(true);
     let kept = Strided::new(&kept_dims, &kept_strides, &[], &[])?;
     let red = Strided::new(&red_dims, &red_strides, &[], &[])?;
-    let f = l.function(Family::Reduce, &format!("reduce_{}", x.storage.suffix()))?;
-    l.launch(&f, rows_grid(kept.n as usize), |a| {
+    let (name, cfg) = match launch_kind(red.n as usize) {
+        ReduceLaunch::ThreadPerOutput => ("reduce_small", grid(kept.n as usize)),
+        ReduceLaunch::BlockPerOutput => ("reduce", rows_grid(kept.n as usize)),
+    };
+    let f = l.function(Family::Reduce, &format!("{name}_{}", x.storage.suffix()))?;
+    l.launch(&f, cfg, |a| {
         a.arg(&kept).arg(&red).arg(&kind).arg(&x.ptr).arg(&y.ptr);
     })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn few_values_per_output_take_a_thread_each_and_many_a_block() {
+        // GlobalAveragePool of a 7x7 map reduces 49 values: a block. ReduceSum over a
+        // channel axis of 3, or a 2x2 window, or nothing at all: a thread.
+        assert_eq!(launch_kind(49), ReduceLaunch::BlockPerOutput);
+        assert_eq!(
+            launch_kind(SMALL_REDUCTION + 1),
+            ReduceLaunch::BlockPerOutput
+        );
+        assert_eq!(launch_kind(SMALL_REDUCTION), ReduceLaunch::ThreadPerOutput);
+        assert_eq!(launch_kind(3), ReduceLaunch::ThreadPerOutput);
+        assert_eq!(launch_kind(0), ReduceLaunch::ThreadPerOutput);
+    }
 }

@@ -9,7 +9,6 @@ use crate::tensor::StorageSuffix;
 use crate::tensor::{DeviceTensor, Storage};
 use concord_core::op::{CoordinateTransform, Resize, ResizeMode};
 use concord_core::{DType, OpError, Shape, Tensor};
-use cudarc::driver::PushKernelArg;
 
 /// One output index's taps: `i0 == i1` is a plain copy of `i0` (core's one tap type).
 pub use concord_core::resize::Tap;

@@ -63,7 +63,9 @@ fn every_golden_model_loads_as_its_manifest_describes() {
                 graph.opset, case["opset"]
             ));
         }
-        let ops: BTreeSet<&str> = graph.nodes.iter().map(|n| n.op.name()).collect();
+        // The manifest lists the ops of If, Loop and Scan bodies too.
+        let mut ops = BTreeSet::new();
+        collect_ops(&graph, &mut ops);
         let listed: BTreeSet<&str> = case["op_types"]
             .as_array()
             .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
@@ -141,4 +143,14 @@ fn every_golden_model_loads_as_its_manifest_describes() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// The op types of `graph`'s nodes and of every subgraph they run, recursively.
+fn collect_ops(graph: &Graph, ops: &mut BTreeSet<&'static str>) {
+    for node in &graph.nodes {
+        ops.insert(node.op.name());
+        for body in node.op.subgraphs() {
+            collect_ops(body, ops);
+        }
+    }
 }

@@ -487,6 +487,9 @@ impl NodeTest {
 }
 
 /// The data directory: `CONCORD_ONNX_NODE_TESTS`, else `<workspace>/target/onnx-node-tests`.
+/// The default is where `cargo xtask onnx-node-tests` writes inside Concord's checkout; the
+/// data is generated, not packaged, so a crate that depends on this one from elsewhere
+/// sets the variable (docs/backend-authors.md says how to make the data).
 pub fn data_dir() -> PathBuf {
     std::env::var_os(DATA_ENV)
         .map(PathBuf::from)
@@ -500,9 +503,13 @@ pub fn data_dir() -> PathBuf {
 
 /// Looks for the tests and checks that the onnx release that generated them is the list's.
 fn find_data(list: &NodeList, dir: &Path) -> NodeData {
+    // Outside Concord's checkout there is no xtask: onnx's own generator makes the same
+    // data, so the message names both.
     let how = format!(
-        "run `{PRODUCE_COMMAND}` to produce it (or point {DATA_ENV} at a directory of test_* \
-         directories)"
+        "run `{PRODUCE_COMMAND}` in Concord's checkout to produce it, or, with onnx=={} \
+         installed, `python -m onnx.backend.test.cmd_tools generate-data --clean -o DIR` \
+         (DIR/node must exist first) and point {DATA_ENV} at DIR",
+        list.onnx
     );
     // The generator writes `<out>/node/test_*`; accept that layout as well as the bare one.
     let dir = if dir.join("node").is_dir() {

@@ -338,6 +338,19 @@ for test in "$here"/tests/*; do
     fi
 done
 
+# One page for the run: every conformance binary's conformance.json merged into
+# reports/merged/ (columns executor × target × device). Reports from several runners
+# merge the same way: `concord report merge runner-a/reports/merged runner-b/reports/merged`.
+merge_inputs=()
+for json in "$reports"/*/conformance.json; do
+    [[ -f "$json" && "$(basename "$(dirname "$json")")" != merged ]] && merge_inputs+=("$json")
+done
+if ((${#merge_inputs[@]})); then
+    echo "== concord report merge"
+    "$here/bin/concord" report merge "${merge_inputs[@]}" --out "$reports/merged" \
+        || failed+=("concord report merge")
+fi
+
 # The models benchmark (batch 1 and 32, cuda and cuda-fp16, the reference at batch 1):
 # medians in reports/bench-models.txt, criterion's data under reports/criterion/.
 if [[ -x "$here/bin/bench-models" ]]; then
@@ -407,6 +420,7 @@ mod tests {
         assert!(RUN_SH.contains("exit 1"));
         assert!(RUN_SH.contains("CONCORD_ONNX_NODE_TESTS=\"$here/data/onnx-node-tests\""));
         assert!(RUN_SH.contains("\"$here/bin/bench-models\" --bench"));
+        assert!(RUN_SH.contains("report merge \"${merge_inputs[@]}\" --out \"$reports/merged\""));
     }
 
     #[test]

@@ -542,6 +542,18 @@ for stage in $stages; do
         break
     fi
 done
+
+# One page for the run: every conformance binary's conformance.json merged into
+# reports/merged/ (columns executor × target × device). Reports from several runners
+# merge the same way: `concord report merge runner-a/reports/merged runner-b/reports/merged`.
+merge_inputs=()
+for json in "$reports"/*/conformance.json; do
+    [[ -f "$json" && "$(basename "$(dirname "$json")")" != merged ]] && merge_inputs+=("$json")
+done
+if ((${#merge_inputs[@]})); then
+    step report-merge 120 "$here/bin/concord" report merge "${merge_inputs[@]}" --out "$reports/merged"
+fi
+
 if ((${#failed[@]})); then
     say "VERDICT: FAIL (${failed[*]}); read reports/summary.txt, then each failed step's reports/<step>.log"
     exit 1
@@ -603,6 +615,7 @@ mod tests {
         assert!(RUN_SH.contains("exit 1"));
         assert!(RUN_SH.contains("CONCORD_ONNX_NODE_TESTS=\"$here/data/onnx-node-tests\""));
         assert!(RUN_SH.contains("\"$here/bin/bench-models\" --bench"));
+        assert!(RUN_SH.contains("report merge \"${merge_inputs[@]}\" --out \"$reports/merged\""));
     }
 
     #[test]

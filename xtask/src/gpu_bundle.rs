@@ -463,6 +463,11 @@ step() {
     line="$(grep -E '^test result:|^error|requirement|not met|FAILED|panicked' "$reports/$name.log" | tail -n 1)"
     if ((code == 124)); then
         line="timed out after ${limit}s"
+    elif ((code == 0)) && [[ "$line" == "test result: ok. 0 passed;"* ]]; then
+        # A filter that matched nothing passes vacuously: here it means the trials are
+        # missing, which is a failure.
+        code=1
+        line="no trial ran: $line"
     fi
     if ((code == 0)); then
         status=PASS

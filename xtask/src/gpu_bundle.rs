@@ -462,6 +462,11 @@ step() {
     line="$(grep -E '^test result:|^error|requirement|not met|FAILED|panicked' "$reports/$name.log" | tail -n 1)"
     if ((code == 124)); then
         line="timed out after ${limit}s"
+    elif ((code == 0)) && [[ "$line" == "test result: ok. 0 passed;"* ]]; then
+        # A filter that matched nothing passes vacuously: here it means the trials are
+        # missing, which is a failure.
+        code=1
+        line="no trial ran: $line"
     fi
     if ((code == 0)); then
         status=PASS
@@ -493,7 +498,7 @@ quick() {
     "$here/bin/concord" info --json > "$reports/info.json" 2>&1
     if ! step info-require-cuda 60 "$here/bin/concord" info --require cuda; then
         say "CUDA is unavailable here, so nothing else ran. concord info says:"
-        grep -iE 'not met|cuda' "$reports/info-require-cuda.log" | tail -n 6 | tee -a "$summary"
+        say "$(tail -n 1 "$reports/info-require-cuda.log" | cut -c 1-400)"
         say "VERDICT: FAIL (no usable CUDA device; the probe's whole answer is in reports/info.txt)"
         exit 1
     fi

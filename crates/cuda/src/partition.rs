@@ -20,13 +20,16 @@ use std::time::Instant;
 /// A partition ready to run on one CUDA device.
 #[derive(Debug)]
 pub struct CudaPartition {
-    device: Arc<Device>,
     graph: Graph,
     target: Target,
     /// Initializers on the device, in the target's storage. Read-only after `new`.
+    /// Declared before `device`: fields drop in order, and the weights are freed on the
+    /// device's upload stream, which must still exist (this may hold the last reference
+    /// to the device).
     weights: HashMap<String, DeviceTensor>,
     /// Run order, value slots and free points; a run walks it.
     schedule: Schedule,
+    device: Arc<Device>,
 }
 
 /// A value during one run: uploaded or computed by it, or a weight every run shares (with

@@ -1117,7 +1117,13 @@ test_excluded_passes = "data: claimed wrong, but it is right"
         // shape still fails.
         let x = [0.0, 1.0, 2.0, 3.0];
         write_relu_test(&data.0, "test_draws", "RandomUniformLike", &x, &[9.0; 4]);
-        write_relu_test(&data.0, "test_draws_short", "RandomUniformLike", &x, &[9.0; 3]);
+        write_relu_test(
+            &data.0,
+            "test_draws_short",
+            "RandomUniformLike",
+            &x,
+            &[9.0; 3],
+        );
         let list = r#"
 onnx = "1.19.1"
 default_executor = "cpu"

@@ -1129,6 +1129,50 @@ test_excluded_passes = "data: claimed wrong, but it is right"
     }
 
     #[test]
+    fn random_outputs_are_compared_by_shape_and_dtype() {
+        let data = scratch("random");
+        // RandomUniformLike of x [4] (the Relu model with its op type changed): its values
+        // are the generator's, so any recorded values of the right type pass, and a wrong
+        // shape still fails.
+        let x = [0.0, 1.0, 2.0, 3.0];
+        write_relu_test(&data.0, "test_draws", "RandomUniformLike", &x, &[9.0; 4]);
+        write_relu_test(
+            &data.0,
+            "test_draws_short",
+            "RandomUniformLike",
+            &x,
+            &[9.0; 3],
+        );
+        let list = r#"
+onnx = "1.19.1"
+default_executor = "cpu"
+[executor.cpu]
+must_pass = ["test_draws", "test_draws_short"]
+"#;
+        let suite = suite_with(list, &data.0);
+        let records: BTreeMap<String, crate::outcome::Record> = suite
+            .cases()
+            .iter()
+            .filter(|c| c.category == "node")
+            .map(|c| {
+                let test = c.name.rsplit('/').next().unwrap_or_default().to_string();
+                (test, suite.run_case(c))
+            })
+            .collect();
+        let draws = records.get("test_draws").expect("test_draws ran");
+        assert_eq!(draws.verdict, Verdict::Pass);
+        assert!(
+            draws.comparisons[0].output.contains(RANDOM_OUTPUT_NOTE),
+            "the report says how the output was compared: {:?}",
+            draws.comparisons
+        );
+        assert!(matches!(
+            records.get("test_draws_short").map(|r| &r.verdict),
+            Some(Verdict::Fail { message }) if message.contains("shape")
+        ));
+    }
+
+    #[test]
     fn unsupported_ops_are_named() {
         let test = NodeTest {
             name: "test_x".into(),

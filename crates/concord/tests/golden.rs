@@ -199,6 +199,9 @@ const NODE_TEST_ONLY: &[(&str, &str)] = &[
     ("BlackmanWindow", "test_blackmanwindow"),
     ("DFT", "test_dft"),
     ("STFT", "test_stft"),
+    // onnxruntime 1.23 has no DeformConv kernel ("Could not find an implementation for
+    // DeformConv(19)"); its node tests (padding, mask and bias, offset groups) stand in.
+    ("DeformConv", "test_deform_conv_with_mask_bias"),
 ];
 
 #[test]

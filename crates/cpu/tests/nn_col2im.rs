@@ -173,7 +173,7 @@ fn inference_matches_the_kernel() {
 
     // Runtime image_shape and block_shape: N known, C and the extents unknown, of the rank
     // image_shape's length gives.
-    let x_shape = vec![Dim::Named("n".into()), Dim::Fixed(8), Dim::Unknown];
+    let x_shape = [Dim::Named("n".into()), Dim::Fixed(8), Dim::Unknown];
     let two = fixed(&[2]);
     let fact = |dtype, shape| {
         Some(ValueFact {
@@ -196,4 +196,30 @@ fn inference_matches_the_kernel() {
             Dim::Unknown
         ])
     );
+}
+
+#[test]
+fn accumulation_figures_count_the_overlaps() {
+    // 2×2 blocks at unit stride over 3×3: at most 2 blocks overlap along each axis, so
+    // the centre sums 2·2 = 4 terms; Σ|terms| is Col2Im of |input|.
+    let x = f32s(&[1, 4, 4], &[-1.0; 16]);
+    let image = Tensor::vec_i64(vec![3, 3]);
+    let block = Tensor::vec_i64(vec![2, 2]);
+    let op = col2im(&[], &[], &[]);
+    let figures = concord_cpu::accumulation(&op, &[Some(&x), Some(&image), Some(&block)]);
+    let figures = match figures {
+        Ok(Some(f)) => f,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(figures.k, 4);
+    assert_eq!(
+        figures.magnitude,
+        vec![1.0, 2.0, 1.0, 2.0, 4.0, 2.0, 1.0, 2.0, 1.0]
+    );
+    // Stride 2 tiles without overlap: one term each.
+    let tiles = f32s(&[1, 4, 4], &[1.0; 16]);
+    let image = Tensor::vec_i64(vec![4, 4]);
+    let op = col2im(&[], &[], &[2, 2]);
+    let figures = concord_cpu::accumulation(&op, &[Some(&tiles), Some(&image), Some(&block)]);
+    assert_eq!(figures.ok().flatten().map(|f| f.k), Some(1));
 }

@@ -381,6 +381,30 @@ fn deform_conv_moves_taps_by_their_offsets() {
 }
 
 #[test]
+fn deform_conv_accumulation_keeps_the_offsets() {
+    // The figures of the moved-taps case with W = -1: K = 1 channel · 4 taps · 4 corners,
+    // and Σ|terms| is DeformConv of |X| and |W| at the same (signed) offsets: 9.5, 11.75,
+    // 20, 24. Taking |offset| would move the second tap right instead, to 12.25.
+    let x = f32s(
+        &[1, 1, 3, 3],
+        &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0],
+    );
+    let w = f32s(&[1, 1, 2, 2], &[-1.0; 4]);
+    let mut offsets = vec![0.0f32; 32];
+    offsets[0] = 0.5;
+    offsets[(5 * 2) * 2 + 1] = -0.25;
+    let offsets = f32s(&[1, 8, 2, 2], &offsets);
+    let op = Op::DeformConv(deform(&[2, 2]));
+    let figures = concord_cpu::accumulation(&op, &[Some(&x), Some(&w), Some(&offsets)]);
+    let figures = match figures {
+        Ok(Some(f)) => f,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(figures.k, 16);
+    assert_eq!(figures.magnitude, vec![9.5, 11.75, 20.0, 24.0]);
+}
+
+#[test]
 fn deform_conv_taps_outside_x_read_zero() {
     // With pads 1 the 2×2 window at output (0, 0) starts at (-1, -1). Moving its tap (1, 1)
     // (which reads X[0, 0] = 10) by (-0.5, +1) puts it at (-0.5, 1): half of row -1
@@ -495,8 +519,8 @@ fn inference_matches_the_kernels() {
 
     // A named region count passes through RoiAlign; rois and batch_indices must agree.
     let x_shape = fixed(&[1, 3, 4, 4]);
-    let r_shape = vec![Dim::Named("r".into()), Dim::Fixed(4)];
-    let i_shape = vec![Dim::Named("r".into())];
+    let r_shape = [Dim::Named("r".into()), Dim::Fixed(4)];
+    let i_shape = [Dim::Named("r".into())];
     let fact = |dtype, shape| {
         Some(ValueFact {
             dtype,

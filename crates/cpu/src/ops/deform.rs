@@ -140,7 +140,7 @@ pub(crate) fn deform_conv(
 fn interpolate(image: &[f64], dims: &[usize], strides: &[usize], point: &[f64]) -> f64 {
     let r = dims.len();
     let mut sum = 0.0;
-    // Corner bit a set: the upper tap along axis a.
+    // Corner bit a set: the upper tap along axis a. `Plan::new` made sure 2^r fits.
     for corner in 0..1usize << r {
         let mut weight = 1.0;
         let mut at = Some(0usize);
@@ -245,12 +245,22 @@ impl Plan {
             },
         )?;
         let r = rank - 2;
+        // Each sample interpolates 2^r taps (`interpolate` shifts by r).
+        if u32::try_from(r)
+            .ok()
+            .and_then(|r| 1usize.checked_shl(r))
+            .is_none()
+        {
+            return Err(bad(format!(
+                "{r} spatial axes is more than a sample's 2^r taps can be counted for"
+            )));
+        }
         let kernel_size = checked_product(kernel, "DeformConv kernel shape")?;
         let taps = offset_group
             .checked_mul(kernel_size)
             .ok_or_else(|| bad("the kernel is too large".into()))?;
         let output: Vec<usize> = axes.iter().map(|a| a.output).collect();
-        let mut want_offset = vec![n, taps.checked_mul(r).unwrap_or(usize::MAX)];
+        let mut want_offset = vec![n, taps.saturating_mul(r)];
         want_offset.extend(&output);
         if os != want_offset.as_slice() {
             return Err(bad(format!(

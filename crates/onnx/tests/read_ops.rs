@@ -1156,7 +1156,18 @@ fn region_and_deformable_attributes_are_checked() {
             graph(vec![proto], vec![], vec![], vec![]),
         )))
     };
-    // MaxRoiPool's pooled_shape is required and has two extents.
+    // MaxRoiPool (opset 1's form) reads from opset 7; its pooled_shape is required and has
+    // two extents.
+    let pooled = || vec![attr_ints("pooled_shape", &[2, 1])];
+    assert_eq!(
+        read("MaxRoiPool", &["x", "r"], 7, pooled())
+            .ok()
+            .map(|g| g.nodes[0].op.clone()),
+        Some(Op::MaxRoiPool {
+            pooled_shape: [2, 1],
+            spatial_scale: 1.0,
+        })
+    );
     expect_err(
         read("MaxRoiPool", &["x", "r"], 13, vec![]),
         |_| true,

@@ -1149,6 +1149,53 @@ def op_cases():
     control_flow_cases(add)
     sampling_cases(add)
     signal_cases(add)
+    # Regions of interest and Col2Im (reference-only ops). RoiAlign's regions reach past X
+    # (samples within [-1, 0) clamp, further ones read nothing) and include a degenerate one;
+    # onnxruntime's max mode takes the largest weighted corner term, as the reference does.
+    # DeformConv has no case: onnxruntime 1.23 has no kernel for it (see golden.rs).
+    r = rng_for("roi_align")
+    roi_x = normal(r, (2, 3, 8, 10))
+    roi_boxes = f32([[1.0, 2.0, 13.0, 11.0], [-3.0, -2.0, 6.0, 5.0], [10.0, 6.0, 22.0, 17.0],
+                     [4.0, 4.0, 4.5, 4.25], [0.0, 0.0, 19.0, 15.0]])
+    roi_batch = i64([0, 1, 1, 0, 1])
+    for name, opset, description, attrs in [
+        ("roi_align_avg_half_pixel", 16, "RoiAlign avg, half_pixel, sampling_ratio 2, spatial_scale 0.5",
+         dict(coordinate_transformation_mode="half_pixel", sampling_ratio=2)),
+        ("roi_align_avg_output_half_pixel_adaptive", 16,
+         "RoiAlign avg, output_half_pixel, adaptive sampling (sampling_ratio 0)",
+         dict(coordinate_transformation_mode="output_half_pixel", sampling_ratio=0)),
+        ("roi_align_max_half_pixel", 16, "RoiAlign max (largest weighted corner term), half_pixel",
+         dict(coordinate_transformation_mode="half_pixel", mode="max", sampling_ratio=2)),
+        ("roi_align_opset10_form", 13,
+         "RoiAlign in opset 10's form (no coordinate_transformation_mode: output_half_pixel)",
+         dict(sampling_ratio=3)),
+    ]:
+        add(name, opset, "accumulate", description,
+            [node("RoiAlign", ["X", "rois", "batch_indices"], ["Y"], output_height=3, output_width=4,
+                  spatial_scale=0.5, **attrs)],
+            [("X", roi_x), ("rois", roi_boxes), ("batch_indices", roi_batch)])
+    # X is positive: onnxruntime starts each bin's max at FLT_MIN, so a bin of negative values
+    # would read 1.2e-38 there where the reference takes the true maximum. Corners are
+    # multiples of 0.25 scaled by 0.5, so halves occur and round away from zero.
+    r = rng_for("max_roi_pool")
+    add("max_roi_pool", 13, "exact",
+        "MaxRoiPool 3x2 bins, spatial_scale 0.5, regions past X, uneven and overlapping bins",
+        [node("MaxRoiPool", ["X", "rois"], ["Y"], pooled_shape=[3, 2], spatial_scale=0.5)],
+        [("X", uniform(r, (2, 3, 9, 7), 0.0, 4.0)),
+         ("rois", f32([[0, 1.0, 1.0, 9.0, 13.0], [1, -2.0, 3.0, 7.5, 20.0], [1, 5.0, 5.0, 5.0, 5.0],
+                       [0, 2.25, 0.75, 12.5, 10.5], [1, 0.0, 0.0, 13.0, 17.0]]))])
+    r = rng_for("col2im")
+    add("col2im_strides_pads_dilations", 18, "accumulate",
+        "Col2Im 2-D, two channels and two images, strides, asymmetric pads and dilations",
+        [node("Col2Im", ["X", "image_shape", "block_shape"], ["Y"], strides=[2, 1],
+              pads=[1, 0, 0, 2], dilations=[1, 2])],
+        [("X", normal(r, (2, 2 * 3 * 2, 3 * 6)))],
+        [("image_shape", i64([7, 6])), ("block_shape", i64([3, 2]))])
+    add("col2im_3d_overlapping", 18, "accumulate", "Col2Im 3-D with overlapping 2x2x2 blocks",
+        [node("Col2Im", ["X", "image_shape", "block_shape"], ["Y"])],
+        [("X", normal(r, (1, 8, 2 * 3 * 2)))],
+        [("image_shape", i64([3, 4, 3])), ("block_shape", i64([2, 2, 2]))])
+
     return cases
 
 

@@ -217,6 +217,9 @@ const STATISTICS_ONLY: &[(&str, &str)] = &[
         "like_forms_take_the_input_shape_and_dtype",
     ),
     ("Multinomial", "multinomial_counts_follow_the_softmax"),
+    // onnxruntime 1.23 has no DeformConv kernel ("Could not find an implementation for
+    // DeformConv(19)"); its node tests (padding, mask and bias, offset groups) stand in.
+    ("DeformConv", "test_deform_conv_with_mask_bias"),
 ];
 
 #[test]

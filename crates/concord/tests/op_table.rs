@@ -39,7 +39,7 @@ fn required_attribute(op: &str, name: &str) -> AttributeProto {
         ..AttributeProto::default()
     };
     match (op, name) {
-        (_, "kernel_shape") => ints(&[1, 1]),
+        (_, "kernel_shape" | "pooled_shape") => ints(&[1, 1]),
         (_, "value") => AttributeProto {
             name: name.to_string(),
             r#type: AttributeType::Tensor as i32,

@@ -407,6 +407,38 @@ pub enum Op {
     AffineGrid {
         align_corners: bool,
     },
+    // Regions of interest and deformable convolution (Sampling family: X read at positions
+    // computed from another operand), and Col2Im (Linear family: ConvTranspose's scatter
+    // without weights); the reference executor only.
+    /// Inputs: X (N, C, H, W), rois (R, 4) of [x1, y1, x2, y2] in the coordinates that
+    /// `spatial_scale` maps onto X, batch_indices (R) of i64. Output: Y (R, C,
+    /// output_height, output_width): each region cut into bins, each bin the average (or
+    /// max) of bilinear samples of X on a regular grid inside it.
+    RoiAlign(RoiAlign),
+    /// Inputs: X (N, C, H, W), rois (R, 5) of [batch index, x1, y1, x2, y2]. Output: Y (R,
+    /// C, pooled height, pooled width): the maximum of X over each bin of each region, whose
+    /// corners are rounded to whole elements after scaling by `spatial_scale`.
+    MaxRoiPool {
+        /// Bins along H and W.
+        pooled_shape: [usize; 2],
+        spatial_scale: f32,
+    },
+    /// Inputs: X (N, C, D1…Dr), W (M, C/group, k1…kr), offset (N, offset_group·∏k·r,
+    /// O1…Or), B (M)?, mask (N, offset_group·∏k, O1…Or)?. Output: Y (N, M, O1…Or): Conv
+    /// whose every tap reads X by bilinear interpolation at its window position moved by
+    /// its offset, scaled by its mask.
+    DeformConv(DeformConv),
+    /// Inputs: input (N, C·∏block_shape, L), image_shape (i64, r extents), block_shape
+    /// (i64, r extents). Output: (N, C, image_shape…): each column of L sliding-block
+    /// positions added back into the image, overlaps summed (the adjoint of im2col).
+    Col2Im {
+        /// Per spatial axis; empty means 1.
+        dilations: Vec<usize>,
+        /// [begin…, end…]; empty means zeros.
+        pads: Vec<usize>,
+        /// Per spatial axis; empty means 1.
+        strides: Vec<usize>,
+    },
     // Signal processing (Signal family), computed by the reference only.
     /// Input: size (i32 or i64 scalar). Output: a 1-D window of `size` values of `dtype`.
     Window {
@@ -661,6 +693,82 @@ pub enum GridPadding {
     Border,
     /// The value at the position reflected at the borders.
     Reflection,
+}
+
+/// RoiAlign's attributes (opsets 10 and 16).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RoiAlign {
+    pub mode: RoiAlignMode,
+    pub coordinates: RoiCoordinates,
+    pub output_height: usize,
+    pub output_width: usize,
+    /// Samples per bin along each axis; 0 is adaptive: ceil(region extent / bins) along
+    /// each axis, per region.
+    pub sampling_ratio: usize,
+    /// Multiplies the region coordinates into X's.
+    pub spatial_scale: f32,
+}
+
+impl Default for RoiAlign {
+    /// ONNX's defaults at opset 16: average, half-pixel, one 1×1 bin, adaptive sampling.
+    fn default() -> Self {
+        RoiAlign {
+            mode: RoiAlignMode::Avg,
+            coordinates: RoiCoordinates::HalfPixel,
+            output_height: 1,
+            output_width: 1,
+            sampling_ratio: 0,
+            spatial_scale: 1.0,
+        }
+    }
+}
+
+/// How RoiAlign pools the samples of a bin (`mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RoiAlignMode {
+    #[default]
+    Avg,
+    Max,
+}
+
+/// How RoiAlign maps region corners onto X (`coordinate_transformation_mode`, opset 16).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RoiCoordinates {
+    /// Corners scaled then shifted by half a pixel (opset 16's default).
+    #[default]
+    HalfPixel,
+    /// Corners scaled without a shift, regions at least 1×1: opset 10's only behaviour.
+    OutputHalfPixel,
+}
+
+/// DeformConv's attributes (opset 19). There is no auto_pad: pads are explicit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeformConv {
+    /// Per spatial axis; empty means 1.
+    pub dilations: Vec<usize>,
+    pub group: usize,
+    /// Per spatial axis; empty means taken from W.
+    pub kernel_shape: Vec<usize>,
+    /// Groups of input channels that share one set of offsets (and mask).
+    pub offset_group: usize,
+    /// [begin_0, begin_1, …, end_0, end_1, …]; empty means zeros.
+    pub pads: Vec<usize>,
+    /// Per spatial axis; empty means 1.
+    pub strides: Vec<usize>,
+}
+
+impl Default for DeformConv {
+    /// ONNX's defaults: one group, one offset group, everything else taken from W or zero.
+    fn default() -> Self {
+        DeformConv {
+            dilations: Vec::new(),
+            group: 1,
+            kernel_shape: Vec::new(),
+            offset_group: 1,
+            pads: Vec::new(),
+            strides: Vec::new(),
+        }
+    }
 }
 
 /// Which window function an [`Op::Window`] computes.
@@ -1241,6 +1349,110 @@ impl ConvTranspose {
     }
 }
 
+/// Col2Im's geometry: for each of the r spatial axes of an image of extents `image`, the
+/// sliding blocks of extents `block` whose columns the input holds, as the transposed
+/// window that scatters them back (block position `i` and tap `k` write image position
+/// `i·stride + k·dilation − pad_begin`). The blocks along an axis are those of the forward
+/// sliding window, `(image + pads − dilation·(block − 1) − 1) / stride + 1`; the one rule
+/// for shape inference and the reference.
+pub fn col2im_plan(
+    image: &[usize],
+    block: &[usize],
+    dilations: &[usize],
+    pads: &[usize],
+    strides: &[usize],
+) -> Result<Vec<TransposedAxis>, crate::OpError> {
+    use crate::OpError;
+    let n = image.len();
+    if block.len() != n || n == 0 {
+        return Err(OpError::Shape(format!(
+            "Col2Im: image_shape {image:?} and block_shape {block:?} must list the same number \
+             (at least one) of spatial extents"
+        )));
+    }
+    let per_axis = |name: &'static str, values: &[usize]| {
+        if values.is_empty() {
+            return Ok(vec![1; n]);
+        }
+        if values.len() != n {
+            return Err(OpError::Attribute {
+                name,
+                detail: format!(
+                    "has {} values {values:?}, expected one per spatial axis ({n})",
+                    values.len()
+                ),
+            });
+        }
+        if values.contains(&0) {
+            return Err(OpError::Attribute {
+                name,
+                detail: format!("values {values:?} must all be at least 1"),
+            });
+        }
+        Ok(values.to_vec())
+    };
+    let strides = per_axis("strides", strides)?;
+    let dilations = per_axis("dilations", dilations)?;
+    let pads = match pads.len() {
+        0 => vec![0; 2 * n],
+        len if len == 2 * n => pads.to_vec(),
+        len => {
+            return Err(OpError::Attribute {
+                name: "pads",
+                detail: format!(
+                    "has {len} values {pads:?}, expected {} (begin and end for each of {n} \
+                     spatial axes)",
+                    2 * n
+                ),
+            })
+        }
+    };
+    let mut axes = Vec::with_capacity(n);
+    for i in 0..n {
+        let (len, k, s, d) = (image[i], block[i], strides[i], dilations[i]);
+        let (pb, pe) = (pads[i], pads[i + n]);
+        if k == 0 {
+            return Err(OpError::Shape(format!(
+                "Col2Im: block_shape {block:?} has an extent of 0 on axis {i}"
+            )));
+        }
+        let too_big = || {
+            OpError::Shape(format!(
+                "Col2Im spatial axis {i}: image extent {len}, block {k}, dilation {d}, stride \
+                 {s} and pads {pb}+{pe} overflow"
+            ))
+        };
+        let dilated = (k - 1)
+            .checked_mul(d)
+            .and_then(|v| v.checked_add(1))
+            .ok_or_else(too_big)?;
+        let padded = len
+            .checked_add(pb)
+            .and_then(|v| v.checked_add(pe))
+            .ok_or_else(too_big)?;
+        // Block positions are addressed up to about padded + dilated + stride.
+        padded
+            .checked_add(dilated)
+            .and_then(|v| v.checked_add(s))
+            .ok_or_else(too_big)?;
+        if len == 0 || padded < dilated {
+            return Err(OpError::Shape(format!(
+                "Col2Im spatial axis {i}: the image extent {len} plus pads {pb}+{pe} holds no \
+                 block of dilated extent {dilated} (block {k}, dilation {d})"
+            )));
+        }
+        axes.push(TransposedAxis {
+            input: (padded - dilated) / s + 1,
+            kernel: k,
+            stride: s,
+            dilation: d,
+            pad_begin: pb,
+            output: len,
+        });
+    }
+    Ok(axes)
+}
+
 /// Gemm attributes: Y = alpha·op(A)·op(B) + beta·C.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Gemm {
@@ -1788,7 +2000,8 @@ impl Accepts {
 /// matches its ops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Family {
-    /// Conv, Gemm, MatMul, ConvTranspose: multiply-accumulate over an inner dimension.
+    /// Conv, Gemm, MatMul, ConvTranspose: multiply-accumulate over an inner dimension; and
+    /// Col2Im, ConvTranspose's scatter without weights.
     Linear,
     /// [`Op::Unary`]: one input, same shape out.
     Unary,
@@ -1823,8 +2036,9 @@ pub enum Family {
     LinearAlgebra,
     /// If, Loop, Scan: nodes that run subgraphs (the reference executor only).
     ControlFlow,
-    /// GridSample and AffineGrid: sampling at computed positions (the reference executor
-    /// only).
+    /// GridSample, AffineGrid, RoiAlign, MaxRoiPool, DeformConv: X read at positions
+    /// computed from another operand (a grid, regions of interest, per-tap offsets), by
+    /// the reference executor only.
     Sampling,
     /// HannWindow, HammingWindow, BlackmanWindow, DFT, STFT, MelWeightMatrix: signal
     /// processing, computed by the reference only.
@@ -2717,6 +2931,53 @@ pub const OTHER_OPS: &[OpSchema] = &[
         Family::Sampling,
         &[attr("align_corners", Int(0))],
     ),
+    // RoiAlign's `coordinate_transformation_mode` exists from opset 16; opset 10's form
+    // behaves as `output_half_pixel`.
+    schema(
+        "RoiAlign",
+        10,
+        Family::Sampling,
+        &[
+            attr("coordinate_transformation_mode", Str("half_pixel")),
+            attr("mode", Str("avg")),
+            attr("output_height", Int(1)),
+            attr("output_width", Int(1)),
+            attr("sampling_ratio", Int(0)),
+            attr("spatial_scale", Float(1.0)),
+        ],
+    ),
+    schema(
+        "MaxRoiPool",
+        1,
+        Family::Sampling,
+        &[
+            attr("pooled_shape", Required),
+            attr("spatial_scale", Float(1.0)),
+        ],
+    ),
+    schema(
+        "DeformConv",
+        19,
+        Family::Sampling,
+        &[
+            attr("dilations", Absent),
+            attr("group", Int(1)),
+            attr("kernel_shape", Absent),
+            attr("offset_group", Int(1)),
+            attr("pads", Absent),
+            attr("strides", Absent),
+        ],
+    ),
+    schema(
+        "Col2Im",
+        18,
+        Family::Linear,
+        &[
+            attr("dilations", Absent),
+            attr("pads", Absent),
+            attr("strides", Absent),
+        ],
+    ),
     schema(
         "HannWindow",
         17,
@@ -3215,6 +3476,10 @@ impl Op {
             Op::Scan { .. } => other("Scan"),
             Op::GridSample { .. } => other("GridSample"),
             Op::AffineGrid { .. } => other("AffineGrid"),
+            Op::RoiAlign(_) => other("RoiAlign"),
+            Op::MaxRoiPool { .. } => other("MaxRoiPool"),
+            Op::DeformConv(_) => other("DeformConv"),
+            Op::Col2Im { .. } => other("Col2Im"),
             Op::Window { kind, .. } => other(kind.name()),
             Op::Dft { .. } => other("DFT"),
             Op::Stft { .. } => other("STFT"),

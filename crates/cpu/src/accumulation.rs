@@ -4,7 +4,8 @@
 //! (u the unit roundoff of its arithmetic), so that is what the suite allows.
 //!
 //! Σ|terms| comes from the reference kernels themselves: every op here is multilinear in
-//! its operands, so running it on |inputs| (and |alpha|, |beta|) gives Σ|terms| exactly.
+//! its operands, so running it on |inputs| (and |alpha|, |beta|) gives Σ|terms| exactly
+//! (DeformConv's offsets, which only place its samples, are kept as they are).
 
 use crate::ops::run_op;
 use concord_core::op::{Gemm, Pool, ReduceKind};
@@ -55,11 +56,44 @@ pub fn accumulation(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Option<Accumu
         }
         Op::AveragePool(Pool { kernel_shape, .. }) => kernel_shape.iter().product::<usize>().max(1),
         Op::Einsum { equation } => crate::ops::algebra::einsum_terms(equation, inputs)?,
+        Op::Col2Im {
+            dilations,
+            pads,
+            strides,
+        } => col2im_overlap(dilations, pads, strides, inputs)?,
+        // Every output sums, per input channel of its group and kernel tap, the 2^r corner
+        // terms of one interpolated sample, plus the bias.
+        Op::DeformConv(_) => {
+            let w = operand(inputs, 1)?;
+            let per_group_in = w.dims().get(1).copied().unwrap_or(1);
+            let kernel: usize = w.dims().iter().skip(2).product();
+            let corners = 1usize
+                .checked_shl(u32::try_from(w.dims().len().saturating_sub(2)).unwrap_or(u32::MAX))
+                .unwrap_or(usize::MAX);
+            per_group_in
+                .saturating_mul(kernel)
+                .saturating_mul(corners)
+                .saturating_add(usize::from(present(inputs, 3)))
+        }
         _ => return Ok(None),
     };
+    // DeformConv is multilinear in X, W, B and mask but not in its offsets, which only
+    // place the samples (their interpolation weights are never negative): the offsets stay
+    // as they are.
+    let keep = |i: usize| matches!(op, Op::DeformConv(_)) && i == 2;
     let abs_inputs: Vec<Option<Tensor>> = inputs
         .iter()
-        .map(|t| t.map(abs_tensor).transpose())
+        .enumerate()
+        .map(|(i, t)| {
+            t.map(|t| {
+                if keep(i) {
+                    Ok(t.clone())
+                } else {
+                    abs_tensor(t)
+                }
+            })
+            .transpose()
+        })
         .collect::<Result<_, _>>()?;
     let refs: Vec<Option<&Tensor>> = abs_inputs.iter().map(|t| t.as_ref()).collect();
     let abs_op = match op {
@@ -100,4 +134,35 @@ fn abs_tensor(t: &Tensor) -> Result<Tensor, OpError> {
     }
     let v: Vec<f64> = t.to_f64_vec().into_iter().map(f64::abs).collect();
     Tensor::from_f64(t.dtype(), Shape::from(t.dims()), v)
+}
+
+/// Col2Im's accumulation length: the most (block, tap) pairs that land on one image
+/// element, the product over the axes of each axis's largest overlap.
+fn col2im_overlap(
+    dilations: &[usize],
+    pads: &[usize],
+    strides: &[usize],
+    inputs: &[Option<&Tensor>],
+) -> Result<usize, OpError> {
+    let extents = |i: usize| -> Result<Vec<usize>, OpError> {
+        let values = operand(inputs, i)?.to_i64_vec().unwrap_or_default();
+        Ok(values
+            .iter()
+            .map(|&v| usize::try_from(v).unwrap_or(0))
+            .collect())
+    };
+    let axes = concord_core::op::col2im_plan(&extents(1)?, &extents(2)?, dilations, pads, strides)?;
+    let mut k = 1usize;
+    for axis in &axes {
+        let mut hits = vec![0usize; axis.output];
+        for i in 0..axis.input {
+            for tap in 0..axis.kernel {
+                if let Some(o) = axis.output_coord(i, tap) {
+                    hits[o] += 1;
+                }
+            }
+        }
+        k = k.saturating_mul(hits.into_iter().max().unwrap_or(0));
+    }
+    Ok(k.max(1))
 }

@@ -33,7 +33,7 @@ fn check(graph: &Graph, node: &Node) -> Check {
         Op::Unary(u) => u.def().device,
         Op::Binary(b) => b.def().device,
         // Reference-only ops of families that otherwise have kernels.
-        Op::ConvTranspose(_) | Op::MaxUnpool { .. } => false,
+        Op::ConvTranspose(_) | Op::MaxUnpool { .. } | Op::Col2Im { .. } => false,
         op => !matches!(
             op.family(),
             concord_core::op::Family::Indexing

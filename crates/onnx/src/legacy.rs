@@ -576,6 +576,7 @@ const NEWER_ATTRIBUTES: &[(&str, &str, i64)] = &[
     ("ReduceSum", "noop_with_empty_axes", 13),
     ("ReduceMean", "noop_with_empty_axes", 18),
     ("ReduceMax", "noop_with_empty_axes", 18),
+    ("RoiAlign", "coordinate_transformation_mode", 16),
 ];
 
 fn refuse_newer_attributes(proto: &NodeProto, name: &str, opset: i64) -> Result<(), Error> {

@@ -594,6 +594,93 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
         "AffineGrid" => Op::AffineGrid {
             align_corners: a.flag_or("align_corners", false)?,
         },
+        "RoiAlign" => {
+            let mode = match a.string("mode")?.as_deref() {
+                None | Some("avg") => op::RoiAlignMode::Avg,
+                Some("max") => op::RoiAlignMode::Max,
+                Some(other) => return Err(a.error("mode", format!("`{other}` is not avg or max"))),
+            };
+            // Opset 16 added coordinate_transformation_mode (default half_pixel); opset 10's
+            // form has no such attribute and behaves as output_half_pixel, so before 16 the
+            // attribute is refused (legacy.rs refuses it by name for opsets 10 to 12).
+            let coordinates = if ctx.opset >= 16 {
+                match a.string("coordinate_transformation_mode")?.as_deref() {
+                    None | Some("half_pixel") => op::RoiCoordinates::HalfPixel,
+                    Some("output_half_pixel") => op::RoiCoordinates::OutputHalfPixel,
+                    Some(other) => {
+                        return Err(a.error(
+                            "coordinate_transformation_mode",
+                            format!("`{other}` is not half_pixel or output_half_pixel"),
+                        ))
+                    }
+                }
+            } else if a.has("coordinate_transformation_mode") {
+                return Err(a.error(
+                    "coordinate_transformation_mode",
+                    format!(
+                        "exists from opset 16; at opset {} RoiAlign always behaves as \
+                         output_half_pixel",
+                        ctx.opset
+                    ),
+                ));
+            } else {
+                op::RoiCoordinates::OutputHalfPixel
+            };
+            let count = |name: &str, default: i64, min: i64| -> Result<usize, Error> {
+                let v = a.int_or(name, default)?;
+                usize::try_from(v)
+                    .ok()
+                    .filter(|_| v >= min)
+                    .ok_or_else(|| a.error(name, format!("must be an integer >= {min}, got {v}")))
+            };
+            Op::RoiAlign(op::RoiAlign {
+                mode,
+                coordinates,
+                output_height: count("output_height", 1, 1)?,
+                output_width: count("output_width", 1, 1)?,
+                sampling_ratio: count("sampling_ratio", 0, 0)?,
+                spatial_scale: a.float_or("spatial_scale", 1.0)?,
+            })
+        }
+        "MaxRoiPool" => {
+            let pooled = a.extents("pooled_shape", 1)?;
+            let pooled_shape = match pooled[..] {
+                [h, w] => [h, w],
+                [] => return Err(a.missing("pooled_shape")),
+                _ => {
+                    return Err(a.error(
+                        "pooled_shape",
+                        format!("must hold two extents (height, width), got {pooled:?}"),
+                    ))
+                }
+            };
+            Op::MaxRoiPool {
+                pooled_shape,
+                spatial_scale: a.float_or("spatial_scale", 1.0)?,
+            }
+        }
+        "DeformConv" => {
+            let at_least_one = |name: &str| -> Result<usize, Error> {
+                let v = a.int_or(name, 1)?;
+                usize::try_from(v)
+                    .ok()
+                    .filter(|&g| g >= 1)
+                    .ok_or_else(|| a.error(name, format!("must be at least 1, got {v}")))
+            };
+            Op::DeformConv(op::DeformConv {
+                dilations: a.extents("dilations", 1)?,
+                group: at_least_one("group")?,
+                kernel_shape: a.extents("kernel_shape", 1)?,
+                offset_group: at_least_one("offset_group")?,
+                pads: a.extents("pads", 0)?,
+                strides: a.extents("strides", 1)?,
+            })
+        }
+        "Col2Im" => Op::Col2Im {
+            dilations: a.extents("dilations", 1)?,
+            pads: a.extents("pads", 0)?,
+            strides: a.extents("strides", 1)?,
+        },
         "HannWindow" | "HammingWindow" | "BlackmanWindow" => {
             let kind = match op_type {
                 "HannWindow" => op::WindowKind::Hann,
@@ -1227,6 +1314,79 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
         Op::AffineGrid { align_corners } => {
             if *align_corners {
                 at.push(attrs::flag("align_corners", true));
+            }
+        }
+        Op::RoiAlign(r) => {
+            if r.mode == op::RoiAlignMode::Max {
+                at.push(attrs::string("mode", "max"));
+            }
+            match (r.coordinates, opset >= 16) {
+                (op::RoiCoordinates::HalfPixel, true)
+                | (op::RoiCoordinates::OutputHalfPixel, false) => {}
+                (op::RoiCoordinates::OutputHalfPixel, true) => at.push(attrs::string(
+                    "coordinate_transformation_mode",
+                    "output_half_pixel",
+                )),
+                (op::RoiCoordinates::HalfPixel, false) => {
+                    return Err(unrepresentable(
+                        "RoiAlign's half_pixel coordinates exist from opset 16 (opset 10's form \
+                         is output_half_pixel)",
+                    ))
+                }
+            }
+            let count = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
+            if r.output_height != 1 {
+                at.push(attrs::int("output_height", count(r.output_height)));
+            }
+            if r.output_width != 1 {
+                at.push(attrs::int("output_width", count(r.output_width)));
+            }
+            if r.sampling_ratio != 0 {
+                at.push(attrs::int("sampling_ratio", count(r.sampling_ratio)));
+            }
+            if r.spatial_scale != 1.0 {
+                at.push(attrs::float("spatial_scale", r.spatial_scale));
+            }
+        }
+        Op::MaxRoiPool {
+            pooled_shape,
+            spatial_scale,
+        } => {
+            at.push(attrs::extents("pooled_shape", pooled_shape));
+            if *spatial_scale != 1.0 {
+                at.push(attrs::float("spatial_scale", *spatial_scale));
+            }
+        }
+        Op::DeformConv(d) => {
+            for (name, values) in [
+                ("dilations", &d.dilations),
+                ("kernel_shape", &d.kernel_shape),
+                ("pads", &d.pads),
+                ("strides", &d.strides),
+            ] {
+                if !values.is_empty() {
+                    at.push(attrs::extents(name, values));
+                }
+            }
+            for (name, value) in [("group", d.group), ("offset_group", d.offset_group)] {
+                if value != 1 {
+                    at.push(attrs::int(name, i64::try_from(value).unwrap_or(i64::MAX)));
+                }
+            }
+        }
+        Op::Col2Im {
+            dilations,
+            pads,
+            strides,
+        } => {
+            for (name, values) in [
+                ("dilations", dilations),
+                ("pads", pads),
+                ("strides", strides),
+            ] {
+                if !values.is_empty() {
+                    at.push(attrs::extents(name, values));
+                }
             }
         }
         Op::NonMaxSuppression { center_point_box } => {

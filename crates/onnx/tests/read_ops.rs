@@ -1046,6 +1046,89 @@ fn newer_cases() -> Vec<(NodeProto, Op)> {
             weights: vec![0.5, 1.0, 2.0],
         }),
     ));
+    // Regions of interest, deformable convolution and Col2Im.
+    cases.push((
+        one(
+            "RoiAlign",
+            &["x", "rois", "batch"],
+            vec![
+                attr_string("coordinate_transformation_mode", "output_half_pixel"),
+                attr_string("mode", "max"),
+                attr_int("output_height", 3),
+                attr_int("output_width", 2),
+                attr_int("sampling_ratio", 2),
+                attr_float("spatial_scale", 0.25),
+            ],
+        ),
+        Op::RoiAlign(op::RoiAlign {
+            mode: op::RoiAlignMode::Max,
+            coordinates: op::RoiCoordinates::OutputHalfPixel,
+            output_height: 3,
+            output_width: 2,
+            sampling_ratio: 2,
+            spatial_scale: 0.25,
+        }),
+    ));
+    cases.push((
+        one("RoiAlign", &["x", "rois", "batch"], vec![]),
+        Op::RoiAlign(op::RoiAlign::default()),
+    ));
+    cases.push((
+        one(
+            "MaxRoiPool",
+            &["x", "rois"],
+            vec![
+                attr_ints("pooled_shape", &[2, 3]),
+                attr_float("spatial_scale", 0.0625),
+            ],
+        ),
+        Op::MaxRoiPool {
+            pooled_shape: [2, 3],
+            spatial_scale: 0.0625,
+        },
+    ));
+    cases.push((
+        one(
+            "DeformConv",
+            &["x", "w", "offset", "b", "mask"],
+            vec![
+                attr_ints("dilations", &[2, 1]),
+                attr_int("group", 2),
+                attr_ints("kernel_shape", &[3, 3]),
+                attr_int("offset_group", 4),
+                attr_ints("pads", &[1, 0, 1, 0]),
+                attr_ints("strides", &[1, 2]),
+            ],
+        ),
+        Op::DeformConv(op::DeformConv {
+            dilations: vec![2, 1],
+            group: 2,
+            kernel_shape: vec![3, 3],
+            offset_group: 4,
+            pads: vec![1, 0, 1, 0],
+            strides: vec![1, 2],
+        }),
+    ));
+    cases.push((
+        one("DeformConv", &["x", "w", "offset"], vec![]),
+        Op::DeformConv(op::DeformConv::default()),
+    ));
+    cases.push((
+        one(
+            "Col2Im",
+            &["x", "image", "block"],
+            vec![
+                attr_ints("dilations", &[1, 2]),
+                attr_ints("pads", &[0, 1, 1, 0]),
+                attr_ints("strides", &[2, 2]),
+            ],
+        ),
+        Op::Col2Im {
+            dilations: vec![1, 2],
+            pads: vec![0, 1, 1, 0],
+            strides: vec![2, 2],
+        },
+    ));
     cases
 }
 
@@ -1312,6 +1395,135 @@ fn tfidf_attributes_must_agree() {
         attr_ints("ngram_indexes", &[0, 1, 2]),
     ]);
     expect_err(read(backwards), |_| true, &["max_gram_length"]);
+}
+
+#[test]
+fn roi_align_coordinates_follow_the_opset() {
+    let read = |opset: i64, attrs| {
+        let proto = node("RoiAlign", "", &["x", "rois", "batch"], &["y"], attrs);
+        read_graph(&bytes(&model(
+            opset,
+            graph(vec![proto], vec![], vec![], vec![]),
+        )))
+        .map(|g| g.nodes[0].op.clone())
+    };
+    let roi = |coordinates| {
+        Op::RoiAlign(op::RoiAlign {
+            coordinates,
+            ..op::RoiAlign::default()
+        })
+    };
+    // Opset 10's form (read up to 15) has no coordinate_transformation_mode and behaves as
+    // output_half_pixel; from opset 16 the default is half_pixel.
+    for opset in [10, 13, 15] {
+        assert_eq!(
+            read(opset, vec![]).ok(),
+            Some(roi(op::RoiCoordinates::OutputHalfPixel)),
+            "opset {opset}"
+        );
+    }
+    assert_eq!(
+        read(16, vec![]).ok(),
+        Some(roi(op::RoiCoordinates::HalfPixel))
+    );
+    let mode = || vec![attr_string("coordinate_transformation_mode", "half_pixel")];
+    expect_err(
+        read(11, mode()),
+        |_| true,
+        &["coordinate_transformation_mode", "16"],
+    );
+    expect_err(
+        read(14, mode()),
+        |_| true,
+        &["coordinate_transformation_mode", "16"],
+    );
+    expect_err(
+        read(
+            16,
+            vec![attr_string(
+                "coordinate_transformation_mode",
+                "align_corners",
+            )],
+        ),
+        |_| true,
+        &["align_corners"],
+    );
+    expect_err(
+        read(16, vec![attr_string("mode", "sum")]),
+        |_| true,
+        &["mode", "sum"],
+    );
+    expect_err(
+        read(16, vec![attr_int("sampling_ratio", -1)]),
+        |_| true,
+        &["sampling_ratio", "-1"],
+    );
+    expect_err(
+        read(16, vec![attr_int("output_height", 0)]),
+        |_| true,
+        &["output_height"],
+    );
+}
+
+#[test]
+fn region_and_deformable_attributes_are_checked() {
+    let read = |op_type: &str, inputs: &[&str], opset: i64, attrs| {
+        let proto = node(op_type, "", inputs, &["y"], attrs);
+        read_graph(&bytes(&model(
+            opset,
+            graph(vec![proto], vec![], vec![], vec![]),
+        )))
+    };
+    // MaxRoiPool (opset 1's form) reads from opset 7; its pooled_shape is required and has
+    // two extents.
+    let pooled = || vec![attr_ints("pooled_shape", &[2, 1])];
+    assert_eq!(
+        read("MaxRoiPool", &["x", "r"], 7, pooled())
+            .ok()
+            .map(|g| g.nodes[0].op.clone()),
+        Some(Op::MaxRoiPool {
+            pooled_shape: [2, 1],
+            spatial_scale: 1.0,
+        })
+    );
+    expect_err(
+        read("MaxRoiPool", &["x", "r"], 13, vec![]),
+        |_| true,
+        &["pooled_shape"],
+    );
+    expect_err(
+        read(
+            "MaxRoiPool",
+            &["x", "r"],
+            13,
+            vec![attr_ints("pooled_shape", &[2, 2, 2])],
+        ),
+        |_| true,
+        &["pooled_shape", "two"],
+    );
+    // DeformConv has no auto_pad, and its groups are at least 1.
+    let deform = ["x", "w", "offset"];
+    expect_err(
+        read(
+            "DeformConv",
+            &deform,
+            19,
+            vec![attr_string("auto_pad", "SAME_UPPER")],
+        ),
+        |_| true,
+        &["auto_pad"],
+    );
+    expect_err(
+        read("DeformConv", &deform, 19, vec![attr_int("offset_group", 0)]),
+        |_| true,
+        &["offset_group"],
+    );
+    // Col2Im exists from opset 18.
+    expect_err(
+        read("Col2Im", &["x", "i", "b"], 17, vec![]),
+        |_| true,
+        &["Col2Im"],
+    );
 }
 
 #[test]

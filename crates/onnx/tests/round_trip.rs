@@ -1143,6 +1143,48 @@ fn newer_op_nodes() -> Vec<Node> {
         &["m", "shape"],
         1,
     );
+    // RoiAlign's non-default coordinates are written from opset 16, MaxRoiPool always.
+    add(
+        Op::RoiAlign(concord_core::op::RoiAlign {
+            mode: concord_core::op::RoiAlignMode::Max,
+            coordinates: concord_core::op::RoiCoordinates::OutputHalfPixel,
+            output_height: 2,
+            output_width: 3,
+            sampling_ratio: 2,
+            spatial_scale: 0.5,
+        }),
+        &["x", "m", "idx"],
+        1,
+    );
+    add(
+        Op::MaxRoiPool {
+            pooled_shape: [2, 2],
+            spatial_scale: 0.25,
+        },
+        &["x", "m"],
+        1,
+    );
+    add(
+        Op::DeformConv(concord_core::op::DeformConv {
+            dilations: vec![1, 2],
+            group: 2,
+            kernel_shape: vec![3, 3],
+            offset_group: 2,
+            pads: vec![1, 1, 0, 0],
+            strides: vec![2, 1],
+        }),
+        &["x", "w", "x", "", "x"],
+        1,
+    );
+    add(
+        Op::Col2Im {
+            dilations: vec![2, 1],
+            pads: vec![1, 0, 0, 1],
+            strides: vec![1, 2],
+        },
+        &["x", "shape", "sizes"],
+        1,
+    );
     nodes
 }
 
@@ -1307,6 +1349,10 @@ fn ops_the_opset_cannot_express_are_refused_on_save() {
             "wrap",
         ),
         (relu_like(Op::Reshape { allowzero: true }, 13), "allowzero"),
+        (
+            relu_like(Op::RoiAlign(concord_core::op::RoiAlign::default()), 15),
+            "half_pixel",
+        ),
         (
             relu_like(
                 Op::Shape {

@@ -1,5 +1,5 @@
-//! Shape and dtype inference for the nn family: Conv, ConvTranspose, Gemm, MatMul, MaxPool,
-//! AveragePool, GlobalAveragePool and Resize.
+//! Shape and dtype inference for the nn family: Conv, ConvTranspose, Col2Im, Gemm, MatMul,
+//! MaxPool, AveragePool, GlobalAveragePool and Resize.
 //!
 //! The checks are the ones the reference kernels (concord-cpu `ops/conv.rs`, `gemm.rs`,
 //! `pool.rs`, `resize.rs`) make, applied to whatever dims are known; the window arithmetic
@@ -61,6 +61,11 @@ pub(super) fn infer(
             pads,
             strides,
         } => max_unpool(kernel_shape, pads, strides, inputs)?,
+        Op::Col2Im {
+            dilations,
+            pads,
+            strides,
+        } => col2im(dilations, pads, strides, inputs)?,
         Op::Gemm(attrs) => gemm(attrs, inputs)?,
         Op::MatMul => matmul(inputs)?,
         Op::MaxPool(attrs) => pool("MaxPool", attrs, inputs)?,
@@ -336,6 +341,99 @@ fn max_unpool(
                 .map(Dim::Fixed),
         ),
         None => shape.extend(std::iter::repeat(Dim::Unknown).take(xs.len() - 2)),
+    }
+    Ok(OutputFact::new(x.dtype, shape))
+}
+
+/// Col2Im: input (N, C·∏block, L), image_shape and block_shape (1-D i64 of r extents) →
+/// (N, C, image_shape…). The extents come from the two shape operands' values: known when
+/// they are constants, unknown (of the rank image_shape's length gives) otherwise; where
+/// everything is known, [`crate::op::col2im_plan`] (the reference's own rule) checks that
+/// L is the number of sliding blocks.
+fn col2im(
+    dilations: &[usize],
+    pads: &[usize],
+    strides: &[usize],
+    inputs: &[Option<ValueFact>],
+) -> Result<OutputFact, OpError> {
+    let x = required(inputs, 0, "input")?;
+    let image = required(inputs, 1, "image_shape")?;
+    let block = required(inputs, 2, "block_shape")?;
+    expect_dtype(&x, 0, "input", &DType::ALL)?;
+    expect_dtype(&image, 1, "image_shape", &[DType::I64])?;
+    expect_dtype(&block, 2, "block_shape", &[DType::I64])?;
+    let xs = x.shape;
+    if xs.len() != 3 || image.shape.len() != 1 || block.shape.len() != 1 {
+        return Err(OpError::Shape(format!(
+            "Col2Im needs input (N, C·∏block_shape, L) and 1-D image_shape and block_shape, got \
+             input {}, image_shape {} and block_shape {}",
+            format_sym(xs),
+            format_sym(image.shape),
+            format_sym(block.shape)
+        )));
+    }
+    let extents = |fact: &ValueFact, what: &str| -> Result<Option<Vec<usize>>, OpError> {
+        let Some(values) = fact.value.and_then(Tensor::to_i64_vec) else {
+            return Ok(None);
+        };
+        values
+            .iter()
+            .map(|&v| usize::try_from(v).ok().filter(|&v| v >= 1))
+            .collect::<Option<Vec<usize>>>()
+            .map(Some)
+            .ok_or_else(|| {
+                OpError::Shape(format!(
+                    "Col2Im: {what} {values:?} must hold positive extents"
+                ))
+            })
+    };
+    let image_values = extents(&image, "image_shape")?;
+    let block_values = extents(&block, "block_shape")?;
+    let rank = match (&image_values, &image.shape[0], &block.shape[0]) {
+        (Some(v), _, _) => v.len(),
+        (None, Dim::Fixed(r), _) | (None, _, Dim::Fixed(r)) => *r,
+        _ => {
+            return Err(OpError::NotConstant {
+                index: 1,
+                name: "image_shape",
+            })
+        }
+    };
+    let channels = match (&block_values, &xs[1]) {
+        (Some(block), Dim::Fixed(rows)) => {
+            let size = block.iter().try_fold(1usize, |a, &b| a.checked_mul(b));
+            match size {
+                Some(size) if rows % size == 0 => Dim::Fixed(rows / size),
+                _ => {
+                    return Err(OpError::Shape(format!(
+                        "Col2Im: input {} has {rows} rows, not a multiple of the block size \
+                         ∏{block:?}",
+                        format_sym(xs)
+                    )))
+                }
+            }
+        }
+        _ => Dim::Unknown,
+    };
+    if let (Some(image), Some(block)) = (&image_values, &block_values) {
+        let axes = crate::op::col2im_plan(image, block, dilations, pads, strides)?;
+        let blocks = axes
+            .iter()
+            .try_fold(1usize, |a, axis| a.checked_mul(axis.input));
+        if let (Dim::Fixed(len), Some(blocks)) = (&xs[2], blocks) {
+            if *len != blocks {
+                return Err(OpError::Shape(format!(
+                    "Col2Im: input {} has {len} columns, but image_shape {image:?} and \
+                     block_shape {block:?} make {blocks} sliding blocks",
+                    format_sym(xs)
+                )));
+            }
+        }
+    }
+    let mut shape = vec![xs[0].clone(), channels];
+    match image_values {
+        Some(v) => shape.extend(v.into_iter().map(Dim::Fixed)),
+        None => shape.extend(std::iter::repeat(Dim::Unknown).take(rank)),
     }
     Ok(OutputFact::new(x.dtype, shape))
 }
@@ -618,17 +716,17 @@ fn given(fact: Option<ValueFact<'_>>) -> Option<ValueFact<'_>> {
 
 /// The window attributes shared by Conv and the pools (kernel extents passed separately,
 /// since Conv may only know them from a symbolic W).
-struct WindowAttrs<'a> {
-    auto_pad: AutoPad,
-    strides: &'a [usize],
-    dilations: &'a [usize],
-    pads: &'a [usize],
-    ceil_mode: bool,
+pub(super) struct WindowAttrs<'a> {
+    pub auto_pad: AutoPad,
+    pub strides: &'a [usize],
+    pub dilations: &'a [usize],
+    pub pads: &'a [usize],
+    pub ceil_mode: bool,
 }
 
 /// The output extent of each spatial axis of a sliding window; the same arithmetic and the
 /// same attribute checks as concord-cpu's `ops/spatial.rs`.
-fn window_output(
+pub(super) fn window_output(
     input: &[Dim],
     kernel: &[Option<usize>],
     attrs: &WindowAttrs,
@@ -748,7 +846,7 @@ fn window_output(
 }
 
 /// Checks that input `index` has the dtype of input 0.
-fn expect_same_dtype(
+pub(super) fn expect_same_dtype(
     fact: &ValueFact,
     index: usize,
     name: &'static str,
@@ -789,7 +887,7 @@ fn expect_value_length(len: usize, name: &str, rank: usize, x: &[Dim]) -> Result
     }
 }
 
-fn fixed(d: &Dim) -> Option<usize> {
+pub(super) fn fixed(d: &Dim) -> Option<usize> {
     match d {
         Dim::Fixed(n) => Some(*n),
         _ => None,

@@ -1,9 +1,11 @@
-//! Inference for the Sampling family: GridSample and AffineGrid.
+//! Inference for the Sampling family: GridSample, AffineGrid, RoiAlign, MaxRoiPool and
+//! DeformConv.
 
-use super::{expect_dtype, required, OutputFact, ValueFact};
+use super::nn::{expect_same_dtype, fixed, window_output, WindowAttrs};
+use super::{expect_dtype, optional, required, OutputFact, ValueFact};
 use crate::dtype::DType;
 use crate::error::OpError;
-use crate::op::Op;
+use crate::op::{AutoPad, DeformConv, Op, RoiAlign};
 use crate::shape::{format_sym, Dim, SymShape};
 
 /// The one output of `op`; [`super::infer_op`] checks the node declares one.
@@ -11,6 +13,9 @@ pub(super) fn infer(op: &Op, inputs: &[Option<ValueFact>]) -> Result<Vec<OutputF
     let fact = match op {
         Op::GridSample { .. } => grid_sample(inputs)?,
         Op::AffineGrid { .. } => affine_grid(inputs)?,
+        Op::RoiAlign(attrs) => roi_align(attrs, inputs)?,
+        Op::MaxRoiPool { pooled_shape, .. } => max_roi_pool(*pooled_shape, inputs)?,
+        Op::DeformConv(attrs) => deform_conv(attrs, inputs)?,
         other => {
             return Err(OpError::Unsupported(format!(
                 "{} is not a sampling op",
@@ -116,4 +121,211 @@ fn affine_grid(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
     }
     out.push(Dim::Fixed(r));
     Ok(OutputFact::new(theta.dtype, out))
+}
+
+/// RoiAlign: Y (R, C, output_height, output_width) for X (N, C, H, W), rois (R, 4) and
+/// batch_indices (R).
+fn roi_align(attrs: &RoiAlign, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+    let x = required(inputs, 0, "X")?;
+    let rois = required(inputs, 1, "rois")?;
+    let indices = required(inputs, 2, "batch_indices")?;
+    expect_dtype(&x, 0, "X", &DType::FLOATS)?;
+    expect_same_dtype(&rois, 1, "rois", x.dtype)?;
+    expect_dtype(&indices, 2, "batch_indices", &[DType::I64])?;
+    let bad = || {
+        format!(
+            "RoiAlign needs X (N, C, H, W), rois (R, 4) and batch_indices (R), got X {}, rois \
+             {} and batch_indices {}",
+            format_sym(x.shape),
+            format_sym(rois.shape),
+            format_sym(indices.shape)
+        )
+    };
+    let corners_ok = matches!(
+        rois.shape.get(1),
+        Some(Dim::Fixed(4) | Dim::Named(_) | Dim::Unknown)
+    );
+    if x.shape.len() != 4 || rois.shape.len() != 2 || indices.shape.len() != 1 || !corners_ok {
+        return Err(OpError::Shape(bad()));
+    }
+    let regions = agree(&rois.shape[0], &indices.shape[0], bad)?;
+    Ok(OutputFact::new(
+        x.dtype,
+        vec![
+            regions,
+            x.shape[1].clone(),
+            Dim::Fixed(attrs.output_height),
+            Dim::Fixed(attrs.output_width),
+        ],
+    ))
+}
+
+/// MaxRoiPool: Y (R, C, pooled height, pooled width) for X (N, C, H, W) and rois (R, 5).
+fn max_roi_pool(pooled: [usize; 2], inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+    let x = required(inputs, 0, "X")?;
+    let rois = required(inputs, 1, "rois")?;
+    expect_dtype(&x, 0, "X", &DType::FLOATS)?;
+    expect_same_dtype(&rois, 1, "rois", x.dtype)?;
+    let columns_ok = matches!(
+        rois.shape.get(1),
+        Some(Dim::Fixed(5) | Dim::Named(_) | Dim::Unknown)
+    );
+    if x.shape.len() != 4 || rois.shape.len() != 2 || !columns_ok {
+        return Err(OpError::Shape(format!(
+            "MaxRoiPool needs X (N, C, H, W) and rois (R, 5) of [batch index, x1, y1, x2, y2], \
+             got X {} and rois {}",
+            format_sym(x.shape),
+            format_sym(rois.shape)
+        )));
+    }
+    Ok(OutputFact::new(
+        x.dtype,
+        vec![
+            rois.shape[0].clone(),
+            x.shape[1].clone(),
+            Dim::Fixed(pooled[0]),
+            Dim::Fixed(pooled[1]),
+        ],
+    ))
+}
+
+/// DeformConv: Y (N, M, O1…Or) for X (N, C, D1…Dr), W (M, C/group, k1…kr), offset (N,
+/// offset_group·∏k·r, O1…Or), B (M)? and mask (N, offset_group·∏k, O1…Or)?; O is Conv's
+/// output extent, and offset's (and mask's) spatial extents must be it.
+fn deform_conv(attrs: &DeformConv, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
+    let x = required(inputs, 0, "X")?;
+    let w = required(inputs, 1, "W")?;
+    let offset = required(inputs, 2, "offset")?;
+    let bias = optional(inputs, 3);
+    let mask = optional(inputs, 4);
+    expect_dtype(&x, 0, "X", &DType::FLOATS)?;
+    expect_same_dtype(&w, 1, "W", x.dtype)?;
+    expect_same_dtype(&offset, 2, "offset", x.dtype)?;
+    if let Some(b) = &bias {
+        expect_same_dtype(b, 3, "B", x.dtype)?;
+    }
+    if let Some(m) = &mask {
+        expect_same_dtype(m, 4, "mask", x.dtype)?;
+    }
+    let rank = x.shape.len();
+    let bad = |detail: &str| {
+        format!(
+            "DeformConv needs X (N, C, D1…Dr), W (M, C/group, k1…kr), offset (N, \
+             offset_group·∏k·r, O1…Or), B (M) and mask (N, offset_group·∏k, O1…Or), got X {}, \
+             W {}, offset {}{}{}: {detail}",
+            format_sym(x.shape),
+            format_sym(w.shape),
+            format_sym(offset.shape),
+            bias.map_or(String::new(), |b| format!(", B {}", format_sym(b.shape))),
+            mask.map_or(String::new(), |m| format!(", mask {}", format_sym(m.shape))),
+        )
+    };
+    if rank < 3 || w.shape.len() != rank || offset.shape.len() != rank {
+        return Err(OpError::Shape(bad(
+            "X, W and offset must have one rank, 3 or more",
+        )));
+    }
+    if mask.is_some_and(|m| m.shape.len() != rank) {
+        return Err(OpError::Shape(bad("mask must have X's rank")));
+    }
+    if bias.is_some_and(|b| b.shape.len() != 1) {
+        return Err(OpError::Shape(bad("B must be 1-D")));
+    }
+    for (name, value) in [("group", attrs.group), ("offset_group", attrs.offset_group)] {
+        if value == 0 {
+            return Err(OpError::Attribute {
+                name,
+                detail: "is 0; it must be at least 1".into(),
+            });
+        }
+    }
+    let r = rank - 2;
+    let w_kernel: Vec<Option<usize>> = w.shape[2..].iter().map(fixed).collect();
+    let kernel: Vec<Option<usize>> = if attrs.kernel_shape.is_empty() {
+        w_kernel
+    } else {
+        let consistent = attrs.kernel_shape.len() == r
+            && attrs
+                .kernel_shape
+                .iter()
+                .zip(&w_kernel)
+                .all(|(&k, w)| w.map_or(true, |w| w == k));
+        if !consistent {
+            return Err(OpError::Attribute {
+                name: "kernel_shape",
+                detail: format!(
+                    "{:?} does not match the spatial extents of W {}",
+                    attrs.kernel_shape,
+                    format_sym(w.shape)
+                ),
+            });
+        }
+        attrs.kernel_shape.iter().map(|&k| Some(k)).collect()
+    };
+    if let (Dim::Fixed(c), Dim::Fixed(wc)) = (&x.shape[1], &w.shape[1]) {
+        if wc.checked_mul(attrs.group) != Some(*c) || c % attrs.offset_group != 0 {
+            return Err(OpError::Shape(bad(&format!(
+                "X's {c} channels must be W[1]·group = {wc}·{} and divisible by offset_group {}",
+                attrs.group, attrs.offset_group
+            ))));
+        }
+    }
+    if let Dim::Fixed(m) = &w.shape[0] {
+        if m % attrs.group != 0 {
+            return Err(OpError::Shape(bad(&format!(
+                "group {} does not divide M = {m}",
+                attrs.group
+            ))));
+        }
+        if bias.is_some_and(|b| matches!(b.shape[0], Dim::Fixed(len) if len != *m)) {
+            return Err(OpError::Shape(bad("B needs one value per output channel")));
+        }
+    }
+    // Offset and mask channels: offset_group·∏k·r and offset_group·∏k, where k is known.
+    let taps = kernel
+        .iter()
+        .try_fold(attrs.offset_group, |a, k| k.and_then(|k| a.checked_mul(k)));
+    if let Some(taps) = taps {
+        let want = taps
+            .checked_mul(r)
+            .ok_or_else(|| OpError::Shape(bad("the kernel is too large")))?;
+        if matches!(offset.shape[1], Dim::Fixed(c) if c != want) {
+            return Err(OpError::Shape(bad(&format!(
+                "offset needs {want} channels"
+            ))));
+        }
+        if mask.is_some_and(|m| matches!(m.shape[1], Dim::Fixed(c) if c != taps)) {
+            return Err(OpError::Shape(bad(&format!("mask needs {taps} channels"))));
+        }
+    }
+    let spatial = window_output(
+        &x.shape[2..],
+        &kernel,
+        &WindowAttrs {
+            auto_pad: AutoPad::NotSet,
+            strides: &attrs.strides,
+            dilations: &attrs.dilations,
+            pads: &attrs.pads,
+            ceil_mode: false,
+        },
+    )?;
+    let mut batch = agree(&x.shape[0], &offset.shape[0], || bad("batch sizes differ"))?;
+    let mut out = Vec::with_capacity(rank);
+    for (i, conv) in spatial.iter().enumerate() {
+        let mut dim = agree(conv, &offset.shape[2 + i], || {
+            bad("offset's spatial extents must be Conv's output extents")
+        })?;
+        if let Some(m) = &mask {
+            dim = agree(&dim, &m.shape[2 + i], || {
+                bad("mask's spatial extents must be offset's")
+            })?;
+        }
+        out.push(dim);
+    }
+    if let Some(m) = &mask {
+        batch = agree(&batch, &m.shape[0], || bad("batch sizes differ"))?;
+    }
+    let mut shape = vec![batch, w.shape[0].clone()];
+    shape.extend(out);
+    Ok(OutputFact::new(x.dtype, shape))
 }

@@ -1,6 +1,7 @@
 //! Conv: N-d grouped convolution (1-d, 2-d, 3-d, …; depthwise when group == C) with
-//! strides, dilations, explicit or automatic padding and an optional bias; and its transpose,
-//! ConvTranspose, with the same attributes plus output_padding and output_shape.
+//! strides, dilations, explicit or automatic padding and an optional bias; its transpose,
+//! ConvTranspose, with the same attributes plus output_padding and output_shape; and
+//! Col2Im, ConvTranspose's scatter of columns into an image without the weights.
 //!
 //! Each (batch, group) pair is one matrix product: the group's weights, M/group rows of
 //! C/group·∏kernel values, times the im2col matrix of its input channels, whose column
@@ -10,7 +11,7 @@
 use super::gemm::expect_same_dtype;
 use super::matrix::{multiply_add, MatRef};
 use super::spatial::{advance, checked_product, col2im_add, resolve, Axis, WindowAttrs};
-use super::{expect_float, optional, required};
+use super::{expect_float, i64_operand, optional, required};
 use concord_core::op::{Conv, ConvTranspose};
 use concord_core::{OpError, Shape, Tensor};
 
@@ -353,4 +354,76 @@ pub(crate) fn conv_transpose(
         }
     }
     Tensor::from_f64(x.dtype(), Shape::new(output_shape), y)
+}
+
+/// Runs Col2Im on input (N, C·∏block, L), image_shape and block_shape (i64, r extents each):
+/// every column of the L sliding-block positions is added back into the image at the
+/// positions its block covers, overlaps summed, padding dropped. Floats sum in f64;
+/// integers sum exactly in i128 and wrap once when stored, as numpy's `+=` does (bool sums
+/// are "any", as numpy's are).
+pub(crate) fn col2im(
+    dilations: &[usize],
+    pads: &[usize],
+    strides: &[usize],
+    inputs: &[Option<&Tensor>],
+) -> Result<Tensor, OpError> {
+    let x = required(inputs, 0, "input")?;
+    let extents = |index: usize, name: &'static str| -> Result<Vec<usize>, OpError> {
+        let values = i64_operand(required(inputs, index, name)?, index, name)?;
+        values
+            .iter()
+            .map(|&v| usize::try_from(v).ok().filter(|&v| v >= 1))
+            .collect::<Option<Vec<usize>>>()
+            .ok_or_else(|| {
+                OpError::Shape(format!(
+                    "Col2Im: {name} {values:?} must hold positive extents"
+                ))
+            })
+    };
+    let image = extents(1, "image_shape")?;
+    let block = extents(2, "block_shape")?;
+    let axes = concord_core::op::col2im_plan(&image, &block, dilations, pads, strides)?;
+    let block_size = checked_product(&block, "Col2Im block_shape")?;
+    let blocks: Vec<usize> = axes.iter().map(|a| a.input).collect();
+    let columns = checked_product(&blocks, "Col2Im sliding blocks")?;
+    let (n, rows) = match *x.dims() {
+        [n, rows, len] if rows % block_size == 0 && len == columns => (n, rows),
+        _ => {
+            return Err(OpError::Shape(format!(
+                "Col2Im needs input (N, C·{block_size}, {columns}) for image_shape {image:?} and \
+                 block_shape {block:?} ({columns} sliding blocks of {block_size} values), got \
+                 input {}",
+                x.shape()
+            )))
+        }
+    };
+    let c = rows / block_size;
+    let mut output_shape = vec![n, c];
+    output_shape.extend(&image);
+    let out_len = checked_product(&output_shape, "Col2Im output shape")?;
+    let image_len = out_len.checked_div(n.max(1)).unwrap_or(0);
+    let per_image = rows * columns;
+    match x.to_i128_vec() {
+        Some(values) => {
+            let mut out = vec![0i128; out_len];
+            for (cols, plane) in values
+                .chunks_exact(per_image.max(1))
+                .zip(out.chunks_exact_mut(image_len.max(1)))
+            {
+                col2im_add(cols, &axes, plane);
+            }
+            Tensor::from_i128(x.dtype(), Shape::new(output_shape), out)
+        }
+        None => {
+            let values = x.to_f64_vec();
+            let mut out = vec![0.0f64; out_len];
+            for (cols, plane) in values
+                .chunks_exact(per_image.max(1))
+                .zip(out.chunks_exact_mut(image_len.max(1)))
+            {
+                col2im_add(cols, &axes, plane);
+            }
+            Tensor::from_f64(x.dtype(), Shape::new(output_shape), out)
+        }
+    }
 }

@@ -4,6 +4,7 @@ pub(crate) mod algebra;
 mod attention;
 mod control;
 mod conv;
+mod deform;
 mod elementwise;
 mod gemm;
 mod indexing;
@@ -18,6 +19,7 @@ mod random;
 mod recurrent;
 mod reduce;
 mod resize;
+mod roi;
 mod sampling;
 mod selection;
 mod signal;
@@ -54,6 +56,11 @@ pub fn run_op(
                 pads,
                 strides,
             } => pool::max_unpool(kernel_shape, pads, strides, inputs)?,
+            Op::Col2Im {
+                dilations,
+                pads,
+                strides,
+            } => conv::col2im(dilations, pads, strides, inputs)?,
             other => return Err(not_in_family(other)),
         }],
         Family::Unary | Family::Binary | Family::Select => vec![elementwise::run(op, inputs)?],

@@ -1,5 +1,5 @@
 //! Sampling kernels: GridSample and AffineGrid, computed in f64 and rounded once when
-//! stored.
+//! stored; RoiAlign and MaxRoiPool (`roi.rs`) and DeformConv (`deform.rs`) route from here.
 //!
 //! GridSample follows onnxruntime's kernel where it and the ONNX reference differ: every tap
 //! an interpolation reads outside X is padded (zero, the clamped index, or the reflected
@@ -25,6 +25,12 @@ pub(crate) fn run(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError
             align_corners,
         } => grid_sample(*mode, *padding_mode, *align_corners, inputs),
         Op::AffineGrid { align_corners } => affine_grid(*align_corners, inputs),
+        Op::RoiAlign(attrs) => super::roi::roi_align(attrs, inputs),
+        Op::MaxRoiPool {
+            pooled_shape,
+            spatial_scale,
+        } => super::roi::max_roi_pool(*pooled_shape, *spatial_scale, inputs),
+        Op::DeformConv(attrs) => super::deform::deform_conv(attrs, inputs),
         other => Err(super::not_in_family(other)),
     }
 }

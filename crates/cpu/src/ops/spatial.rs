@@ -195,8 +195,13 @@ pub(crate) fn resolve(input: &[usize], attrs: &WindowAttrs) -> Result<Vec<Axis>,
 /// (channel, tap₀, …, tapₙ₋₁) in row-major order and one column per position of the
 /// `input` extents of `axes` in row-major order; each value is added to `image` (channels
 /// of ∏ `output` extents) at the position its tap lands on, or dropped where that is
-/// cropped. ConvTranspose and Col2Im both end in this.
-pub(crate) fn col2im_add(cols: &[f64], axes: &[TransposedAxis], image: &mut [f64]) {
+/// cropped. ConvTranspose and Col2Im both end in this: in f64, and Col2Im of integers in
+/// i128.
+pub(crate) fn col2im_add<T: Copy + std::ops::AddAssign>(
+    cols: &[T],
+    axes: &[TransposedAxis],
+    image: &mut [T],
+) {
     let kernel: Vec<usize> = axes.iter().map(|a| a.kernel).collect();
     let input: Vec<usize> = axes.iter().map(|a| a.input).collect();
     let output: Vec<usize> = axes.iter().map(|a| a.output).collect();

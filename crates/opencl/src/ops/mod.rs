@@ -51,7 +51,7 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
         Op::Unary(u) => u.def().device,
         Op::Binary(b) => b.def().device,
         // Reference-only ops of families that otherwise have kernels.
-        Op::ConvTranspose(_) | Op::MaxUnpool { .. } => false,
+        Op::ConvTranspose(_) | Op::MaxUnpool { .. } | Op::Col2Im { .. } => false,
         op => !matches!(
             op.family(),
             Family::Indexing

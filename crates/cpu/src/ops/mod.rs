@@ -95,17 +95,6 @@ pub(crate) fn not_in_family(op: &Op) -> OpError {
     ))
 }
 
-/// Why the reference cannot run `op` whatever its operands, if it cannot: attribute values
-/// the IR represents but the reference does not implement. Asked when a net is built, so
-/// such a model is refused then rather than at its first forward.
-pub fn declines(op: &Op) -> Option<String> {
-    let refused = match op {
-        Op::Resize(attrs) => resize::check_supported(attrs),
-        _ => Ok(()),
-    };
-    refused.err().map(|e| e.to_string())
-}
-
 /// The input at `index`, or a MissingInput error naming it.
 pub(crate) fn required<'a>(
     inputs: &[Option<&'a Tensor>],

@@ -2521,9 +2521,10 @@ pub const OTHER_OPS: &[OpSchema] = &[
         &[attr("else_branch", Required), attr("then_branch", Required)],
     ),
     schema("Loop", 1, Family::ControlFlow, &[attr("body", Required)]),
+    // Scan-8's batched form is read as a Scan over the batch axis of the opset-9 form.
     schema(
         "Scan",
-        9,
+        8,
         Family::ControlFlow,
         &[
             attr("body", Required),

@@ -2985,6 +2985,15 @@ impl Op {
         }
     }
 
+    /// The attribute name of each of [`Op::subgraphs`], in the same order, for errors.
+    pub fn subgraph_attributes(&self) -> &'static [&'static str] {
+        match self {
+            Op::If { .. } => &["then_branch", "else_branch"],
+            Op::Loop { .. } | Op::Scan { .. } => &["body"],
+            _ => &[],
+        }
+    }
+
     /// How many of a node's inputs (the last ones) are captured outer values rather than
     /// the op's formal operands, given the node's input count.
     pub fn captures(&self, num_inputs: usize) -> usize {

@@ -69,8 +69,9 @@ pub struct NodeTest {
     /// The directory name, `test_…`.
     pub name: String,
     pub dir: PathBuf,
-    /// Op types of the model's nodes, sorted and deduplicated; ops outside the default
-    /// domain are written `domain:Op`.
+    /// Op types of the model's nodes and of its subgraphs' nodes (If, Loop and Scan
+    /// bodies, recursively), sorted and deduplicated; ops outside the default domain are
+    /// written `domain:Op`.
     pub ops: Vec<String>,
     /// How many nodes the model has (one means the op's own tolerance level applies).
     pub nodes: usize,
@@ -441,17 +442,8 @@ impl NodeTest {
                 return test;
             }
         };
-        let ops: BTreeSet<String> = graph
-            .node
-            .iter()
-            .map(|n| {
-                if n.domain.is_empty() || n.domain == "ai.onnx" {
-                    n.op_type.clone()
-                } else {
-                    format!("{}:{}", n.domain, n.op_type)
-                }
-            })
-            .collect();
+        let mut ops = BTreeSet::new();
+        ops_used(&graph, &mut ops);
         test.ops = ops.into_iter().collect();
         test.nodes = graph.node.len();
         test.single_op = match graph.node.as_slice() {
@@ -482,6 +474,25 @@ impl NodeTest {
                 "ops {} are not supported by Concord",
                 ops.join(", ")
             )),
+        }
+    }
+}
+
+/// Every op a graph uses, those of the subgraphs of its If, Loop and Scan nodes (and of
+/// any other graph-valued attribute) included, recursively: a test whose body uses an op
+/// Concord lacks is skipped with that op named, rather than failing when the body is
+/// read. Ops of a domain other than the default one are written `domain:Op`.
+fn ops_used(graph: &GraphProto, ops: &mut BTreeSet<String>) {
+    for node in &graph.node {
+        ops.insert(if node.domain.is_empty() || node.domain == "ai.onnx" {
+            node.op_type.clone()
+        } else {
+            format!("{}:{}", node.domain, node.op_type)
+        });
+        for attribute in &node.attribute {
+            for subgraph in attribute.g.iter().map(|g| &**g).chain(&attribute.graphs) {
+                ops_used(subgraph, ops);
+            }
         }
     }
 }
@@ -1198,5 +1209,59 @@ must_pass = ["test_draws", "test_draws_short"]
             ..test
         };
         assert_eq!(supported.unsupported_reason(), None);
+    }
+
+    #[test]
+    fn ops_inside_subgraphs_are_found_at_any_depth() {
+        use concord_onnx::proto::{AttributeProto, NodeProto};
+        let node = |op_type: &str, domain: &str, attribute: Vec<AttributeProto>| NodeProto {
+            op_type: op_type.into(),
+            domain: domain.into(),
+            attribute,
+            ..NodeProto::default()
+        };
+        let graph_of = |nodes: Vec<NodeProto>| GraphProto {
+            node: nodes,
+            ..GraphProto::default()
+        };
+        let branch = |name: &str, graph: GraphProto| AttributeProto {
+            name: name.into(),
+            g: Some(Box::new(graph)),
+            ..AttributeProto::default()
+        };
+        // Loop's body holds an If whose else_branch uses an op Concord lacks.
+        let inner_if = node(
+            "If",
+            "",
+            vec![
+                branch("then_branch", graph_of(vec![node("Identity", "", vec![])])),
+                branch(
+                    "else_branch",
+                    graph_of(vec![node("Scaler", "ai.onnx.ml", vec![])]),
+                ),
+            ],
+        );
+        let model = graph_of(vec![
+            node("Add", "", vec![]),
+            node("Loop", "", vec![branch("body", graph_of(vec![inner_if]))]),
+        ]);
+        let mut ops = BTreeSet::new();
+        ops_used(&model, &mut ops);
+        let ops: Vec<String> = ops.into_iter().collect();
+        assert_eq!(ops, ["Add", "Identity", "If", "Loop", "ai.onnx.ml:Scaler"]);
+        let test = NodeTest {
+            name: "test_loop_with_scaler".into(),
+            dir: PathBuf::new(),
+            ops,
+            nodes: 2,
+            single_op: None,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            problem: None,
+        };
+        assert_eq!(
+            test.unsupported_reason().as_deref(),
+            Some("op ai.onnx.ml:Scaler is not supported by Concord")
+        );
     }
 }

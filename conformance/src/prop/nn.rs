@@ -298,8 +298,8 @@ fn global_average_pool() -> impl Strategy<Value = OpCase> {
 }
 
 /// The coordinate transformations every executor is expected to implement, plainest
-/// first. half_pixel_symmetric needs opset 19; tf_crop_and_resize needs an roi and is
-/// refused by the reference, so it is left out.
+/// first. half_pixel_symmetric needs opset 19; tf_crop_and_resize needs an roi and only
+/// the reference implements it (its node tests check it), so it is left out.
 const COORDINATES: &[&str] = &[
     "half_pixel",
     "asymmetric",

@@ -42,7 +42,7 @@ pub use executor::{Availability, DeviceInfo, Executor, PreparedPartition, Profil
 pub use graph::{Graph, Node, ValueInfo};
 pub use op::Op;
 pub use placement::{FallbackCause, FallbackPolicy, Notice, Placement};
-pub use schedule::{Schedule, Step, StepValues};
+pub use schedule::{Schedule, ScheduleTree, Step, StepValues};
 pub use shape::{broadcast_shapes, shape_range, Dim, Shape, SymShape};
 pub use target::{
     resolve_target, Backend, Capability, Target, TargetFallback, TargetResolution, TargetSpec,

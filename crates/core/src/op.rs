@@ -1644,6 +1644,43 @@ impl Resize {
     }
 }
 
+impl Resize {
+    /// Each axis's region of interest (start, end), in normalised input coordinates, from
+    /// the values of the `roi` operand: a start for each of [`Resize::axes`] (every axis
+    /// when None), then an end for each. An axis not listed is whole
+    /// ([`crate::resize::WHOLE_AXIS`]), and so is every axis when `roi` is empty: the spec
+    /// makes roi optional, onnxruntime then reads whole axes and the ONNX reference
+    /// implementation refuses the node; Concord follows onnxruntime. Only
+    /// tf_crop_and_resize reads the result.
+    pub fn roi_per_axis(
+        &self,
+        rank: usize,
+        roi: &[f32],
+    ) -> Result<Vec<(f32, f32)>, crate::OpError> {
+        let mut out = vec![crate::resize::WHOLE_AXIS; rank];
+        if roi.is_empty() {
+            return Ok(out);
+        }
+        let axes: Vec<usize> = match &self.axes {
+            None => (0..rank).collect(),
+            Some(axes) => crate::shape::normalize_axes(axes, rank)?,
+        };
+        if roi.len() != 2 * axes.len() {
+            return Err(crate::OpError::Shape(format!(
+                "Resize: roi has {} values; it needs a start and an end for each of the {} \
+                 resized axes, {}",
+                roi.len(),
+                axes.len(),
+                2 * axes.len()
+            )));
+        }
+        for (k, &axis) in axes.iter().enumerate() {
+            out[axis] = (roi[k], roi[axes.len() + k]);
+        }
+        Ok(out)
+    }
+}
+
 impl Default for Resize {
     fn default() -> Self {
         Resize {
@@ -1690,10 +1727,19 @@ pub enum NearestMode {
 impl CoordinateTransform {
     /// Maps output index `x` back to a (fractional) input coordinate along one axis. It is
     /// computed in f32, as onnxruntime does: nearest-mode choices flip on exact halves, so
-    /// the precision is part of what every executor must agree on. tf_crop_and_resize is
-    /// refused before any coordinate is computed and maps like asymmetric here.
-    pub fn original(self, x: f32, scale: f32, out_len: f32, in_len: f32) -> f32 {
+    /// the precision is part of what every executor must agree on. `roi` is the axis's
+    /// (start, end) in normalised input coordinates, read by tf_crop_and_resize only (the
+    /// whole axis is (0, 1)); its arithmetic is onnxruntime's, operation for operation.
+    pub fn original(self, x: f32, scale: f32, out_len: f32, in_len: f32, roi: (f32, f32)) -> f32 {
         match self {
+            CoordinateTransform::TfCropAndResize => {
+                let (start, end) = roi;
+                if out_len > 1.0 {
+                    start * (in_len - 1.0) + (x * (end - start) * (in_len - 1.0)) / (out_len - 1.0)
+                } else {
+                    0.5 * (start + end) * (in_len - 1.0)
+                }
+            }
             CoordinateTransform::HalfPixel => (x + 0.5) / scale - 0.5,
             CoordinateTransform::HalfPixelSymmetric => {
                 let adjustment = out_len / (scale * in_len);
@@ -1714,7 +1760,7 @@ impl CoordinateTransform {
                     x * (in_len - 1.0) / (out_len - 1.0)
                 }
             }
-            CoordinateTransform::Asymmetric | CoordinateTransform::TfCropAndResize => x / scale,
+            CoordinateTransform::Asymmetric => x / scale,
         }
     }
 }
@@ -2901,9 +2947,10 @@ pub const OTHER_OPS: &[OpSchema] = &[
         &[attr("else_branch", Required), attr("then_branch", Required)],
     ),
     schema("Loop", 1, Family::ControlFlow, &[attr("body", Required)]),
+    // Scan-8's batched form is read as a Scan over the batch axis of the opset-9 form.
     schema(
         "Scan",
-        9,
+        8,
         Family::ControlFlow,
         &[
             attr("body", Required),
@@ -3510,6 +3557,15 @@ impl Op {
             } => vec![then_branch, else_branch],
             Op::Loop { body, .. } | Op::Scan { body, .. } => vec![body],
             _ => Vec::new(),
+        }
+    }
+
+    /// The attribute name of each of [`Op::subgraphs`], in the same order, for errors.
+    pub fn subgraph_attributes(&self) -> &'static [&'static str] {
+        match self {
+            Op::If { .. } => &["then_branch", "else_branch"],
+            Op::Loop { .. } | Op::Scan { .. } => &["body"],
+            _ => &[],
         }
     }
 

@@ -1,12 +1,13 @@
 //! Resize's per-axis sampling: for each output index along one axis, which input indices it
-//! reads and with what weight. The coordinate mapping is [`CoordinateTransform`] and the
-//! rounding [`NearestMode`]; this is the rest, one function that every executor calls so
-//! that they all pick the same pixels.
+//! reads and with what weight, and whether it lies outside the input (tf_crop_and_resize
+//! writes `extrapolation_value` there). The coordinate mapping is [`CoordinateTransform`]
+//! and the rounding [`NearestMode`]; this is the rest, one function each that every
+//! executor calls so that they all pick the same pixels.
 //!
 //! [`CoordinateTransform`]: crate::op::CoordinateTransform
 //! [`NearestMode`]: crate::op::NearestMode
 
-use crate::op::{Resize, ResizeMode};
+use crate::op::{CoordinateTransform, Resize, ResizeMode};
 
 /// Where one output index along an axis reads from: `(1 - w1)·x[i0] + w1·x[i1]`.
 /// `i0 == i1` (and `w1 == 0`) is a plain copy of `x[i0]`: nearest mode, or a linear
@@ -29,20 +30,84 @@ impl Tap {
     }
 }
 
-/// The tap of every output index along one axis of length `in_len` resized to `out_len`
-/// with `scale` (output over input). Linear and cubic both take the two neighbours (cubic
-/// is declined by the executors before this is reached). `in_len` is at least 1 wherever
-/// the result is used; an empty axis gives taps onto index 0.
-pub fn resize_taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> Vec<Tap> {
-    let last = in_len.saturating_sub(1);
-    (0..out_len)
+/// The region of interest of an axis that is not cropped: all of it.
+pub const WHOLE_AXIS: (f32, f32) = (0.0, 1.0);
+
+/// One axis of a resize: its input and output extents, the f32 coordinate scale (as
+/// [`Resize::plan`] gives it), and its region of interest as (start, end) in normalised
+/// input coordinates, which only tf_crop_and_resize reads.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ResizeAxis {
+    pub in_len: usize,
+    pub out_len: usize,
+    pub scale: f32,
+    pub roi: (f32, f32),
+}
+
+impl ResizeAxis {
+    /// An axis resized as a whole ([`WHOLE_AXIS`]).
+    pub fn new(in_len: usize, out_len: usize, scale: f32) -> Self {
+        ResizeAxis {
+            in_len,
+            out_len,
+            scale,
+            roi: WHOLE_AXIS,
+        }
+    }
+
+    /// The same axis cropped to `roi` (tf_crop_and_resize).
+    pub fn with_roi(self, roi: (f32, f32)) -> Self {
+        ResizeAxis { roi, ..self }
+    }
+
+    /// The (fractional, unclamped) input coordinate output index `o` maps to, in f32.
+    pub fn original(&self, attrs: &Resize, o: usize) -> f32 {
+        attrs.coordinate_transformation_mode.original(
+            o as f32,
+            self.scale,
+            self.out_len as f32,
+            self.in_len as f32,
+            self.roi,
+        )
+    }
+}
+
+/// For every output index along `axis`, whether tf_crop_and_resize writes
+/// `extrapolation_value` there rather than sampling: its coordinate lies outside
+/// [0, in_len − 1]. The spec says so per axis, and an output element takes the value when
+/// any of its axes is outside, as onnxruntime decides it (per element, on the f32
+/// coordinate) and the ONNX reference implementation agrees. Every other mode clamps onto
+/// the edge instead, so this is all false for them.
+pub fn extrapolated(attrs: &Resize, axis: &ResizeAxis) -> Vec<bool> {
+    let crops = attrs.coordinate_transformation_mode == CoordinateTransform::TfCropAndResize;
+    let last = axis.in_len as f32 - 1.0;
+    (0..axis.out_len)
         .map(|o| {
-            let x = attrs.coordinate_transformation_mode.original(
-                o as f32,
-                scale,
-                out_len as f32,
-                in_len as f32,
-            );
+            crops && {
+                let x = axis.original(attrs, o);
+                x < 0.0 || x > last
+            }
+        })
+        .collect()
+}
+
+/// The tap of every output index along one whole axis of length `in_len` resized to
+/// `out_len` with `scale` (output over input): [`resize_axis_taps`] of a [`ResizeAxis`]
+/// without a crop.
+pub fn resize_taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> Vec<Tap> {
+    resize_axis_taps(attrs, &ResizeAxis::new(in_len, out_len, scale))
+}
+
+/// The tap of every output index along `axis`. Linear and cubic both take the two
+/// neighbours (the reference computes cubic's four itself; the device executors decline
+/// cubic). A coordinate outside the input is clamped onto the edge; where
+/// tf_crop_and_resize extrapolates instead, [`extrapolated`] says so. `in_len` is at
+/// least 1 wherever the result is used; an empty axis gives taps onto index 0.
+pub fn resize_axis_taps(attrs: &Resize, axis: &ResizeAxis) -> Vec<Tap> {
+    let last = axis.in_len.saturating_sub(1);
+    (0..axis.out_len)
+        .map(|o| {
+            let x = axis.original(attrs, o);
             match attrs.mode {
                 ResizeMode::Linear | ResizeMode::Cubic => {
                     let x = x.clamp(0.0, last as f32);
@@ -78,13 +143,11 @@ pub fn resize_taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) ->
 /// s = min(scale, 1), over the inputs within its support (1 or 2) / s of the original
 /// coordinate x. Inputs outside the axis are dropped with `exclude_outside`, else their
 /// weight goes to the nearest edge; then the weights are normalised. The window bounds are
-/// computed in f32 as onnxruntime does, the weights in f64.
-pub fn antialias_taps(
-    attrs: &Resize,
-    in_len: usize,
-    out_len: usize,
-    scale: f32,
-) -> Vec<Vec<(usize, f64)>> {
+/// computed in f32 as onnxruntime does, the weights in f64. With tf_crop_and_resize the
+/// window is centred on the cropped coordinate, as in both; an output index outside the
+/// input is [`extrapolated`].
+pub fn antialias_taps(attrs: &Resize, axis: &ResizeAxis) -> Vec<Vec<(usize, f64)>> {
+    let (in_len, out_len, scale) = (axis.in_len, axis.out_len, axis.scale);
     let cubic = attrs.mode == ResizeMode::Cubic;
     let a = f64::from(attrs.cubic_coeff_a);
     let filter = |t: f64| -> f64 {
@@ -113,12 +176,7 @@ pub fn antialias_taps(
                 + if scale == 1.0 {
                     o as f32
                 } else {
-                    attrs.coordinate_transformation_mode.original(
-                        o as f32,
-                        scale,
-                        out_len as f32,
-                        in_len as f32,
-                    )
+                    axis.original(attrs, o)
                 };
             let start = (center - support + 0.5).floor() as i64;
             let end = (center + support + 0.5).floor() as i64;
@@ -163,7 +221,7 @@ mod tests {
             antialias: true,
             ..Resize::default()
         };
-        let taps = antialias_taps(&a, 4, 2, 0.5);
+        let taps = antialias_taps(&a, &ResizeAxis::new(4, 2, 0.5));
         assert_eq!(
             taps[0],
             vec![(0, 0.125), (0, 0.375), (1, 0.375), (2, 0.125)]
@@ -172,7 +230,7 @@ mod tests {
             exclude_outside: true,
             ..a
         };
-        let taps = antialias_taps(&excluded, 4, 2, 0.5);
+        let taps = antialias_taps(&excluded, &ResizeAxis::new(4, 2, 0.5));
         assert_eq!(
             taps[0],
             vec![(0, 0.75 / 1.75), (1, 0.75 / 1.75), (2, 0.25 / 1.75)]
@@ -226,6 +284,41 @@ mod tests {
                     w1: 0.0
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn tf_crop_and_resize_maps_into_the_roi_and_flags_what_falls_outside() {
+        // ONNX: x = start·(in − 1) + o·(end − start)·(in − 1) / (out − 1). Cropping
+        // [0.4, 0.6] of an axis of 4 to 3 outputs: x = 1.2 + 0.3·o = 1.2, 1.5, 1.8, so every
+        // output blends inputs 1 and 2 with weights 0.2, 0.5 and 0.8 on input 2.
+        let a = attrs(
+            ResizeMode::Linear,
+            CoordinateTransform::TfCropAndResize,
+            NearestMode::RoundPreferFloor,
+        );
+        let axis = ResizeAxis::new(4, 3, 0.75).with_roi((0.4, 0.6));
+        let taps = resize_axis_taps(&a, &axis);
+        for (tap, w1) in taps.iter().zip([0.2f32, 0.5, 0.8]) {
+            assert_eq!((tap.i0, tap.i1), (1, 2));
+            assert!((tap.w1 - w1).abs() < 1e-6, "{tap:?}");
+        }
+        assert_eq!(extrapolated(&a, &axis), vec![false, false, false]);
+        // [0.6, 1.7]: x = 1.8 + 1.65·o = 1.8, 3.45, 5.1; the last input is 3.
+        let beyond = ResizeAxis::new(4, 3, 0.75).with_roi((0.6, 1.7));
+        assert_eq!(extrapolated(&a, &beyond), vec![false, true, true]);
+        // One output samples the middle of the roi: 0.5·(0.4 + 0.6)·3 = 1.5.
+        let single = ResizeAxis::new(4, 1, 0.25).with_roi((0.4, 0.6));
+        assert_eq!(single.original(&a, 0), 1.5);
+        // Other modes clamp rather than extrapolate.
+        let half = attrs(
+            ResizeMode::Linear,
+            CoordinateTransform::HalfPixel,
+            NearestMode::RoundPreferFloor,
+        );
+        assert_eq!(
+            extrapolated(&half, &ResizeAxis::new(2, 4, 2.0)),
+            vec![false; 4]
         );
     }
 }

@@ -5,8 +5,12 @@
 //! A value dies after its last reader unless it is an output; [`free_points`] is that one
 //! notion of last use, shared with the planner's hand-over between partitions. A value that
 //! is written and never read stays in its slot until the run ends, as it always has.
+//!
+//! A [`ScheduleTree`] adds the schedules of the subgraphs of If, Loop and Scan nodes,
+//! recursively, so that an executor running control flow computes them once, at prepare,
+//! and no run of a node (nor iteration of a loop) schedules its body again.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, OpError, Result};
 use crate::graph::{Graph, Node};
 use crate::tensor::Tensor;
 use std::borrow::Cow;
@@ -343,6 +347,62 @@ impl Schedule {
             },
         )?;
         Ok(outputs.into_iter().map(Cow::into_owned).collect())
+    }
+}
+
+/// A graph's [`Schedule`] with those of the subgraphs of its If, Loop and Scan nodes,
+/// recursively: everything an executor needs to run the graph beyond the graph itself.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScheduleTree {
+    schedule: Schedule,
+    /// For each node that has subgraphs, by its index in the graph's node list: one tree
+    /// per subgraph, in [`crate::Op::subgraphs`] order.
+    subgraphs: BTreeMap<usize, Vec<ScheduleTree>>,
+}
+
+impl ScheduleTree {
+    /// The schedule of `graph` and of every subgraph nested in it. A subgraph that cannot
+    /// be scheduled is an error at its node, naming the subgraph's attribute.
+    pub fn for_graph(graph: &Graph) -> Result<ScheduleTree> {
+        let schedule = Schedule::for_graph(graph)?;
+        let mut subgraphs = BTreeMap::new();
+        for (index, node) in graph.nodes.iter().enumerate() {
+            let bodies = node.op.subgraphs();
+            if bodies.is_empty() {
+                continue;
+            }
+            let trees = bodies
+                .into_iter()
+                .zip(node.op.subgraph_attributes())
+                .map(|(body, attribute)| {
+                    ScheduleTree::for_graph(body).map_err(|e| {
+                        Error::at_node(
+                            node,
+                            OpError::Subgraph {
+                                graph: (*attribute).to_string(),
+                                source: Box::new(e),
+                            },
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            subgraphs.insert(index, trees);
+        }
+        Ok(ScheduleTree {
+            schedule,
+            subgraphs,
+        })
+    }
+
+    /// The graph's own schedule.
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    /// The trees of node `node`'s subgraphs, in [`crate::Op::subgraphs`] order; empty for
+    /// a node without subgraphs.
+    pub fn subgraphs(&self, node: usize) -> &[ScheduleTree] {
+        self.subgraphs.get(&node).map_or(&[], Vec::as_slice)
     }
 }
 

@@ -157,13 +157,12 @@ fn squeeze_and_unsqueeze_with_symbolic_dims() {
     let x = || data(DType::F32, vec![b(), f(1), f(4)]);
     assert_eq!(infer(&Op::Squeeze, &[x(), ints(&[1])]), Ok(vec![b(), f(4)]));
     assert_eq!(infer(&Op::Squeeze, &[x(), unknown_ints(1)]), Ok(vec![U, U]));
-    // Without axes, whether `batch` is 1 decides the rank.
-    assert_eq!(
-        infer(&Op::Squeeze, &[x()]),
-        Err(OpError::NotConstant {
-            index: 1,
-            name: "axes"
-        })
+    // Without axes, whether `batch` is 1 decides the rank: a type that waits for folding,
+    // and says why.
+    let e = infer(&Op::Squeeze, &[x()]).expect_err("the rank depends on `batch`");
+    assert!(
+        matches!(&e, OpError::NeedsFolding(why) if why.contains("without axes") && why.contains("batch")),
+        "{e:?}"
     );
     let e = infer(&Op::Squeeze, &[x(), ints(&[2])]).expect_err("extent 4");
     assert!(matches!(e, OpError::Shape(_)), "{e:?}");
@@ -175,6 +174,16 @@ fn squeeze_and_unsqueeze_with_symbolic_dims() {
         infer(&Op::Unsqueeze, &[x(), unknown_ints(2)]),
         Ok(vec![U, U, U, U, U])
     );
+    // Axes given as a scalar name one axis (onnxruntime's and ONNX's reference reading).
+    let axis = |a: i64| constant(Tensor::scalar_i64(a));
+    assert_eq!(
+        infer(&Op::Unsqueeze, &[x(), axis(-1)]),
+        Ok(vec![b(), f(1), f(4), f(1)])
+    );
+    assert_eq!(infer(&Op::Squeeze, &[x(), axis(1)]), Ok(vec![b(), f(4)]));
+    let matrix = constant(Tensor::from_i64([1, 1], vec![1]).expect("[1, 1] axes"));
+    let e = infer(&Op::Unsqueeze, &[x(), matrix]).expect_err("2-D axes");
+    assert!(matches!(e, OpError::Shape(_)), "{e:?}");
     // A scalar (PyTorch's Gather of a Shape) becomes [1] wherever the axis goes.
     let scalar = || data(DType::I64, vec![]);
     assert_eq!(

@@ -4,7 +4,7 @@
 use crate::runner::ReferenceExecutor;
 use concord_core::{
     Availability, DType, DeviceInfo, Error, Executor, Graph, Node, PreparedPartition, ProfileSink,
-    Schedule, Support, Target, TargetSpec, Tensor,
+    ScheduleTree, Support, Target, TargetSpec, Tensor,
 };
 use std::collections::BTreeMap;
 
@@ -16,11 +16,28 @@ pub const CPU: Target = Target::new("cpu");
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuExecutor;
 
-/// A partition prepared for the reference executor: the sub-graph and its schedule.
+/// A partition prepared for the reference executor: the sub-graph, its schedule, and the
+/// schedules of its control-flow subgraphs at any depth, all made once here and shared by
+/// every run (they are plain data, so concurrent `&self` runs read them freely).
 #[derive(Debug)]
 pub struct CpuPartition {
     graph: Graph,
-    schedule: Schedule,
+    schedules: ScheduleTree,
+}
+
+impl CpuPartition {
+    /// Prepares `partition`: schedules it and every subgraph nested in it.
+    pub fn new(partition: &Graph) -> Result<Self, Error> {
+        Ok(CpuPartition {
+            schedules: ScheduleTree::for_graph(partition)?,
+            graph: partition.clone(),
+        })
+    }
+
+    /// The schedules every run walks.
+    pub fn schedules(&self) -> &ScheduleTree {
+        &self.schedules
+    }
 }
 
 impl CpuExecutor {
@@ -59,18 +76,15 @@ impl Executor for CpuExecutor {
         vec![TargetSpec::new(CPU, DType::F32, DType::F32)]
     }
 
-    fn supports(&self, _graph: &Graph, node: &Node, target: &Target) -> Support {
-        // Every op of the IR has a reference kernel, but a few attribute values (Resize
-        // cubic, Pad reflect…) are not implemented; and the reference runs on the host only.
+    fn supports(&self, _graph: &Graph, _node: &Node, target: &Target) -> Support {
+        // Every op of the IR, with every attribute value it represents, has a reference
+        // kernel; the reference runs on the host only.
         if *target != CPU {
             return Support::No(format!(
                 "the reference executor runs on the host only, not {target}"
             ));
         }
-        match crate::ops::declines(&node.op) {
-            Some(why) => Support::No(why),
-            None => Support::Yes,
-        }
+        Support::Yes
     }
 
     fn prepare(
@@ -78,10 +92,7 @@ impl Executor for CpuExecutor {
         partition: &Graph,
         _target: &Target,
     ) -> Result<Box<dyn PreparedPartition>, Error> {
-        Ok(Box::new(CpuPartition {
-            schedule: Schedule::for_graph(partition)?,
-            graph: partition.clone(),
-        }))
+        Ok(Box::new(CpuPartition::new(partition)?))
     }
 }
 
@@ -91,6 +102,6 @@ impl PreparedPartition for CpuPartition {
         inputs: &BTreeMap<String, Tensor>,
         profile: Option<&dyn ProfileSink>,
     ) -> Result<Vec<Tensor>, Error> {
-        ReferenceExecutor::new().run_scheduled(&self.graph, &self.schedule, inputs, profile)
+        ReferenceExecutor::new().run_scheduled(&self.graph, &self.schedules, inputs, profile)
     }
 }

@@ -17,7 +17,7 @@ mod runner;
 
 pub use accumulation::{accumulation, Accumulation};
 pub use executor::{CpuExecutor, CpuPartition, CPU};
-pub use ops::{declines, run_op};
+pub use ops::run_op;
 pub use runner::{ReferenceExecutor, RunOutputs};
 
 use concord_core::fold::Evaluator;

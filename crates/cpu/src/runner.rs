@@ -1,9 +1,10 @@
 //! Runs a whole [`Graph`] with the reference kernels by walking its [`Schedule`]: the
 //! schedule's walker resolves operands and drops values after their last reader; this file
-//! only runs one node.
+//! only runs one node. The schedules of control-flow subgraphs come with the graph's, in
+//! one [`ScheduleTree`], and go to the node that runs them.
 
-use crate::ops::run_op;
-use concord_core::{Error, Graph, ProfileSink, Schedule, Step, Tensor};
+use crate::ops::run_op_scheduled;
+use concord_core::{Error, Graph, ProfileSink, ScheduleTree, Step, Tensor};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -38,35 +39,37 @@ impl ReferenceExecutor {
         inputs: &BTreeMap<String, Tensor>,
         profile: Option<&dyn ProfileSink>,
     ) -> Result<RunOutputs, Error> {
-        let schedule = Schedule::for_graph(graph)?;
-        let outputs = self.run_scheduled(graph, &schedule, inputs, profile)?;
+        let schedules = ScheduleTree::for_graph(graph)?;
+        let outputs = self.run_scheduled(graph, &schedules, inputs, profile)?;
         Ok(graph.outputs.iter().cloned().zip(outputs).collect())
     }
 
-    /// Runs `graph` by walking `schedule` (made from it by [`Schedule::for_graph`], once per
-    /// prepared partition), returning the outputs in the graph's output order.
+    /// Runs `graph` by walking `schedules` (made from it by [`ScheduleTree::for_graph`],
+    /// once per prepared partition), returning the outputs in the graph's output order.
     pub fn run_scheduled(
         &self,
         graph: &Graph,
-        schedule: &Schedule,
+        schedules: &ScheduleTree,
         inputs: &BTreeMap<String, Tensor>,
         profile: Option<&dyn ProfileSink>,
     ) -> Result<Vec<Tensor>, Error> {
-        schedule.walk_host(inputs, &graph.initializers, |step, operands| {
-            run_step(graph, step, operands, profile)
-        })
+        schedules
+            .schedule()
+            .walk_host(inputs, &graph.initializers, |step, operands| {
+                run_step(graph, schedules, step, operands, profile)
+            })
     }
 
-    /// Runs `graph` by walking `schedule`, its runtime inputs bound by position and
+    /// Runs `graph` by walking `schedules`, its runtime inputs bound by position and
     /// borrowed (the subgraph of an If, Loop or Scan, whose inputs are the outer node's
     /// operands); returns the outputs in the graph's output order.
     pub fn run_bound(
         &self,
         graph: &Graph,
-        schedule: &Schedule,
+        schedules: &ScheduleTree,
         inputs: &[&Tensor],
     ) -> Result<Vec<Tensor>, Error> {
-        let outputs = schedule.walk(
+        let outputs = schedules.schedule().walk(
             |k, name| match inputs.get(k) {
                 Some(t) => Ok(Some(Cow::Borrowed(*t))),
                 None => Err(Error::InvalidInput {
@@ -78,7 +81,7 @@ impl ReferenceExecutor {
             |step, operands: &[Option<&Cow<Tensor>>]| {
                 let operands: Vec<Option<&Tensor>> =
                     operands.iter().map(|o| o.map(|t| t.as_ref())).collect();
-                Ok(run_step(graph, step, &operands, None)?
+                Ok(run_step(graph, schedules, step, &operands, None)?
                     .into_iter()
                     .map(Cow::Owned)
                     .collect())
@@ -88,9 +91,11 @@ impl ReferenceExecutor {
     }
 }
 
-/// Runs the node of one schedule step.
+/// Runs the node of one schedule step, handing a control-flow node its subgraphs'
+/// schedules.
 fn run_step(
     graph: &Graph,
+    schedules: &ScheduleTree,
     step: &Step,
     operands: &[Option<&Tensor>],
     profile: Option<&dyn ProfileSink>,
@@ -102,8 +107,13 @@ fn run_step(
         ))
     })?;
     let started = profile.map(|_| Instant::now());
-    let results =
-        run_op(&node.op, operands, node.outputs.len()).map_err(|e| Error::at_node(node, e))?;
+    let results = run_op_scheduled(
+        &node.op,
+        schedules.subgraphs(step.node),
+        operands,
+        node.outputs.len(),
+    )
+    .map_err(|e| Error::at_node(node, e))?;
     if let (Some(sink), Some(started)) = (profile, started) {
         sink.record_on(&node.name, "cpu", started.elapsed());
     }

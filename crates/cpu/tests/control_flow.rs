@@ -1,14 +1,17 @@
 //! If, Loop and Scan on hand-computed examples: branches of different shapes, nested If
 //! reading outer values, loop-carried state with scan outputs and captures, Scan in both
-//! directions, shape inference of the merged branches, and folding of a constant If.
+//! directions, shape inference of the merged branches, folding of a constant If, and a
+//! prepared partition that holds the schedules of its nested subgraphs.
 
 // Tests fail by panicking; the workspace's production lint does not apply here.
 #![allow(clippy::panic)]
 
 use concord_core::infer::{infer_op, ValueFact};
 use concord_core::op::Binary;
-use concord_core::{DType, Dim, Graph, Node, Op, OpError, Shape, Tensor, ValueInfo};
-use concord_cpu::{run_op, ReferenceEvaluator, ReferenceExecutor};
+use concord_core::{
+    DType, Dim, Graph, Node, Op, OpError, PreparedPartition, Shape, Tensor, ValueInfo,
+};
+use concord_cpu::{run_op, CpuPartition, ReferenceEvaluator, ReferenceExecutor};
 use std::collections::BTreeMap;
 
 fn f32s(dims: &[usize], v: &[f32]) -> Tensor {
@@ -365,4 +368,102 @@ fn folding_replaces_a_constant_if_by_its_branch() {
         .run(&graph, &inputs)
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(out[0].1, f32s(&[2], &[2.0, 6.0]));
+}
+
+/// A net of one Loop (3 trips, acc carried from x, x captured) whose body holds an If:
+/// `if i < 1 { acc + x } else { acc + acc }`. `else_reads` is what the else branch adds to
+/// acc (a value it cannot find makes the graph unschedulable).
+fn loop_of_if(else_reads: &str) -> Graph {
+    let branch_inputs = [("acc_in", DType::F32), ("x", DType::F32)];
+    let if_op = Op::If {
+        then_branch: Box::new(subgraph(
+            &branch_inputs,
+            vec![add("plus_x", "acc_in", "x", "t")],
+            &["t"],
+        )),
+        else_branch: Box::new(subgraph(
+            &branch_inputs,
+            vec![add("double", "acc_in", else_reads, "e")],
+            &["e"],
+        )),
+    };
+    let mut body = subgraph(
+        &[
+            ("i", DType::I64),
+            ("cond_in", DType::Bool),
+            ("acc_in", DType::F32),
+            ("x", DType::F32),
+        ],
+        vec![
+            Node::new("first", Op::Binary(Binary::Less), &["i", "one"], &["c"]),
+            Node::new("choose", if_op, &["c", "acc_in", "x"], &["acc_out"]),
+            Node::new("keep", Op::Identity, &["cond_in"], &["cond_out"]),
+        ],
+        &["cond_out", "acc_out"],
+    );
+    body.initializers.insert("one".into(), i64s(&[], &[1]));
+    let mut g = Graph {
+        name: "loop_of_if".into(),
+        inputs: vec![ValueInfo::fixed("x", DType::F32, &[2])],
+        outputs: vec!["acc".into()],
+        nodes: vec![Node {
+            name: "repeat".into(),
+            op: Op::Loop {
+                body: Box::new(body),
+                captures: 1,
+            },
+            inputs: vec![Some("m".into()), None, Some("x".into()), Some("x".into())],
+            outputs: vec!["acc".into()],
+        }],
+        opset: 21,
+        ..Graph::default()
+    };
+    g.initializers.insert("m".into(), i64s(&[], &[3]));
+    g
+}
+
+#[test]
+fn a_prepared_partition_holds_its_nested_subgraph_schedules_and_runs_them() {
+    let partition = CpuPartition::new(&loop_of_if("acc_in")).unwrap_or_else(|e| panic!("{e}"));
+    // The structure: the Loop (node 0) has its body's tree, in which the If (node 1) has
+    // one tree per branch, each a one-step schedule; nodes without subgraphs have none.
+    let schedules = partition.schedules();
+    assert_eq!(schedules.schedule().steps().len(), 1);
+    let [body] = schedules.subgraphs(0) else {
+        panic!("the Loop holds one body schedule");
+    };
+    assert_eq!(body.schedule().steps().len(), 3);
+    assert!(body.subgraphs(0).is_empty() && body.subgraphs(2).is_empty());
+    let [then_tree, else_tree] = body.subgraphs(1) else {
+        panic!("the If holds two branch schedules");
+    };
+    assert_eq!(then_tree.schedule().steps().len(), 1);
+    assert_eq!(else_tree.schedule().steps().len(), 1);
+    // The values, by hand: acc = [1, 2]; trip 0 adds x → [2, 4]; trips 1 and 2 double it
+    // → [4, 8] → [8, 16]. Four threads share the partition (`&self` runs).
+    let inputs = BTreeMap::from([("x".to_string(), f32s(&[2], &[1.0, 2.0]))]);
+    let want = vec![f32s(&[2], &[8.0, 16.0])];
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| partition.run(&inputs, None)))
+            .collect();
+        for run in runs {
+            match run.join() {
+                Ok(Ok(got)) => assert_eq!(got, want),
+                Ok(Err(e)) => panic!("the nested net runs: {e}"),
+                Err(_) => panic!("a run panicked"),
+            }
+        }
+    });
+}
+
+#[test]
+fn a_subgraph_that_cannot_be_scheduled_is_refused_when_the_partition_is_prepared() {
+    // The else branch two levels down reads a value nothing defines: preparing fails,
+    // naming each level, before any run.
+    let e = CpuPartition::new(&loop_of_if("nowhere")).expect_err("a dangling value");
+    let message = e.to_string();
+    for needle in ["repeat", "body", "choose", "else_branch", "nowhere"] {
+        assert!(message.contains(needle), "{message} does not name {needle}");
+    }
 }

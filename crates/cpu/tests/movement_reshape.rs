@@ -172,6 +172,17 @@ fn unsqueeze_inserts_unit_dims_at_output_positions() {
     // A scalar becomes a 1-element vector (the shape-chain step after Gather).
     let s = Tensor::scalar_i64(2);
     assert_same(&ok(&Op::Unsqueeze, &[&s, &ints(&[0])]), &ints(&[2]));
+    // Axes as a scalar name one axis, as onnxruntime and ONNX's reference read them
+    // (AffineGrid's function expansion writes Unsqueeze(x, -1) with a scalar -1).
+    let last = Tensor::scalar_i64(-1);
+    assert_same(&ok(&Op::Unsqueeze, &[&x, &last]), &iota(&[3, 4, 1]));
+    assert_same(
+        &ok(&Op::Squeeze, &[&iota(&[3, 4, 1]), &last]),
+        &iota(&[3, 4]),
+    );
+    let matrix = Tensor::from_i64([1, 1], vec![0]).expect("[1, 1] axes");
+    let e = err(&Op::Unsqueeze, &[&x, &matrix]);
+    assert!(matches!(e, OpError::Shape(_)), "{e:?}");
 
     let e = err(&Op::Unsqueeze, &[&x, &ints(&[0, 0])]);
     assert!(

@@ -5,7 +5,7 @@
 mod nn_support;
 
 use concord_core::infer::{infer_op, ValueFact};
-use concord_core::op::{AutoPad, Conv, Gemm, Pool, Resize, ResizeMode};
+use concord_core::op::{AutoPad, Conv, CoordinateTransform, Gemm, Pool, Resize, ResizeMode};
 use concord_core::{DType, Dim, Op, OpError, Tensor};
 use nn_support::{f32s, i64s, infer_dims, run_and_check_inference, values};
 
@@ -205,6 +205,31 @@ fn resize_inference_reads_constant_scales_and_sizes() {
         infer_dims(&op, &[Some(&x), None, Some(&scales)], &[]),
         Ok(vec![Dim::Unknown; 4])
     );
+}
+
+#[test]
+fn tf_crop_and_resize_extents_ignore_the_roi() {
+    // onnxruntime and the ONNX reference implementation size the output from scales alone:
+    // floor(4 · 1.5) = 6 on each cropped axis, not floor(4 · (0.6 − 0.4) · 1.5) = 1.
+    let x = f32s(
+        &[1, 1, 4, 4],
+        &values(16, 1).iter().map(|&v| v as f32).collect::<Vec<_>>(),
+    );
+    let roi = f32s(&[8], &[0., 0., 0.4, 0.6, 1., 1., 0.6, 0.8]);
+    let scales = f32s(&[4], &[1., 1., 1.5, 1.5]);
+    let crop = Op::Resize(Resize {
+        mode: ResizeMode::Linear,
+        coordinate_transformation_mode: CoordinateTransform::TfCropAndResize,
+        ..Resize::default()
+    });
+    let y = run_and_check_inference(&crop, &[Some(&x), Some(&roi), Some(&scales)], &[2]);
+    assert_eq!(y.dims(), [1, 1, 6, 6]);
+    // A roi of the wrong length is refused when the net is built.
+    let short = f32s(&[4], &[0.4, 0.6, 0.6, 0.8]);
+    let e = infer_dims(&crop, &[Some(&x), Some(&short), Some(&scales)], &[2])
+        .expect_err("4 roi values for 4 axes");
+    assert!(matches!(e, OpError::Shape(_)), "{e:?}");
+    assert!(e.to_string().contains("roi has 4 values"), "{e}");
 }
 
 fn named(name: &str) -> Dim {

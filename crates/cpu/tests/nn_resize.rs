@@ -1,6 +1,7 @@
 //! Resize kernel tests: small hand-computed examples for nearest and linear modes under
-//! each coordinate transformation and nearest rounding mode, `scales` and `sizes` targets,
-//! and the typed errors for what the reference does not implement.
+//! each coordinate transformation and nearest rounding mode (tf_crop_and_resize's roi and
+//! extrapolation included), `scales` and `sizes` targets, and the typed errors for bad
+//! operands.
 
 mod nn_support;
 
@@ -270,15 +271,98 @@ fn f16_input_gives_f16_output() {
     );
 }
 
+/// X of shape [1, 1, 3, 5] with x[r, c] = 100·r + 10·c, so a blend is easy to check.
+fn grid_3x5() -> Tensor {
+    let values: Vec<f32> = (0..3)
+        .flat_map(|r| (0..5).map(move |c| (100 * r + 10 * c) as f32))
+        .collect();
+    f32s(&[1, 1, 3, 5], &values)
+}
+
+/// Runs Resize with a `roi` and a `sizes` input.
+fn crop(op: &Op, x: &Tensor, roi: &[f32], sizes: &[i64]) -> Result<Tensor, OpError> {
+    let r = f32s(&[roi.len()], roi);
+    let s = i64s(&[sizes.len()], sizes);
+    run(op, &[Some(x), Some(&r), None, Some(&s)])
+}
+
 #[test]
-fn tf_crop_and_resize_is_refused_by_name() {
-    let x = f32s(&[1, 1, 2, 2], &[1., 2., 3., 4.]);
-    let s = f32s(&[4], &[1., 1., 2., 2.]);
-    let crop = linear(CoordinateTransform::TfCropAndResize);
+fn tf_crop_and_resize_samples_inside_the_roi() {
+    // ONNX: x = start·(in − 1) + o·(end − start)·(in − 1) / (out − 1).
+    // Rows, roi [0.5, 1] of 3 → 2: x = 1 + o·0.5·2 / 1 = 1, 2.
+    // Columns, roi [0.125, 0.625] of 5 → 3: x = 0.5 + o·0.5·4 / 2 = 0.5, 1.5, 2.5, halfway
+    // between columns, so 10·x = 5, 15, 25 on top of 100·row. Every coordinate and weight
+    // is exact in f32, so the result is exact.
+    let roi = [0., 0., 0.5, 0.125, 1., 1., 1., 0.625];
+    let want = [105., 115., 125., 205., 215., 225.];
+    let y = crop(
+        &linear(CoordinateTransform::TfCropAndResize),
+        &grid_3x5(),
+        &roi,
+        &[1, 1, 2, 3],
+    )
+    .expect("linear crop");
+    check(&y, DType::F32, &[1, 1, 2, 3], &want, Tolerance::Exact);
+    // The same crop with `axes` = [3, 2]: roi lists starts then ends in the axes' order.
+    let op = Op::Resize(Resize {
+        mode: ResizeMode::Linear,
+        coordinate_transformation_mode: CoordinateTransform::TfCropAndResize,
+        axes: Some(vec![3, 2]),
+        ..Resize::default()
+    });
+    let y = crop(&op, &grid_3x5(), &[0.125, 0.5, 0.625, 1.], &[3, 2]).expect("axes crop");
+    check(&y, DType::F32, &[1, 1, 2, 3], &want, Tolerance::Exact);
+    // Without a roi every axis is whole (onnxruntime's reading): the one row samples the
+    // middle, 0.5·(0 + 1)·2 = 1, and columns x = 0, 2, 4.
+    let s = i64s(&[4], &[1, 1, 1, 3]);
+    let y = ok(
+        &linear(CoordinateTransform::TfCropAndResize),
+        &[Some(&grid_3x5()), None, None, Some(&s)],
+    );
+    check(
+        &y,
+        DType::F32,
+        &[1, 1, 1, 3],
+        &[100., 120., 140.],
+        Tolerance::Exact,
+    );
+}
+
+#[test]
+fn tf_crop_and_resize_extrapolates_outside_the_input_in_every_mode() {
+    // Rows, roi [−0.5, 1] of 3 → 2: x = −1 + o·1.5·2 = −1 (outside), 2.
+    // Columns, roi [0.5, 1.5] of 5 → 3: x = 2 + o·1·4 / 2 = 2, 4, 6 (outside).
+    // Inside coordinates are whole numbers, which every mode samples exactly (cubic's
+    // weights at a whole coordinate are 0, 1, 0, 0), so row 2 gives 220, 240 and the rest
+    // is extrapolation_value.
+    let roi = [0., 0., -0.5, 0.5, 1., 1., 1., 1.5];
+    let want = [-7., -7., -7., 220., 240., -7.];
+    for mode in [ResizeMode::Nearest, ResizeMode::Linear, ResizeMode::Cubic] {
+        let op = Op::Resize(Resize {
+            mode,
+            coordinate_transformation_mode: CoordinateTransform::TfCropAndResize,
+            extrapolation_value: -7.0,
+            ..Resize::default()
+        });
+        let y = crop(&op, &grid_3x5(), &roi, &[1, 1, 2, 3]).expect("crop");
+        check(&y, DType::F32, &[1, 1, 2, 3], &want, Tolerance::Exact);
+    }
+}
+
+#[test]
+fn tf_crop_and_resize_roi_errors() {
+    let op = linear(CoordinateTransform::TfCropAndResize);
     check_error(
-        run(&crop, &[Some(&x), None, Some(&s)]),
-        |e| matches!(e, OpError::Unsupported(_)),
-        &["tf_crop_and_resize"],
+        crop(&op, &grid_3x5(), &[0., 0., 0., 1., 1., 1.], &[1, 1, 2, 3]),
+        |e| matches!(e, OpError::Shape(_)),
+        &["roi", "6"],
+    );
+    let ints = i64s(&[8], &[0, 0, 0, 0, 1, 1, 1, 1]);
+    let s = i64s(&[4], &[1, 1, 2, 3]);
+    check_error(
+        run(&op, &[Some(&grid_3x5()), Some(&ints), None, Some(&s)]),
+        |e| matches!(e, OpError::DType { index: 1, .. }),
+        &[],
     );
 }
 

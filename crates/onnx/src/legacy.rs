@@ -18,6 +18,11 @@
 //!   Softmax(-1) and Reshape back to the input's shape, as onnx's version converter does.
 //! - BatchNormalization's `spatial` (before 9) reads when it is 1, the only form with an
 //!   equivalent.
+//! - Scan-8 (a batch axis on every input and output, an optional `sequence_lens` input, and
+//!   `directions`) is, without sequence_lens, an opset-9 Scan per batch element: the node
+//!   is rewritten to that per-element Scan here, and the reader wraps it in a Scan over
+//!   the batch axis ([`scan_over_batch`]). With sequence_lens (lengths per batch element)
+//!   it has no opset-9 equivalent and is refused.
 //! - Forms from before opset 7 (`consumed_inputs`, `is_test`, a binary op's `broadcast` and
 //!   `axis`) are refused by name at any opset, as is every form with no opset-13
 //!   equivalent: each is an [`Error::LegacyForm`] naming node, op, opset and attribute.
@@ -31,7 +36,7 @@ use crate::error::Error;
 use crate::proto::{AttributeProto, NodeProto};
 use crate::read::NodeNames;
 use concord_core::op::Binary;
-use concord_core::Tensor;
+use concord_core::{Graph, Node, Op, Tensor, ValueInfo};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The opset whose forms the op mapping reads; nodes of older opsets are rewritten to it,
@@ -200,6 +205,7 @@ impl<'g> Normaliser<'g> {
                 }
                 without_attributes(proto, &["spatial"])
             }
+            "Scan" if opset < 9 => self.scan_8(proto, &name, &a)?,
             "Softmax" => return self.softmax(proto, name, &a, names),
             "Upsample" => self.upsample(proto, &name, &a)?,
             "Scatter" => self.scatter(proto, &name, &a)?,
@@ -476,6 +482,38 @@ impl<'g> Normaliser<'g> {
         Ok(resize)
     }
 
+    /// Scan-8: inputs sequence_lens?, then N states and M scan inputs, every one with a
+    /// leading batch axis (scan inputs are [batch, sequence, …]); `directions` per scan
+    /// input; every output has the batch axis too (scan outputs [batch, sequence, …]). For
+    /// each batch element it runs the body over that element's sequence, which is an
+    /// opset-9 Scan of the element's slices, scanning axis 0. This returns that per-element
+    /// Scan (sequence_lens dropped, `directions` renamed `scan_input_directions`); the
+    /// reader then wraps it in a Scan over the batch axis with [`scan_over_batch`].
+    ///
+    /// sequence_lens gives each batch element its own length (the rest of its scan outputs
+    /// left as padding): opset 9 has no such input, and whether given lengths are all full
+    /// is only known from values at run time, so a node with it is refused.
+    fn scan_8(&mut self, proto: &NodeProto, name: &str, a: &Attrs) -> Result<NodeProto, Error> {
+        if let Some(lens) = proto.input.first().filter(|s| !s.is_empty()) {
+            return Err(legacy(
+                proto,
+                name,
+                self.opset,
+                &format!("input 0 (`{lens}`, sequence_lens)"),
+                "gives each batch element its own sequence length; the opset-9 Scan that \
+                 Concord reads scans every sequence to its full length and has no such \
+                 input, so Scan-8 is read only without sequence_lens",
+            ));
+        }
+        let mut out = without_attributes(proto, &["directions"]);
+        out.input = proto.input.iter().skip(1).cloned().collect();
+        if let Some(directions) = a.ints("directions")? {
+            out.attribute
+                .push(crate::attrs::ints("scan_input_directions", &directions));
+        }
+        Ok(out)
+    }
+
     fn fresh_value(&mut self, base: &str) -> String {
         let mut candidate = base.to_string();
         let mut suffix = 1usize;
@@ -574,6 +612,10 @@ const NEWER_ATTRIBUTES: &[(&str, &str, i64)] = &[
     ("Constant", "value_string", 12),
     ("Constant", "value_strings", 12),
     ("ReduceSum", "noop_with_empty_axes", 13),
+    ("Scan", "scan_input_axes", 9),
+    ("Scan", "scan_input_directions", 9),
+    ("Scan", "scan_output_axes", 9),
+    ("Scan", "scan_output_directions", 9),
     ("ReduceMean", "noop_with_empty_axes", 18),
     ("ReduceMax", "noop_with_empty_axes", 18),
     ("RoiAlign", "coordinate_transformation_mode", 16),
@@ -599,6 +641,125 @@ fn refuse_newer_attributes(proto: &NodeProto, name: &str, opset: i64) -> Result<
         }
     }
     Ok(())
+}
+
+/// Wraps the per-element Scan that [`Normaliser::scan_8`] made of a Scan-8 node (already
+/// read, its captures appended) in a Scan over the batch axis, which is exactly Scan-8
+/// without sequence_lens: the outer Scan has no states and scans axis 0 of every one of
+/// the node's operands, states included, so each iteration is one batch element; its body
+/// runs the per-element Scan on those slices, and the outer Scan stacks each result along
+/// a new axis 0, the batch axis of every Scan-8 output. The node keeps its name, operands
+/// and outputs; the captured values pass through to the inner Scan as captures of both.
+pub fn scan_over_batch(node: Node) -> Result<Node, Error> {
+    let Op::Scan {
+        num_scan_inputs,
+        captures,
+        ..
+    } = &node.op
+    else {
+        return Err(Error::InvalidModel(format!(
+            "node `{}`: only a Scan is wrapped over a batch axis, not {}",
+            node.name,
+            node.op.name()
+        )));
+    };
+    let (scanned, captures) = (*num_scan_inputs, *captures);
+    let refuse = |detail: String| Error::LegacyForm {
+        node: node.name.clone(),
+        op: "Scan".to_string(),
+        opset: 8,
+        attribute: "inputs".to_string(),
+        detail,
+    };
+    let formal = node
+        .inputs
+        .len()
+        .checked_sub(captures)
+        .filter(|&f| f >= scanned)
+        .ok_or_else(|| {
+            refuse(format!(
+                "the node has {} operands, fewer than its {scanned} scan inputs",
+                node.inputs.len().saturating_sub(captures)
+            ))
+        })?;
+    let mut operands = Vec::with_capacity(node.inputs.len());
+    for (index, input) in node.inputs.iter().enumerate() {
+        match input {
+            Some(value) => operands.push(value.clone()),
+            None => {
+                return Err(refuse(format!(
+                    "input {} is empty; every state and scan input of Scan-8 is required",
+                    index + 1
+                )))
+            }
+        }
+    }
+    // Names inside the new body: the slices and the inner Scan's results get names no
+    // operand or output of the node has, so nothing in the body shadows an outer value.
+    let mut taken: std::collections::HashSet<String> =
+        operands.iter().chain(&node.outputs).cloned().collect();
+    let mut fresh = |base: &str| {
+        let mut candidate = format!("{base}_element");
+        let mut suffix = 1usize;
+        while !taken.insert(candidate.clone()) {
+            candidate = format!("{base}_element_{suffix}");
+            suffix += 1;
+        }
+        candidate
+    };
+    let slices: Vec<String> = operands[..formal].iter().map(|v| fresh(v)).collect();
+    let results: Vec<String> = node
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(k, o)| {
+            if o.is_empty() {
+                fresh(&format!("{}_output_{k}", node.name))
+            } else {
+                fresh(o)
+            }
+        })
+        .collect();
+    let captured = &operands[formal..];
+    let opset = node.op.subgraphs().first().map_or(FORM_OPSET, |g| g.opset);
+    let inner = Node {
+        name: format!("{}/element", node.name),
+        op: node.op.clone(),
+        inputs: slices
+            .iter()
+            .chain(captured)
+            .map(|v| Some(v.clone()))
+            .collect(),
+        outputs: results.clone(),
+    };
+    // The body's inputs are typed by what the outer Scan binds to them when the graph is
+    // inferred, as every subgraph input is; the declared f32 scalar is a placeholder.
+    let body = Graph {
+        name: format!("{}_batch_element", node.name),
+        inputs: slices
+            .iter()
+            .chain(captured)
+            .map(|v| ValueInfo::new(v.clone(), concord_core::DType::F32, Vec::new()))
+            .collect(),
+        outputs: results,
+        nodes: vec![inner],
+        opset,
+        ..Graph::default()
+    };
+    Ok(Node {
+        name: node.name,
+        op: Op::Scan {
+            body: Box::new(body),
+            num_scan_inputs: formal,
+            scan_input_axes: Vec::new(),
+            scan_input_directions: Vec::new(),
+            scan_output_axes: Vec::new(),
+            scan_output_directions: Vec::new(),
+            captures,
+        },
+        inputs: node.inputs,
+        outputs: node.outputs,
+    })
 }
 
 fn without_attributes(proto: &NodeProto, names: &[&str]) -> NodeProto {

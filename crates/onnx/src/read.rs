@@ -536,12 +536,17 @@ fn read_control_node(
         _ => {}
     }
     inputs.extend(free.into_iter().map(Some));
-    Ok(Node {
+    let node = Node {
         name,
         op,
         inputs,
         outputs: proto.output.clone(),
-    })
+    };
+    if proto.op_type == "Scan" && nested.opset < 9 {
+        // The normaliser made Scan-8 the Scan of one batch element; this is the batch.
+        return legacy::scan_over_batch(node);
+    }
+    Ok(node)
 }
 
 /// The names a graph reads that neither its inputs, its initializers nor its nodes define:

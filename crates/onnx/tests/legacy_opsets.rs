@@ -841,3 +841,143 @@ fn nodes_of_other_domains_name_the_domain() {
     });
     assert!(load(&bytes(&m)).is_ok());
 }
+
+/// A Scan-8 model: batch 2, one state `s` of [2] per element, one scan input `x` of
+/// [3, 2] per element scanned in reverse (`directions` = [1]); the body adds each slice to
+/// the state and scales the scan output by `k`, a graph input the body captures.
+fn scan_8_model(scan_inputs: &[&str], extra: Vec<concord_onnx::proto::AttributeProto>) -> Vec<u8> {
+    let body = graph(
+        vec![
+            node("Add", "add", &["sum_in", "next"], &["sum_out"], vec![]),
+            node("Mul", "scale", &["sum_out", "k"], &["scan_out"], vec![]),
+        ],
+        vec![f32_value("sum_in", &[2]), f32_value("next", &[2])],
+        vec![output("sum_out"), output("scan_out")],
+        vec![],
+    );
+    let mut attributes = vec![
+        attr_graph("body", body),
+        attr_int("num_scan_inputs", 1),
+        attr_ints("directions", &[1]),
+    ];
+    attributes.extend(extra);
+    let scan = node("Scan", "n", scan_inputs, &["y", "z"], attributes);
+    bytes(&model(
+        8,
+        graph(
+            vec![scan],
+            vec![
+                f32_value("initial", &[2, 2]),
+                f32_value("x", &[2, 3, 2]),
+                f32_value("k", &[2]),
+                value(
+                    "lens",
+                    concord_onnx::proto::tensor_proto::DataType::Int64,
+                    &[D::V(2)],
+                ),
+            ],
+            vec![output("y"), output("z")],
+            vec![],
+        ),
+    ))
+}
+
+#[test]
+fn scan_8_is_a_scan_over_the_batch_of_per_element_scans() {
+    let g = match load(&scan_8_model(&["", "initial", "x"], vec![])) {
+        Ok(g) => g,
+        Err(e) => panic!("Scan-8 without sequence_lens reads: {e}"),
+    };
+    // The structure: an outer Scan over both operands' batch axis (no states), capturing k;
+    // its body runs the per-element Scan with Scan-8's directions.
+    let [scan] = g.nodes.as_slice() else {
+        panic!("one node expected, got {:?}", g.nodes);
+    };
+    let Op::Scan {
+        body,
+        num_scan_inputs: 2,
+        captures: 1,
+        scan_input_directions: outer_directions,
+        ..
+    } = &scan.op
+    else {
+        panic!(
+            "an outer Scan of 2 scan inputs and 1 capture expected, got {:?}",
+            scan.op
+        );
+    };
+    assert!(outer_directions.is_empty());
+    let [inner] = body.nodes.as_slice() else {
+        panic!("the outer body holds one node, got {:?}", body.nodes);
+    };
+    assert!(
+        matches!(&inner.op, Op::Scan { num_scan_inputs: 1, captures: 1, scan_input_directions, .. }
+            if scan_input_directions == &[true]),
+        "{:?}",
+        inner.op
+    );
+    // The values, worked out by hand. Element 0: state 0, slices [5, 6], [3, 4], [1, 2]
+    // (reversed) give sums [5, 6], [8, 10], [9, 12]; element 1: state 10, slices [3, 3],
+    // [2, 2], [1, 1] give [13, 13], [15, 15], [16, 16]. Scan outputs are the sums times
+    // k = [1, −1], stacked in iteration order; y is the last sum.
+    let inputs = std::collections::BTreeMap::from([
+        ("initial".to_string(), f32s(&[2, 2], &[0., 0., 10., 10.])),
+        (
+            "x".to_string(),
+            f32s(
+                &[2, 3, 2],
+                &[1., 2., 3., 4., 5., 6., 1., 1., 2., 2., 3., 3.],
+            ),
+        ),
+        ("k".to_string(), f32s(&[2], &[1., -1.])),
+    ]);
+    let want_y = f32s(&[2, 2], &[9., 12., 16., 16.]);
+    let want_z = f32s(
+        &[2, 3, 2],
+        &[5., -6., 8., -10., 9., -12., 13., -13., 15., -15., 16., -16.],
+    );
+    let run = |g: &Graph| match concord_cpu::ReferenceExecutor::new().run(g, &inputs) {
+        Ok(outputs) => outputs,
+        Err(e) => panic!("the read Scan-8 runs: {e}"),
+    };
+    let outputs = run(&g);
+    assert_eq!(
+        outputs,
+        vec![
+            ("y".to_string(), want_y.clone()),
+            ("z".to_string(), want_z.clone())
+        ]
+    );
+    // Written at opset 13 and read back, it is the same nested Scan and computes the same.
+    let again = match save(&g).and_then(|b| load(&b)) {
+        Ok(g) => g,
+        Err(e) => panic!("the nested Scan writes and rereads: {e}"),
+    };
+    assert_eq!(
+        run(&again),
+        vec![("y".to_string(), want_y), ("z".to_string(), want_z)]
+    );
+}
+
+#[test]
+fn scan_8_with_sequence_lens_or_opset_9_attributes_is_refused() {
+    expect_err(
+        load(&scan_8_model(&["lens", "initial", "x"], vec![])),
+        |e| {
+            matches!(e, Error::LegacyForm { node, op, opset: 8, attribute, .. }
+                if node == "n" && op == "Scan" && attribute.contains("sequence_lens"))
+        },
+        &["each batch element its own sequence length"],
+    );
+    expect_err(
+        load(&scan_8_model(
+            &["", "initial", "x"],
+            vec![attr_ints("scan_input_axes", &[1])],
+        )),
+        |e| {
+            matches!(e, Error::LegacyForm { opset: 8, attribute, .. }
+                if attribute.contains("scan_input_axes"))
+        },
+        &["from opset 9"],
+    );
+}

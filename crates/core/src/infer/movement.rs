@@ -463,10 +463,10 @@ fn squeeze(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
     let data = required(inputs, 0, "data")?;
     let rank = data.shape.len();
     let axes: Vec<usize> = match optional(inputs, 1) {
-        Some(axes_f) => match const_ints(&axes_f, 1, "axes")? {
+        Some(axes_f) => match const_axes(&axes_f, 1, "axes")? {
             Some(axes) => axes_in_rank(&axes, rank)?,
             None => {
-                let n = fixed_len(&axes_f)
+                let n = axes_count(&axes_f)
                     .filter(|&n| n <= rank)
                     .ok_or(OpError::NotConstant {
                         index: 1,
@@ -477,12 +477,14 @@ fn squeeze(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
         },
         None => {
             if data.shape.iter().any(|d| !matches!(d, Dim::Fixed(_))) {
-                // Whether a named dim is 1 decides the output rank, so the axes must be
-                // given explicitly.
-                return Err(OpError::NotConstant {
-                    index: 1,
-                    name: "axes",
-                });
+                // Whether a dim not known yet is 1 decides the output rank. Folding may
+                // still make the dims known; if not, the net cannot be built.
+                return Err(OpError::NeedsFolding(format!(
+                    "Squeeze without axes of data {}: which axes have extent 1, and so the \
+                     output's rank, depends on dims not known when the net is built (give \
+                     `axes`)",
+                    format_sym(data.shape)
+                )));
             }
             (0..rank)
                 .filter(|&a| data.shape[a] == Dim::Fixed(1))
@@ -511,8 +513,8 @@ fn unsqueeze(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
     let data = required(inputs, 0, "data")?;
     let axes_f = required(inputs, 1, "axes")?;
     let rank = data.shape.len();
-    let Some(axes) = const_ints(&axes_f, 1, "axes")? else {
-        let n = fixed_len(&axes_f).ok_or(OpError::NotConstant {
+    let Some(axes) = const_axes(&axes_f, 1, "axes")? else {
+        let n = axes_count(&axes_f).ok_or(OpError::NotConstant {
             index: 1,
             name: "axes",
         })?;
@@ -674,6 +676,33 @@ fn const_ints(
         )));
     }
     Ok(fact.value.and_then(|t| t.to_i64_vec()))
+}
+
+/// Squeeze's and Unsqueeze's `axes`: checked to be i64 and 1-D or a scalar (one axis),
+/// with its values when it is a constant. The spec says 1-D; onnxruntime and the ONNX
+/// reference implementation both take a scalar too, and ONNX's own function expansions
+/// (AffineGrid's) write one, so Concord reads it as they do.
+fn const_axes(
+    fact: &ValueFact,
+    index: usize,
+    name: &'static str,
+) -> Result<Option<Vec<i64>>, OpError> {
+    expect_dtype(fact, index, name, &[DType::I64])?;
+    if fact.shape.len() > 1 {
+        return Err(OpError::Shape(format!(
+            "input {index} ({name}) must be a 1-D i64 tensor or a scalar, got shape {}",
+            format_sym(fact.shape)
+        )));
+    }
+    Ok(fact.value.and_then(|t| t.to_i64_vec()))
+}
+
+/// How many axes an `axes` operand (1-D or a scalar) holds, when known.
+fn axes_count(fact: &ValueFact) -> Option<usize> {
+    match fact.shape {
+        [] => Some(1),
+        _ => fixed_len(fact),
+    }
 }
 
 /// The length of a 1-D operand, when fixed.

@@ -623,6 +623,31 @@ fn resize(attrs: &crate::op::Resize, inputs: &[Option<ValueFact>]) -> Result<Out
         })?,
     };
     let expected = axes.len();
+    // tf_crop_and_resize reads a start and an end per resized axis from roi (absent or
+    // empty: whole axes); the output extents do not depend on it (see concord-cpu's
+    // Resize kernel for why).
+    if attrs.coordinate_transformation_mode == crate::op::CoordinateTransform::TfCropAndResize {
+        if let Some(roi) = given(optional(inputs, 1)) {
+            expect_dtype(&roi, 1, "roi", &FLOAT)?;
+            match roi.shape {
+                [Dim::Fixed(len)] if *len != 2 * expected => {
+                    return Err(OpError::Shape(format!(
+                        "Resize: roi has {len} values; it needs a start and an end for each \
+                         of the {expected} resized axes of X {}, {}",
+                        format_sym(x.shape),
+                        2 * expected
+                    )))
+                }
+                [_] => {}
+                other => {
+                    return Err(OpError::Shape(format!(
+                        "Resize: roi must be 1-D, got shape {}",
+                        format_sym(other)
+                    )))
+                }
+            }
+        }
+    }
     let fixed_dims: Option<Vec<usize>> = x.shape.iter().map(fixed).collect();
     // Unknown where an axis is resized, the input's dim where it is not.
     let resized_unknown = || -> SymShape {

@@ -1,18 +1,34 @@
 //! If, Loop and Scan: each runs its subgraph with the reference executor's own runner, the
-//! subgraph's inputs bound (borrowed) to the node's operands. A subgraph's schedule is made
-//! once per node run, not once per iteration. Errors inside a subgraph name the subgraph's
-//! role and the inner node; the caller adds the outer node.
+//! subgraph's inputs bound (borrowed) to the node's operands. A subgraph's schedules come
+//! from the prepared partition (made once, at prepare); a node run on its own (constant
+//! folding, a direct [`crate::run_op`]) schedules its subgraphs once for that run. Errors
+//! inside a subgraph name the subgraph's role and the inner node; the caller adds the
+//! outer node.
 
 use super::{optional, required};
 use crate::runner::ReferenceExecutor;
 use concord_core::infer::{condition_value, infer_on_tensors, scan_axis, subgraph_error};
-use concord_core::{Dim, Graph, Op, OpError, Schedule, Shape, Tensor, TensorData};
+use concord_core::{Dim, Graph, Op, OpError, ScheduleTree, Shape, Tensor, TensorData};
+use std::borrow::Cow;
 
+/// Runs a control-flow op. `subgraphs` holds the schedules of the op's subgraphs, one per
+/// [`Op::subgraphs`] in order, or is empty, and then they are made for this run.
 pub(crate) fn run(
     op: &Op,
+    subgraphs: &[ScheduleTree],
     inputs: &[Option<&Tensor>],
     num_outputs: usize,
 ) -> Result<Vec<Tensor>, OpError> {
+    let expected = op.subgraphs().len();
+    if !subgraphs.is_empty() && subgraphs.len() != expected {
+        return Err(OpError::Unsupported(format!(
+            "{} has {expected} subgraphs but was handed {} prepared schedules (the schedule \
+             tree does not match the graph)",
+            op.name(),
+            subgraphs.len()
+        )));
+    }
+    let prepared = |k: usize| subgraphs.get(k);
     match op {
         Op::If {
             then_branch,
@@ -20,12 +36,12 @@ pub(crate) fn run(
         } => {
             let cond = required(inputs, 0, "cond")?;
             let captures = present(inputs, 1)?;
-            let (branch, what) = if condition_value(cond, 0, "cond")? {
-                (then_branch, "then_branch")
+            let (branch, k, what) = if condition_value(cond, 0, "cond")? {
+                (then_branch, 0, "then_branch")
             } else {
-                (else_branch, "else_branch")
+                (else_branch, 1, "else_branch")
             };
-            let outputs = Subgraph::new(branch, what)?.run(&captures)?;
+            let outputs = Subgraph::new(branch, prepared(k), what)?.run(&captures)?;
             if outputs.len() != num_outputs {
                 return Err(OpError::Shape(format!(
                     "{what} produced {} outputs, the node declares {num_outputs}",
@@ -34,25 +50,41 @@ pub(crate) fn run(
             }
             Ok(outputs)
         }
-        Op::Loop { body, captures } => run_loop(op, body, *captures, inputs, num_outputs),
-        Op::Scan { .. } => run_scan(op, inputs, num_outputs),
+        Op::Loop { body, captures } => {
+            let body_run = Subgraph::new(body, prepared(0), "body")?;
+            run_loop(op, &body_run, *captures, inputs, num_outputs)
+        }
+        Op::Scan { body, .. } => {
+            let body_run = Subgraph::new(body, prepared(0), "body")?;
+            run_scan(op, &body_run, inputs, num_outputs)
+        }
         other => Err(super::not_in_family(other)),
     }
 }
 
-/// A subgraph with its schedule, made once per node run.
+/// A subgraph with its schedules: borrowed from the prepared partition, or made for this
+/// node run.
 struct Subgraph<'g> {
     graph: &'g Graph,
-    schedule: Schedule,
+    schedules: Cow<'g, ScheduleTree>,
     what: &'static str,
 }
 
 impl<'g> Subgraph<'g> {
-    fn new(graph: &'g Graph, what: &'static str) -> Result<Self, OpError> {
-        let schedule = Schedule::for_graph(graph).map_err(|e| subgraph_error(what, e))?;
+    fn new(
+        graph: &'g Graph,
+        prepared: Option<&'g ScheduleTree>,
+        what: &'static str,
+    ) -> Result<Self, OpError> {
+        let schedules = match prepared {
+            Some(tree) => Cow::Borrowed(tree),
+            None => {
+                Cow::Owned(ScheduleTree::for_graph(graph).map_err(|e| subgraph_error(what, e))?)
+            }
+        };
         Ok(Subgraph {
             graph,
-            schedule,
+            schedules,
             what,
         })
     }
@@ -67,7 +99,7 @@ impl<'g> Subgraph<'g> {
             )));
         }
         ReferenceExecutor::new()
-            .run_bound(self.graph, &self.schedule, inputs)
+            .run_bound(self.graph, &self.schedules, inputs)
             .map_err(|e| subgraph_error(self.what, e))
     }
 }
@@ -81,7 +113,7 @@ fn present<'a>(inputs: &[Option<&'a Tensor>], start: usize) -> Result<Vec<&'a Te
 
 fn run_loop(
     op: &Op,
-    body: &Graph,
+    body_run: &Subgraph,
     captures: usize,
     inputs: &[Option<&Tensor>],
     num_outputs: usize,
@@ -128,7 +160,6 @@ fn run_loop(
         carried.push(required(inputs, index, "v_initial")?.clone());
     }
     let captured = present(inputs, formal)?;
-    let body_run = Subgraph::new(body, "body")?;
     let mut cond = cond_input.unwrap_or(true);
     let mut scans: Vec<Vec<Tensor>> = vec![Vec::new(); scan_count];
     let mut iteration = 0i64;
@@ -174,17 +205,18 @@ fn run_loop(
 
 fn run_scan(
     op: &Op,
+    body_run: &Subgraph,
     inputs: &[Option<&Tensor>],
     num_outputs: usize,
 ) -> Result<Vec<Tensor>, OpError> {
     let Op::Scan {
-        body,
         num_scan_inputs,
         scan_input_axes,
         scan_input_directions,
         scan_output_axes,
         scan_output_directions,
         captures,
+        ..
     } = op
     else {
         return Err(super::not_in_family(op));
@@ -224,7 +256,6 @@ fn run_scan(
     }
     let length = length.unwrap_or(0);
     let captured = present(inputs, states + m)?;
-    let body_run = Subgraph::new(body, "body")?;
     let mut scans: Vec<Vec<Tensor>> = vec![Vec::new(); scan_count];
     for t in 0..length {
         let mut slices = Vec::with_capacity(m);

@@ -26,12 +26,24 @@ mod signal;
 mod spatial;
 
 use concord_core::op::Family;
-use concord_core::{DType, Op, OpError, Tensor};
+use concord_core::{DType, Op, OpError, ScheduleTree, Tensor};
 
 /// Runs one op on concrete inputs (None for omitted optional inputs), returning exactly
-/// `num_outputs` tensors.
+/// `num_outputs` tensors. An If, Loop or Scan schedules its subgraphs for this one run;
+/// a prepared partition has them already ([`run_op_scheduled`]).
 pub fn run_op(
     op: &Op,
+    inputs: &[Option<&Tensor>],
+    num_outputs: usize,
+) -> Result<Vec<Tensor>, OpError> {
+    run_op_scheduled(op, &[], inputs, num_outputs)
+}
+
+/// [`run_op`] with the schedules of the op's subgraphs made beforehand (one per
+/// [`Op::subgraphs`], in order), or none (empty), to be made for this run.
+pub(crate) fn run_op_scheduled(
+    op: &Op,
+    subgraphs: &[ScheduleTree],
     inputs: &[Option<&Tensor>],
     num_outputs: usize,
 ) -> Result<Vec<Tensor>, OpError> {
@@ -79,7 +91,7 @@ pub fn run_op(
         Family::Indexing => indexing::run(op, inputs, num_outputs)?,
         Family::Recurrent => recurrent::run(op, inputs, num_outputs)?,
         Family::LinearAlgebra => algebra::run(op, inputs)?,
-        Family::ControlFlow => control::run(op, inputs, num_outputs)?,
+        Family::ControlFlow => control::run(op, subgraphs, inputs, num_outputs)?,
         Family::Sampling => vec![sampling::run(op, inputs)?],
         Family::Signal => vec![signal::run(op, inputs)?],
         Family::Random => vec![random::run(op, inputs)?],
@@ -103,17 +115,6 @@ pub(crate) fn not_in_family(op: &Op) -> OpError {
         op.name(),
         op.family()
     ))
-}
-
-/// Why the reference cannot run `op` whatever its operands, if it cannot: attribute values
-/// the IR represents but the reference does not implement. Asked when a net is built, so
-/// such a model is refused then rather than at its first forward.
-pub fn declines(op: &Op) -> Option<String> {
-    let refused = match op {
-        Op::Resize(attrs) => resize::check_supported(attrs),
-        _ => Ok(()),
-    };
-    refused.err().map(|e| e.to_string())
 }
 
 /// The input at `index`, or a MissingInput error naming it.

@@ -8,6 +8,13 @@
 //! exact halves, so doing this in f64 would pick different pixels than the runtime the
 //! golden cases come from. The interpolation itself is accumulated in f64.
 //!
+//! `tf_crop_and_resize` maps each axis into its `roi` (ONNX's formula in onnxruntime's f32
+//! order of operations) and writes `extrapolation_value` to every output element with a
+//! coordinate outside the input on any axis. Its output extents are those of every other
+//! mode, `floor(in · scale)` or `sizes`: the spec's text scales by `roi_end − roi_start`
+//! too, but onnxruntime and the ONNX reference implementation both ignore the roi there,
+//! and Concord follows them.
+//!
 //! Two places where onnxruntime and the ONNX reference implementation disagree, and the
 //! choice made here:
 //! - `align_corners` divides by `length_resized − 1` with the integer output length, as
@@ -22,14 +29,13 @@
 use super::spatial::checked_product;
 use super::{expect_float, i64_operand, optional, required};
 use concord_core::op::{CoordinateTransform, Resize, ResizeMode};
-use concord_core::resize::{antialias_taps, resize_taps};
+use concord_core::resize::{antialias_taps, extrapolated, resize_axis_taps, ResizeAxis};
 use concord_core::{DType, OpError, Shape, Tensor};
 
-/// Resize on inputs X, roi? (unused: only tf_crop_and_resize reads it), scales?, sizes?.
+/// Resize on inputs X, roi? (read by tf_crop_and_resize only), scales?, sizes?.
 pub(crate) fn resize(attrs: &Resize, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     let x = required(inputs, 0, "X")?;
     expect_float(x, 0, "X")?;
-    check_supported(attrs)?;
     let scales = optional(inputs, 2).filter(|t| !t.is_empty());
     let sizes = optional(inputs, 3).filter(|t| !t.is_empty());
     let target = match (scales, sizes) {
@@ -71,31 +77,73 @@ pub(crate) fn resize(attrs: &Resize, inputs: &[Option<&Tensor>]) -> Result<Tenso
         .map(|(&(out, _), &d)| out.max(d))
         .collect();
     checked_product(&largest, "Resize output and intermediate shape")?;
+    let rois = if attrs.coordinate_transformation_mode == CoordinateTransform::TfCropAndResize {
+        attrs.roi_per_axis(x.rank(), &roi_values(optional(inputs, 1))?)?
+    } else {
+        attrs.roi_per_axis(x.rank(), &[])?
+    };
 
     let mut dims = x.dims().to_vec();
     let mut values = x.to_f64_vec();
-    for (axis, &(out_len, scale)) in plan.iter().enumerate() {
-        let in_len = dims[axis];
-        let taps = axis_taps(attrs, in_len, out_len, scale);
-        if out_len == in_len && taps.iter().enumerate().all(|(i, t)| *t == Tap::Nearest(i)) {
+    // The output indices of each axis that tf_crop_and_resize extrapolates; they are
+    // overwritten once every axis is resized, so what the taps read there does not matter.
+    let mut outside: Vec<(usize, Vec<bool>)> = Vec::new();
+    for (axis, (&(out_len, scale), &roi)) in plan.iter().zip(&rois).enumerate() {
+        let span = ResizeAxis::new(dims[axis], out_len, scale).with_roi(roi);
+        let flags = extrapolated(attrs, &span);
+        if flags.contains(&true) {
+            outside.push((axis, flags));
+        }
+        let taps = axis_taps(attrs, &span);
+        if out_len == span.in_len && taps.iter().enumerate().all(|(i, t)| *t == Tap::Nearest(i)) {
             continue;
         }
         values = resize_axis(&values, &dims, axis, &taps);
         dims[axis] = out_len;
     }
+    let fill = f64::from(attrs.extrapolation_value);
+    for (axis, flags) in &outside {
+        fill_outside(&mut values, &dims, *axis, flags, fill);
+    }
     Tensor::from_f64(x.dtype(), Shape::new(dims), values)
 }
 
-/// Refuses the modes this executor does not implement, naming them.
-pub(crate) fn check_supported(attrs: &Resize) -> Result<(), OpError> {
-    if attrs.coordinate_transformation_mode == CoordinateTransform::TfCropAndResize {
-        return Err(OpError::Unsupported(
-            "Resize coordinate_transformation_mode `tf_crop_and_resize` is not supported by \
-             the reference executor"
-                .into(),
-        ));
+/// The values of the `roi` operand as f32 (onnxruntime reads it in f32); empty when it is
+/// absent.
+fn roi_values(roi: Option<&Tensor>) -> Result<Vec<f32>, OpError> {
+    let Some(roi) = roi else {
+        return Ok(Vec::new());
+    };
+    if !roi.dtype().is_float() {
+        return Err(OpError::DType {
+            index: 1,
+            name: "roi",
+            expected: "a float type".into(),
+            actual: roi.dtype(),
+        });
     }
-    Ok(())
+    if roi.rank() != 1 {
+        return Err(OpError::Shape(format!(
+            "Resize: input 1 (roi) must be 1-D, got shape {}",
+            roi.shape()
+        )));
+    }
+    Ok(roi.to_f64_vec().into_iter().map(|v| v as f32).collect())
+}
+
+/// Writes `value` to every element of `values` (row-major, shape `dims`) whose index along
+/// `axis` is flagged.
+fn fill_outside(values: &mut [f64], dims: &[usize], axis: usize, flags: &[bool], value: f64) {
+    let inner: usize = dims[axis + 1..].iter().product();
+    let len = dims[axis];
+    if inner == 0 || len == 0 {
+        return;
+    }
+    for block in values.chunks_exact_mut(len * inner) {
+        for (i, _) in flags.iter().enumerate().filter(|(_, &f)| f) {
+            block[i * inner..(i + 1) * inner].fill(value);
+        }
+    }
 }
 
 /// How the resize target was given.
@@ -122,21 +170,21 @@ enum Tap {
     Window(Vec<(usize, f64)>),
 }
 
-/// The tap of every output index along one axis of length `in_len` resized to `out_len`:
-/// core's one Resize tap rule, with the weights widened to f64 for the reference's f64
-/// blend (exactly: see [`concord_core::resize::Tap::w1`]).
-fn axis_taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> Vec<Tap> {
-    let resized = !(scale == 1.0 && out_len == in_len);
+/// The tap of every output index along `axis`: core's one Resize tap rule, with the
+/// weights widened to f64 for the reference's f64 blend (exactly: see
+/// [`concord_core::resize::Tap::w1`]).
+fn axis_taps(attrs: &Resize, axis: &ResizeAxis) -> Vec<Tap> {
+    let resized = !(axis.scale == 1.0 && axis.out_len == axis.in_len);
     if attrs.antialias && attrs.mode != ResizeMode::Nearest && resized {
-        return antialias_taps(attrs, in_len, out_len, scale)
+        return antialias_taps(attrs, axis)
             .into_iter()
             .map(Tap::Window)
             .collect();
     }
     if attrs.mode == ResizeMode::Cubic {
-        return cubic_taps(attrs, in_len, out_len, scale);
+        return cubic_taps(attrs, axis);
     }
-    resize_taps(attrs, in_len, out_len, scale)
+    resize_axis_taps(attrs, axis)
         .into_iter()
         .map(|t| {
             if t.is_copy() {
@@ -160,17 +208,12 @@ fn axis_taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> Vec<T
 /// the input repeats the edge element, or with exclude_outside gets weight 0 and the
 /// others are renormalised. The coordinate is computed in f32 as for the other modes, the
 /// weights in f64.
-fn cubic_taps(attrs: &Resize, in_len: usize, out_len: usize, scale: f32) -> Vec<Tap> {
+fn cubic_taps(attrs: &Resize, axis: &ResizeAxis) -> Vec<Tap> {
     let a = f64::from(attrs.cubic_coeff_a);
-    let last = in_len.saturating_sub(1) as i64;
-    (0..out_len)
+    let last = axis.in_len.saturating_sub(1) as i64;
+    (0..axis.out_len)
         .map(|o| {
-            let x = attrs.coordinate_transformation_mode.original(
-                o as f32,
-                scale,
-                out_len as f32,
-                in_len as f32,
-            );
+            let x = axis.original(attrs, o);
             let base = x.floor();
             let r = f64::from(x - base);
             let base = base as i64;

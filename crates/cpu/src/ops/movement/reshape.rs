@@ -2,7 +2,7 @@
 //! Unsqueeze; and Shape, which reads the shape itself.
 
 use super::{axes_in_rank, int_list, numel};
-use crate::ops::{optional, required};
+use crate::ops::{i64_operand, optional, required};
 use concord_core::{OpError, Shape, Tensor};
 
 /// Reshape. In `shape`, -1 (at most once) is inferred from the element count and 0 copies
@@ -90,7 +90,7 @@ pub(super) fn squeeze(inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     let data = required(inputs, 0, "data")?;
     let dims = data.dims();
     let axes = match optional(inputs, 1) {
-        Some(t) => axes_in_rank(&int_list(t, 1, "axes")?, data.rank(), "axes")?,
+        Some(t) => axes_in_rank(&axes_list(t)?, data.rank(), "axes")?,
         None => (0..dims.len()).filter(|&a| dims[a] == 1).collect(),
     };
     for &a in &axes {
@@ -113,7 +113,7 @@ pub(super) fn squeeze(inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
 /// the input rank plus the number of axes; negative axes count from the output's back.
 pub(super) fn unsqueeze(inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     let data = required(inputs, 0, "data")?;
-    let axes = int_list(required(inputs, 1, "axes")?, 1, "axes")?;
+    let axes = axes_list(required(inputs, 1, "axes")?)?;
     let out_rank = data.rank() + axes.len();
     let axes = axes_in_rank(&axes, out_rank, "axes")?;
     let mut rest = data.dims().iter();
@@ -142,4 +142,16 @@ pub(super) fn shape(
     let range = concord_core::shape_range(dims.len(), start, end);
     let selected = dims[range].iter().map(|&d| d as i64).collect();
     Ok(Tensor::vec_i64(selected))
+}
+
+/// Squeeze's and Unsqueeze's `axes` (input 1): 1-D, or a scalar naming one axis, as
+/// onnxruntime and the ONNX reference implementation read it (see core's inference).
+fn axes_list(t: &Tensor) -> Result<Vec<i64>, OpError> {
+    if t.rank() > 1 {
+        return Err(OpError::Shape(format!(
+            "input 1 (axes) must be a 1-D i64 tensor or a scalar, got shape {}",
+            t.shape()
+        )));
+    }
+    i64_operand(t, 1, "axes")
 }

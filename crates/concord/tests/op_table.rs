@@ -3,7 +3,7 @@
 //! stale. Regenerate after changing an op or a kernel with
 //! `CONCORD_WRITE_OP_TABLE=1 cargo test -p concord --test op_table`.
 //!
-//! Per op: its first opset (every op is read up to opset 24), its family, and whether each
+//! Per op: its first opset (every op is read up to opset 28, concord-onnx's `MAX_OPSET`), its family, and whether each
 //! executor has a kernel for it. "yes" on a device column means the executor's `supports`
 //! claims the op for a plain f32 node; particular attributes, dtypes or shapes may still
 //! fall back (the placement report says which and why). "—" means the executor has no
@@ -166,9 +166,10 @@ fn table() -> String {
             *count += usize::from(*d == "yes");
         }
         out.push_str(&format!(
-            "| {} | {}–24 | {:?} | yes | {} | {} |\n",
+            "| {} | {}–{} | {:?} | yes | {} | {} |\n",
             s.name,
             s.since.max(7),
+            concord_onnx::MAX_OPSET,
             s.family,
             devices[0],
             devices[1]
@@ -220,8 +221,8 @@ fn the_table_lists_every_op_once_and_devices_decline_what_they_lack() {
     // Independent checks of the probe: Conv has device kernels, a reference-only unary op
     // has none on either.
     assert!(
-        t.contains("\n| Conv | 7–24 | Linear | yes | yes | yes |"),
+        t.contains("\n| Conv | 7–28 | Linear | yes | yes | yes |"),
         "{t}"
     );
-    assert!(t.contains("\n| Log | 7–24 | Unary | yes | — | — |"), "{t}");
+    assert!(t.contains("\n| Log | 7–28 | Unary | yes | — | — |"), "{t}");
 }

@@ -241,8 +241,11 @@ pub enum Op {
         /// `mode = "CRD"` (column-row-depth) rather than the default DCR.
         crd: bool,
     },
+    /// Input: input (N, C, H, W).
     SpaceToDepth {
         blocksize: usize,
+        /// `mode = "CRD"` (column-row-depth, opset 28) rather than the default DCR.
+        crd: bool,
     },
     /// Input: a 2-D tensor; output: ones on diagonal `k`, of `dtype` (default the input's).
     EyeLike {

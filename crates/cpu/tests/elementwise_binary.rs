@@ -321,12 +321,32 @@ fn float_mod_is_c_fmod() {
 }
 
 #[test]
-fn float_mod_without_fmod_is_an_attribute_error() {
-    let a = f32s(&[1], &[1.0]);
-    check_err(
-        run(&Op::Binary(Binary::Mod { fmod: false }), &[&a, &a]),
-        Failure::Attribute,
-        "fmod",
+fn float_mod_without_fmod_is_the_floored_remainder() {
+    // Opset 28's fmod=0 on floats: x - floor(x / y) * y, with the divisor's sign. Worked by
+    // hand (and as Python's `%` gives): -7.5 % 2 == 0.5, 5.5 % -2 == -0.5, 4 % -2 == -0.0,
+    // 3 % inf == 3, -3 % inf == inf (the divisor), 1 % 0 == nan, inf % 2 == nan,
+    // -0.0 % 1 == +0.0 (a zero takes the divisor's sign).
+    let a = f32s(&[8], &[-7.5, 5.5, 4.0, 3.0, -3.0, 1.0, f32::INFINITY, -0.0]);
+    let b = f32s(
+        &[8],
+        &[2.0, -2.0, -2.0, f32::INFINITY, f32::INFINITY, 0.0, 2.0, 1.0],
+    );
+    let y = ok(&Op::Binary(Binary::Mod { fmod: false }), &[&a, &b]);
+    check_float(
+        &y,
+        DType::F32,
+        &[8],
+        &[0.5, -0.5, -0.0, 3.0, f64::INFINITY, f64::NAN, f64::NAN, 0.0],
+        Exact,
+    );
+    let v = y.as_f32().expect("an f32 result");
+    assert!(
+        v[2].is_sign_negative(),
+        "4 mod -2 is -0, the divisor's sign"
+    );
+    assert!(
+        v[7].is_sign_positive(),
+        "-0 mod 1 is +0, the divisor's sign"
     );
 }
 

@@ -6,7 +6,7 @@
 //! shapes; [`read_graph`] only decodes and converts; [`save`] writes.
 //!
 //! Invariants:
-//! - Only the default ONNX domain at opsets [`MIN_OPSET`]..=[`MAX_OPSET`] (7 to 24) is read;
+//! - Only the default ONNX domain at opsets [`MIN_OPSET`]..=[`MAX_OPSET`] (7 to 28) is read;
 //!   anything else is a typed [`Error`] naming the node, op, domain or opset. A node of
 //!   another domain (ai.onnx.ml, com.microsoft, …) is an [`Error::UnsupportedDomain`]
 //!   naming the domain, node and op.
@@ -17,7 +17,7 @@
 //!   Softmax → Reshape, and its graph says opset 13. An old form with no opset-13
 //!   equivalent, and any attribute from before opset 7, is an [`Error::LegacyForm`]
 //!   naming node, op, opset and attribute. See `legacy.rs`.
-//! - Only opsets [`MIN_WRITE_OPSET`]..=[`MAX_OPSET`] (13 to 24) are written; an older
+//! - Only opsets [`MIN_WRITE_OPSET`]..=[`MAX_OPSET`] (13 to 28) are written; an older
 //!   `graph.opset` is an [`Error::WriteOpsetTooOld`].
 //! - Every attribute of a node is either mapped to a typed field of its [`concord_core::Op`]
 //!   (ONNX defaults applied) or refused: nothing that changes the result is silently
@@ -26,7 +26,7 @@
 //!   are dropped when nothing reads them and refused otherwise.
 //! - Tensors of every dense numeric type (float64/32/16, bfloat16, int8 to int64, uint8 to
 //!   uint64) and bool keep their type, from raw or typed fields; strings, complex numbers and
-//!   the 4- and 8-bit formats are refused, naming the type. External and sparse tensor data
+//!   the 2-, 4-, 6- and 8-bit formats are refused, naming the type. External and sparse tensor data
 //!   are refused.
 //! - A graph input that is also an initializer is read as an initializer (a constant), not
 //!   as a runtime input.
@@ -67,7 +67,19 @@ pub const MIN_WRITE_OPSET: i64 = legacy::FORM_OPSET;
 /// the other type-generic ops, Cast's `round_mode` (which only rounds to float8e8m0), and
 /// new ops (Attention, RMSNormalization, RotaryEmbedding, Swish, TensorScatter), which are
 /// refused by name like any op outside the set.
-pub const MAX_OPSET: i64 = 24;
+///
+/// Opsets 25 to 28 changed these of Concord's ops: Attention gained a sliding window (25;
+/// a bound is refused, the unbounded default read), Range gained `stash_type` and 16-bit
+/// floats (27; the default float32 stash is what the reference computes, 0 is refused),
+/// SpaceToDepth gained `mode` (28; read and computed), Mod defined `fmod = 0` on floats
+/// (28; a floored remainder, which the reference computes at every opset), and
+/// ReduceLogSum and ReduceLogSumExp dropped integer types (28; nothing to read).
+/// DepthToSpace 28 only gained a function body. The rest added element types Concord does
+/// not hold (2-bit integers in 25, 6-bit floats in 28, refused by name like float8 and
+/// int4) or widened type lists to types Concord already reads, and new ops (BitCast,
+/// CumProd, CausalConvWithState, LinearAttention, SwiGLU, the Optional ops), refused by
+/// name while Concord does not know them.
+pub const MAX_OPSET: i64 = 28;
 
 /// The default-domain opsets Concord reads.
 pub fn opset_range() -> RangeInclusive<i64> {

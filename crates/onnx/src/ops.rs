@@ -4,7 +4,7 @@
 //! writer side by side below so that a change to one is seen next to the other.
 //!
 //! Reading sees opset-13-and-newer forms only (older nodes were rewritten by `legacy.rs`),
-//! applies the ONNX defaults (opsets 13 to 24) and refuses attribute values Concord does
+//! applies the ONNX defaults (opsets 13 to 28) and refuses attribute values Concord does
 //! not compute. Writing emits every attribute whose value differs from its ONNX default,
 //! plus the required ones, and refuses values the target opset cannot express.
 
@@ -233,6 +233,22 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
                         })
                 })
                 .transpose()?;
+            // Opset 25's sliding window (`left_window_size`, `right_window_size`) is not
+            // computed by Concord's attention; the default -1 (unbounded on that side) is the
+            // opset-24 behaviour, and any bound is refused rather than ignored.
+            if ctx.opset >= 25 {
+                for name in ["left_window_size", "right_window_size"] {
+                    let size = a.int_or(name, -1)?;
+                    if size != -1 {
+                        return Err(a.error(
+                            name,
+                            format!(
+                                "a sliding window ({size}) is not supported; only -1 (unbounded)"
+                            ),
+                        ));
+                    }
+                }
+            }
             if ctx.inputs.len() > 6 && ctx.opset < 24 {
                 return Err(a.error(
                     "nonpad_kv_seqlen",
@@ -395,7 +411,24 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
                 None => Tensor::from_f32([1], vec![0.0])?,
             },
         },
-        "Range" => Op::Range,
+        "Range" => {
+            // Opset 27's `stash_type` says in what precision float16 and bfloat16 ranges
+            // are computed: 1 (the default) in float32, rounding once to the output type.
+            // The reference computes every float range in f64 and rounds once, which is
+            // that (up to the double rounding of a tie through f32). The value 0 asks for
+            // each element to be computed in the 16-bit type itself, which Concord does not
+            // do, so it is refused rather than ignored.
+            if ctx.opset >= 27 {
+                let stash = a.int_or("stash_type", 1)?;
+                if stash != 1 {
+                    return Err(a.error(
+                        "stash_type",
+                        format!("{stash} is not supported; only 1 (compute in float32)"),
+                    ));
+                }
+            }
+            Op::Range
+        }
         "Tile" => Op::Tile,
         "CumSum" => Op::CumSum {
             exclusive: a.flag_or("exclusive", false)?,
@@ -432,6 +465,19 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
         },
         "SpaceToDepth" => Op::SpaceToDepth {
             blocksize: read_blocksize(a)?,
+            // `mode` exists from opset 28; an older node that carries it is refused by
+            // `finish` as an attribute the op does not have.
+            crd: if ctx.opset >= 28 {
+                match a.string("mode")?.as_deref() {
+                    None | Some("DCR") => false,
+                    Some("CRD") => true,
+                    Some(other) => {
+                        return Err(a.error("mode", format!("`{other}` is not DCR or CRD")))
+                    }
+                }
+            } else {
+                false
+            },
         },
         "EyeLike" => Op::EyeLike {
             dtype: match a.int("dtype")? {
@@ -1047,7 +1093,15 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
                 at.push(attrs::string("mode", "CRD"));
             }
         }
-        Op::SpaceToDepth { blocksize } => at.push(attrs::int("blocksize", *blocksize as i64)),
+        Op::SpaceToDepth { blocksize, crd } => {
+            at.push(attrs::int("blocksize", *blocksize as i64));
+            if *crd {
+                if opset < 28 {
+                    return Err(unrepresentable("SpaceToDepth's mode exists from opset 28"));
+                }
+                at.push(attrs::string("mode", "CRD"));
+            }
+        }
         Op::EyeLike { dtype, k } => {
             if let Some(d) = dtype {
                 at.push(attrs::int("dtype", i64::from(dtype_to_onnx(*d))));

@@ -2,8 +2,8 @@
 //! codes and core [`DType`].
 //!
 //! Reading accepts `raw_data` (little-endian, fixed width) or the typed repeated fields, for
-//! every dtype Concord holds (see [`concord_core::DType`]); strings, complex numbers and the
-//! 4- and 8-bit floats are refused with the type named. The element count is checked
+//! every dtype Concord holds (see [`concord_core::DType`]); strings, complex numbers, the 2- and
+//! 4-bit integers and the 4-, 6- and 8-bit floats are refused with the type named. The element count is checked
 //! against the dims before anything is allocated, so a lying header cannot make the reader
 //! allocate what the data does not back.
 
@@ -68,8 +68,14 @@ pub fn data_type_name(code: i32) -> &'static str {
             DataType::Int4 => "INT4",
             DataType::Float4e2m1 => "FLOAT4E2M1",
         },
-        // FLOAT8E8M0 (opset 24) is newer than the proto definitions here.
+        // FLOAT8E8M0 (opset 24), the 2-bit integers (opset 25) and the 6-bit floats
+        // (opset 28) are newer than the proto definitions here; Concord holds none of them,
+        // so they are named only to be refused.
         Err(_) if code == 24 => "FLOAT8E8M0",
+        Err(_) if code == 25 => "UINT2",
+        Err(_) if code == 26 => "INT2",
+        Err(_) if code == 27 => "FLOAT6E2M3",
+        Err(_) if code == 28 => "FLOAT6E3M2",
         Err(_) => "an unknown type",
     }
 }

@@ -132,7 +132,10 @@ pub fn ir_version_for(opset: i64) -> i64 {
         19..=20 => 9,
         21..=22 => 10,
         23 => 11,
-        _ => 12,
+        24 => 12,
+        // onnx 1.20 to 1.22 pair opsets 25 to 27 with IR 13; onnx 1.23, opset 28, with 14.
+        25..=27 => 13,
+        _ => 14,
     }
 }
 

@@ -558,7 +558,7 @@ fn opsets_7_to_24_read_and_13_to_24_write() {
     expect_err(
         save(&g),
         |e| matches!(e, Error::WriteOpsetTooOld { version: 9, .. }),
-        &["opset 9", "13 to 24"],
+        &["opset 9", "13 to 28"],
     );
 }
 
@@ -594,7 +594,7 @@ fn forms_with_no_equivalent_are_refused_by_name() {
         ),
         xy(),
         "broadcast",
-        &["opset 6 and older", "7 to 24", "multidirectionally"],
+        &["opset 6 and older", "7 to 28", "multidirectionally"],
     );
     legacy_err(
         13,
@@ -809,7 +809,7 @@ fn nodes_of_other_domains_name_the_domain() {
             "`n`",
             "LinearClassifier",
             "version 3",
-            "7 to 24",
+            "7 to 28",
         ],
     );
     // A model of ai.onnx.ml nodes only imports no default opset: the domain is named.

@@ -614,7 +614,10 @@ fn newer_cases() -> Vec<(NodeProto, Op)> {
     ));
     cases.push((
         one("SpaceToDepth", &["x"], vec![attr_int("blocksize", 3)]),
-        Op::SpaceToDepth { blocksize: 3 },
+        Op::SpaceToDepth {
+            blocksize: 3,
+            crd: false,
+        },
     ));
     cases.push((
         one("EyeLike", &["x"], vec![attr_int("dtype", 7)]),

@@ -919,7 +919,14 @@ fn newer_op_nodes() -> Vec<Node> {
         &["x"],
         1,
     );
-    add(Op::SpaceToDepth { blocksize: 2 }, &["x"], 1);
+    add(
+        Op::SpaceToDepth {
+            blocksize: 2,
+            crd: false,
+        },
+        &["x"],
+        1,
+    );
     add(
         Op::EyeLike {
             dtype: Some(DType::U8),
@@ -1396,7 +1403,7 @@ fn ops_the_opset_cannot_express_are_refused_on_save() {
                 }
             )
         },
-        &["13 to 24"],
+        &["13 to 28"],
     );
 }
 
@@ -1958,7 +1965,8 @@ fn saved_model_header_and_outputs() {
 fn ir_version_follows_the_onnx_release_table() {
     // onnx 1.8: IR 7 / opset 13; 1.10: IR 8 / opset 15; 1.13: IR 8 / opset 18;
     // 1.14: IR 9 / opset 19; 1.16: IR 10 / opset 21; 1.17: IR 10 / opset 22;
-    // 1.18: IR 11 / opset 23; 1.19: IR 12 / opset 24.
+    // 1.18: IR 11 / opset 23; 1.19: IR 12 / opset 24; 1.20 to 1.22: IR 13 / opsets 25 to
+    // 27; 1.23: IR 14 / opset 28 (onnx.helper.VERSION_TABLE).
     let table = [
         (13, 7),
         (14, 7),
@@ -1970,6 +1978,9 @@ fn ir_version_follows_the_onnx_release_table() {
         (22, 10),
         (23, 11),
         (24, 12),
+        (25, 13),
+        (27, 13),
+        (28, 14),
     ];
     for (opset, ir) in table {
         assert_eq!(ir_version_for(opset), ir, "opset {opset}");

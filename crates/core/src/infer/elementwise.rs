@@ -158,16 +158,6 @@ fn binary(op: Binary, inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpErro
     } else {
         a.dtype
     };
-    if op == (Binary::Mod { fmod: false }) && a.dtype.is_float() {
-        return Err(OpError::Attribute {
-            name: "fmod",
-            detail: format!(
-                "Mod on {} needs fmod=1; the integer remainder (fmod=0) is only defined for \
-                 integer inputs",
-                a.dtype
-            ),
-        });
-    }
     let shape = broadcast(op.name(), &[(0, "A", &a), (1, "B", &b)])?;
     Ok(OutputFact::new(dtype, shape))
 }

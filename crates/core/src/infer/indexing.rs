@@ -161,7 +161,9 @@ pub(super) fn infer(
         Op::DepthToSpace { blocksize, .. } => {
             space_depth("DepthToSpace", *blocksize, true, inputs)?
         }
-        Op::SpaceToDepth { blocksize } => space_depth("SpaceToDepth", *blocksize, false, inputs)?,
+        Op::SpaceToDepth { blocksize, .. } => {
+            space_depth("SpaceToDepth", *blocksize, false, inputs)?
+        }
         Op::EyeLike { dtype, .. } => {
             let x = required(inputs, 0, "input")?;
             if x.shape.len() != 2 {

@@ -38,7 +38,7 @@ pub(crate) fn run(
             Ok(vec![Tensor::scalar_i64(data.len() as i64)])
         }
         Op::DepthToSpace { blocksize, crd } => one(depth_to_space(*blocksize, *crd, inputs)),
-        Op::SpaceToDepth { blocksize } => one(space_to_depth(*blocksize, inputs)),
+        Op::SpaceToDepth { blocksize, crd } => one(space_to_depth(*blocksize, *crd, inputs)),
         Op::EyeLike { dtype, k } => one(eye_like(*dtype, *k, inputs)),
         Op::TopK {
             axis,
@@ -617,7 +617,11 @@ fn depth_to_space(
     Tensor::from_parts(Shape(out_dims), x.data().gather(&sources)?)
 }
 
-fn space_to_depth(blocksize: usize, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+fn space_to_depth(
+    blocksize: usize,
+    crd: bool,
+    inputs: &[Option<&Tensor>],
+) -> Result<Tensor, OpError> {
     let x = required(inputs, 0, "input")?;
     let (n, c, h, w) = nchw(x, "SpaceToDepth")?;
     let b = blocksize;
@@ -630,7 +634,13 @@ fn space_to_depth(blocksize: usize, inputs: &[Option<&Tensor>]) -> Result<Tensor
     let mut sources = Vec::with_capacity(x.len());
     for_each_coord(&out_dims, |_, o| {
         let (ni, oc, hi, wi) = (o[0], o[1], o[2], o[3]);
-        let (bh, bw, ci) = (oc / (b * c), (oc / c) % b, oc % c);
+        // The inverse of DepthToSpace in the same mode. DCR: depth is (bh, bw, c);
+        // CRD: (c, bh, bw).
+        let (bh, bw, ci) = if crd {
+            ((oc / b) % b, oc % b, oc / (b * b))
+        } else {
+            (oc / (b * c), (oc / c) % b, oc % c)
+        };
         sources.push(((ni * c + ci) * h + hi * b + bh) * w + wi * b + bw);
         Ok(())
     })?;

@@ -24,18 +24,6 @@ pub(super) fn run(op: Binary, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpEr
     } else {
         expect_same_dtype(b, 1, "B", a.dtype(), "input 0 (A)")?;
     }
-    if let Binary::Mod { fmod: false } = op {
-        if a.dtype().is_float() {
-            return Err(OpError::Attribute {
-                name: "fmod",
-                detail: format!(
-                    "Mod on {} needs fmod=1; the integer remainder (fmod=0) is only defined \
-                     for integer inputs",
-                    a.dtype()
-                ),
-            });
-        }
-    }
     let out = broadcast_operands(op.name(), &[(0, "A", a), (1, "B", b)])?;
     let a_map = broadcast_map(&out, a.shape())?;
     let b_map = broadcast_map(&out, b.shape())?;
@@ -152,13 +140,31 @@ fn float_result(
         Binary::Pow => pairs.map(&x, &y, f64::powf),
         // Rust's `%` on floats is C's fmod: the remainder takes the dividend's sign, and
         // it is exact, so rounding the f64 result loses nothing.
-        Binary::Mod { .. } => pairs.map(&x, &y, |p, q| p % q),
+        Binary::Mod { fmod: true } => pairs.map(&x, &y, |p, q| p % q),
+        Binary::Mod { fmod: false } => pairs.map(&x, &y, floored_remainder),
         Binary::PRelu => pairs.map(&x, &y, |p, q| if p < 0.0 { q * p } else { p }),
         other => return Err(not_this_kind(other, "float arithmetic")),
     };
     // Pow keeps the base's dtype even when the exponent's differs; an integer base with a
     // float exponent truncates toward zero (saturating), as a C cast of pow() would.
     Tensor::from_f64(a.dtype(), out, values)
+}
+
+/// Mod with `fmod = 0` on floats, which opset 28 defines (before it, `fmod = 0` was for
+/// integers only; the reference computes it at every opset, as onnxruntime and numpy do):
+/// `x - floor(x / y) * y`, with the divisor's sign. It is C's fmod moved by one divisor
+/// when the signs differ, and a zero takes the divisor's sign, which gives the spec's
+/// special cases: an infinite or NaN operand or a zero divisor gives NaN through fmod, and
+/// an infinite divisor gives x (same signs) or y (moved by y).
+fn floored_remainder(x: f64, y: f64) -> f64 {
+    let r = x % y;
+    if r == 0.0 {
+        0f64.copysign(y)
+    } else if (r < 0.0) != (y < 0.0) {
+        r + y
+    } else {
+        r
+    }
 }
 
 /// One integer element of an arithmetic or bitwise op, exactly; the caller wraps the result

@@ -1257,6 +1257,7 @@ must_pass = ["test_draws", "test_draws_short"]
             single_op: None,
             inputs: Vec::new(),
             outputs: Vec::new(),
+            random_outputs: BTreeSet::new(),
             problem: None,
         };
         assert_eq!(

@@ -540,10 +540,10 @@ fn clip_and_pad_bounds_take_the_dtype_of_f16_data() {
 }
 
 #[test]
-fn opsets_7_to_24_read_and_13_to_24_write() {
-    assert_eq!(concord_onnx::opset_range(), 7..=24);
-    assert_eq!(concord_onnx::write_opset_range(), 13..=24);
-    for opset in 7..=24 {
+fn opsets_7_to_28_read_and_13_to_28_write() {
+    assert_eq!(concord_onnx::opset_range(), 7..=28);
+    assert_eq!(concord_onnx::write_opset_range(), 13..=28);
+    for opset in 7..=28 {
         let g = match load(&bytes(&relu_model(opset))) {
             Ok(g) => g,
             Err(e) => panic!("opset {opset}: {e}"),

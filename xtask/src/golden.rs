@@ -103,8 +103,9 @@ pub fn run(args: &[String]) -> Result<()> {
     }
 }
 
-/// Makes sure the oracle's pinned venv exists and is up to date; returns its Python.
-fn ensure_venv(root: &Path) -> Result<PathBuf> {
+/// Makes sure the oracle's pinned venv exists and is up to date; returns its Python. The
+/// adapters' onnxruntime is the same wheel (`cargo xtask adapters`).
+pub(crate) fn ensure_venv(root: &Path) -> Result<PathBuf> {
     ensure_venv_at(root, VENV_DIR, REQUIREMENTS)
 }
 

@@ -4,6 +4,7 @@
 //! entry in [`COMMANDS`], so adding one (conformance matrix, ONNX node tests, GPU bundle)
 //! touches this file in two lines.
 
+mod adapters;
 mod conformance;
 mod golden;
 mod gpu_bundle;
@@ -45,6 +46,14 @@ const COMMANDS: &[Command] = &[
         summary: "generate the ONNX backend node tests into target/onnx-node-tests from the \
                   pinned onnx (--write-list: draft conformance/onnx-node.toml from a run)",
         run: onnx_node_tests::run,
+    },
+    Command {
+        name: "adapters",
+        usage: "adapters [--adapter NAME] [-- TEST-ARGS]",
+        summary: "build the engine adapters in adapters/ (onnxruntime via ort, tract) and run \
+                  the whole conformance suite on each, onnxruntime loaded from the pinned \
+                  wheel in target/xtask-venv; reports in target/adapters-report/",
+        run: adapters::run,
     },
     Command {
         name: "gpu-bundle",

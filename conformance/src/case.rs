@@ -44,6 +44,10 @@ pub struct OpCase {
     /// What the case is about, for the report.
     #[serde(default)]
     pub about: String,
+    /// Where the case's expected output does not come from onnxruntime: the oracle it follows
+    /// instead and why (see [`crate::op_oracle`]).
+    #[serde(default)]
+    pub oracle: Option<crate::op_oracle::OracleChoice>,
 }
 
 /// An attribute value as written in a case file.

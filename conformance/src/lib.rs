@@ -38,6 +38,7 @@ pub mod golden;
 mod harness;
 pub mod models;
 pub mod node_tests;
+pub mod op_oracle;
 /// The .npy reader and writer (the facade's, re-exported for backend authors' tests).
 pub use concord::npy;
 pub mod outcome;

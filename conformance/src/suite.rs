@@ -8,6 +8,7 @@ use crate::config::ExpectationsSource;
 use crate::error::SuiteError;
 use crate::expectations::Expectations;
 use crate::golden::{read_npy, GoldenCase, Manifest};
+use crate::op_oracle::OracleManifest;
 use crate::outcome::{DeclinedNode, NodeCoverage, Outcome, Record, Verdict};
 use crate::report::{DeviceEntry, Floor};
 use crate::tolerance::{allowance, Level, ToleranceTable};
@@ -82,6 +83,10 @@ impl SuiteConfig {
     }
 }
 
+/// The reference executor's name: its op/ trials compare with the op cases' independent
+/// oracle ([`crate::op_oracle`]) instead of with the reference.
+const REFERENCE: &str = "cpu";
+
 /// One executor's suite.
 #[derive(Debug)]
 pub struct Suite {
@@ -96,6 +101,9 @@ pub struct Suite {
     pub op_cases: Vec<Arc<OpCase>>,
     pub golden: Vec<Arc<GoldenCase>>,
     golden_manifest: Manifest,
+    /// The op cases' onnxruntime outputs, loaded for the reference executor only: its op/
+    /// trials compare with these, never with itself.
+    op_oracle: Option<OracleManifest>,
     pub node_tests: crate::node_tests::NodeTests,
     pub config: SuiteConfig,
 }
@@ -140,6 +148,11 @@ impl Suite {
         let registry = ExecutorRegistry::reference_only().with(executor.clone());
         let golden_manifest = Manifest::load(&config.golden_dir)?;
         let targets: Vec<Target> = executor.targets().into_iter().map(|s| s.target).collect();
+        let op_oracle = if executor.name() == REFERENCE {
+            Some(OracleManifest::load(&config.golden_dir)?)
+        } else {
+            None
+        };
         Ok(Suite {
             registry,
             reference: ExecutorRegistry::reference_only(),
@@ -158,6 +171,7 @@ impl Suite {
                 .map(Arc::new)
                 .collect(),
             golden_manifest,
+            op_oracle,
             node_tests: crate::node_tests::NodeTests::load(&config.conformance_dir)?,
             executor,
             config,
@@ -672,7 +686,74 @@ impl Suite {
             };
         }
         let bytes = prost::Message::encode_to_vec(&built.model);
+        if let Some(oracle) = &self.op_oracle {
+            return self.check_against_oracle(oracle, case, &built, &bytes, target, notices);
+        }
         self.check_against_reference(&bytes, &built.inputs, &case.op, target, notices)
+    }
+
+    /// The reference's op/ trial: the case's outputs against the independent oracle's
+    /// (onnxruntime, or the oracle the case names with its reason), under the op's level
+    /// with the reference's own accumulation figures. Each comparison names the oracle.
+    fn check_against_oracle(
+        &self,
+        oracle: &OracleManifest,
+        case: &OpCase,
+        built: &crate::case::BuiltCase,
+        model: &[u8],
+        target: &Target,
+        notices: &mut Vec<String>,
+    ) -> Outcome {
+        let fail = |message: String| Outcome::Fail {
+            message,
+            comparisons: Vec::new(),
+        };
+        let expected = match oracle.outputs_for(case, built) {
+            Ok(e) => e,
+            Err(message) => return fail(message),
+        };
+        let net = match self.executor_net(model, target, notices) {
+            Ok(n) => n,
+            Err(outcome) => return outcome,
+        };
+        let actual = match net.forward(built.inputs.clone()) {
+            Ok(o) => o,
+            Err(e) => return fail(format!("forward failed: {e}")),
+        };
+        let Some(level) = self.tolerances.level_for(&case.op, target) else {
+            return fail(format!(
+                "no tolerance level for {} in tolerances.toml",
+                case.op
+            ));
+        };
+        let accumulation = node_accumulation(net.graph(), &built.inputs);
+        let mut comparisons = Vec::new();
+        for (name, want) in &expected.outputs {
+            let Some(got) = actual.get(name) else {
+                return fail(format!("no output `{name}`"));
+            };
+            let allowed = match allowance(
+                level.level,
+                &self.spec(target),
+                want,
+                accumulation.as_ref(),
+            ) {
+                Ok(a) => a,
+                Err(e) => {
+                    return Outcome::Fail {
+                        message: e,
+                        comparisons,
+                    }
+                }
+            };
+            comparisons.push(compare(
+                &format!("{name} ({})", expected.describe),
+                got,
+                want,
+                &|i, _| allowed.get(i).copied().unwrap_or(0.0),
+            ));
+        }
+        verdict_of(comparisons)
     }
 
     /// Runs a model on the executor and on the reference and compares every output under

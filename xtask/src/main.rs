@@ -9,6 +9,7 @@ mod conformance;
 mod golden;
 mod gpu_bundle;
 mod onnx_node_tests;
+mod op_oracle;
 
 use anyhow::{bail, Result};
 use std::path::PathBuf;
@@ -31,6 +32,15 @@ const COMMANDS: &[Command] = &[
                   re-export the PyTorch/torchvision models into conformance/golden/exported/ \
                   in a second venv)",
         run: golden::run,
+    },
+    Command {
+        name: "op-oracle",
+        usage: "op-oracle [--check] [--compare]",
+        summary: "compute every op case's expected output with onnxruntime (the suite's own \
+                  model and inputs, the golden venv) into conformance/golden/op-cases/ \
+                  (--check: regenerate elsewhere and compare; --compare: also print where \
+                  onnx.reference differs)",
+        run: op_oracle::run,
     },
     Command {
         name: "conformance",

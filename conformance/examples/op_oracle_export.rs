@@ -14,7 +14,11 @@ fn main() -> ExitCode {
         .and_then(|cases| concord_conformance::op_oracle::export(&cases, &out));
     match result {
         Ok(index) => {
-            println!("op_oracle_export: {} cases in {}", index.len(), out.display());
+            println!(
+                "op_oracle_export: {} cases in {}",
+                index.len(),
+                out.display()
+            );
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -732,20 +732,16 @@ impl Suite {
             let Some(got) = actual.get(name) else {
                 return fail(format!("no output `{name}`"));
             };
-            let allowed = match allowance(
-                level.level,
-                &self.spec(target),
-                want,
-                accumulation.as_ref(),
-            ) {
-                Ok(a) => a,
-                Err(e) => {
-                    return Outcome::Fail {
-                        message: e,
-                        comparisons,
+            let allowed =
+                match allowance(level.level, &self.spec(target), want, accumulation.as_ref()) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        return Outcome::Fail {
+                            message: e,
+                            comparisons,
+                        }
                     }
-                }
-            };
+                };
             comparisons.push(compare(
                 &format!("{name} ({})", expected.describe),
                 got,

@@ -1,6 +1,6 @@
 //! The suite is a dependency: `cargo package -p concord-conformance` must carry every data
 //! file the suite reads at run time (op cases, golden cases and every file their manifest
-//! names, the tolerance table, the ONNX node-test list, the expectations of Concord's
+//! names, the op cases' oracle outputs, the tolerance table, the ONNX node-test list, the expectations of Concord's
 //! executors, the regression seeds) and the guide's example executor, so that a crate that
 //! depends on it from a registry or a git checkout runs the whole suite.
 
@@ -8,6 +8,7 @@
 #![allow(clippy::panic)]
 
 use concord_conformance::golden::Manifest;
+use concord_conformance::op_oracle::OracleManifest;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
@@ -61,6 +62,16 @@ fn the_packaged_crate_carries_every_data_file_the_suite_reads() {
                 .unwrap_or_else(|_| panic!("{} is outside the crate", path.display()));
             needed.insert(relative.to_string_lossy().replace('\\', "/"));
         }
+    }
+    // The op cases' independent oracle: the reference's op/ trials read it.
+    needed.insert("golden/op-cases/manifest.json".to_string());
+    let oracle = OracleManifest::load(&here.join("golden"))
+        .unwrap_or_else(|e| panic!("the op-case oracle manifest does not load: {e}"));
+    for path in oracle.cases.values().flat_map(|c| c.outputs.values()) {
+        let relative = path
+            .strip_prefix(here)
+            .unwrap_or_else(|_| panic!("{} is outside the crate", path.display()));
+        needed.insert(relative.to_string_lossy().replace('\\', "/"));
     }
     assert!(
         needed.len() > 100,

@@ -18,7 +18,8 @@
 //!   in the author's crate ([`config`]). Nothing is edited inside Concord to test an
 //!   executor.
 //! - Expected outputs come from the reference executor or the golden oracle, never from
-//!   the executor under test.
+//!   the executor under test; the reference's own op/ trials compare with the op cases'
+//!   independent oracle ([`op_oracle`]: onnxruntime, or the oracle a case names and why).
 //! - Tolerances, expected failures and skips are data with reasons (tolerances.toml and the
 //!   author's overrides, the executor's expectations file); malformed data fails the run,
 //!   an expected failure that passes fails the run, and an executor without an

@@ -304,7 +304,7 @@ impl Suite {
                 }
             }
             (None, Job::Op(op_case)) => (
-                Some(self.check_op_case(op_case, &case.target, &mut notices)),
+                Some(self.check_op_trial(op_case, &case.target, &mut notices)),
                 None,
             ),
             (None, Job::Golden(g)) => (
@@ -686,10 +686,39 @@ impl Suite {
             };
         }
         let bytes = prost::Message::encode_to_vec(&built.model);
-        if let Some(oracle) = &self.op_oracle {
-            return self.check_against_oracle(oracle, case, &built, &bytes, target, notices);
-        }
         self.check_against_reference(&bytes, &built.inputs, &case.op, target, notices)
+    }
+
+    /// An op/ trial: a listed case (conformance/cases/) against the reference, or, on the
+    /// reference itself, against the case's independent oracle ([`crate::op_oracle`]), so
+    /// that no op/ trial compares the reference with itself. Generated (prop/) cases have no
+    /// oracle output and go through [`Suite::check_op_case`].
+    pub fn check_op_trial(
+        &self,
+        case: &OpCase,
+        target: &Target,
+        notices: &mut Vec<String>,
+    ) -> Outcome {
+        let Some(oracle) = &self.op_oracle else {
+            return self.check_op_case(case, target, notices);
+        };
+        let built = match case.build() {
+            Ok(b) => b,
+            Err(e) => {
+                return Outcome::Fail {
+                    message: e.to_string(),
+                    comparisons: Vec::new(),
+                }
+            }
+        };
+        if built.inputs.is_empty() {
+            return Outcome::Fail {
+                message: "the case has no runtime input: constant folding would run it at build time, not on the executor".into(),
+                comparisons: Vec::new(),
+            };
+        }
+        let bytes = prost::Message::encode_to_vec(&built.model);
+        self.check_against_oracle(oracle, case, &built, &bytes, target, notices)
     }
 
     /// The reference's op/ trial: the case's outputs against the independent oracle's

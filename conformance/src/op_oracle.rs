@@ -55,18 +55,16 @@ pub struct OracleEntry {
 #[serde(deny_unknown_fields)]
 pub struct OracleChoice {
     /// `onnx-reference` (the ONNX specification's reference implementation, onnx.reference,
-    /// run on the case as built) or `onnxruntime-f32` (onnxruntime on the same node with
-    /// f16 inputs widened to f32, its outputs rounded to f16 once: for ops onnxruntime has
-    /// no f16 kernel for) or `numpy` (the op written out from its ONNX definition with numpy
-    /// in xtask/golden/op_oracle.py, where onnxruntime and onnx.reference both depart from
-    /// the convention the case documents).
+    /// run on the case as built) or `numpy` (the op written out from its ONNX definition
+    /// with numpy in xtask/golden/op_oracle.py, where onnxruntime and onnx.reference both
+    /// depart from the convention the case documents).
     pub follow: String,
     /// Why: the onnxruntime behaviour or gap, and what the specification says.
     pub reason: String,
 }
 
 /// The oracles a case may name.
-pub const ORACLES: [&str; 3] = ["onnx-reference", "onnxruntime-f32", "numpy"];
+pub const ORACLES: [&str; 2] = ["onnx-reference", "numpy"];
 
 impl OracleManifest {
     /// Reads `golden_dir/op-cases/manifest.json`; output paths become absolute.
@@ -142,8 +140,7 @@ impl OracleManifest {
             Some(reason) => {
                 let package = match entry.oracle.as_str() {
                     "onnx-reference" => "onnx",
-                    "numpy" => "numpy",
-                    _ => "onnxruntime",
+                    _ => "numpy",
                 };
                 format!(
                     "expected output from {} ({package} {}), not onnxruntime: {reason}",

@@ -10,9 +10,8 @@ the digest of what was run, which oracle ran it and, if not onnxruntime, why).
 The oracle is onnxruntime's CPUExecutionProvider with graph optimisations off and one
 thread. A case may name another oracle in its `oracle` field, with a reason:
 - `onnx-reference`: the ONNX specification's reference implementation (onnx.reference),
-  where onnxruntime departs from the specification or has no kernel at all;
-- `onnxruntime-f32`: onnxruntime on the same model with every f16 tensor widened to f32,
-  each output rounded to f16 once, where onnxruntime has no f16 kernel for the op;
+  where onnxruntime departs from the specification, refuses a form it defines or has no
+  kernel for the case's type;
 - `numpy`: the op written out from its ONNX definition with numpy below (NUMPY_OPS), where
   onnxruntime and onnx.reference both depart from the convention the case documents.
 A case onnxruntime cannot run and that names no other oracle stops the run with
@@ -33,7 +32,6 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import TensorProto, numpy_helper
 
 
 def ort_session(model_bytes):
@@ -53,46 +51,6 @@ def run_reference(model_bytes, feeds):
 
     model = onnx.load_from_string(model_bytes)
     return [np.asarray(o) for o in ReferenceEvaluator(model).run(None, feeds)]
-
-
-def widen_f16(model):
-    """The model with every f16 input, initializer, attribute tensor and declared type as f32."""
-
-    def widen_tensor(t):
-        if t.data_type == TensorProto.FLOAT16:
-            array = numpy_helper.to_array(t).astype(np.float32)
-            t.CopyFrom(numpy_helper.from_array(array, t.name))
-
-    graph = model.graph
-    for t in graph.initializer:
-        widen_tensor(t)
-    for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
-        tt = vi.type.tensor_type
-        if tt.elem_type == TensorProto.FLOAT16:
-            tt.elem_type = TensorProto.FLOAT
-    for node in graph.node:
-        for a in node.attribute:
-            if a.type == onnx.AttributeProto.TENSOR:
-                widen_tensor(a.t)
-            if a.name == "to" and a.i == TensorProto.FLOAT16:
-                a.i = TensorProto.FLOAT
-    return model
-
-
-def run_ort_f32(model_bytes, feeds):
-    model = widen_f16(onnx.load_from_string(model_bytes))
-    wide = {k: (v.astype(np.float32) if v.dtype == np.float16 else v) for k, v in feeds.items()}
-    declared = [o.type.tensor_type.elem_type for o in onnx.load_from_string(model_bytes).graph.output]
-    outputs = run_ort(model.SerializeToString(), wide)
-    # Outputs whose type the original model leaves undeclared are f16 exactly when the
-    # widened run made f32 from f16 inputs; the cases that name this oracle are f16 cases.
-    rounded = []
-    for i, o in enumerate(outputs):
-        if o.dtype == np.float32 and (declared[i] in (0, TensorProto.FLOAT16)):
-            rounded.append(o.astype(np.float16))
-        else:
-            rounded.append(o)
-    return rounded
 
 
 def numpy_max_pool(node, x):
@@ -128,7 +86,6 @@ def run_numpy(model_bytes, feeds):
 ORACLES = {
     "onnxruntime": run_ort,
     "onnx-reference": run_reference,
-    "onnxruntime-f32": run_ort_f32,
     "numpy": run_numpy,
 }
 
@@ -221,7 +178,7 @@ def main():
         for line in failures:
             print(f"  {line}", file=sys.stderr)
         print(
-            "give each an `oracle = { follow = \"onnx-reference\" | \"onnxruntime-f32\", reason = \"…\" }` "
+            "give each an `oracle = { follow = \"onnx-reference\" | \"numpy\", reason = \"…\" }` "
             "saying why onnxruntime cannot be its oracle, or fix the case",
             file=sys.stderr,
         )

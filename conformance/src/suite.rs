@@ -31,6 +31,9 @@ pub struct SuiteConfig {
     pub golden_dir: PathBuf,
     /// Generated cases per property trial.
     pub prop_cases: u32,
+    /// The fewest generated cases a property trial must execute (not declined) to pass; a
+    /// trial asking for fewer cases must execute all of them.
+    pub prop_min_executed: usize,
     /// Where failing property cases are written as standalone repros.
     pub repro_dir: PathBuf,
     /// Where the executor's expectations file is (see [`crate::config`]).
@@ -41,6 +44,11 @@ pub struct SuiteConfig {
     /// expectations file.
     pub min_executed: Option<usize>,
 }
+
+/// The fewest executed cases per property trial unless `CONCORD_PROP_MIN_EXECUTED` says
+/// otherwise: two thirds of the default 24, so an executor may decline a third of the cases
+/// of an op (a dtype it lacks) and still have its kernels searched.
+pub const DEFAULT_PROP_MIN_EXECUTED: usize = 16;
 
 impl Default for SuiteConfig {
     fn default() -> Self {
@@ -67,6 +75,10 @@ impl SuiteConfig {
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(24);
+        let prop_min_executed = std::env::var("CONCORD_PROP_MIN_EXECUTED")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(DEFAULT_PROP_MIN_EXECUTED);
         let repro_dir = std::env::var_os("CONCORD_REPRO_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| std::env::temp_dir().join("concord-repro"));
@@ -74,6 +86,7 @@ impl SuiteConfig {
             conformance_dir,
             golden_dir,
             prop_cases,
+            prop_min_executed,
             repro_dir,
             expectations: ExpectationsSource::Shipped,
             tolerance_overrides: None,

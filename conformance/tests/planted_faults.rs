@@ -240,7 +240,10 @@ fn every_planted_fault_is_caught_by_its_named_case_and_kind() {
         let problem = if catching.verdict.message().is_none() {
             Some(format!("NOT CAUGHT ({})", catching.verdict.label()))
         } else if !plant.kind.matches(catching) {
-            Some(format!("caught by the wrong kind: {}", first_line(catching)))
+            Some(format!(
+                "caught by the wrong kind: {}",
+                first_line(catching)
+            ))
         } else {
             None
         };

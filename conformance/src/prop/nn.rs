@@ -3,8 +3,8 @@
 //! GlobalAveragePool and Resize.
 
 use super::gen::{
-    auto_pad, case, data, dims, extent, ints, literal, omitted, recipe, seed, spatial_rank,
-    window, window_attributes, Attrs, Recipe, Window, ACCUMULATING, UNIFORM,
+    auto_pad, case, data, dims, extent, ints, literal, omitted, recipe, seed, spatial_rank, window,
+    window_attributes, Attrs, Recipe, Window, ACCUMULATING, UNIFORM,
 };
 use crate::case::{AttributeValue, OpCase};
 use proptest::array::uniform3;

@@ -474,8 +474,7 @@ impl<'a> Rewrite<'a> {
             let Op::Softmax { axis } = node.op else {
                 continue;
             };
-            let (Some(x), Some(y)) = (Self::input(&node, 0), node.outputs.first().cloned())
-            else {
+            let (Some(x), Some(y)) = (Self::input(&node, 0), node.outputs.first().cloned()) else {
                 continue;
             };
             let e = format!("planted_{i}_exp");
@@ -521,8 +520,7 @@ impl<'a> Rewrite<'a> {
             let Op::Softmax { axis } = node.op else {
                 continue;
             };
-            let (Some(x), Some(y)) = (Self::input(&node, 0), node.outputs.first().cloned())
-            else {
+            let (Some(x), Some(y)) = (Self::input(&node, 0), node.outputs.first().cloned()) else {
                 continue;
             };
             let Some(dims) = self.dims(&x) else { continue };
@@ -632,8 +630,7 @@ impl<'a> Rewrite<'a> {
             if !matches!(node.op, Op::BatchNormalization { .. }) {
                 continue;
             }
-            let (Some(x), Some(y)) = (Self::input(&node, 0), node.outputs.first().cloned())
-            else {
+            let (Some(x), Some(y)) = (Self::input(&node, 0), node.outputs.first().cloned()) else {
                 continue;
             };
             let Some(rank) = self.dims(&x).map(|d| d.len()) else {
@@ -853,7 +850,11 @@ impl PlantedPartition {
             .as_deref()
             .and_then(|n| self.graph.initializers.get(n))
             .and_then(Tensor::to_i64_vec)?;
-        if axes.iter().map(|&a| if a < 0 { a + rank } else { a }).ne([rank - 1]) {
+        if axes
+            .iter()
+            .map(|&a| if a < 0 { a + rank } else { a })
+            .ne([rank - 1])
+        {
             return None;
         }
         let row = *x.dims().last()?;

@@ -12,7 +12,7 @@
 mod planted;
 
 use concord_conformance::expectations::Expectations;
-use concord_conformance::{Record, Suite, SuiteConfig, Verdict};
+use concord_conformance::{Case, Record, Suite, SuiteConfig, Verdict};
 use planted::{Fault, Planted};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -170,27 +170,47 @@ const PLANTS: &[Plant] = &[
     by_value(Fault::LeakyReluAlphaIgnored, "op/LeakyRelu/alpha_0_2"),
 ];
 
-/// Runs the named trials (suffixes after `<executor>/cpu/`) on `suite`, in order, and
-/// returns their records. A skipped trial is an error: a fault must be caught by a case
-/// that ran.
-fn run_trials(suite: &Suite, suffixes: &[&str]) -> Result<Vec<Record>, String> {
-    let cases = suite.cases();
-    let mut records = Vec::new();
-    for suffix in suffixes {
-        let name = format!("{}/cpu/{suffix}", suite.executor.name());
-        let case = cases
-            .iter()
-            .find(|c| c.name == name)
-            .ok_or_else(|| format!("no trial named {name}"))?;
-        let record = suite.run_case(case);
-        if let Verdict::Skip { reason } = &record.verdict {
-            return Err(format!(
-                "{name} was skipped ({reason}); a planted fault must be caught by an executed case"
-            ));
+/// The trials of the control's suite, listed once (listing them builds a reference net
+/// per golden case, which is most of this test's time otherwise).
+struct Trials {
+    cases: Vec<Case>,
+    prefix: String,
+}
+
+impl Trials {
+    fn of(control: &Suite) -> Trials {
+        Trials {
+            cases: control.cases(),
+            prefix: format!("{}/", control.executor.name()),
         }
-        records.push(record);
     }
-    Ok(records)
+
+    /// Runs the named trials (suffixes after `<executor>/cpu/`) on `suite`, in order, and
+    /// returns their records. Every planted executor serves the control's target and
+    /// declines nothing the control takes, so the control's trial, renamed, is the
+    /// suite's. A skipped trial is an error: a fault must be caught by a case that ran.
+    fn run(&self, suite: &Suite, suffixes: &[&str]) -> Result<Vec<Record>, String> {
+        let mut records = Vec::new();
+        for suffix in suffixes {
+            let control_name = format!("{}cpu/{suffix}", self.prefix);
+            let mut case = self
+                .cases
+                .iter()
+                .find(|c| c.name == control_name)
+                .cloned()
+                .ok_or_else(|| format!("no trial named {control_name}"))?;
+            case.name = format!("{}/cpu/{suffix}", suite.executor.name());
+            let record = suite.run_case(&case);
+            if let Verdict::Skip { reason } = &record.verdict {
+                return Err(format!(
+                    "{} was skipped ({reason}); a planted fault must be caught by an executed case",
+                    case.name
+                ));
+            }
+            records.push(record);
+        }
+        Ok(records)
+    }
 }
 
 fn suite_for(fault: Fault) -> Suite {
@@ -220,12 +240,15 @@ struct Row {
 #[test]
 fn every_planted_fault_is_caught_by_its_named_case_and_kind() {
     let control = suite_for(Fault::None);
+    let trials_of_control = Trials::of(&control);
     let mut rows = Vec::new();
     for plant in PLANTS {
         let mut trials: Vec<&str> = plant.setup.to_vec();
         trials.push(plant.caught_by);
         // The control passes the same trials, so a catch is the fault's doing.
-        let control_records = run_trials(&control, &trials).unwrap_or_else(|e| panic!("{e}"));
+        let control_records = trials_of_control
+            .run(&control, &trials)
+            .unwrap_or_else(|e| panic!("{e}"));
         for r in &control_records {
             assert!(
                 matches!(r.verdict, Verdict::Pass),
@@ -235,7 +258,9 @@ fn every_planted_fault_is_caught_by_its_named_case_and_kind() {
             );
         }
         let suite = suite_for(plant.fault);
-        let records = run_trials(&suite, &trials).unwrap_or_else(|e| panic!("{e}"));
+        let records = trials_of_control
+            .run(&suite, &trials)
+            .unwrap_or_else(|e| panic!("{e}"));
         let catching = records.last().unwrap_or_else(|| panic!("no records"));
         let problem = if catching.verdict.message().is_none() {
             Some(format!("NOT CAUGHT ({})", catching.verdict.label()))
@@ -259,7 +284,9 @@ fn every_planted_fault_is_caught_by_its_named_case_and_kind() {
     // passes must fail the run. Its control is the same trial without the entry, which
     // passes (run above for every plant's control suite; here once more on its own trial).
     let relu = "op/Relu/f32";
-    let control_records = run_trials(&control, &[relu]).unwrap_or_else(|e| panic!("{e}"));
+    let control_records = trials_of_control
+        .run(&control, &[relu])
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(
         control_records
             .iter()
@@ -274,7 +301,9 @@ fn every_planted_fault_is_caught_by_its_named_case_and_kind() {
         &[concord::targets::CPU],
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let stale_records = run_trials(&stale, &[relu]).unwrap_or_else(|e| panic!("{e}"));
+    let stale_records = trials_of_control
+        .run(&stale, &[relu])
+        .unwrap_or_else(|e| panic!("{e}"));
     let kind = Kind::Message("but passed: remove the entry");
     let problem = match stale_records.first() {
         Some(r) if matches!(r.verdict, Verdict::UnexpectedPass { .. }) && kind.matches(r) => None,

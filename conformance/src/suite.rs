@@ -45,10 +45,16 @@ pub struct SuiteConfig {
     pub min_executed: Option<usize>,
 }
 
+/// Generated cases per property trial unless `CONCORD_PROP_CASES` says otherwise: enough
+/// that every run reaches the edge lengths of most ops (a case has a long axis about half
+/// the time), few enough that the property trials of Concord's executors take a few
+/// seconds on PoCL.
+pub const DEFAULT_PROP_CASES: u32 = 64;
+
 /// The fewest executed cases per property trial unless `CONCORD_PROP_MIN_EXECUTED` says
-/// otherwise: two thirds of the default 24, so an executor may decline a third of the cases
-/// of an op (a dtype it lacks) and still have its kernels searched.
-pub const DEFAULT_PROP_MIN_EXECUTED: usize = 16;
+/// otherwise: half the default count, so an executor may decline half the cases of an op
+/// (a dtype it lacks) and still have its kernels searched.
+pub const DEFAULT_PROP_MIN_EXECUTED: usize = 32;
 
 impl Default for SuiteConfig {
     fn default() -> Self {
@@ -74,7 +80,7 @@ impl SuiteConfig {
         let prop_cases = std::env::var("CONCORD_PROP_CASES")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(24);
+            .unwrap_or(DEFAULT_PROP_CASES);
         let prop_min_executed = std::env::var("CONCORD_PROP_MIN_EXECUTED")
             .ok()
             .and_then(|v| v.parse().ok())

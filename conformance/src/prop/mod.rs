@@ -446,6 +446,26 @@ fn failure(
 mod tests {
     use super::*;
 
+    /// The trial's seed; None if it were left to proptest (it never is).
+    fn fixed_seed(op: &str, run: u64) -> Option<u64> {
+        match runner_config(24, Path::new("unused.txt"), op, run).rng_seed {
+            RngSeed::Fixed(seed) => Some(seed),
+            RngSeed::Random => None,
+        }
+    }
+
+    #[test]
+    fn the_run_seed_decides_each_trials_seed() {
+        // One run seed gives each op its own seed, the same every time it is asked.
+        assert!(fixed_seed("Conv", 7).is_some());
+        assert_eq!(fixed_seed("Conv", 7), fixed_seed("Conv", 7));
+        assert_ne!(fixed_seed("Conv", 7), fixed_seed("Gemm", 7));
+        // Another run seed gives other cases.
+        assert_ne!(fixed_seed("Conv", 7), fixed_seed("Conv", 8));
+        // Within a process the run seed is drawn once.
+        assert_eq!(run_seed(), run_seed());
+    }
+
     #[test]
     fn families_and_ops_agree() {
         for op in ops() {

@@ -168,6 +168,7 @@ const PLANTS: &[Plant] = &[
         "op/ArgMax/ties_first_and_last",
     ),
     by_value(Fault::LeakyReluAlphaIgnored, "op/LeakyRelu/alpha_0_2"),
+    by_value(Fault::DivisorLosesSignOfZero, "op/Div/by_zero_and_special"),
 ];
 
 /// The trials of the control's suite, listed once (listing them builds a reference net

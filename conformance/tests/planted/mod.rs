@@ -90,6 +90,9 @@ pub enum Fault {
     /// The last, partial work-group of 16 elements is never launched: the tail of every
     /// output whose length is not a multiple of 16 stays zero.
     PartialTileDropped,
+    /// A divisor's zero loses its sign (an `x + 0.0` added by a fused zero bias, or folded
+    /// under fast-math's no-signed-zeros), so x / -0 gives +inf instead of -inf.
+    DivisorLosesSignOfZero,
 }
 
 /// The width of the work-group the PartialTileDropped fault rounds down to.
@@ -233,6 +236,7 @@ fn plant(fault: Fault, graph: &mut Graph) {
             }
         }),
         Fault::GatherNegativeIndexNotWrapped => rewrite.clamp_gather_indices(),
+        Fault::DivisorLosesSignOfZero => rewrite.add_zero_to_divisors(),
         Fault::TransposeInversePerm => rewrite.each(|_, node| {
             if let Op::Transpose { perm: Some(perm) } = &mut node.op {
                 let mut inverse = vec![0i64; perm.len()];
@@ -588,6 +592,40 @@ impl<'a> Rewrite<'a> {
             let mut gather = node.clone();
             gather.inputs[1] = Some(clamped);
             self.replace(i, vec![relu, gather]);
+        }
+    }
+
+    /// Every f32 divisor passes through `+ 0.0`, which turns -0 into +0 and leaves every
+    /// other value as it is.
+    fn add_zero_to_divisors(&mut self) {
+        for i in 0..self.graph.nodes.len() {
+            let node = self.graph.nodes[i].clone();
+            if !matches!(node.op, Op::Binary(Binary::Div)) {
+                continue;
+            }
+            let Some(divisor) = Self::input(&node, 1) else {
+                continue;
+            };
+            let is_f32 = self
+                .graph
+                .values
+                .get(&divisor)
+                .or_else(|| self.graph.inputs.iter().find(|v| v.name == divisor))
+                .is_some_and(|v| v.dtype == DType::F32);
+            if !is_f32 {
+                continue;
+            }
+            let zero = self.constant(i, "zero", Tensor::scalar_f32(0.0));
+            let unsigned = format!("planted_{i}_unsigned");
+            let add = Node::new(
+                format!("planted_{i}_add_zero"),
+                Op::Binary(Binary::Add),
+                &[&divisor, &zero],
+                &[&unsigned],
+            );
+            let mut div = node.clone();
+            div.inputs[1] = Some(unsigned);
+            self.replace(i, vec![add, div]);
         }
     }
 

@@ -194,7 +194,7 @@ static PLAN_CACHE: OnceLock<Mutex<HashMap<String, Arc<dyn PreparedPartition>>>> 
 fn plant(fault: Fault, graph: &mut Graph) {
     let mut rewrite = Rewrite::new(graph);
     match fault {
-        Fault::ConvPadOffByOne => rewrite.each(|_, node| {
+        Fault::ConvPadOffByOne => rewrite.each(|node| {
             if let Op::Conv(Conv { pads, .. }) = &mut node.op {
                 // Move one cell of padding from the end of the last axis to its beginning:
                 // same output shape, shifted window.
@@ -207,12 +207,12 @@ fn plant(fault: Fault, graph: &mut Graph) {
             }
         }),
         Fault::ConvGroupsIgnored => rewrite.conv_groups_ignored(),
-        Fault::ConvIgnoresDilation => rewrite.each(|_, node| {
+        Fault::ConvIgnoresDilation => rewrite.each(|node| {
             if let Op::Conv(Conv { dilations, .. }) = &mut node.op {
                 dilations.clear();
             }
         }),
-        Fault::GemmIgnoresTransB => rewrite.each(|_, node| {
+        Fault::GemmIgnoresTransB => rewrite.each(|node| {
             if let Op::Gemm(Gemm { trans_b, .. }) = &mut node.op {
                 *trans_b = false;
             }
@@ -221,7 +221,7 @@ fn plant(fault: Fault, graph: &mut Graph) {
         Fault::CastRoundsInsteadOfTruncating => rewrite.round_before_integer_casts(),
         Fault::SoftmaxWithoutMaxSubtraction => rewrite.naive_softmax(),
         Fault::SoftmaxFlattenedAtAxis => rewrite.flattened_softmax(),
-        Fault::ResizeCoordinateTransformSwapped => rewrite.each(|_, node| {
+        Fault::ResizeCoordinateTransformSwapped => rewrite.each(|node| {
             if let Op::Resize(r) = &mut node.op {
                 r.coordinate_transformation_mode = match r.coordinate_transformation_mode {
                     CoordinateTransform::HalfPixel => CoordinateTransform::Asymmetric,
@@ -230,14 +230,14 @@ fn plant(fault: Fault, graph: &mut Graph) {
                 };
             }
         }),
-        Fault::ResizeNearestModeIgnored => rewrite.each(|_, node| {
+        Fault::ResizeNearestModeIgnored => rewrite.each(|node| {
             if let Op::Resize(r) = &mut node.op {
                 r.nearest_mode = NearestMode::RoundPreferFloor;
             }
         }),
         Fault::GatherNegativeIndexNotWrapped => rewrite.clamp_gather_indices(),
         Fault::DivisorLosesSignOfZero => rewrite.add_zero_to_divisors(),
-        Fault::TransposeInversePerm => rewrite.each(|_, node| {
+        Fault::TransposeInversePerm => rewrite.each(|node| {
             if let Op::Transpose { perm: Some(perm) } = &mut node.op {
                 let mut inverse = vec![0i64; perm.len()];
                 for (i, &p) in perm.iter().enumerate() {
@@ -252,7 +252,7 @@ fn plant(fault: Fault, graph: &mut Graph) {
         Fault::BatchNormWrongAxis => rewrite.batch_norm_on_last_axis(),
         Fault::ReduceWrongAxis => rewrite.reduce_next_axis(),
         Fault::MaxPoolPadsWithZero => rewrite.max_pool_zero_padding(),
-        Fault::AveragePoolCountIncludePadInverted => rewrite.each(|_, node| {
+        Fault::AveragePoolCountIncludePadInverted => rewrite.each(|node| {
             if let Op::AveragePool(Pool {
                 count_include_pad, ..
             }) = &mut node.op
@@ -260,29 +260,29 @@ fn plant(fault: Fault, graph: &mut Graph) {
                 *count_include_pad = !*count_include_pad;
             }
         }),
-        Fault::LayerNormEpsilonIgnored => rewrite.each(|_, node| {
+        Fault::LayerNormEpsilonIgnored => rewrite.each(|node| {
             if let Op::LayerNormalization { epsilon, .. } = &mut node.op {
                 *epsilon = 1e-5;
             }
         }),
-        Fault::PadValueIgnored => rewrite.each(|_, node| {
+        Fault::PadValueIgnored => rewrite.each(|node| {
             if matches!(node.op, Op::Pad { .. }) {
                 if let Some(value) = node.inputs.get_mut(2) {
                     *value = None;
                 }
             }
         }),
-        Fault::ModWithCSign => rewrite.each(|_, node| {
+        Fault::ModWithCSign => rewrite.each(|node| {
             if let Op::Binary(Binary::Mod { fmod }) = &mut node.op {
                 *fmod = true;
             }
         }),
-        Fault::ArgMaxIgnoresSelectLastIndex => rewrite.each(|_, node| {
+        Fault::ArgMaxIgnoresSelectLastIndex => rewrite.each(|node| {
             if let Op::ArgMax(arg) = &mut node.op {
                 arg.select_last_index = false;
             }
         }),
-        Fault::LeakyReluAlphaIgnored => rewrite.each(|_, node| {
+        Fault::LeakyReluAlphaIgnored => rewrite.each(|node| {
             if let Op::Unary(Unary::LeakyRelu { alpha }) = &mut node.op {
                 *alpha = 0.01;
             }
@@ -308,11 +308,8 @@ impl<'a> Rewrite<'a> {
     }
 
     /// Applies `f` to every node in place.
-    fn each(&mut self, mut f: impl FnMut(&Graph, &mut Node)) {
-        let snapshot = self.graph.clone();
-        for node in &mut self.graph.nodes {
-            f(&snapshot, node);
-        }
+    fn each(&mut self, f: impl FnMut(&mut Node)) {
+        self.graph.nodes.iter_mut().for_each(f);
     }
 
     /// The dims of a value: an initializer's, or the inferred shape's when it is concrete.

@@ -59,6 +59,10 @@ pub(crate) fn run_configured(
         if let Some(refusal) = preamble.refusal {
             return cannot_start(&refusal);
         }
+        // The property seed is drawn (and printed) here, before any trial writes its line.
+        if let Err(e) = crate::prop::run_seed() {
+            return cannot_start(&e);
+        }
     }
     let cases = suite.cases();
     let records: Arc<Mutex<Vec<Record>>> = Arc::default();

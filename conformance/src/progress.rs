@@ -197,6 +197,10 @@ impl RunSummary {
 pub fn run(options: &RunOptions) -> RunSummary {
     let started = Instant::now();
     let mut run_failures = Vec::new();
+    // The property seed is drawn (and printed) before any trial runs.
+    if let Err(e) = crate::prop::run_seed() {
+        run_failures.push(e);
+    }
     let mut leading_records = Vec::new();
     let targets = parse_targets(&options.targets, &options.registry, &mut run_failures);
     let chosen = choose_executors(options, &targets, &mut run_failures, &mut leading_records);

@@ -32,6 +32,9 @@ pub struct SuiteConfig {
     pub golden_dir: PathBuf,
     /// Generated cases per property trial.
     pub prop_cases: u32,
+    /// The fewest generated cases a property trial must execute (not declined) to pass; a
+    /// trial asking for fewer cases must execute all of them.
+    pub prop_min_executed: usize,
     /// Where failing property cases are written as standalone repros.
     pub repro_dir: PathBuf,
     /// Where the executor's expectations file is (see [`crate::config`]).
@@ -42,6 +45,17 @@ pub struct SuiteConfig {
     /// expectations file.
     pub min_executed: Option<usize>,
 }
+
+/// Generated cases per property trial unless `CONCORD_PROP_CASES` says otherwise: enough
+/// that every run reaches the edge lengths of most ops (a case has a long axis about half
+/// the time), few enough that the property trials of Concord's executors take a few
+/// seconds on PoCL.
+pub const DEFAULT_PROP_CASES: u32 = 64;
+
+/// The fewest executed cases per property trial unless `CONCORD_PROP_MIN_EXECUTED` says
+/// otherwise: half the default count, so an executor may decline half the cases of an op
+/// (a dtype it lacks) and still have its kernels searched.
+pub const DEFAULT_PROP_MIN_EXECUTED: usize = 32;
 
 impl Default for SuiteConfig {
     fn default() -> Self {
@@ -67,7 +81,11 @@ impl SuiteConfig {
         let prop_cases = std::env::var("CONCORD_PROP_CASES")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(24);
+            .unwrap_or(DEFAULT_PROP_CASES);
+        let prop_min_executed = std::env::var("CONCORD_PROP_MIN_EXECUTED")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(DEFAULT_PROP_MIN_EXECUTED);
         let repro_dir = std::env::var_os("CONCORD_REPRO_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| std::env::temp_dir().join("concord-repro"));
@@ -75,6 +93,7 @@ impl SuiteConfig {
             conformance_dir,
             golden_dir,
             prop_cases,
+            prop_min_executed,
             repro_dir,
             expectations: ExpectationsSource::Shipped,
             tolerance_overrides: None,

@@ -247,3 +247,47 @@ fn movement_cases_reach_their_edge_cases() {
         "no empty tensor"
     );
 }
+
+#[test]
+fn every_op_reaches_vector_widths_and_tile_edges() {
+    // Around 16-lane vectors and 32-wide tiles, and past 64: a kernel that handles whole
+    // vectors and tiles but not the remainder (or the remainder but not a lone element)
+    // fails on one of these.
+    let bands: [(&str, std::ops::RangeInclusive<usize>); 4] = [
+        ("1", 1..=1),
+        ("15-17", 15..=17),
+        ("31-33", 31..=33),
+        ("64+", 64..=usize::MAX),
+    ];
+    let mut missing = Vec::new();
+    let mut widest = Vec::new();
+    for op in prop::ops() {
+        let cases = samples(op, 300);
+        let dims: Vec<usize> = cases
+            .iter()
+            .flat_map(|c| c.inputs.iter().filter(|i| i.values.is_none()))
+            .flat_map(|i| i.shape.iter().copied())
+            .collect();
+        for (band, range) in &bands {
+            if !dims.iter().any(|d| range.contains(d)) {
+                missing.push(format!("{op}: no generated operand has a dim in {band}"));
+            }
+        }
+        let largest = cases
+            .iter()
+            .map(|c| {
+                c.inputs
+                    .iter()
+                    .map(|i| i.shape.iter().product::<usize>())
+                    .sum::<usize>()
+            })
+            .max()
+            .unwrap_or(0);
+        widest.push(format!(
+            "{op}: largest dim {}, largest case {largest} elements",
+            dims.iter().max().copied().unwrap_or(0)
+        ));
+    }
+    println!("{}", widest.join("\n"));
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}

@@ -17,6 +17,7 @@ use concord_core::{Error, Node, Op};
 use concord_cpu::CpuExecutor;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// What a planted-fault executor does to Conv nodes.
@@ -30,7 +31,12 @@ enum Fault {
     PlusOneOnGroupedOnly,
     /// Declines grouped Convs and runs the others correctly.
     DeclineGrouped,
+    /// Takes the first few Convs it is asked about, correctly, and declines every later one.
+    DeclineAfterAFew,
 }
+
+/// How many Convs the DeclineAfterAFew fault takes before it declines the rest.
+const TAKEN_BEFORE_DECLINING: usize = 5;
 
 /// The reference executor with a planted fault, under its own backend name.
 #[derive(Debug)]
@@ -38,6 +44,8 @@ struct Planted {
     name: String,
     fault: Fault,
     inner: CpuExecutor,
+    /// Convs taken so far (DeclineAfterAFew).
+    taken: AtomicUsize,
 }
 
 #[derive(Debug)]
@@ -52,6 +60,7 @@ impl Planted {
             name: name.to_string(),
             fault,
             inner: CpuExecutor::new(),
+            taken: AtomicUsize::new(0),
         }
     }
 }
@@ -77,12 +86,15 @@ impl Executor for Planted {
     }
 
     fn supports(&self, graph: &Graph, node: &Node, target: &Target) -> Support {
-        let declined = matches!(
-            (self.fault, grouped(node)),
+        let declined = match (self.fault, grouped(node)) {
             (Fault::DeclineConv, Some(_))
-                | (Fault::PlusOneOnGroupedOnly, Some(false))
-                | (Fault::DeclineGrouped, Some(true))
-        );
+            | (Fault::PlusOneOnGroupedOnly, Some(false))
+            | (Fault::DeclineGrouped, Some(true)) => true,
+            (Fault::DeclineAfterAFew, Some(_)) => {
+                self.taken.fetch_add(1, Ordering::Relaxed) >= TAKEN_BEFORE_DECLINING
+            }
+            _ => false,
+        };
         if declined {
             Support::No(format!("{} declines this Conv on purpose", self.name))
         } else {
@@ -318,6 +330,39 @@ fn an_executor_that_declines_every_case_is_unsupported_not_passed() {
         prop::run(&s, "Relu", &concord::targets::CPU),
         Outcome::Pass { .. }
     ));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_trial_that_executes_fewer_cases_than_its_floor_fails() {
+    // Correct on the few cases it takes, then declining: proptest gives up after its
+    // rejects, and a handful of passes is not a passing trial.
+    let (root, config) = scratch("decline-after-a-few");
+    let floor = config.prop_min_executed.min(config.prop_cases as usize);
+    assert!(
+        TAKEN_BEFORE_DECLINING < floor,
+        "the fault must take fewer cases than the floor ({floor})"
+    );
+    let s = suite(
+        Planted::new("declineafterafew", Fault::DeclineAfterAFew),
+        config,
+    );
+    match prop::run(&s, "Conv", &concord::targets::CPU) {
+        Outcome::Fail { message, .. } => {
+            assert!(
+                message.contains(&format!(
+                    "fewer than the {floor} a property trial must execute"
+                )),
+                "{message}"
+            );
+            assert!(message.contains("CONCORD_PROP_SEED="), "{message}");
+            assert!(
+                message.contains("declines this Conv on purpose"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a failure below the floor, got {other:?}"),
+    }
     let _ = std::fs::remove_dir_all(&root);
 }
 

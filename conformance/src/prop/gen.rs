@@ -163,12 +163,53 @@ pub(crate) fn extents(values: &[usize]) -> AttributeValue {
     AttributeValue::Ints(values.iter().map(|&v| v as i64).collect())
 }
 
-/// A dims vector of `rank` dims in `dim`, shrinking towards fewer and smaller dims.
+/// Lengths at the edges of device vectors and tiles: 1, one short of, at and one past 16
+/// and 32 (OpenCL's 16-lane vectors and 32-wide tiles, CUDA's warps), and past 64. Kernels
+/// that handle full vectors and tiles but not the remainder, or the remainder but not a
+/// lone element, fail on these.
+pub(crate) const EDGES: &[usize] = &[1, 15, 16, 17, 31, 32, 33, 64, 65];
+
+/// One edge length ([`EDGES`]).
+pub(crate) fn edge() -> impl Strategy<Value = usize> + Clone {
+    select(EDGES)
+}
+
+/// `small` most of the time, an edge length ([`EDGES`]) one time in `1 + small_weight`;
+/// shrinks towards `small`.
+pub(crate) fn extent(
+    small: std::ops::RangeInclusive<usize>,
+    small_weight: u32,
+) -> impl Strategy<Value = usize> + Clone {
+    prop_oneof![small_weight => small, 1 => edge()]
+}
+
+/// Where a shape gets its one long axis, if it gets one: about half the shapes keep every
+/// dim small; the others have one axis (the last most often, where vectors run) at an edge
+/// length. One axis at a time keeps the element count, and so the suite's time, bounded.
+pub(crate) fn long_axis() -> impl Strategy<Value = Option<(usize, usize)>> + Clone {
+    prop_oneof![
+        1 => Just(None),
+        1 => (prop_oneof![2 => Just(usize::MAX), 1 => 0usize..4], edge()).prop_map(Some),
+    ]
+}
+
+/// Puts the long axis into `dims` (`usize::MAX` is the last axis).
+pub(crate) fn with_long_axis(mut dims: Vec<usize>, long: Option<(usize, usize)>) -> Vec<usize> {
+    if let (Some((axis, len)), false) = (long, dims.is_empty()) {
+        let axis = axis.min(dims.len() - 1);
+        dims[axis] = len;
+    }
+    dims
+}
+
+/// A dims vector of `rank` dims in `dim`, one of them now and then at an edge length
+/// ([`EDGES`]); shrinks towards fewer and smaller dims.
 pub(crate) fn dims(
     rank: std::ops::RangeInclusive<usize>,
     dim: std::ops::RangeInclusive<usize>,
 ) -> impl Strategy<Value = Vec<usize>> + Clone {
-    proptest::collection::vec(dim, rank)
+    (proptest::collection::vec(dim, rank), long_axis())
+        .prop_map(|(dims, long)| with_long_axis(dims, long))
 }
 
 /// Like [`dims`], but now and then a dim is 0: elementwise ops must handle empty tensors.
@@ -176,7 +217,19 @@ pub(crate) fn dims(
 pub(crate) fn dims_maybe_empty(
     rank: std::ops::RangeInclusive<usize>,
 ) -> impl Strategy<Value = Vec<usize>> + Clone {
-    proptest::collection::vec(prop_oneof![12 => 1usize..=4, 1 => Just(0usize)], rank)
+    (
+        proptest::collection::vec(prop_oneof![12 => 1usize..=4, 1 => Just(0usize)], rank),
+        long_axis(),
+    )
+        .prop_map(|(dims, long)| {
+            // An empty tensor stays empty: the long axis replaces a non-zero dim only.
+            match long {
+                Some((axis, _)) if dims.get(axis.min(dims.len().saturating_sub(1))) == Some(&0) => {
+                    dims
+                }
+                _ => with_long_axis(dims, long),
+            }
+        })
 }
 
 /// Shapes of `n` operands that broadcast together (numpy rules): each is the common shape
@@ -237,7 +290,9 @@ impl Window {
 }
 
 /// One axis's window: kernel 1..=3, stride 1..=3, dilation 1..=`max_dilation`, pads
-/// 0..=2 each side, and up to 4 extra input elements. Everything shrinks towards 1 and 0.
+/// 0..=2 each side, and up to 4 extra input elements — or now and then an edge length
+/// ([`EDGES`]) of them, so that input and output rows cross vector widths and tile edges.
+/// Everything shrinks towards 1 and 0.
 pub(crate) fn window(max_dilation: usize) -> impl Strategy<Value = Window> + Clone {
     (
         1usize..=3,
@@ -245,7 +300,7 @@ pub(crate) fn window(max_dilation: usize) -> impl Strategy<Value = Window> + Clo
         1usize..=max_dilation,
         0usize..=2,
         0usize..=2,
-        0usize..=4,
+        prop_oneof![5 => 0usize..=4, 1 => edge()],
     )
         .prop_map(
             |(kernel, stride, dilation, pad_begin, pad_end, extra)| Window {

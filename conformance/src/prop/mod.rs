@@ -9,12 +9,21 @@
 //! replay first. A failure is shrunk to a minimal case and written out as a standalone
 //! repro ([`crate::repro`]) with the one command that replays it.
 //!
-//! Generation is deterministic per op (so a trial passes or fails the same way on every
-//! run and an expectations entry can name it); set `PROPTEST_RNG_SEED` to explore other
-//! cases.
+//! Every run searches anew: the run's seed ([`run_seed`]) is drawn at random, printed once,
+//! and mixed with the op's name, so each run generates other cases. `CONCORD_PROP_SEED=<n>`
+//! fixes it, which replays a run's generated cases exactly; a failure's message names the
+//! seed, and its shrunk case is persisted besides (regressions/), so it replays on every
+//! later run whatever the seed.
+//!
+//! A trial must execute at least [`SuiteConfig::prop_min_executed`] cases (or all it asked
+//! for, if fewer): an executor that declines so many that proptest gives up fails rather
+//! than passing on a handful. Shapes reach the lengths where device kernels change code
+//! path ([`gen::EDGES`]: 1, 15–17, 31–33, 64–65) in every family, one long axis at a time.
+//!
+//! [`SuiteConfig::prop_min_executed`]: crate::SuiteConfig::prop_min_executed
 
 mod elementwise;
-mod gen;
+pub(crate) mod gen;
 mod movement;
 mod nn;
 
@@ -29,6 +38,30 @@ use proptest::test_runner::{
 };
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The environment variable that fixes the property seed of a run.
+pub const SEED_VARIABLE: &str = "CONCORD_PROP_SEED";
+
+/// This run's property seed: `CONCORD_PROP_SEED` when set (an unparsable value is an
+/// error, so a typo cannot quietly replay nothing), otherwise drawn at random once per
+/// process and printed to stderr, so that any run can be replayed.
+pub fn run_seed() -> Result<u64, String> {
+    static SEED: OnceLock<Result<u64, String>> = OnceLock::new();
+    SEED.get_or_init(|| match std::env::var(SEED_VARIABLE) {
+        Ok(text) => text.trim().parse::<u64>().map_err(|e| {
+            format!("{SEED_VARIABLE}={text:?} is not a seed (an unsigned 64-bit integer): {e}")
+        }),
+        Err(_) => {
+            let seed = rand::random::<u64>();
+            eprintln!(
+                "concord-conformance: property seed {seed} ({SEED_VARIABLE}={seed} replays this run's generated cases)"
+            );
+            Ok(seed)
+        }
+    })
+    .clone()
+}
 
 /// The ops with a property strategy: every op of concord-core's op table
 /// ([`concord::op::supported_names`]) except those in [`NOT_GENERATED`]. A unary op
@@ -188,8 +221,22 @@ pub fn run(suite: &Suite, op: &str, target: &Target) -> Outcome {
             comparisons: Vec::new(),
         };
     };
+    let seed = match run_seed() {
+        Ok(seed) => seed,
+        Err(message) => {
+            return Outcome::Fail {
+                message,
+                comparisons: Vec::new(),
+            }
+        }
+    };
     let regressions = regression_file(&suite.config.conformance_dir, op);
-    let mut runner = TestRunner::new(runner_config(suite.config.prop_cases, &regressions, op));
+    let mut runner = TestRunner::new(runner_config(
+        suite.config.prop_cases,
+        &regressions,
+        op,
+        seed,
+    ));
     let tally = RefCell::new(Tally::default());
     let result = runner.run(&strategy, |case| {
         let mut notices = Vec::new();
@@ -204,42 +251,61 @@ pub fn run(suite: &Suite, op: &str, target: &Target) -> Outcome {
         }
     });
     let tally = tally.into_inner();
+    let floor = suite
+        .config
+        .prop_min_executed
+        .min(suite.config.prop_cases as usize);
     match result {
-        Ok(()) if tally.executed == 0 && tally.unsupported > 0 => tally.all_unsupported(suite, op),
+        Ok(()) | Err(TestError::Abort(_)) if tally.executed == 0 && tally.unsupported > 0 => {
+            tally.all_unsupported(suite, op)
+        }
+        Ok(()) | Err(TestError::Abort(_)) if tally.executed < floor => Outcome::Fail {
+            message: format!(
+                "prop/{op}: only {} generated cases executed on {}/{target}, fewer than the {floor} a property trial must execute; {} were declined (the first: {}); seed {SEED_VARIABLE}={seed}",
+                tally.executed,
+                suite.executor.name(),
+                tally.unsupported,
+                tally.first_unsupported.as_deref().unwrap_or("none"),
+            ),
+            comparisons: tally.worst,
+        },
         Ok(()) => Outcome::Pass {
             comparisons: tally.worst,
         },
         Err(TestError::Abort(why)) => {
-            if tally.executed == 0 && tally.unsupported > 0 {
-                tally.all_unsupported(suite, op)
-            } else if tally.unsupported > 0 {
-                // Some cases ran and all of them passed, but the executor declined so many
-                // that proptest gave up before reaching the configured count.
+            if tally.unsupported > 0 {
+                // At least the floor ran and passed, but the executor declined so many that
+                // proptest gave up before reaching the configured count.
                 Outcome::Pass {
                     comparisons: tally.worst,
                 }
             } else {
                 Outcome::Fail {
-                    message: format!("prop/{op}: the property run was aborted: {why}"),
+                    message: format!(
+                        "prop/{op}: the property run was aborted: {why}; seed {SEED_VARIABLE}={seed}"
+                    ),
                     comparisons: Vec::new(),
                 }
             }
         }
-        Err(TestError::Fail(why, minimal)) => {
-            failure(suite, op, target, &minimal, &why.to_string(), &regressions)
-        }
+        Err(TestError::Fail(why, minimal)) => failure(
+            suite,
+            op,
+            target,
+            &minimal,
+            &why.to_string(),
+            &regressions,
+            seed,
+        ),
     }
 }
 
 /// The proptest configuration of one trial: `cases` new cases after the persisted ones,
-/// failures persisted to `regressions`, and a seed fixed per op unless
-/// `PROPTEST_RNG_SEED` asks for another.
-fn runner_config(cases: u32, regressions: &Path, op: &str) -> Config {
+/// failures persisted to `regressions`, and the run's seed mixed with the op's name (so
+/// the ops of one run draw different cases, and one op draws the same under one seed).
+fn runner_config(cases: u32, regressions: &Path, op: &str, seed: u64) -> Config {
     let defaults = Config::default();
-    let rng_seed = match std::env::var_os("PROPTEST_RNG_SEED") {
-        Some(_) => defaults.rng_seed,
-        None => RngSeed::Fixed(stable_seed("prop", op, 0)),
-    };
+    let rng_seed = RngSeed::Fixed(stable_seed("prop", op, seed as usize));
     // FileFailurePersistence takes a `&'static str`; one short path per trial is leaked,
     // a few hundred bytes per suite run.
     let path: &'static str = Box::leak(regressions.to_string_lossy().into_owned().into_boxed_str());
@@ -318,6 +384,7 @@ fn failure(
     minimal: &OpCase,
     why: &str,
     regressions: &Path,
+    seed: u64,
 ) -> Outcome {
     let mut notices = Vec::new();
     let (detail, comparisons) = match suite.check_op_case(minimal, target, &mut notices) {
@@ -366,7 +433,7 @@ fn failure(
         }
     }
     message.push_str(&format!(
-        "the failing seed is persisted in {} and replays first on every run",
+        "the failing case is persisted in {} and replays first on every run; {SEED_VARIABLE}={seed} replays this run's generated cases",
         regressions.display()
     ));
     Outcome::Fail {
@@ -378,6 +445,26 @@ fn failure(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The trial's seed; None if it were left to proptest (it never is).
+    fn fixed_seed(op: &str, run: u64) -> Option<u64> {
+        match runner_config(24, Path::new("unused.txt"), op, run).rng_seed {
+            RngSeed::Fixed(seed) => Some(seed),
+            RngSeed::Random => None,
+        }
+    }
+
+    #[test]
+    fn the_run_seed_decides_each_trials_seed() {
+        // One run seed gives each op its own seed, the same every time it is asked.
+        assert!(fixed_seed("Conv", 7).is_some());
+        assert_eq!(fixed_seed("Conv", 7), fixed_seed("Conv", 7));
+        assert_ne!(fixed_seed("Conv", 7), fixed_seed("Gemm", 7));
+        // Another run seed gives other cases.
+        assert_ne!(fixed_seed("Conv", 7), fixed_seed("Conv", 8));
+        // Within a process the run seed is drawn once.
+        assert_eq!(run_seed(), run_seed());
+    }
 
     #[test]
     fn families_and_ops_agree() {

@@ -4,8 +4,8 @@
 //! and ends, split sizes) is a constant input, as exporters write it.
 
 use super::gen::{
-    broadcast_shapes, case, data, dims, dims_maybe_empty, f16s, f32s, i64s, ints, omitted, recipe,
-    scalar, seed, spell_axis, Attrs, Recipe, UNIFORM,
+    broadcast_shapes, case, data, dims, dims_maybe_empty, f16s, f32s, i64s, ints, long_axis,
+    omitted, recipe, scalar, seed, spell_axis, with_long_axis, Attrs, Recipe, UNIFORM,
 };
 use crate::case::{AttributeValue, OpCase};
 use proptest::prelude::*;
@@ -287,6 +287,7 @@ fn group(factors: &[usize], cuts: u8) -> Vec<usize> {
 fn reshape() -> impl Strategy<Value = OpCase> {
     (
         proptest::collection::vec(1usize..=4, 1..=5),
+        long_axis(),
         (0u8..16, 0u8..16),
         proptest::option::of(0usize..5),
         0u8..16,
@@ -294,7 +295,8 @@ fn reshape() -> impl Strategy<Value = OpCase> {
         seed(),
     )
         .prop_map(
-            |(factors, (in_cuts, out_cuts), minus_one, copies, values, seed)| {
+            |(factors, long, (in_cuts, out_cuts), minus_one, copies, values, seed)| {
+                let factors = with_long_axis(factors, long);
                 let input = group(&factors, in_cuts);
                 let output = group(&factors, out_cuts);
                 let inferred = minus_one.map(|i| i % output.len());
@@ -379,11 +381,13 @@ fn transpose() -> impl Strategy<Value = OpCase> {
 fn squeeze() -> impl Strategy<Value = OpCase> {
     (
         proptest::collection::vec(prop_oneof![Just(1usize), 2usize..=4], 1..=5),
+        long_axis(),
         (0u8..32, 0u8..32),
         recipe(MOVING),
         seed(),
     )
-        .prop_map(|(shape, (pick, negative), values, seed)| {
+        .prop_map(|(shape, long, (pick, negative), values, seed)| {
+            let shape = with_long_axis(shape, long);
             let rank = shape.len();
             let axes: Vec<i64> = (0..rank)
                 .filter(|&i| shape[i] == 1 && (pick >> i) & 1 == 1)

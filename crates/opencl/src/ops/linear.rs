@@ -393,7 +393,8 @@ pub(super) fn conv(b: &mut Builder, fused: &FusedNode, attrs: &Conv) -> Result<(
             cout,
         };
         if b.gemm == GemmKernel::RegisterBlocked {
-            if wa.stride == 1 && wa.pad_begin <= 3 && xl_is_slot(&d.xl) {
+            // depthwise_s1 steps one input row per output row: height stride 1 only.
+            if h.stride == 1 && wa.stride == 1 && wa.pad_begin <= 3 && xl_is_slot(&d.xl) {
                 return depthwise_s1(b, &program, &d);
             }
             if wa.stride <= 2 && depthwise_rows(b, &program, &d)?.is_some() {
@@ -1074,7 +1075,7 @@ fn xl_is_slot(l: &Loc) -> bool {
     matches!(l, Loc::Slot(_))
 }
 
-/// Depthwise conv with width stride 1 reading the image in place (see depthwise_s1 in
+/// Depthwise conv with stride 1 on both axes reading the image in place (see depthwise_s1 in
 /// conv.cl).
 fn depthwise_s1(
     b: &mut Builder,

@@ -34,6 +34,7 @@ pub mod config;
 pub mod error;
 pub mod expectations;
 pub mod fallback;
+pub mod floors;
 pub mod golden;
 mod harness;
 pub mod models;

@@ -3,7 +3,7 @@
 //! `concord conform` ([`crate::run`]) — go through here, so there is one suite.
 
 use crate::case::{load_cases, OpCase};
-use crate::compare::{compare, Comparison};
+use crate::compare::{compare, compare_zeros, Comparison, Zeros};
 use crate::config::ExpectationsSource;
 use crate::error::SuiteError;
 use crate::expectations::Expectations;
@@ -182,6 +182,19 @@ impl Suite {
                 });
                 continue;
             }
+            out.extend(self.offered_cases(target));
+        }
+        out
+    }
+
+    /// The trials of one target as if the executor and target were available here, with
+    /// the skips decided before running (expectations, and what `supports()` declines):
+    /// what [`crate::floors::derive`] counts for an executor this machine cannot run.
+    pub fn offered_cases(&self, target: &Target) -> Vec<Case> {
+        let name = self.executor.name().to_string();
+        let mut out = Vec::new();
+        {
+            let prefix = format!("{name}/{target}");
             for case in &self.op_cases {
                 let trial = format!("{prefix}/op/{}/{}", case.op, case.name);
                 let skip = self
@@ -405,6 +418,8 @@ impl Suite {
             available: matches!(&self.availability, Availability::Available { devices } if !devices.is_empty()),
             min_executed: self.expectations.min_executed,
             min_node_coverage: self.expectations.min_node_coverage,
+            recorded: self.expectations.floors.clone(),
+            trials: self.expectations.trials.clone(),
             expectations: self
                 .expectations
                 .path
@@ -444,8 +459,21 @@ impl Suite {
             (Outcome::Pass { .. }, Some(e)) => Verdict::UnexpectedPass {
                 reason: e.reason.clone(),
             },
-            (Outcome::Fail { .. }, Some(e)) => Verdict::ExpectedFail {
-                reason: e.reason.clone(),
+            (Outcome::Fail { .. }, Some(e)) => match e.failure.as_ref().map(|m| m.check(outcome)) {
+                Some(Err(why)) => Verdict::Fail {
+                    message: format!(
+                        "expected to fail because {} ({}), {why}",
+                        e.reason,
+                        self.expectations
+                            .path
+                            .as_ref()
+                            .map(|p| p.display().to_string())
+                            .unwrap_or_default()
+                    ),
+                },
+                _ => Verdict::ExpectedFail {
+                    reason: e.reason.clone(),
+                },
             },
             (Outcome::Fail { message, .. }, None) => Verdict::Fail {
                 message: message.clone(),
@@ -672,7 +700,12 @@ impl Suite {
             };
         }
         let bytes = prost::Message::encode_to_vec(&built.model);
-        self.check_against_reference(&bytes, &built.inputs, &case.op, target, notices)
+        let zeros = if case.signed_zero {
+            Zeros::Signed
+        } else {
+            Zeros::Unsigned
+        };
+        self.compare_with_reference(&bytes, &built.inputs, &case.op, target, notices, zeros)
     }
 
     /// Runs a model on the executor and on the reference and compares every output under
@@ -684,6 +717,19 @@ impl Suite {
         op: &str,
         target: &Target,
         notices: &mut Vec<String>,
+    ) -> Outcome {
+        self.compare_with_reference(model, inputs, op, target, notices, Zeros::Unsigned)
+    }
+
+    /// [`Suite::check_against_reference`], comparing the sign of zeros where `zeros` says.
+    fn compare_with_reference(
+        &self,
+        model: &[u8],
+        inputs: &[(String, Tensor)],
+        op: &str,
+        target: &Target,
+        notices: &mut Vec<String>,
+        zeros: Zeros,
     ) -> Outcome {
         let reference = match self.reference_net(model) {
             Ok(n) => n,
@@ -772,9 +818,13 @@ impl Suite {
                     }
                 }
             };
-            comparisons.push(compare(name, got, want, &|i, _| {
-                allowed.get(i).copied().unwrap_or(0.0)
-            }));
+            comparisons.push(compare_zeros(
+                name,
+                got,
+                want,
+                &|i, _| allowed.get(i).copied().unwrap_or(0.0),
+                zeros,
+            ));
         }
         verdict_of(comparisons)
     }

@@ -41,6 +41,13 @@ pub struct Expectations {
     pub trials: Vec<String>,
 }
 
+/// Whether a file must hold a floor (every run but one that records them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FloorRequired {
+    Yes,
+    No,
+}
+
 /// One expected failure or skip.
 #[derive(Clone, Debug)]
 pub struct Entry {
@@ -216,6 +223,28 @@ impl Expectations {
         targets: &[Target],
         floor: Option<usize>,
     ) -> Result<Expectations, SuiteError> {
+        Self::parse_inner(text, path, targets, floor, FloorRequired::Yes)
+    }
+
+    /// [`Expectations::parse_with_floor`] for a run that records the floors
+    /// (`--record-floors`): a file without any floor yet is read, so that the first
+    /// recording can write them.
+    pub fn parse_for_recording(
+        text: &str,
+        path: PathBuf,
+        targets: &[Target],
+        floor: Option<usize>,
+    ) -> Result<Expectations, SuiteError> {
+        Self::parse_inner(text, path, targets, floor, FloorRequired::No)
+    }
+
+    fn parse_inner(
+        text: &str,
+        path: PathBuf,
+        targets: &[Target],
+        floor: Option<usize>,
+        required: FloorRequired,
+    ) -> Result<Expectations, SuiteError> {
         let fail = |detail: String| SuiteError::Expectations {
             path: path.clone(),
             detail,
@@ -224,11 +253,13 @@ impl Expectations {
         let min_executed = match (file.min_executed, floor) {
             (Some(n), None) | (None, Some(n)) => n,
             // Recorded floors hold the suite's size target by target.
-            (None, None) if !file.floors.is_empty() => 0,
+            (None, None) if !file.floors.is_empty() || required == FloorRequired::No => 0,
             (None, None) => {
                 return Err(fail(
-                    "`min_executed` is missing: set the floor on executed cases (a little \
-                     below the count of an unfiltered run), here or with \
+                    "`min_executed` is missing and no floors are recorded: record them \
+                     with `concord conform --record-floors` (in Concord, `cargo xtask \
+                     conformance --record-floors`), or set the floor on executed cases (a \
+                     little below the count of an unfiltered run), here or with \
                      Conformance::min_executed"
                         .into(),
                 ))

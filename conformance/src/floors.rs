@@ -294,7 +294,7 @@ pub fn measured(executor: &str, device: &str, records: &[Record]) -> Recorded {
         }
         let mut floor = TargetFloor {
             target: target.to_string(),
-            device: (!device.is_empty()).then(|| device.to_string()),
+            device: device_family(device),
             ..TargetFloor::default()
         };
         for r in &executed {
@@ -312,6 +312,17 @@ pub fn measured(executor: &str, device: &str, records: &[Record]) -> Recorded {
     out
 }
 
+/// The part of a device name the floors are held to: its first word ("pthread" of PoCL's
+/// "pthread-skylake-avx512-…", "NVIDIA" of "NVIDIA H200"). What an executor takes depends
+/// on the kind of device (a CPU device of PoCL, a GPU), not on the CPU model of the machine
+/// that recorded it, so a CI runner with another CPU is still held to them.
+fn device_family(device: &str) -> Option<String> {
+    device
+        .split(|c: char| c == '-' || c.is_whitespace())
+        .find(|w| !w.is_empty())
+        .map(str::to_string)
+}
+
 /// Floors for an executor that is not available here, derived from the trials it would be
 /// offered on each of its targets: every op, golden, model and node trial whose nodes its
 /// `supports()` takes (the suite decides those skips before running, from `supports()`
@@ -320,14 +331,23 @@ pub fn measured(executor: &str, device: &str, records: &[Record]) -> Recorded {
 /// generated case is taken is known only by generating them.
 pub fn derive(suite: &Suite) -> Recorded {
     let mut out = Recorded::default();
-    let takes_a_scenario_node =
+    // The scenario models as the planner sees them: shape-inferred and folded by a build.
+    let takes_a_scenario_node = |target: &concord::Target| {
         crate::concurrency::models().iter().any(|m| {
-            m.graph.nodes.iter().any(|n| {
-                suite.executor.targets().iter().any(|s| {
-                    suite.executor.supports(&m.graph, n, &s.target) == concord::Support::Yes
-                })
-            })
-        });
+            let Ok(net) = concord::NetBuilder::from_graph(m.graph.clone())
+                .registry(concord::ExecutorRegistry::reference_only())
+                .overrides(concord::Overrides::default())
+                .build()
+            else {
+                return false;
+            };
+            let graph = net.graph();
+            graph
+                .nodes
+                .iter()
+                .any(|n| suite.executor.supports(graph, n, target) == concord::Support::Yes)
+        })
+    };
     for spec in suite.executor.targets() {
         let cases: Vec<Case> = suite.offered_cases(&spec.target);
         let mut floor = TargetFloor {
@@ -343,7 +363,8 @@ pub fn derive(suite: &Suite) -> Recorded {
             let offered = match &case.job {
                 Job::Op(_) | Job::Golden(_) | Job::Node(_) => case.skip.is_none(),
                 Job::Fallback(scenario) => {
-                    case.skip.is_none() && (*scenario == "notice_once" || takes_a_scenario_node)
+                    case.skip.is_none()
+                        && (*scenario == "notice_once" || takes_a_scenario_node(&spec.target))
                 }
                 Job::Concurrency(_) => case.skip.is_none(),
                 Job::Prop(_) | Job::Unavailable(_) => false,
@@ -388,19 +409,25 @@ pub fn record(suite: &Suite, records: &[Record]) -> Result<String, String> {
     let (recorded, how) = if available {
         (
             measured(executor, &suite.device, records),
-            format!("Measured on `{}` by an unfiltered run", suite.device),
+            format!(
+                "Measured on `{}` by an unfiltered run (held on devices named `{}…`)",
+                suite.device,
+                device_family(&suite.device).unwrap_or_default()
+            ),
         )
     } else {
         let why = match &suite.availability {
             concord::Availability::Unavailable { reason, .. } => reason.clone(),
             concord::Availability::Available { .. } => "the probe found no device".to_string(),
         };
-        let first_line = why.lines().next().unwrap_or_default().to_string();
+        // The first clause says enough ("the CUDA driver (libcuda) was not found").
+        let first = why.split(';').next().unwrap_or_default();
+        let first = first.split(" searched").next().unwrap_or_default().trim();
         (
             derive(suite),
             format!(
-                "Derived, not measured: {executor} was unavailable where they were recorded\n\
-                 # ({first_line}), so each count is the trials supports() takes"
+                "Derived from supports(), not measured: {executor} was unavailable here\n\
+                 # ({first})"
             ),
         )
     };
@@ -451,8 +478,8 @@ pub fn write(path: &Path, recorded: &Recorded, how: &str) -> std::io::Result<()>
     out.push('\n');
     let _ = writeln!(
         out,
-        "# {how}. Executed trials per category and target; a run that executes fewer fails\n\
-         # and names the trials missing from {} (the recorded list).",
+        "# {how}.\n# Executed trials per category and target; a run that executes fewer \
+         fails and names\n# the trials missing from {} (the recorded list).",
         trial_list_path(path)
             .file_name()
             .map(|f| f.to_string_lossy().into_owned())
@@ -478,8 +505,8 @@ pub fn write(path: &Path, recorded: &Recorded, how: &str) -> std::io::Result<()>
     }
     std::fs::write(path, out)?;
     let mut list = format!(
-        "# The trials recorded by `{RECORD_COMMAND}` ({how}); a run in which one of them\n\
-         # does not execute fails and names it.\n"
+        "# The trials recorded by `{RECORD_COMMAND}`; a run in which one of them does\n\
+         # not execute fails and names it.\n# {how}.\n"
     );
     for t in &recorded.trials {
         list.push_str(t);
@@ -681,6 +708,16 @@ mod tests {
         );
         assert!(failures.is_empty());
         assert!(notes[0].contains("not checked here"), "{notes:?}");
+    }
+
+    #[test]
+    fn floors_hold_on_the_recording_devices_family() {
+        assert_eq!(
+            device_family("pthread-skylake-avx512-Intel(R) Xeon(R) Processor").as_deref(),
+            Some("pthread")
+        );
+        assert_eq!(device_family("NVIDIA H200").as_deref(), Some("NVIDIA"));
+        assert_eq!(device_family(""), None);
     }
 
     #[test]

@@ -224,9 +224,11 @@ pub fn run(options: &RunOptions) -> RunSummary {
     let targets = parse_targets(&options.targets, &options.registry, &mut run_failures);
     let chosen = choose_executors(options, &targets, &mut run_failures, &mut leading_records);
     let mut suites = Vec::new();
+    let mut config = options.config.clone();
+    config.recording_floors = options.floors == FloorMode::Record;
     for executor in chosen {
         let name = executor.name().to_string();
-        match Suite::new(executor, options.config.clone()) {
+        match Suite::new(executor, config.clone()) {
             Ok(suite) => suites.push(suite),
             Err(e) => run_failures.push(format!("{name}: the conformance suite cannot start: {e}")),
         }

@@ -40,6 +40,9 @@ pub struct SuiteConfig {
     /// The floor on executed trials when it is given in code rather than in the
     /// expectations file.
     pub min_executed: Option<usize>,
+    /// Set by a run that records the floors (`--record-floors`): an expectations file
+    /// without any floor yet is read rather than refused.
+    pub recording_floors: bool,
 }
 
 impl Default for SuiteConfig {
@@ -78,6 +81,7 @@ impl SuiteConfig {
             expectations: ExpectationsSource::Shipped,
             tolerance_overrides: None,
             min_executed: None,
+            recording_floors: false,
         }
     }
 }

@@ -189,7 +189,7 @@ fn run(suite: &Suite, cases: &[Case]) -> Vec<Record> {
     cases.iter().map(|c| suite.run_case(c)).collect()
 }
 
-fn trial<'a>(suite: &'a Suite, name: &str) -> Case {
+fn trial(suite: &Suite, name: &str) -> Case {
     suite
         .cases()
         .into_iter()

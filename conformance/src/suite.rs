@@ -197,84 +197,82 @@ impl Suite {
     pub fn offered_cases(&self, target: &Target) -> Vec<Case> {
         let name = self.executor.name().to_string();
         let mut out = Vec::new();
-        {
-            let prefix = format!("{name}/{target}");
-            for case in &self.op_cases {
-                let trial = format!("{prefix}/op/{}/{}", case.op, case.name);
-                let skip = self
-                    .known_skip(&trial, target)
-                    .or_else(|| self.unsupported_op(case, target));
-                out.push(Case {
-                    name: trial,
-                    target: target.clone(),
-                    category: "op",
-                    subject: case.op.clone(),
-                    job: Job::Op(case.clone()),
-                    skip,
-                });
-            }
-            for op in crate::prop::ops() {
-                let trial = format!("{prefix}/prop/{op}");
-                let skip = self.known_skip(&trial, target);
-                out.push(Case {
-                    name: trial,
-                    target: target.clone(),
-                    category: "prop",
-                    subject: op.to_string(),
-                    job: Job::Prop(op),
-                    skip,
-                });
-            }
-            for scenario in crate::fallback::SCENARIOS {
-                let trial = format!("{prefix}/fallback/{scenario}");
-                let skip = self.known_skip(&trial, target);
-                out.push(Case {
-                    name: trial,
-                    target: target.clone(),
-                    category: "fallback",
-                    subject: scenario.to_string(),
-                    job: Job::Fallback(scenario),
-                    skip,
-                });
-            }
-            for scenario in crate::concurrency::SCENARIOS {
-                let trial = format!("{prefix}/concurrency/{scenario}");
-                let skip = self.known_skip(&trial, target);
-                out.push(Case {
-                    name: trial,
-                    target: target.clone(),
-                    category: "concurrency",
-                    subject: scenario.to_string(),
-                    job: Job::Concurrency(scenario),
-                    skip,
-                });
-            }
-            for g in &self.golden {
-                let category = if g.kind == "model" { "model" } else { "golden" };
-                let trial = format!("{prefix}/{category}/{}", g.name);
-                // A model of which the executor declines only some nodes runs partly on
-                // the reference (a partial trial); one it declines whole is a skip.
-                let skip = self.known_skip(&trial, target).or_else(|| {
-                    std::fs::read(&g.model)
-                        .ok()
-                        .and_then(|bytes| self.declined_whole(&bytes, target))
-                });
-                let subject = if g.kind == "model" {
-                    g.name.clone()
-                } else {
-                    g.op_types.join("+")
-                };
-                out.push(Case {
-                    name: trial,
-                    target: target.clone(),
-                    category,
-                    subject,
-                    job: Job::Golden(g.clone()),
-                    skip,
-                });
-            }
-            out.extend(self.node_tests.cases(self, target, &prefix));
+        let prefix = format!("{name}/{target}");
+        for case in &self.op_cases {
+            let trial = format!("{prefix}/op/{}/{}", case.op, case.name);
+            let skip = self
+                .known_skip(&trial, target)
+                .or_else(|| self.unsupported_op(case, target));
+            out.push(Case {
+                name: trial,
+                target: target.clone(),
+                category: "op",
+                subject: case.op.clone(),
+                job: Job::Op(case.clone()),
+                skip,
+            });
         }
+        for op in crate::prop::ops() {
+            let trial = format!("{prefix}/prop/{op}");
+            let skip = self.known_skip(&trial, target);
+            out.push(Case {
+                name: trial,
+                target: target.clone(),
+                category: "prop",
+                subject: op.to_string(),
+                job: Job::Prop(op),
+                skip,
+            });
+        }
+        for scenario in crate::fallback::SCENARIOS {
+            let trial = format!("{prefix}/fallback/{scenario}");
+            let skip = self.known_skip(&trial, target);
+            out.push(Case {
+                name: trial,
+                target: target.clone(),
+                category: "fallback",
+                subject: scenario.to_string(),
+                job: Job::Fallback(scenario),
+                skip,
+            });
+        }
+        for scenario in crate::concurrency::SCENARIOS {
+            let trial = format!("{prefix}/concurrency/{scenario}");
+            let skip = self.known_skip(&trial, target);
+            out.push(Case {
+                name: trial,
+                target: target.clone(),
+                category: "concurrency",
+                subject: scenario.to_string(),
+                job: Job::Concurrency(scenario),
+                skip,
+            });
+        }
+        for g in &self.golden {
+            let category = if g.kind == "model" { "model" } else { "golden" };
+            let trial = format!("{prefix}/{category}/{}", g.name);
+            // A model of which the executor declines only some nodes runs partly on
+            // the reference (a partial trial); one it declines whole is a skip.
+            let skip = self.known_skip(&trial, target).or_else(|| {
+                std::fs::read(&g.model)
+                    .ok()
+                    .and_then(|bytes| self.declined_whole(&bytes, target))
+            });
+            let subject = if g.kind == "model" {
+                g.name.clone()
+            } else {
+                g.op_types.join("+")
+            };
+            out.push(Case {
+                name: trial,
+                target: target.clone(),
+                category,
+                subject,
+                job: Job::Golden(g.clone()),
+                skip,
+            });
+        }
+        out.extend(self.node_tests.cases(self, target, &prefix));
         out
     }
 

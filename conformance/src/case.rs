@@ -48,6 +48,11 @@ pub struct OpCase {
     /// instead and why (see [`crate::op_oracle`]).
     #[serde(default)]
     pub oracle: Option<crate::op_oracle::OracleChoice>,
+    /// Whether the sign of every zero in the output is compared: set where ONNX (through
+    /// IEEE 754) defines it (negation, absolute value, a product, a copy) and the case
+    /// claims to test it. Elsewhere −0 equals +0.
+    #[serde(default)]
+    pub signed_zero: bool,
 }
 
 /// An attribute value as written in a case file.

@@ -58,14 +58,37 @@ impl Comparison {
     }
 }
 
+/// Whether the sign of a zero is compared.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Zeros {
+    /// −0 equals +0: where ONNX leaves the sign of a zero result open (a sum, a maximum).
+    #[default]
+    Unsigned,
+    /// An expected zero must be met by a zero of the same sign: where ONNX (through IEEE
+    /// 754) defines it — Neg, Abs, a product, a copy. Cases opt in (`signed_zero = true`).
+    Signed,
+}
+
 /// Compares `actual` with `expected`; `allowed(i, expected_i)` is the absolute error
 /// allowed at flat index `i`. NaN must meet NaN; infinities must match exactly; integers
-/// and bools must be equal.
+/// and bools must be equal; −0 equals +0 ([`compare_zeros`] compares their signs).
 pub fn compare(
     output: &str,
     actual: &Tensor,
     expected: &Tensor,
     allowed: &dyn Fn(usize, f64) -> f64,
+) -> Comparison {
+    compare_zeros(output, actual, expected, allowed, Zeros::Unsigned)
+}
+
+/// [`compare`], with the sign of zeros compared when `zeros` says so: an expected zero met
+/// by a zero of the other sign is an element out of tolerance (its allowance is no help).
+pub fn compare_zeros(
+    output: &str,
+    actual: &Tensor,
+    expected: &Tensor,
+    allowed: &dyn Fn(usize, f64) -> f64,
+    zeros: Zeros,
 ) -> Comparison {
     let mut c = Comparison {
         output: output.to_string(),
@@ -113,6 +136,15 @@ pub fn compare(
                 c.violations += 1;
                 note_worst(&mut c, &mut worst_ratio, f64::INFINITY, i, &dims, x, y, 0.0);
             }
+            continue;
+        }
+        if zeros == Zeros::Signed
+            && x == 0.0
+            && y == 0.0
+            && x.is_sign_negative() != y.is_sign_negative()
+        {
+            c.violations += 1;
+            note_worst(&mut c, &mut worst_ratio, f64::INFINITY, i, &dims, x, y, 0.0);
             continue;
         }
         let abs = (x - y).abs();
@@ -224,6 +256,38 @@ mod tests {
             compare("y", &a2, &e, &|_, _| 1.0).violations,
             1,
             "NaN turned into a number must fail"
+        );
+    }
+
+    #[test]
+    fn the_sign_of_zero_is_compared_only_when_asked() {
+        let e = Tensor::from_f32([3], vec![-0.0, 0.0, 1.0]).expect("t");
+        let a = Tensor::from_f32([3], vec![0.0, 0.0, 1.0]).expect("t");
+        assert!(
+            compare("y", &a, &e, &|_, _| 1.0).passed(),
+            "-0 == +0 by default"
+        );
+        let c = compare_zeros("y", &a, &e, &|_, _| 1.0, Zeros::Signed);
+        assert_eq!(c.violations, 1);
+        assert_eq!(c.worst_index, Some(vec![0]));
+        assert!(
+            c.describe().contains("got 0e0, expected -0e0"),
+            "{}",
+            c.describe()
+        );
+        let same = Tensor::from_f32([3], vec![-0.0, 0.0, 1.0]).expect("t");
+        assert!(compare_zeros("y", &same, &e, &|_, _| 0.0, Zeros::Signed).passed());
+        let f16 = |v: &[f32]| {
+            Tensor::from_f16(
+                [v.len()],
+                v.iter().map(|&x| half::f16::from_f32(x)).collect(),
+            )
+            .expect("t")
+        };
+        assert_eq!(
+            compare_zeros("y", &f16(&[0.0]), &f16(&[-0.0]), &|_, _| 1.0, Zeros::Signed).violations,
+            1,
+            "half precision keeps the sign too"
         );
     }
 

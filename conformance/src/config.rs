@@ -226,6 +226,9 @@ pub(crate) fn load_expectations(
         .expectations
         .path_for(&config.conformance_dir, executor);
     match std::fs::read_to_string(&path) {
+        Ok(text) if config.recording_floors => {
+            Expectations::parse_for_recording(&text, path, targets, config.min_executed)
+        }
         Ok(text) => Expectations::parse_with_floor(&text, path, targets, config.min_executed),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => Ok(Expectations {
             min_executed: config.min_executed.unwrap_or(0),

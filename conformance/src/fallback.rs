@@ -128,20 +128,32 @@ fn placement_honesty(
                 .iter()
                 .find(|e| e.kind == "node" && e.name == node.name)
                 .map(|e| e.ran_on.clone());
-            if let Some(ran_on) = ran_on {
-                let others: Vec<&str> = ran_on
-                    .split(',')
-                    .filter(|r| !r.is_empty() && *r != name)
-                    .collect();
-                if !others.is_empty() {
-                    return Err(format!(
-                        "{}: node `{}` ({}) was placed on {name}/{target} but was run by {}: a silent fallback",
-                        model.name,
-                        node.name,
-                        node.op,
-                        others.join(", ")
-                    ));
-                }
+            // A node the profile does not attribute cannot be shown to have run on the
+            // executor: an executor that records nothing must not pass.
+            let Some(ran_on) = ran_on else {
+                return Err(format!(
+                    "{}: node `{}` ({}) was placed on {name}/{target} but the profile has no \
+                     entry saying what ran it",
+                    model.name, node.name, node.op
+                ));
+            };
+            let runners: Vec<&str> = ran_on.split(',').filter(|r| !r.is_empty()).collect();
+            if runners.is_empty() {
+                return Err(format!(
+                    "{}: node `{}` ({}) was placed on {name}/{target} but its profile entry \
+                     names no executor that ran it",
+                    model.name, node.name, node.op
+                ));
+            }
+            let others: Vec<&str> = runners.into_iter().filter(|r| *r != name).collect();
+            if !others.is_empty() {
+                return Err(format!(
+                    "{}: node `{}` ({}) was placed on {name}/{target} but was run by {}: a silent fallback",
+                    model.name,
+                    node.name,
+                    node.op,
+                    others.join(", ")
+                ));
             }
         }
     }

@@ -35,6 +35,7 @@ pub mod config;
 pub mod error;
 pub mod expectations;
 pub mod fallback;
+pub mod floors;
 pub mod golden;
 mod harness;
 pub mod models;

@@ -17,6 +17,7 @@
 
 use crate::compare::{compare, compare_type};
 use crate::error::SuiteError;
+use crate::expectations::{FailureKind, FailureMatcher};
 use crate::outcome::{NodeCoverage, Outcome, Verdict};
 use crate::suite::{node_accumulation, verdict_of, Case, Job, Suite};
 use crate::tolerance::allowance;
@@ -113,15 +114,23 @@ pub struct NodeList {
 #[derive(Clone, Debug, Default)]
 pub struct ExecutorList {
     pub must_pass: BTreeSet<String>,
-    /// Test name → why it is excluded.
-    pub excluded: BTreeMap<String, String>,
+    /// Test name → why it is excluded and what its failure must look like.
+    pub excluded: BTreeMap<String, Exclusion>,
+}
+
+/// One excluded test: why, and what its failure must look like (a failure of another kind
+/// or message is a new regression and fails the run).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exclusion {
+    pub reason: String,
+    pub failure: FailureMatcher,
 }
 
 /// How the list treats one test for one executor.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Listing<'a> {
     MustPass,
-    Excluded(&'a str),
+    Excluded(&'a Exclusion),
     Unlisted,
 }
 
@@ -140,7 +149,25 @@ struct RawExecutorList {
     #[serde(default)]
     must_pass: Vec<String>,
     #[serde(default)]
-    excluded: BTreeMap<String, String>,
+    excluded: BTreeMap<String, RawExclusion>,
+}
+
+/// An exclusion as the list spells it: `{ reason = "…", failure = "error", message = "…" }`.
+/// A bare reason string (the list's old form) is read only to say what is missing.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawExclusion {
+    Full(RawExclusionTable),
+    Bare(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExclusionTable {
+    reason: String,
+    failure: FailureKind,
+    #[serde(default)]
+    message: String,
 }
 
 impl NodeTests {
@@ -268,11 +295,21 @@ impl NodeTests {
             (Outcome::Fail { message, .. }, Listing::MustPass) => Verdict::Fail {
                 message: format!("{path} requires it of {whose}: {message}"),
             },
-            (Outcome::Fail { .. }, Listing::Excluded(reason)) => Verdict::ExpectedFail {
-                reason: reason.to_string(),
-            },
-            (Outcome::Pass { .. }, Listing::Excluded(reason)) => Verdict::UnexpectedPass {
-                reason: format!("{path} excludes it for {whose}: {reason}"),
+            (Outcome::Fail { .. }, Listing::Excluded(excluded)) => {
+                match excluded.failure.check(outcome) {
+                    Ok(()) => Verdict::ExpectedFail {
+                        reason: excluded.reason.clone(),
+                    },
+                    Err(why) => Verdict::Fail {
+                        message: format!(
+                            "{path} excludes it for {whose} because {}; {why}",
+                            excluded.reason
+                        ),
+                    },
+                }
+            }
+            (Outcome::Pass { .. }, Listing::Excluded(excluded)) => Verdict::UnexpectedPass {
+                reason: format!("{path} excludes it for {whose}: {}", excluded.reason),
             },
             (Outcome::Pass { .. }, Listing::Unlisted) => Verdict::Fail {
                 message: format!(
@@ -344,8 +381,23 @@ impl NodeList {
                     )));
                 }
             }
-            for (test, reason) in &raw_list.excluded {
+            let mut excluded = BTreeMap::new();
+            for (test, raw) in raw_list.excluded {
+                let test = &test;
                 check_test_name(test).map_err(|e| fail(format!("[executor.{name}]: {e}")))?;
+                let (reason, failure) = match raw {
+                    RawExclusion::Full(t) => (t.reason, (t.failure, t.message)),
+                    RawExclusion::Bare(reason) => {
+                        return Err(fail(format!(
+                            "[executor.{name}]: the exclusion of {test} gives only a reason; \
+                             say what the failure looks like too: {test} = {{ reason = \
+                             {reason:?}, failure = \"error\" (or \"mismatch\", \
+                             \"out-of-tolerance\"), message = \"<a substring of the \
+                             failure's message>\" }}"
+                        )))
+                    }
+                };
+                let reason = &reason;
                 if must_pass.contains(test) {
                     return Err(fail(format!(
                         "[executor.{name}]: {test} is both in must_pass and excluded"
@@ -356,18 +408,30 @@ impl NodeList {
                         "[executor.{name}]: the exclusion of {test} has no reason"
                     )));
                 }
-                if reason.trim_start().starts_with(DRAFT_MARKER) {
+                if reason.trim_start().starts_with(DRAFT_MARKER)
+                    || failure.1.trim_start().starts_with(DRAFT_MARKER)
+                {
                     return Err(fail(format!(
                         "[executor.{name}]: the exclusion of {test} still has a draft reason \
-                         (`{DRAFT_MARKER} …`): replace it with a specific, checked one"
+                         or message (`{DRAFT_MARKER} …`): replace it with a specific, checked one"
                     )));
                 }
+                let failure = FailureMatcher::new(failure.0, failure.1).map_err(|e| {
+                    fail(format!("[executor.{name}]: the exclusion of {test}: {e}"))
+                })?;
+                excluded.insert(
+                    test.clone(),
+                    Exclusion {
+                        reason: reason.clone(),
+                        failure,
+                    },
+                );
             }
             executors.insert(
                 name,
                 ExecutorList {
                     must_pass,
-                    excluded: raw_list.excluded,
+                    excluded,
                 },
             );
         }
@@ -402,8 +466,8 @@ impl ExecutorList {
     pub fn listing(&self, test: &str) -> Listing<'_> {
         if self.must_pass.contains(test) {
             Listing::MustPass
-        } else if let Some(reason) = self.excluded.get(test) {
-            Listing::Excluded(reason)
+        } else if let Some(excluded) = self.excluded.get(test) {
+            Listing::Excluded(excluded)
         } else {
             Listing::Unlisted
         }
@@ -583,7 +647,9 @@ fn find_data(list: &NodeList, dir: &Path) -> NodeData {
 /// partial trial), and is held to the list like any other. A model that does not load, or
 /// a target that is unavailable, is left to the trial and the target's own skip.
 fn declined(suite: &Suite, test: &NodeTest, target: &Target) -> Option<String> {
-    if test.problem.is_some() || suite.target_unavailable(target).is_some() {
+    // Decided from `supports()` alone, so that floors derived for an executor that is not
+    // available here ([`crate::floors::derive`]) count the same trials a run would.
+    if test.problem.is_some() {
         return None;
     }
     let model = std::fs::read(test.dir.join("model.onnx")).ok()?;
@@ -853,7 +919,7 @@ default_executor = "cpu"
 must_pass = ["test_abs", "test_add"]
 
 [executor.cpu.excluded]
-test_cast_DOUBLE_to_FLOAT = "DOUBLE input: Concord tensors are f32, f16, i64 or bool"
+test_cast_DOUBLE_to_FLOAT = { reason = "DOUBLE input: Concord tensors are f32, f16, i64 or bool", failure = "error", message = "DOUBLE" }
 "#;
 
     fn parse(text: &str) -> Result<NodeList, SuiteError> {
@@ -867,7 +933,13 @@ test_cast_DOUBLE_to_FLOAT = "DOUBLE input: Concord tensors are f32, f16, i64 or 
         assert_eq!(cpu.listing("test_abs"), Listing::MustPass);
         assert_eq!(
             cpu.listing("test_cast_DOUBLE_to_FLOAT"),
-            Listing::Excluded("DOUBLE input: Concord tensors are f32, f16, i64 or bool")
+            Listing::Excluded(&Exclusion {
+                reason: "DOUBLE input: Concord tensors are f32, f16, i64 or bool".into(),
+                failure: FailureMatcher {
+                    kind: FailureKind::Error,
+                    message: "DOUBLE".into()
+                }
+            })
         );
         assert_eq!(cpu.listing("test_relu"), Listing::Unlisted);
         // An executor without a list is held to the default executor's.
@@ -888,11 +960,40 @@ test_cast_DOUBLE_to_FLOAT = "DOUBLE input: Concord tensors are f32, f16, i64 or 
             parse(&no_default).is_err(),
             "default executor without a list"
         );
-        let empty_reason = format!("{LIST}test_relu = \"  \"\n");
-        assert!(parse(&empty_reason).is_err(), "empty reason");
-        let draft = format!("{LIST}test_relu = \"{DRAFT_MARKER} forward failed\"\n");
-        assert!(parse(&draft).is_err(), "unreviewed draft reason");
-        let both = format!("{LIST}test_abs = \"also excluded\"\n");
+        let entry = |reason: &str, rest: &str| {
+            format!("{LIST}test_relu = {{ reason = \"{reason}\"{rest} }}\n")
+        };
+        assert!(
+            parse(&entry("r", ", failure = \"error\", message = \"x\"")).is_ok(),
+            "the entries below differ from this valid one in one thing each"
+        );
+        assert!(
+            parse(&entry("  ", ", failure = \"error\", message = \"x\"")).is_err(),
+            "empty reason"
+        );
+        assert!(
+            parse(&entry(
+                &format!("{DRAFT_MARKER} forward failed"),
+                ", failure = \"error\", message = \"x\""
+            ))
+            .is_err(),
+            "unreviewed draft reason"
+        );
+        assert!(parse(&entry("r", "")).is_err(), "no failure matcher");
+        assert!(
+            parse(&entry("r", ", failure = \"error\"")).is_err(),
+            "an error matcher without a message"
+        );
+        assert!(
+            parse(&entry("r", ", failure = \"crash\", message = \"x\"")).is_err(),
+            "unknown failure kind"
+        );
+        let bare = format!("{LIST}test_relu = \"only a reason\"\n");
+        let err = parse(&bare).expect_err("a bare reason");
+        assert!(err.to_string().contains("failure = "), "{err}");
+        let both = format!(
+            "{LIST}test_abs = {{ reason = \"also excluded\", failure = \"out-of-tolerance\" }}\n"
+        );
         assert!(parse(&both).is_err(), "required and excluded");
         let twice = LIST.replace("\"test_add\"]", "\"test_add\", \"test_abs\"]");
         assert!(parse(&twice).is_err(), "listed twice");
@@ -985,6 +1086,7 @@ test_cast_DOUBLE_to_FLOAT = "DOUBLE input: Concord tensors are f32, f16, i64 or 
         write_relu_test(&data.0, "test_required_fails", "Relu", &x, &wrong);
         write_relu_test(&data.0, "test_excluded_fails", "Relu", &x, &wrong);
         write_relu_test(&data.0, "test_excluded_passes", "Relu", &x, &right);
+        write_relu_test(&data.0, "test_excluded_fails_otherwise", "Relu", &x, &wrong);
         write_relu_test(&data.0, "test_unlisted_passes", "Relu", &x, &right);
         write_relu_test(&data.0, "test_unlisted_fails", "Relu", &x, &wrong);
         write_relu_test(&data.0, "test_unsupported_op", "Frobnicate", &x, &right);
@@ -994,8 +1096,9 @@ default_executor = "cpu"
 [executor.cpu]
 must_pass = ["test_required_passes", "test_required_fails", "test_gone"]
 [executor.cpu.excluded]
-test_excluded_fails = "data: the expected output is wrong on purpose"
-test_excluded_passes = "data: claimed wrong, but it is right"
+test_excluded_fails = { reason = "data: the expected output is wrong on purpose", failure = "out-of-tolerance" }
+test_excluded_passes = { reason = "data: claimed wrong, but it is right", failure = "out-of-tolerance" }
+test_excluded_fails_otherwise = { reason = "operand: said to fail to build", failure = "error", message = "cannot be built" }
 "#;
         let suite = suite_with(list, &data.0);
         let v = verdicts(&suite);
@@ -1012,6 +1115,15 @@ test_excluded_passes = "data: claimed wrong, but it is right"
             v.get("test_excluded_passes"),
             Some(Verdict::UnexpectedPass { .. })
         ));
+        // Excluded as an error, but it fails by value: a failure of another kind is a new
+        // regression, shown with the expected one.
+        assert!(
+            matches!(v.get("test_excluded_fails_otherwise"), Some(Verdict::Fail { message })
+            if message.contains("expected: error containing \"cannot be built\"")
+                && message.contains("actual:   out-of-tolerance")),
+            "{:?}",
+            v.get("test_excluded_fails_otherwise")
+        );
         assert!(
             matches!(v.get("test_unlisted_passes"), Some(Verdict::Fail { message })
             if message.contains(UNLISTED_PASS))

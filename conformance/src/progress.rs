@@ -39,6 +39,20 @@ pub struct RunOptions {
     pub threads: Option<NonZeroUsize>,
     pub progress: ProgressDisplay,
     pub config: SuiteConfig,
+    /// Whether to record the floors instead of checking them ([`FloorMode::Record`]).
+    pub floors: FloorMode,
+}
+
+/// What an unfiltered run does with the executors' recorded floors.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FloorMode {
+    /// Check them: a run that executes fewer trials fails (the default).
+    #[default]
+    Check,
+    /// Record them from this run into each executor's expectations file and trial list
+    /// (`concord conform --record-floors`): measured for an executor available here,
+    /// derived from `supports()` for one that is not ([`crate::floors`]).
+    Record,
 }
 
 /// Whether the driver draws a progress bar.
@@ -65,6 +79,8 @@ pub struct RunSummary {
     pub run: RunInfo,
     pub threads: usize,
     pub elapsed: Duration,
+    /// What `--record-floors` wrote, one line per executor.
+    pub recorded_floors: Vec<String>,
 }
 
 /// One trial waiting for a worker, with the suite that runs it.
@@ -87,6 +103,7 @@ impl RunOptions {
             threads: None,
             progress: ProgressDisplay::Bar,
             config: SuiteConfig::from_env(),
+            floors: FloorMode::Check,
         }
     }
 }
@@ -175,6 +192,12 @@ impl RunSummary {
                  `concord report merge` checks them"
             );
         }
+        if !self.recorded_floors.is_empty() {
+            let _ = writeln!(out, "\nfloors recorded:");
+            for line in &self.recorded_floors {
+                let _ = writeln!(out, "  {line}");
+            }
+        }
         if let Some(dir) = &self.report_dir {
             let _ = writeln!(out, "\nreports in {}:", dir.display());
             for name in report::REPORT_FILES {
@@ -205,9 +228,11 @@ pub fn run(options: &RunOptions) -> RunSummary {
     let targets = parse_targets(&options.targets, &options.registry, &mut run_failures);
     let chosen = choose_executors(options, &targets, &mut run_failures, &mut leading_records);
     let mut suites = Vec::new();
+    let mut config = options.config.clone();
+    config.recording_floors = options.floors == FloorMode::Record;
     for executor in chosen {
         let name = executor.name().to_string();
-        match Suite::new(executor, options.config.clone()) {
+        match Suite::new(executor, config.clone()) {
             Ok(suite) => suites.push(suite),
             Err(e) => run_failures.push(format!("{name}: the conformance suite cannot start: {e}")),
         }
@@ -256,6 +281,11 @@ pub fn run(options: &RunOptions) -> RunSummary {
         .map_or(1, NonZeroUsize::get)
         .clamp(1, jobs.len().max(1));
     let trial_records = run_jobs(&jobs, threads, options.progress);
+    let mut recorded_floors = Vec::new();
+    if options.floors == FloorMode::Record && options.shard.is_some() {
+        run_failures
+            .push("--record-floors needs the whole suite in one run, not a shard".to_string());
+    }
     let mut run = RunInfo {
         shard: options.shard,
         devices: suites.iter().map(Suite::device_entry).collect(),
@@ -274,6 +304,23 @@ pub fn run(options: &RunOptions) -> RunSummary {
             .filter(|r| r.executor == suite.executor.name())
             .cloned()
             .collect();
+        if options.floors == FloorMode::Record {
+            // The old floors are being replaced: only the list checks apply.
+            run_failures.extend(suite.stale_entries(cases));
+            if filtered {
+                run_failures.push(
+                    "--record-floors needs an unfiltered run: a filter or --target would \
+                     record a suite that shrank"
+                        .to_string(),
+                );
+                continue;
+            }
+            match crate::floors::record(suite, &own) {
+                Ok(line) => recorded_floors.push(line),
+                Err(e) => run_failures.push(e),
+            }
+            continue;
+        }
         run_failures.extend(suite.finish(cases, &own, filtered));
     }
     let mut records = leading_records;
@@ -293,6 +340,7 @@ pub fn run(options: &RunOptions) -> RunSummary {
         run,
         threads,
         elapsed: started.elapsed(),
+        recorded_floors,
     }
 }
 

@@ -135,6 +135,12 @@ pub struct Floor {
     pub min_node_coverage: Option<f64>,
     /// The expectations file the floors come from, for the message.
     pub expectations: String,
+    /// The per-target floors recorded by `cargo xtask conformance --record-floors`.
+    #[serde(default)]
+    pub recorded: Vec<crate::floors::TargetFloor>,
+    /// The recorded trial list those floors hold by name.
+    #[serde(default)]
+    pub trials: Vec<String>,
 }
 
 /// One distinct fallback notice and where it was raised.
@@ -289,6 +295,19 @@ impl Floor {
                 "{}: only {executed} cases executed, below the floor of {} in {}: the suite shrank (fix the cause, or lower the floor in the same change with a reason)",
                 self.executor, self.min_executed, self.expectations
             ));
+        }
+        let (recorded, notes) = crate::floors::check(
+            &self.executor,
+            &self.device,
+            &self.recorded,
+            &self.trials,
+            records,
+            &self.expectations,
+        );
+        failures.extend(recorded);
+        // Said, not failed: new trials, floors recorded on another device.
+        for note in notes {
+            eprintln!("note: {note}");
         }
         if let Some(min) = self.min_node_coverage {
             let mut per_target: BTreeMap<&str, NodeCount> = BTreeMap::new();

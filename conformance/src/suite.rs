@@ -3,7 +3,7 @@
 //! `concord conform` ([`crate::run`]) — go through here, so there is one suite.
 
 use crate::case::{load_cases, OpCase};
-use crate::compare::{compare, Comparison};
+use crate::compare::{compare, compare_zeros, Comparison, Zeros};
 use crate::config::ExpectationsSource;
 use crate::error::SuiteError;
 use crate::expectations::Expectations;
@@ -44,6 +44,9 @@ pub struct SuiteConfig {
     /// The floor on executed trials when it is given in code rather than in the
     /// expectations file.
     pub min_executed: Option<usize>,
+    /// Set by a run that records the floors (`--record-floors`): an expectations file
+    /// without any floor yet is read rather than refused.
+    pub recording_floors: bool,
 }
 
 /// Generated cases per property trial unless `CONCORD_PROP_CASES` says otherwise: enough
@@ -98,6 +101,7 @@ impl SuiteConfig {
             expectations: ExpectationsSource::Shipped,
             tolerance_overrides: None,
             min_executed: None,
+            recording_floors: false,
         }
     }
 }
@@ -215,82 +219,93 @@ impl Suite {
                 });
                 continue;
             }
-            for case in &self.op_cases {
-                let trial = format!("{prefix}/op/{}/{}", case.op, case.name);
-                let skip = self
-                    .known_skip(&trial, target)
-                    .or_else(|| self.unsupported_op(case, target));
-                out.push(Case {
-                    name: trial,
-                    target: target.clone(),
-                    category: "op",
-                    subject: case.op.clone(),
-                    job: Job::Op(case.clone()),
-                    skip,
-                });
-            }
-            for op in crate::prop::ops() {
-                let trial = format!("{prefix}/prop/{op}");
-                let skip = self.known_skip(&trial, target);
-                out.push(Case {
-                    name: trial,
-                    target: target.clone(),
-                    category: "prop",
-                    subject: op.to_string(),
-                    job: Job::Prop(op),
-                    skip,
-                });
-            }
-            for scenario in crate::fallback::SCENARIOS {
-                let trial = format!("{prefix}/fallback/{scenario}");
-                let skip = self.known_skip(&trial, target);
-                out.push(Case {
-                    name: trial,
-                    target: target.clone(),
-                    category: "fallback",
-                    subject: scenario.to_string(),
-                    job: Job::Fallback(scenario),
-                    skip,
-                });
-            }
-            for scenario in crate::concurrency::SCENARIOS {
-                let trial = format!("{prefix}/concurrency/{scenario}");
-                let skip = self.known_skip(&trial, target);
-                out.push(Case {
-                    name: trial,
-                    target: target.clone(),
-                    category: "concurrency",
-                    subject: scenario.to_string(),
-                    job: Job::Concurrency(scenario),
-                    skip,
-                });
-            }
-            for g in &self.golden {
-                let category = if g.kind == "model" { "model" } else { "golden" };
-                let trial = format!("{prefix}/{category}/{}", g.name);
-                // A model of which the executor declines only some nodes runs partly on
-                // the reference (a partial trial); one it declines whole is a skip.
-                let skip = self.known_skip(&trial, target).or_else(|| {
-                    std::fs::read(&g.model)
-                        .ok()
-                        .and_then(|bytes| self.declined_whole(&bytes, target))
-                });
-                let subject = if g.kind == "model" {
-                    g.name.clone()
-                } else {
-                    g.op_types.join("+")
-                };
-                out.push(Case {
-                    name: trial,
-                    target: target.clone(),
-                    category,
-                    subject,
-                    job: Job::Golden(g.clone()),
-                    skip,
-                });
-            }
-            out.extend(self.node_tests.cases(self, target, &prefix));
+            out.extend(self.offered_cases(target));
         }
+        out
+    }
+
+    /// The trials of one target as if the executor and target were available here, with
+    /// the skips decided before running (expectations, and what `supports()` declines):
+    /// what [`crate::floors::derive`] counts for an executor this machine cannot run.
+    pub fn offered_cases(&self, target: &Target) -> Vec<Case> {
+        let name = self.executor.name().to_string();
+        let mut out = Vec::new();
+        let prefix = format!("{name}/{target}");
+        for case in &self.op_cases {
+            let trial = format!("{prefix}/op/{}/{}", case.op, case.name);
+            let skip = self
+                .known_skip(&trial, target)
+                .or_else(|| self.unsupported_op(case, target));
+            out.push(Case {
+                name: trial,
+                target: target.clone(),
+                category: "op",
+                subject: case.op.clone(),
+                job: Job::Op(case.clone()),
+                skip,
+            });
+        }
+        for op in crate::prop::ops() {
+            let trial = format!("{prefix}/prop/{op}");
+            let skip = self.known_skip(&trial, target);
+            out.push(Case {
+                name: trial,
+                target: target.clone(),
+                category: "prop",
+                subject: op.to_string(),
+                job: Job::Prop(op),
+                skip,
+            });
+        }
+        for scenario in crate::fallback::SCENARIOS {
+            let trial = format!("{prefix}/fallback/{scenario}");
+            let skip = self.known_skip(&trial, target);
+            out.push(Case {
+                name: trial,
+                target: target.clone(),
+                category: "fallback",
+                subject: scenario.to_string(),
+                job: Job::Fallback(scenario),
+                skip,
+            });
+        }
+        for scenario in crate::concurrency::SCENARIOS {
+            let trial = format!("{prefix}/concurrency/{scenario}");
+            let skip = self.known_skip(&trial, target);
+            out.push(Case {
+                name: trial,
+                target: target.clone(),
+                category: "concurrency",
+                subject: scenario.to_string(),
+                job: Job::Concurrency(scenario),
+                skip,
+            });
+        }
+        for g in &self.golden {
+            let category = if g.kind == "model" { "model" } else { "golden" };
+            let trial = format!("{prefix}/{category}/{}", g.name);
+            // A model of which the executor declines only some nodes runs partly on
+            // the reference (a partial trial); one it declines whole is a skip.
+            let skip = self.known_skip(&trial, target).or_else(|| {
+                std::fs::read(&g.model)
+                    .ok()
+                    .and_then(|bytes| self.declined_whole(&bytes, target))
+            });
+            let subject = if g.kind == "model" {
+                g.name.clone()
+            } else {
+                g.op_types.join("+")
+            };
+            out.push(Case {
+                name: trial,
+                target: target.clone(),
+                category,
+                subject,
+                job: Job::Golden(g.clone()),
+                skip,
+            });
+        }
+        out.extend(self.node_tests.cases(self, target, &prefix));
         out
     }
 
@@ -438,6 +453,8 @@ impl Suite {
             available: matches!(&self.availability, Availability::Available { devices } if !devices.is_empty()),
             min_executed: self.expectations.min_executed,
             min_node_coverage: self.expectations.min_node_coverage,
+            recorded: self.expectations.floors.clone(),
+            trials: self.expectations.trials.clone(),
             expectations: self
                 .expectations
                 .path
@@ -477,8 +494,21 @@ impl Suite {
             (Outcome::Pass { .. }, Some(e)) => Verdict::UnexpectedPass {
                 reason: e.reason.clone(),
             },
-            (Outcome::Fail { .. }, Some(e)) => Verdict::ExpectedFail {
-                reason: e.reason.clone(),
+            (Outcome::Fail { .. }, Some(e)) => match e.failure.as_ref().map(|m| m.check(outcome)) {
+                Some(Err(why)) => Verdict::Fail {
+                    message: format!(
+                        "expected to fail because {} ({}), {why}",
+                        e.reason,
+                        self.expectations
+                            .path
+                            .as_ref()
+                            .map(|p| p.display().to_string())
+                            .unwrap_or_default()
+                    ),
+                },
+                _ => Verdict::ExpectedFail {
+                    reason: e.reason.clone(),
+                },
             },
             (Outcome::Fail { message, .. }, None) => Verdict::Fail {
                 message: message.clone(),
@@ -705,7 +735,12 @@ impl Suite {
             };
         }
         let bytes = prost::Message::encode_to_vec(&built.model);
-        self.check_against_reference(&bytes, &built.inputs, &case.op, target, notices)
+        let zeros = if case.signed_zero {
+            Zeros::Signed
+        } else {
+            Zeros::Unsigned
+        };
+        self.compare_with_reference(&bytes, &built.inputs, &case.op, target, notices, zeros)
     }
 
     /// An op/ trial: a listed case (conformance/cases/) against the reference, or, on the
@@ -810,6 +845,19 @@ impl Suite {
         target: &Target,
         notices: &mut Vec<String>,
     ) -> Outcome {
+        self.compare_with_reference(model, inputs, op, target, notices, Zeros::Unsigned)
+    }
+
+    /// [`Suite::check_against_reference`], comparing the sign of zeros where `zeros` says.
+    fn compare_with_reference(
+        &self,
+        model: &[u8],
+        inputs: &[(String, Tensor)],
+        op: &str,
+        target: &Target,
+        notices: &mut Vec<String>,
+        zeros: Zeros,
+    ) -> Outcome {
         let reference = match self.reference_net(model) {
             Ok(n) => n,
             Err(e) => {
@@ -897,9 +945,13 @@ impl Suite {
                     }
                 }
             };
-            comparisons.push(compare(name, got, want, &|i, _| {
-                allowed.get(i).copied().unwrap_or(0.0)
-            }));
+            comparisons.push(compare_zeros(
+                name,
+                got,
+                want,
+                &|i, _| allowed.get(i).copied().unwrap_or(0.0),
+                zeros,
+            ));
         }
         verdict_of(comparisons)
     }

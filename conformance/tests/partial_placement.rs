@@ -278,7 +278,8 @@ fn a_partial_trial_whose_values_disagree_fails_and_says_where_its_nodes_ran() {
 fn strict_expectations_apply_to_partial_trials() {
     let dir = scratch("strict");
     let expected_failure = "min_executed = 0\n[[expected_failure]]\ncase = \
-                            \"picky/picky/model/relu_add\"\nreason = \"Add was broken\"\n";
+                            \"picky/picky/model/relu_add\"\nreason = \"Add was broken\"\n\
+                            failure = \"out-of-tolerance\"\n";
     let suite = suite(&["Relu"], relu_add_case(&dir.0, RIGHT), expected_failure);
     let (_, record) = run_model(&suite);
     assert_eq!(

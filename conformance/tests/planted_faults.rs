@@ -297,7 +297,7 @@ fn every_planted_fault_is_caught_by_its_named_case_and_kind() {
     );
     let mut stale = suite_for(Fault::None);
     stale.expectations = Expectations::parse(
-        "min_executed = 0\n[[expected_failure]]\ncase = \"planted-none/cpu/op/Relu/*\"\nreason = \"planted: Relu was once broken\"\n",
+        "min_executed = 0\n[[expected_failure]]\ncase = \"planted-none/cpu/op/Relu/*\"\nreason = \"planted: Relu was once broken\"\nfailure = \"out-of-tolerance\"\n",
         PathBuf::from("planted.toml"),
         &[concord::targets::CPU],
     )

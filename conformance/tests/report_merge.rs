@@ -175,6 +175,8 @@ fn a_missing_shard_and_a_floor_below_are_run_level_failures() {
         min_executed: 3,
         min_node_coverage: Some(0.9),
         expectations: "x.toml".into(),
+        recorded: Vec::new(),
+        trials: Vec::new(),
     }];
     let mut partial = on("x/x/model/m");
     partial.verdict = Verdict::Partial {

@@ -1,7 +1,9 @@
 //! `cargo xtask conformance`: builds the `concord` binary in release mode and runs
 //! `concord conform` with the same flags, so the suite runs exactly as the README's main
 //! job does; then says where the reports are. `--features F` goes to cargo (for example
-//! `--features cuda`) instead of to `concord conform`.
+//! `--features cuda`) instead of to `concord conform`. `--record-floors` goes to
+//! `concord conform`, which then records each executor's floors and trial list into
+//! conformance/expectations/ instead of checking them (conformance/src/floors.rs).
 
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;

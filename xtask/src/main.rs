@@ -44,10 +44,12 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: "conformance",
-        usage: "conformance [flags]",
+        usage: "conformance [flags] [--record-floors]",
         summary: "run `concord conform` from a release build with the same flags \
                   (--executor, --target, --filter, --report-dir; --features goes to cargo) \
-                  and list the reports",
+                  and list the reports; --record-floors writes each executor's floors and \
+                  trial list into conformance/expectations/ (measured, or derived from \
+                  supports() where the executor is unavailable; needs the ONNX node-test data)",
         run: conformance::run,
     },
     Command {

@@ -20,8 +20,10 @@
 //! 3. With `--write-list [--executor NAME]`, run the executor's conformance binary on the
 //!    node trials against an empty list and write a draft list to target/onnx-node-draft.toml:
 //!    passing tests under `must_pass`, failing ones under `excluded` with the observed failure
-//!    marked `REVIEW:`. The suite refuses `REVIEW:` reasons, so each one has to be replaced
-//!    by a checked, specific reason before the draft becomes conformance/onnx-node.toml.
+//!    marked `REVIEW:` as both reason and message, and a guessed failure kind. The suite
+//!    refuses `REVIEW:` reasons and messages, so each one has to be replaced by a checked,
+//!    specific reason and a telling substring of the failure before the draft becomes
+//!    conformance/onnx-node.toml.
 
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -458,8 +460,17 @@ fn write_list(root: &Path, data: &Path, onnx_pin: &str, executor: &str) -> Resul
     }
     text.push_str(&format!("]\n\n[executor.{executor}.excluded]\n"));
     for (name, reason) in &failed {
+        // The kind is a guess from the failure's first line; the reviewer replaces both
+        // draft markers with a checked reason and a telling substring of the failure.
+        let kind = if reason.contains("out of tolerance") {
+            "out-of-tolerance"
+        } else if reason.contains("but expected") {
+            "mismatch"
+        } else {
+            "error"
+        };
         text.push_str(&format!(
-            "{name} = \"{DRAFT_MARKER} {}\"\n",
+            "{name} = {{ reason = \"{DRAFT_MARKER} {0}\", failure = \"{kind}\", message = \"{DRAFT_MARKER} {0}\" }}\n",
             toml_escape(reason)
         ));
     }

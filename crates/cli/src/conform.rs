@@ -5,7 +5,7 @@
 
 use clap::Args;
 use concord::ExecutorRegistry;
-use concord_conformance::progress::{self, ProgressDisplay, RunOptions};
+use concord_conformance::progress::{self, FloorMode, ProgressDisplay, RunOptions};
 use concord_conformance::Shard;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
@@ -37,6 +37,13 @@ pub struct ConformArgs {
     /// Do not draw the progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// Record the floors instead of checking them: write each executor's executed trials
+    /// per target and category, its node coverage and the list of executed trials into its
+    /// expectations file (measured where it is available here, derived from what its
+    /// supports() takes where it is not). Needs an unfiltered, unsharded run with the ONNX
+    /// node-test data.
+    #[arg(long)]
+    pub record_floors: bool,
 }
 
 pub fn run(args: ConformArgs) -> Result<(), String> {
@@ -49,6 +56,9 @@ pub fn run(args: ConformArgs) -> Result<(), String> {
     options.threads = args.threads;
     if args.no_progress {
         options.progress = ProgressDisplay::Hidden;
+    }
+    if args.record_floors {
+        options.floors = FloorMode::Record;
     }
     let outcome = progress::run(&options);
     print!("{}", outcome.render());

@@ -57,7 +57,9 @@ pub trait ProfileSink: Sync {
     /// Time spent running one node, saying which executor actually ran it. The reference
     /// executor always attributes its work, so a backend that quietly hands a node it
     /// claimed to the CPU path shows up in the profile (and in the suite's
-    /// `fallback/placement_honesty` case). Executors should prefer this over `record`.
+    /// `fallback/placement_honesty` case, which also fails a node placed on an executor
+    /// that the profile does not attribute to it: a node timed with `record` alone is
+    /// unattributed). Executors should prefer this over `record`.
     fn record_on(&self, node: &str, executor: &str, elapsed: Duration) {
         let _ = executor;
         self.record(node, elapsed);

@@ -84,6 +84,8 @@ pub const REFERENCE_ONLY: &[&str] = &[
     "Range",
     "Tile",
     "CumSum",
+    "CumProd",
+    "BitCast",
     "GatherElements",
     "GatherND",
     "ScatterElements",
@@ -152,6 +154,9 @@ pub const REFERENCE_ONLY: &[&str] = &[
     "Bernoulli",
     "TensorScatter",
     "TfIdfVectorizer",
+    "SwiGLU",
+    "LinearAttention",
+    "CausalConvWithState",
 ];
 
 /// Supported ops without a property strategy, and why.

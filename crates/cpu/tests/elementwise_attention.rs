@@ -30,6 +30,8 @@ fn attention_with(
         scale: None,
         softcap: 0.0,
         softmax_precision: None,
+        left_window_size: -1,
+        right_window_size: -1,
     }
 }
 

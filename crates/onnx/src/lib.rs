@@ -45,6 +45,7 @@ pub mod tensor;
 mod write;
 
 pub use error::Error;
+pub use legacy::is_legacy_alias;
 pub use tensor::tensor_to_proto;
 pub use write::{ir_version_for, to_model_proto};
 

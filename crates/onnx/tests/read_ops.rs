@@ -529,6 +529,8 @@ fn newer_cases() -> Vec<(NodeProto, Op)> {
             scale: None,
             softcap: 1.5,
             softmax_precision: Some(DType::F32),
+            left_window_size: -1,
+            right_window_size: -1,
         },
     ));
     cases.push((

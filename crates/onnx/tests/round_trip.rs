@@ -846,6 +846,8 @@ fn newer_op_nodes() -> Vec<Node> {
             scale: Some(0.5),
             softcap: 3.0,
             softmax_precision: Some(DType::F32),
+            left_window_size: -1,
+            right_window_size: -1,
         },
         &["x", "x", "x"],
         4,

@@ -437,14 +437,13 @@ impl NodeTest {
                 <ModelProto as prost::Message>::decode(bytes.as_slice())
                     .map_err(|e| format!("{}: not an ONNX model: {e}", model_path.display()))
             });
-        let model = model.map(|m| {
+        if let Ok(m) = &model {
             test.opset = m
                 .opset_import
                 .iter()
                 .find(|o| o.domain.is_empty() || o.domain == "ai.onnx")
                 .map_or(0, |o| o.version);
-            m
-        });
+        }
         let graph = match model.map(|m| m.graph) {
             Ok(Some(graph)) => graph,
             Ok(None) => {

@@ -54,9 +54,11 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: "onnx-node-tests",
-        usage: "onnx-node-tests [--force] [--write-list [--executor NAME]]",
+        usage: "onnx-node-tests [--source onnx-node|golden] [--data-dir DIR] [--force] \
+                [--write-list [--executor NAME]]",
         summary: "generate the ONNX backend node tests into target/onnx-node-tests from the \
-                  pinned onnx (--write-list: draft conformance/onnx-node.toml from a run)",
+                  onnx pinned in xtask/onnx-node/requirements.txt (--write-list: draft \
+                  conformance/onnx-node.toml from a run)",
         run: onnx_node_tests::run,
     },
     Command {

@@ -117,6 +117,8 @@ pub const REFERENCE_ONLY: &[&str] = &[
     "Range",
     "Tile",
     "CumSum",
+    "CumProd",
+    "BitCast",
     "GatherElements",
     "GatherND",
     "ScatterElements",
@@ -185,6 +187,9 @@ pub const REFERENCE_ONLY: &[&str] = &[
     "Bernoulli",
     "TensorScatter",
     "TfIdfVectorizer",
+    "SwiGLU",
+    "LinearAttention",
+    "CausalConvWithState",
 ];
 
 /// Supported ops without a property strategy, and why.

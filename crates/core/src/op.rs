@@ -25,6 +25,13 @@ pub enum Op {
     Gemm(Gemm),
     /// Inputs: A, B. Batched and broadcast over leading dims.
     MatMul,
+    /// A stateful causal depthwise 1-D convolution (opset 27). Inputs: input
+    /// (batch, channels, length), weight (channels, 1, k), bias?, past_state?
+    /// (batch, channels, k - 1). Outputs: output, present_state.
+    CausalConvWithState {
+        /// SiLU (`silu` or its alias `swish`) on the convolution's output.
+        silu: bool,
+    },
 
     /// Elementwise binary, with multidirectional broadcasting. Inputs: A, B.
     Binary(Binary),
@@ -106,6 +113,26 @@ pub enum Op {
         softcap: f32,
         /// The dtype the softmax is computed in; the reference always computes in f64.
         softmax_precision: Option<DType>,
+        /// Opset 25's sliding window: how many keys before (left) and after (right) a
+        /// query's absolute position it may attend; -1 leaves that side unbounded.
+        left_window_size: i64,
+        right_window_size: i64,
+    },
+    /// SwiGLU (opset 28). Inputs: A (gate), B (value), of one shape (no broadcasting).
+    /// Y = A · sigmoid(alpha · A) · B.
+    SwiGLU {
+        alpha: f32,
+    },
+    /// Linear attention (opset 27): a recurrent state (batch, kv heads, d_k, d_v) updated per
+    /// token by `update_rule` and read by each query. Inputs: query, key, value (3-D packed
+    /// (batch, seq, heads · size)), past_state?, decay?, beta?. Outputs: output,
+    /// present_state.
+    LinearAttention {
+        kv_num_heads: usize,
+        q_num_heads: usize,
+        /// 0 means 1 / sqrt(d_k).
+        scale: f32,
+        update_rule: LinearAttentionRule,
     },
     /// Rotary positional embedding (opset 23). Inputs: X, cos_cache, sin_cache,
     /// position_ids?. X is (batch, heads, sequence, head size) or 3-D
@@ -205,6 +232,16 @@ pub enum Op {
     CumSum {
         exclusive: bool,
         reverse: bool,
+    },
+    /// Inputs: x, axis (scalar). The running product (opset 26).
+    CumProd {
+        exclusive: bool,
+        reverse: bool,
+    },
+    /// Input: input. Its bytes, little-endian, read as `to` (opset 26); the two dtypes have
+    /// one width.
+    BitCast {
+        to: DType,
     },
     /// Inputs: data, indices.
     GatherElements {
@@ -452,7 +489,8 @@ pub enum Op {
     },
     /// Inputs: input (…, N, 1) real or (…, N, 2) complex (the trailing axis is required,
     /// as in the spec), dft_length? (int scalar), axis? (int scalar, opset 20 form only).
-    /// Output: complex (…, K, 2) with K = dft_length (or N), or K/2 + 1 when `onesided`.
+    /// Output: complex (…, K, 2) with K = dft_length (or N), or K/2 + 1 when `onesided`; with
+    /// `inverse` and `onesided` (IRFFT) a real (…, dft_length or 2·(N - 1), 1) signal.
     Dft {
         /// The opset 17–19 attribute; `None` in the opset 20 form (axis an input, default
         /// -2).
@@ -771,6 +809,59 @@ impl Default for DeformConv {
             pads: Vec::new(),
             strides: Vec::new(),
         }
+    }
+}
+
+/// LinearAttention's `update_rule`: how each token updates the state S (d_k × d_v).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinearAttentionRule {
+    /// S += k ⊗ v.
+    Linear,
+    /// S = exp(g) · S + k ⊗ v.
+    Gated,
+    /// S += β · k ⊗ (v − Sᵀk).
+    Delta,
+    /// S = exp(g) · S, then S += β · k ⊗ (v − Sᵀk).
+    GatedDelta,
+}
+
+impl LinearAttentionRule {
+    /// The ONNX attribute value.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinearAttentionRule::Linear => "linear",
+            LinearAttentionRule::Gated => "gated",
+            LinearAttentionRule::Delta => "delta",
+            LinearAttentionRule::GatedDelta => "gated_delta",
+        }
+    }
+
+    /// The rule an attribute value names.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            LinearAttentionRule::Linear,
+            LinearAttentionRule::Gated,
+            LinearAttentionRule::Delta,
+            LinearAttentionRule::GatedDelta,
+        ]
+        .into_iter()
+        .find(|r| r.name() == name)
+    }
+
+    /// Whether the state decays by exp(decay) each step (the `decay` input is required).
+    pub fn gated(self) -> bool {
+        matches!(
+            self,
+            LinearAttentionRule::Gated | LinearAttentionRule::GatedDelta
+        )
+    }
+
+    /// Whether the write is the delta rule's correction (the `beta` input is required).
+    pub fn delta(self) -> bool {
+        matches!(
+            self,
+            LinearAttentionRule::Delta | LinearAttentionRule::GatedDelta
+        )
     }
 }
 
@@ -1891,7 +1982,7 @@ pub enum Binary {
     BitwiseAnd,
     BitwiseOr,
     BitwiseXor,
-    /// Unsigned operands; `left` shifts left (`direction = "LEFT"`).
+    /// Integer operands (signed from opset 28); `left` shifts left (`direction = "LEFT"`).
     BitShift {
         left: bool,
     },
@@ -2454,7 +2545,9 @@ pub const BINARY_OPS: &[BinaryDef] = &[
             Binary::BitShift { left: true },
             "BitShift",
             &["shl", "shr"],
-            Accepts::Unsigned,
+            // Opset 28 added the signed integer types; the reference computes them at every
+            // opset (an older model that uses them broke its schema, not the arithmetic).
+            Accepts::Integer,
         )
     },
     binary(Binary::PRelu, "PRelu", &["prelu"], Accepts::Signed),
@@ -2694,7 +2787,33 @@ pub const OTHER_OPS: &[OpSchema] = &[
             attr("scale", Absent),
             attr("softcap", Float(0.0)),
             attr("softmax_precision", Absent),
+            attr("left_window_size", Int(-1)),
+            attr("right_window_size", Int(-1)),
         ],
+    ),
+    schema(
+        "SwiGLU",
+        28,
+        Family::Normalization,
+        &[attr("alpha", Float(1.0))],
+    ),
+    schema(
+        "LinearAttention",
+        27,
+        Family::Normalization,
+        &[
+            attr("chunk_size", Int(64)),
+            attr("kv_num_heads", Required),
+            attr("q_num_heads", Required),
+            attr("scale", Float(0.0)),
+            attr("update_rule", Str("gated_delta")),
+        ],
+    ),
+    schema(
+        "CausalConvWithState",
+        27,
+        Family::Linear,
+        &[attr("activation", Str("none"))],
     ),
     schema(
         "RotaryEmbedding",
@@ -2787,6 +2906,13 @@ pub const OTHER_OPS: &[OpSchema] = &[
         Family::Indexing,
         &[attr("exclusive", Int(0)), attr("reverse", Int(0))],
     ),
+    schema(
+        "CumProd",
+        26,
+        Family::Indexing,
+        &[attr("exclusive", Int(0)), attr("reverse", Int(0))],
+    ),
+    schema("BitCast", 26, Family::Indexing, &[attr("to", Required)]),
     schema(
         "GatherElements",
         11,
@@ -3489,6 +3615,11 @@ impl Op {
             Op::Range => other("Range"),
             Op::Tile => other("Tile"),
             Op::CumSum { .. } => other("CumSum"),
+            Op::CumProd { .. } => other("CumProd"),
+            Op::BitCast { .. } => other("BitCast"),
+            Op::SwiGLU { .. } => other("SwiGLU"),
+            Op::LinearAttention { .. } => other("LinearAttention"),
+            Op::CausalConvWithState { .. } => other("CausalConvWithState"),
             Op::GatherElements { .. } => other("GatherElements"),
             Op::GatherND { .. } => other("GatherND"),
             Op::ScatterElements { .. } => other("ScatterElements"),

@@ -75,12 +75,32 @@ pub fn accumulation(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Option<Accumu
                 .saturating_mul(corners)
                 .saturating_add(usize::from(present(inputs, 3)))
         }
+        // A running product of K factors rounds K times; its magnitude is the product of
+        // the magnitudes.
+        Op::CumProd { .. } => {
+            let x = operand(inputs, 0)?;
+            let axis = operand(inputs, 1)?
+                .to_i64_vec()
+                .and_then(|a| a.first().copied())
+                .unwrap_or(0);
+            let axis = concord_core::shape::normalize_axis(axis, x.rank())?;
+            x.dims().get(axis).copied().unwrap_or(1).max(1)
+        }
+        // The depthwise taps plus the bias; SiLU after the sum does not widen the bound
+        // (its slope stays below 1.1), so the sum's magnitude is taken without it.
+        Op::CausalConvWithState { .. } => {
+            let w = operand(inputs, 1)?;
+            w.dims().last().copied().unwrap_or(1) + usize::from(present(inputs, 2))
+        }
         _ => return Ok(None),
     };
     // DeformConv is multilinear in X, W, B and mask but not in its offsets, which only
     // place the samples (their interpolation weights are never negative): the offsets stay
     // as they are.
-    let keep = |i: usize| matches!(op, Op::DeformConv(_)) && i == 2;
+    // CumProd's axis is an index, not a factor.
+    let keep = |i: usize| {
+        (matches!(op, Op::DeformConv(_)) && i == 2) || (matches!(op, Op::CumProd { .. }) && i == 1)
+    };
     let abs_inputs: Vec<Option<Tensor>> = inputs
         .iter()
         .enumerate()
@@ -102,6 +122,7 @@ pub fn accumulation(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Option<Accumu
             beta: g.beta.abs(),
             ..g.clone()
         }),
+        Op::CausalConvWithState { .. } => Op::CausalConvWithState { silu: false },
         other => other.clone(),
     };
     let magnitude = run_op(&abs_op, &refs, 1)?

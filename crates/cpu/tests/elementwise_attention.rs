@@ -30,6 +30,8 @@ fn attention_with(
         scale: None,
         softcap: 0.0,
         softmax_precision: None,
+        left_window_size: -1,
+        right_window_size: -1,
     }
 }
 
@@ -79,6 +81,81 @@ fn causal_bool_and_short_masks_exclude_keys() {
     let short = f32s(&[1], &[0.0]);
     let y = ok(&attention(), &[&q, &k, &v, &short]);
     check_float(&y, DType::F32, &[1, 1, 2, 1], &[1.0, 1.0], Exact);
+}
+
+#[test]
+fn sliding_windows_and_offsets_follow_onnx_1_23() -> Result<(), OpError> {
+    // Zero scores: each query averages the V rows it may attend. Three keys (V 1, 2, 6).
+    let q = f32s(&[1, 1, 3, 1], &[0.0; 3]);
+    let k = f32s(&[1, 1, 3, 1], &[0.0; 3]);
+    let v = f32s(&[1, 1, 3, 1], &[1.0, 2.0, 6.0]);
+    let window = |left, right, is_causal| Op::Attention {
+        is_causal,
+        kv_num_heads: None,
+        q_num_heads: None,
+        qk_matmul_output_mode: 0,
+        scale: None,
+        softcap: 0.0,
+        softmax_precision: None,
+        left_window_size: left,
+        right_window_size: right,
+    };
+    // left 1, right 0: query i sees keys i - 1 and i: 1, (1 + 2)/2, (2 + 6)/2.
+    let y = ok(&window(1, 0, false), &[&q, &k, &v]);
+    check_float(&y, DType::F32, &[1, 1, 3, 1], &[1.0, 1.5, 4.0], RoundedOnce);
+    // left 0, right 1: keys i and i + 1: (1 + 2)/2, (2 + 6)/2, 6.
+    let y = ok(&window(0, 1, false), &[&q, &k, &v]);
+    check_float(&y, DType::F32, &[1, 1, 3, 1], &[1.5, 4.0, 6.0], RoundedOnce);
+    // An external cache: nonpad_kv_seqlen 3 with one query puts it at position 2 (offset
+    // 3 - 1), so causal attention sees all three keys, and a left window of 1 keys 1 and 2.
+    let q1 = f32s(&[1, 1, 1, 1], &[0.0]);
+    let nonpad = i64s(&[1], &[3]);
+    let with_nonpad = |op: &Op| {
+        run_opt(
+            op,
+            &[
+                Some(&q1),
+                Some(&k),
+                Some(&v),
+                None,
+                None,
+                None,
+                Some(&nonpad),
+            ],
+        )
+    };
+    let y = with_nonpad(&attention_with(true, None, None, 0))?;
+    check_float(&y, DType::F32, &[1, 1, 1, 1], &[3.0], RoundedOnce);
+    let y = with_nonpad(&window(1, -1, true))?;
+    check_float(&y, DType::F32, &[1, 1, 1, 1], &[4.0], RoundedOnce);
+    Ok(())
+}
+
+#[test]
+fn a_fully_masked_row_is_zeros_and_softcap_comes_before_the_mask() {
+    let q = f32s(&[1, 1, 2, 1], &[0.0, 0.0]);
+    let k = f32s(&[1, 1, 2, 1], &[0.0, 0.0]);
+    let v = f32s(&[1, 1, 2, 1], &[1.0, 3.0]);
+    // Query 0 may attend no key: its row is zeros, not NaN; query 1 averages both.
+    let mask = bools(&[2, 2], &[false, false, true, true]);
+    let y = ok(&attention(), &[&q, &k, &v, &mask]);
+    check_float(&y, DType::F32, &[1, 1, 2, 1], &[0.0, 2.0], Exact);
+    // With a softcap, a -inf mask entry stays -inf (the cap applies to the scores first;
+    // capping after the mask would turn it into -softcap and leak weight to the key).
+    let capped = Op::Attention {
+        is_causal: false,
+        kv_num_heads: None,
+        q_num_heads: None,
+        qk_matmul_output_mode: 0,
+        scale: None,
+        softcap: 2.0,
+        softmax_precision: None,
+        left_window_size: -1,
+        right_window_size: -1,
+    };
+    let minus_inf = f32s(&[2, 2], &[0.0, f32::NEG_INFINITY, 0.0, 0.0]);
+    let y = ok(&capped, &[&q, &k, &v, &minus_inf]);
+    check_float(&y, DType::F32, &[1, 1, 2, 1], &[1.0, 2.0], RoundedOnce);
 }
 
 #[test]

@@ -166,6 +166,38 @@ fn dft_of_a_short_signal() {
 }
 
 #[test]
+fn inverse_onesided_dft_is_irfft() {
+    // The onesided spectrum of x = 1, 2, 3, 4 (X0 = 10, X1 = −2 + 2i, X2 = −2) gives x back:
+    // dft_length defaults to 2 · (3 − 1) = 4, and the output is real (last axis 1).
+    let half = f64s(&[1, 3, 2], &[10.0, 0.0, -2.0, 2.0, -2.0, 0.0]);
+    check(
+        &one(&dft(Some(1), true, true), &[Some(&half)]),
+        &[1, 4, 1],
+        &[1.0, 2.0, 3.0, 4.0],
+    );
+    // The imaginary parts of bin 0 and of the Nyquist bin (N even) drop out.
+    let noisy = f64s(&[1, 3, 2], &[10.0, 7.0, -2.0, 2.0, -2.0, 5.0]);
+    check(
+        &one(&dft(Some(1), true, true), &[Some(&noisy)]),
+        &[1, 4, 1],
+        &[1.0, 2.0, 3.0, 4.0],
+    );
+    // dft_length 2 uses bins 0 and 1 only: (X0 + X1·(−1)^n) / 2, real parts: 4, 6.
+    let two = Tensor::scalar_i64(2);
+    check(
+        &one(&dft(Some(1), true, true), &[Some(&half), Some(&two)]),
+        &[1, 2, 1],
+        &[4.0, 6.0],
+    );
+    // A real input has no spectrum to invert.
+    let real = f64s(&[1, 3, 1], &[1.0, 2.0, 3.0]);
+    assert!(matches!(
+        run(&dft(Some(1), true, true), &[Some(&real)]),
+        Err(OpError::Shape(m)) if m.contains("complex")
+    ));
+}
+
+#[test]
 fn dft_length_truncates_and_pads() {
     let x = f64s(&[1, 4, 1], &[1.0, 2.0, 3.0, 4.0]);
     // Length 2 keeps 1, 2: X0 = 3, X1 = 1 − 2 = −1.

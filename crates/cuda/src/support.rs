@@ -33,7 +33,12 @@ fn check(graph: &Graph, node: &Node) -> Check {
         Op::Unary(u) => u.def().device,
         Op::Binary(b) => b.def().device,
         // Reference-only ops of families that otherwise have kernels.
-        Op::ConvTranspose(_) | Op::MaxUnpool { .. } | Op::Col2Im { .. } => false,
+        Op::ConvTranspose(_)
+        | Op::MaxUnpool { .. }
+        | Op::Col2Im { .. }
+        | Op::CausalConvWithState { .. }
+        | Op::SwiGLU { .. }
+        | Op::LinearAttention { .. } => false,
         op => !matches!(
             op.family(),
             concord_core::op::Family::Indexing

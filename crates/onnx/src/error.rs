@@ -148,7 +148,7 @@ pub enum Error {
     #[error(
         "{what} `{name}` has ONNX data type {} ({data_type}), which Concord does not support; \
          it holds the dense numeric types (float64/32/16, bfloat16, int8 to int64, uint8 to \
-         uint64) and bool, not strings, complex numbers or the 4- and 8-bit formats",
+         uint64) and bool, not strings, complex numbers or the 2-, 4- and 8-bit formats",
         crate::tensor::data_type_name(*data_type)
     )]
     UnsupportedDType {

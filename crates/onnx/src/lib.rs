@@ -45,6 +45,7 @@ pub mod tensor;
 mod write;
 
 pub use error::Error;
+pub use legacy::is_legacy_alias;
 pub use tensor::tensor_to_proto;
 pub use write::{ir_version_for, to_model_proto};
 
@@ -69,16 +70,17 @@ pub const MIN_WRITE_OPSET: i64 = legacy::FORM_OPSET;
 /// refused by name like any op outside the set.
 ///
 /// Opsets 25 to 28 changed these of Concord's ops: Attention gained a sliding window (25;
-/// a bound is refused, the unbounded default read), Range gained `stash_type` and 16-bit
-/// floats (27; the default float32 stash is what the reference computes, 0 is refused),
-/// SpaceToDepth gained `mode` (28; read and computed), Mod defined `fmod = 0` on floats
-/// (28; a floored remainder, which the reference computes at every opset), and
-/// ReduceLogSum and ReduceLogSumExp dropped integer types (28; nothing to read).
-/// DepthToSpace 28 only gained a function body. The rest added element types Concord does
-/// not hold (2-bit integers in 25, 6-bit floats in 28, refused by name like float8 and
-/// int4) or widened type lists to types Concord already reads, and new ops (BitCast,
-/// CumProd, CausalConvWithState, LinearAttention, SwiGLU, the Optional ops), refused by
-/// name while Concord does not know them.
+/// read and computed), Range gained `stash_type` and 16-bit floats (27; the default float32
+/// stash is what the reference computes, 0 is refused), SpaceToDepth gained `mode` (28;
+/// read and computed), Mod defined `fmod = 0` on floats (28; a floored remainder, which the
+/// reference computes at every opset), BitShift gained the signed integer types (28;
+/// arithmetic right shifts), and ReduceLogSum and ReduceLogSumExp dropped integer types
+/// (28; nothing to read). DepthToSpace 28 only gained a function body. The rest added
+/// element types Concord does not hold (2-bit integers in 25, 6-bit floats in 28, refused by
+/// name like float8 and int4) or widened type lists to types Concord already reads, and new
+/// ops: BitCast and CumProd (26), CausalConvWithState and LinearAttention (27) and SwiGLU
+/// (28), all read and computed; the Optional ops are refused by name (not dense tensors).
+/// FlexAttention (26) lives in the `ai.onnx.preview` domain, refused as a domain.
 pub const MAX_OPSET: i64 = 28;
 
 /// The default-domain opsets Concord reads.

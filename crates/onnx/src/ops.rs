@@ -14,9 +14,9 @@ use crate::proto::AttributeProto;
 use crate::tensor::{dtype_from_onnx, dtype_to_onnx, tensor_from_proto, tensor_to_proto};
 use crate::write::subgraph_proto;
 use concord_core::op::{
-    ArgReduce, AspectRatioPolicy, AttrDefault, AutoPad, Binary, CoordinateTransform, LossReduction,
-    NearestMode, PadMode, Pool, Reduce, ReduceKind, Resize, ResizeMode, ScatterReduction, Unary,
-    Variadic,
+    ArgReduce, AspectRatioPolicy, AttrDefault, AutoPad, Binary, CoordinateTransform,
+    LinearAttentionRule, LossReduction, NearestMode, PadMode, Pool, Reduce, ReduceKind, Resize,
+    ResizeMode, ScatterReduction, Unary, Variadic,
 };
 use concord_core::{op, DType, Node, Op, Tensor};
 
@@ -233,20 +233,23 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
                         })
                 })
                 .transpose()?;
-            // Opset 25's sliding window (`left_window_size`, `right_window_size`) is not
-            // computed by Concord's attention; the default -1 (unbounded on that side) is the
-            // opset-24 behaviour, and any bound is refused rather than ignored.
-            if ctx.opset >= 25 {
-                for name in ["left_window_size", "right_window_size"] {
-                    let size = a.int_or(name, -1)?;
-                    if size != -1 {
+            // Opset 25's sliding window; before it the attributes do not exist, and a node
+            // that carries them is refused rather than read with a meaning it lacks.
+            let mut window = [-1i64; 2];
+            for (size, name) in window
+                .iter_mut()
+                .zip(["left_window_size", "right_window_size"])
+            {
+                if ctx.opset >= 25 {
+                    *size = a.int_or(name, -1)?;
+                    if *size < -1 {
                         return Err(a.error(
                             name,
-                            format!(
-                                "a sliding window ({size}) is not supported; only -1 (unbounded)"
-                            ),
+                            format!("must be -1 (unbounded) or at least 0, got {size}"),
                         ));
                     }
+                } else if a.int(name)?.is_some() {
+                    return Err(a.error(name, format!("{name} exists from opset 25")));
                 }
             }
             if ctx.inputs.len() > 6 && ctx.opset < 24 {
@@ -263,6 +266,8 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
                 scale: a.float("scale")?,
                 softcap: a.float_or("softcap", 0.0)?,
                 softmax_precision,
+                left_window_size: window[0],
+                right_window_size: window[1],
             }
         }
         "RotaryEmbedding" => {
@@ -433,6 +438,62 @@ pub fn read_op(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<Op, Error>
         "CumSum" => Op::CumSum {
             exclusive: a.flag_or("exclusive", false)?,
             reverse: a.flag_or("reverse", false)?,
+        },
+        "CumProd" => Op::CumProd {
+            exclusive: a.flag_or("exclusive", false)?,
+            reverse: a.flag_or("reverse", false)?,
+        },
+        "BitCast" => {
+            let code = a.int("to")?.ok_or_else(|| a.missing("to"))?;
+            let to = i32::try_from(code)
+                .ok()
+                .and_then(dtype_from_onnx)
+                .ok_or_else(|| Error::UnsupportedDType {
+                    what: "the BitCast target of node",
+                    name: a.node().to_string(),
+                    data_type: i32::try_from(code).unwrap_or(-1),
+                })?;
+            Op::BitCast { to }
+        }
+        "SwiGLU" => Op::SwiGLU {
+            alpha: a.float_or("alpha", 1.0)?,
+        },
+        "LinearAttention" => {
+            // chunk_size only tunes a chunk-parallel schedule; the output is the
+            // sequential recurrence's whatever it is (the spec says so).
+            a.ignore("chunk_size");
+            let heads = |name: &str| -> Result<usize, Error> {
+                let h = a.int(name)?.ok_or_else(|| a.missing(name))?;
+                usize::try_from(h)
+                    .ok()
+                    .filter(|&h| h >= 1)
+                    .ok_or_else(|| a.error(name, format!("must be at least 1, got {h}")))
+            };
+            let rule = a.string("update_rule")?;
+            let rule = rule.as_deref().unwrap_or("gated_delta");
+            Op::LinearAttention {
+                kv_num_heads: heads("kv_num_heads")?,
+                q_num_heads: heads("q_num_heads")?,
+                scale: a.float_or("scale", 0.0)?,
+                update_rule: LinearAttentionRule::from_name(rule).ok_or_else(|| {
+                    a.error(
+                        "update_rule",
+                        format!("`{rule}` is not linear, gated, delta or gated_delta"),
+                    )
+                })?,
+            }
+        }
+        "CausalConvWithState" => Op::CausalConvWithState {
+            silu: match a.string("activation")?.as_deref() {
+                None | Some("none") => false,
+                Some("silu" | "swish") => true,
+                Some(other) => {
+                    return Err(a.error(
+                        "activation",
+                        format!("`{other}` is not none, silu or swish"),
+                    ))
+                }
+            },
         },
         "GatherElements" => Op::GatherElements {
             axis: a.int_or("axis", 0)?,
@@ -941,7 +1002,32 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
                 at.push(attrs::int("end", *end));
             }
         }
-        Op::Cast { to } => at.push(attrs::int("to", i64::from(dtype_to_onnx(*to)))),
+        Op::Cast { to } | Op::BitCast { to } => {
+            at.push(attrs::int("to", i64::from(dtype_to_onnx(*to))))
+        }
+        Op::SwiGLU { alpha } => {
+            if *alpha != 1.0 {
+                at.push(attrs::float("alpha", *alpha));
+            }
+        }
+        Op::LinearAttention {
+            kv_num_heads,
+            q_num_heads,
+            scale,
+            update_rule,
+        } => {
+            at.push(attrs::int("kv_num_heads", *kv_num_heads as i64));
+            at.push(attrs::int("q_num_heads", *q_num_heads as i64));
+            if *scale != 0.0 {
+                at.push(attrs::float("scale", *scale));
+            }
+            at.push(attrs::string("update_rule", update_rule.name()));
+        }
+        Op::CausalConvWithState { silu } => {
+            if *silu {
+                at.push(attrs::string("activation", "silu"));
+            }
+        }
         Op::Constant { value } => at.push(attrs::tensor("value", tensor_to_proto("", value))),
         Op::Pad { mode } => {
             let name = match mode {
@@ -1013,7 +1099,22 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
             scale,
             softcap,
             softmax_precision,
+            left_window_size,
+            right_window_size,
         } => {
+            for (name, size) in [
+                ("left_window_size", *left_window_size),
+                ("right_window_size", *right_window_size),
+            ] {
+                if size != -1 {
+                    if opset < 25 {
+                        return Err(unrepresentable(
+                            "Attention's sliding window exists from opset 25",
+                        ));
+                    }
+                    at.push(attrs::int(name, size));
+                }
+            }
             if *is_causal {
                 at.push(attrs::flag("is_causal", true));
             }
@@ -1061,7 +1162,7 @@ pub fn write_op(node: &Node, opset: i64) -> Result<WrittenOp, Error> {
         Op::ConstantOfShape { value } => {
             at.push(attrs::tensor("value", tensor_to_proto("value", value)));
         }
-        Op::CumSum { exclusive, reverse } => {
+        Op::CumSum { exclusive, reverse } | Op::CumProd { exclusive, reverse } => {
             if *exclusive {
                 at.push(attrs::flag("exclusive", true));
             }

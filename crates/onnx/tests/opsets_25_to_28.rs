@@ -97,27 +97,169 @@ fn space_to_depth_crd_is_written_at_opset_28_only() {
 }
 
 #[test]
-fn attention_reads_unbounded_windows_and_refuses_bounded_ones() {
+fn attention_reads_its_sliding_window() {
     let attention = |attrs| node("Attention", "attn", &["q", "k", "v"], &["y"], attrs);
     let dims = [1, 2, 3, 4];
+    let window = |op: Op| match op {
+        Op::Attention {
+            left_window_size,
+            right_window_size,
+            ..
+        } => (left_window_size, right_window_size),
+        other => panic!("expected Attention, got {other:?}"),
+    };
     let unbounded = attention(vec![
         attr_int("left_window_size", -1),
         attr_int("right_window_size", -1),
     ]);
-    assert!(matches!(
-        read_op(25, unbounded, &dims),
-        Ok(Op::Attention { .. })
-    ));
+    assert_eq!(
+        window(read_op(25, unbounded, &dims).expect("reads")),
+        (-1, -1)
+    );
+    let bounded = attention(vec![
+        attr_int("left_window_size", 2),
+        attr_int("right_window_size", 0),
+    ]);
+    let read = read_op(25, bounded.clone(), &dims).expect("a bounded window reads");
+    assert_eq!(window(read.clone()), (2, 0));
+    // It round-trips at 25, and an older opset cannot say it.
+    let mut g = read_graph(&one_node(25, bounded, &dims, vec![])).expect("reads");
+    let again = read_graph(&save(&g).expect("writes at 25")).expect("re-reads");
+    assert_eq!(again.nodes[0].op, read);
+    g.opset = 24;
     expect_err(
-        read_op(25, attention(vec![attr_int("left_window_size", 2)]), &dims),
+        save(&g),
+        |e| matches!(e, Error::Unrepresentable { .. }),
+        &["Attention", "window", "25"],
+    );
+    expect_err(
+        read_op(25, attention(vec![attr_int("left_window_size", -2)]), &dims),
         |e| matches!(e, Error::Attribute { attribute, .. } if attribute == "left_window_size"),
-        &["attn", "sliding window"],
+        &["attn", "-2"],
     );
     // Opset 24 has no windows.
     expect_err(
         read_op(24, attention(vec![attr_int("left_window_size", -1)]), &dims),
         |e| matches!(e, Error::Attribute { attribute, .. } if attribute == "left_window_size"),
         &["attn"],
+    );
+}
+
+#[test]
+fn the_new_ops_of_opsets_26_to_28_read_and_round_trip() {
+    use concord_core::op::LinearAttentionRule;
+    use concord_core::DType;
+    let cases: Vec<(i64, NodeProto, Op)> = vec![
+        (
+            26,
+            node(
+                "CumProd",
+                "n",
+                &["x", "a"],
+                &["y"],
+                vec![attr_int("exclusive", 1)],
+            ),
+            Op::CumProd {
+                exclusive: true,
+                reverse: false,
+            },
+        ),
+        (
+            26,
+            node("BitCast", "n", &["x"], &["y"], vec![attr_int("to", 6)]),
+            Op::BitCast { to: DType::I32 },
+        ),
+        (
+            28,
+            node(
+                "SwiGLU",
+                "n",
+                &["x", "x2"],
+                &["y"],
+                vec![attr_float("alpha", 1.5)],
+            ),
+            Op::SwiGLU { alpha: 1.5 },
+        ),
+        (
+            27,
+            node(
+                "LinearAttention",
+                "n",
+                &["q", "k", "v"],
+                &["y"],
+                vec![
+                    attr_int("q_num_heads", 2),
+                    attr_int("kv_num_heads", 1),
+                    attr_string("update_rule", "delta"),
+                    attr_int("chunk_size", 16),
+                ],
+            ),
+            Op::LinearAttention {
+                kv_num_heads: 1,
+                q_num_heads: 2,
+                scale: 0.0,
+                update_rule: LinearAttentionRule::Delta,
+            },
+        ),
+        (
+            27,
+            node(
+                "CausalConvWithState",
+                "n",
+                &["x", "w"],
+                &["y"],
+                vec![attr_string("activation", "swish")],
+            ),
+            Op::CausalConvWithState { silu: true },
+        ),
+    ];
+    for (opset, n, want) in cases {
+        // The reader checks no operand dtypes; every input is an f32 graph input here.
+        let g = read_graph(&one_node(opset, n, &[1, 2, 4], vec![]))
+            .unwrap_or_else(|e| panic!("{want:?}: {e}"));
+        assert_eq!(g.nodes[0].op, want);
+        let again = read_graph(&save(&g).expect("writes")).expect("re-reads");
+        assert_eq!(again.nodes[0].op, want);
+    }
+    // Before its opset an op is unknown; a bad attribute value is refused by name.
+    expect_err(
+        read_op(25, node("CumProd", "n", &["x", "a"], &["y"], vec![]), &[2]),
+        |e| matches!(e, Error::UnknownOp { .. }),
+        &["CumProd"],
+    );
+    expect_err(
+        read_op(
+            27,
+            node(
+                "LinearAttention",
+                "n",
+                &["q", "k", "v"],
+                &["y"],
+                vec![
+                    attr_int("q_num_heads", 1),
+                    attr_int("kv_num_heads", 1),
+                    attr_string("update_rule", "softmax"),
+                ],
+            ),
+            &[1, 2, 4],
+        ),
+        |e| matches!(e, Error::Attribute { attribute, .. } if attribute == "update_rule"),
+        &["softmax"],
+    );
+    expect_err(
+        read_op(
+            27,
+            node(
+                "CausalConvWithState",
+                "n",
+                &["x", "w"],
+                &["y"],
+                vec![attr_string("activation", "relu")],
+            ),
+            &[1, 2, 4],
+        ),
+        |e| matches!(e, Error::Attribute { attribute, .. } if attribute == "activation"),
+        &["relu"],
     );
 }
 

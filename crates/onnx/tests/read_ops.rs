@@ -529,7 +529,49 @@ fn newer_cases() -> Vec<(NodeProto, Op)> {
             scale: None,
             softcap: 1.5,
             softmax_precision: Some(DType::F32),
+            left_window_size: -1,
+            right_window_size: -1,
         },
+    ));
+    cases.push((
+        one("CumProd", &["x", "axis"], vec![attr_int("reverse", 1)]),
+        Op::CumProd {
+            exclusive: false,
+            reverse: true,
+        },
+    ));
+    cases.push((
+        one("BitCast", &["x"], vec![attr_int("to", 10)]),
+        Op::BitCast { to: DType::F16 },
+    ));
+    cases.push((
+        one("SwiGLU", &["a", "b"], vec![]),
+        Op::SwiGLU { alpha: 1.0 },
+    ));
+    cases.push((
+        node(
+            "LinearAttention",
+            "",
+            &["q", "k", "v", "", "g", "beta"],
+            &["y", "state"],
+            vec![attr_int("q_num_heads", 2), attr_int("kv_num_heads", 2)],
+        ),
+        Op::LinearAttention {
+            kv_num_heads: 2,
+            q_num_heads: 2,
+            scale: 0.0,
+            update_rule: concord_core::op::LinearAttentionRule::GatedDelta,
+        },
+    ));
+    cases.push((
+        node(
+            "CausalConvWithState",
+            "",
+            &["x", "w"],
+            &["y", "state"],
+            vec![],
+        ),
+        Op::CausalConvWithState { silu: false },
     ));
     cases.push((
         one("RotaryEmbedding", &["x", "cos", "sin"], vec![]),

@@ -846,10 +846,49 @@ fn newer_op_nodes() -> Vec<Node> {
             scale: Some(0.5),
             softcap: 3.0,
             softmax_precision: Some(DType::F32),
+            left_window_size: -1,
+            right_window_size: -1,
         },
         &["x", "x", "x"],
         4,
     );
+    // Opsets 25 to 28: filtered out of the graphs of older opsets by their first opset.
+    add(
+        Op::Attention {
+            is_causal: false,
+            kv_num_heads: Some(2),
+            q_num_heads: Some(2),
+            qk_matmul_output_mode: 0,
+            scale: None,
+            softcap: 0.0,
+            softmax_precision: None,
+            left_window_size: 3,
+            right_window_size: 1,
+        },
+        &["x", "x", "x"],
+        1,
+    );
+    add(
+        Op::CumProd {
+            exclusive: true,
+            reverse: true,
+        },
+        &["x", "axes"],
+        1,
+    );
+    add(Op::BitCast { to: DType::I32 }, &["x"], 1);
+    add(Op::SwiGLU { alpha: 1.702 }, &["x", "x"], 1);
+    add(
+        Op::LinearAttention {
+            kv_num_heads: 1,
+            q_num_heads: 2,
+            scale: 0.25,
+            update_rule: concord_core::op::LinearAttentionRule::Gated,
+        },
+        &["x", "x", "x", "", "x"],
+        2,
+    );
+    add(Op::CausalConvWithState { silu: true }, &["x", "x"], 2);
     add(
         Op::RotaryEmbedding {
             interleaved: true,

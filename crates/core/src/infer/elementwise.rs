@@ -76,6 +76,10 @@ pub(super) fn infer(
             OutputFact::new(x.dtype, x.shape.to_vec())
         }
         Op::Attention { .. } => return super::attention::attention(op, inputs, num_outputs),
+        Op::SwiGLU { .. } => super::attention::swiglu(inputs)?,
+        Op::LinearAttention { .. } => {
+            return super::attention::linear_attention(op, inputs, num_outputs)
+        }
         Op::RotaryEmbedding { .. } => super::attention::rotary_embedding(inputs)?,
         Op::BatchNormalization { .. } => batch_normalization(inputs)?,
         Op::ArgMax(attrs) | Op::ArgMin(attrs) => arg_reduce(op.name(), attrs, inputs)?,

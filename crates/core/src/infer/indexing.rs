@@ -90,7 +90,7 @@ pub(super) fn infer(
             };
             OutputFact::new(x.dtype, dims)
         }
-        Op::CumSum { .. } => {
+        Op::CumSum { .. } | Op::CumProd { .. } => {
             let x = required(inputs, 0, "x")?;
             let axis = required(inputs, 1, "axis")?;
             expect_dtype(&axis, 1, "axis", &INDEX)?;
@@ -192,6 +192,22 @@ pub(super) fn infer(
                 .into_iter()
                 .take(num_outputs.max(1))
                 .collect());
+        }
+        Op::BitCast { to } => {
+            let x = required(inputs, 0, "input")?;
+            if x.dtype.size_in_bytes() != to.size_in_bytes() {
+                return Err(OpError::Attribute {
+                    name: "to",
+                    detail: format!(
+                        "BitCast needs one width: input is {} ({} bytes), `to` is {} ({} bytes)",
+                        x.dtype,
+                        x.dtype.size_in_bytes(),
+                        to,
+                        to.size_in_bytes()
+                    ),
+                });
+            }
+            OutputFact::new(*to, x.shape.to_vec())
         }
         Op::CastLike => {
             let x = required(inputs, 0, "input")?;

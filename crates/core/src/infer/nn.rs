@@ -29,6 +29,9 @@ pub(super) fn infer(
     inputs: &[Option<ValueFact>],
     num_outputs: usize,
 ) -> Result<Vec<OutputFact>, OpError> {
+    if let Op::CausalConvWithState { .. } = op {
+        return super::attention::causal_conv_with_state(inputs, num_outputs);
+    }
     if let Op::MaxPool(attrs) = op {
         // Y, and optionally the Indices (i64, Y's shape).
         if num_outputs == 1 || num_outputs == 2 {

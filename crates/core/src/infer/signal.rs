@@ -27,7 +27,11 @@ pub(super) fn infer(op: &Op, inputs: &[Option<ValueFact>]) -> Result<Vec<OutputF
             };
             OutputFact::new(*dtype, vec![len])
         }
-        Op::Dft { axis, onesided, .. } => dft(*axis, *onesided, inputs)?,
+        Op::Dft {
+            axis,
+            onesided,
+            inverse,
+        } => dft(*axis, *onesided, *inverse, inputs)?,
         Op::Stft { onesided } => stft(*onesided, inputs)?,
         Op::MelWeightMatrix { dtype } => mel_weight_matrix(*dtype, inputs)?,
         other => {
@@ -64,11 +68,16 @@ fn dft_axis(axis: i64, rank: usize) -> Result<usize, OpError> {
     Ok(resolved as usize)
 }
 
+/// DFT's output: the transformed axis holds dft_length bins (N/2 + 1 when one-sided), and
+/// the last axis the (real, imaginary) pair; the one-sided inverse (IRFFT) gives a real
+/// signal of dft_length samples (by default 2 · (N - 1)) with a last axis of 1.
 fn dft(
     axis: Option<i64>,
     onesided: bool,
+    inverse: bool,
     inputs: &[Option<ValueFact>],
 ) -> Result<OutputFact, OpError> {
+    let irfft = onesided && inverse;
     let x = required(inputs, 0, "input")?;
     expect_dtype(&x, 0, "input", &DType::FLOATS)?;
     let rank = x.shape.len();
@@ -109,11 +118,26 @@ fn dft(
     let Some(axis) = axis else {
         // The axis is computed at run time: only the rank and the complex pair are known.
         let mut shape = vec![Dim::Unknown; rank];
-        shape[rank - 1] = Dim::Fixed(2);
+        shape[rank - 1] = Dim::Fixed(if irfft { 1 } else { 2 });
         return Ok(OutputFact::new(x.dtype, shape));
     };
     let axis = dft_axis(axis, rank)?;
     let mut shape = x.shape.to_vec();
+    if irfft {
+        shape[axis] = match (length, &shape[axis]) {
+            (Some(n), _) => n,
+            (None, Dim::Fixed(n)) if *n >= 2 => Dim::Fixed(2 * (n - 1)),
+            (None, Dim::Fixed(n)) => {
+                return Err(OpError::Shape(format!(
+                    "an inverse one-sided DFT (IRFFT) of {n} bins needs dft_length: its \
+                     default 2 · (bins - 1) is 0"
+                )))
+            }
+            (None, _) => Dim::Unknown,
+        };
+        shape[rank - 1] = Dim::Fixed(1);
+        return Ok(OutputFact::new(x.dtype, shape));
+    }
     let n = length.unwrap_or_else(|| shape[axis].clone());
     shape[axis] = match (onesided, n) {
         (true, Dim::Fixed(n)) => Dim::Fixed(n / 2 + 1),

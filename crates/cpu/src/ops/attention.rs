@@ -1,6 +1,9 @@
-//! Attention (opset 23/24) and RotaryEmbedding (opset 23), following the ONNX spec and its
-//! reference implementation. Both compute in f64 and round each output once, so
-//! `softmax_precision` (the dtype the spec computes the softmax in) changes nothing here:
+//! Attention (opsets 23 to 25) and RotaryEmbedding (opset 23), following the ONNX spec as
+//! onnx 1.23 states it for every Attention opset: the softcap comes before the mask, the
+//! causal mask and the sliding window are aligned bottom-right (offset by the past length,
+//! or by `nonpad_kv_seqlen - q_len` per batch for an external cache), and a query row whose
+//! every key is masked gives zeros, not NaN. Both compute in f64 and round each output once,
+//! so `softmax_precision` (the dtype the spec computes the softmax in) changes nothing here:
 //! f64 is at least as precise as every dtype it may name.
 
 use super::{expect_float, i64_operand, optional, required};
@@ -21,6 +24,8 @@ pub(crate) fn run(
             scale,
             softcap,
             softmax_precision: _,
+            left_window_size,
+            right_window_size,
         } => attention(
             &Attrs {
                 is_causal,
@@ -29,6 +34,7 @@ pub(crate) fn run(
                 qk_matmul_output_mode,
                 scale,
                 softcap,
+                window: [left_window_size, right_window_size],
             },
             inputs,
             num_outputs,
@@ -54,6 +60,8 @@ struct Attrs {
     qk_matmul_output_mode: i64,
     scale: Option<f32>,
     softcap: f32,
+    /// Left and right window sizes; -1 leaves that side unbounded.
+    window: [i64; 2],
 }
 
 /// One of Q, K, V, past_key, past_value as (batch, heads, seq, size), row-major.
@@ -354,12 +362,21 @@ fn attention(
     };
     let mut row = vec![0.0; total];
     for b in 0..batch {
+        // Where the query block starts among the keys: after the past cache, or, for an
+        // external cache, `nonpad_kv_seqlen - q_len` (negative when there are more queries
+        // than valid keys, which masks the leading rows entirely).
+        let offset = match (&nonpad, past_len) {
+            (Some(n), 0) => n[b] - sq as i64,
+            _ => past_len as i64,
+        };
         for h in 0..hq {
             let hk = h / group;
             for i in 0..sq {
                 let qa = q.at(b, h, i);
                 let qrow = &q.data[qa..qa + q.size];
                 let out_row = ((b * hq + h) * sq + i) * total;
+                let position = i as i64 + offset;
+                let mut attends_any = false;
                 for (j, score) in row.iter_mut().enumerate() {
                     let ka = k.at(b, hk, j);
                     let dot: f64 = qrow
@@ -368,39 +385,50 @@ fn attention(
                         .map(|(a, c)| a * c)
                         .sum();
                     let raw = dot * factor;
-                    let mut bias = mask.as_ref().map_or(0.0, |m| m.at(b, h, i, j));
-                    if attrs.is_causal && j > i + past_len {
-                        bias += f64::NEG_INFINITY;
-                    }
-                    if let Some(n) = &nonpad {
-                        if (j as i64) >= n[b] {
-                            bias += f64::NEG_INFINITY;
-                        }
-                    }
-                    let biased = raw + bias;
                     let capped = if softcap > 0.0 {
-                        softcap * (biased / softcap).tanh()
+                        softcap * (raw / softcap).tanh()
                     } else {
-                        biased
+                        raw
                     };
+                    let mut bias = mask.as_ref().map_or(0.0, |m| m.at(b, h, i, j));
+                    let distance = position - j as i64;
+                    let [left, right] = attrs.window;
+                    let masked = (attrs.is_causal && distance < 0)
+                        || (left >= 0 && distance > left)
+                        || (right >= 0 && -distance > right)
+                        || nonpad.as_ref().is_some_and(|n| j as i64 >= n[b]);
+                    if masked {
+                        bias = f64::NEG_INFINITY;
+                    }
+                    attends_any |= bias != f64::NEG_INFINITY;
+                    let biased = capped + bias;
                     if want_qk {
                         qk_out[out_row + j] = match attrs.qk_matmul_output_mode {
                             0 => raw,
-                            1 => biased,
-                            _ => capped,
+                            1 => capped,
+                            _ => biased,
                         };
                     }
-                    *score = capped;
+                    *score = biased;
                 }
-                // Softmax as the spec's numpy does it: a row masked out entirely is NaN.
-                let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                let mut sum = 0.0;
-                for s in row.iter_mut() {
-                    *s = (*s - max).exp();
-                    sum += *s;
-                }
-                for s in row.iter_mut() {
-                    *s /= sum;
+                if attends_any {
+                    // A row whose maximum is -inf (every finite score overflowed, say) is
+                    // taken as zeros too, where the spec's numpy would divide 0 by 0.
+                    let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let shift = if max == f64::NEG_INFINITY { 0.0 } else { max };
+                    let mut sum = 0.0;
+                    for s in row.iter_mut() {
+                        *s = (*s - shift).exp();
+                        sum += *s;
+                    }
+                    let sum = if sum == 0.0 { 1.0 } else { sum };
+                    for s in row.iter_mut() {
+                        *s /= sum;
+                    }
+                } else {
+                    // Every key is masked for this query: the spec gives a zero row (Y and
+                    // mode-3 probabilities alike), decided on the bias, not the scores.
+                    row.fill(0.0);
                 }
                 if want_qk && attrs.qk_matmul_output_mode == 3 {
                     qk_out[out_row..out_row + total].copy_from_slice(&row);

@@ -1,4 +1,4 @@
-//! Indexing kernels: ConstantOfShape, Range, Tile, CumSum, GatherElements, GatherND,
+//! Indexing kernels: ConstantOfShape, Range, Tile, CumSum, CumProd, BitCast, GatherElements, GatherND,
 //! ScatterElements, ScatterND, OneHot, Trilu, NonZero, Size, DepthToSpace, SpaceToDepth,
 //! EyeLike, TopK, CastLike, Compress and TensorScatter; NonMaxSuppression and Unique route
 //! to `selection.rs`, TfIdfVectorizer to `ngram.rs`.
@@ -25,7 +25,13 @@ pub(crate) fn run(
         Op::ConstantOfShape { value } => one(constant_of_shape(value, inputs)),
         Op::Range => one(range(inputs)),
         Op::Tile => one(tile(inputs)),
-        Op::CumSum { exclusive, reverse } => one(cum_sum(*exclusive, *reverse, inputs)),
+        Op::CumSum { exclusive, reverse } => {
+            one(cumulative(Running::Sum, *exclusive, *reverse, inputs))
+        }
+        Op::CumProd { exclusive, reverse } => {
+            one(cumulative(Running::Product, *exclusive, *reverse, inputs))
+        }
+        Op::BitCast { to } => one(bit_cast(*to, inputs)),
         Op::GatherElements { axis } => one(gather_elements(*axis, inputs)),
         Op::GatherND { batch_dims } => one(gather_nd(*batch_dims, inputs)),
         Op::ScatterElements { axis, reduction } => one(scatter_elements(*axis, *reduction, inputs)),
@@ -221,13 +227,33 @@ fn tile(inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     Tensor::from_parts(Shape(out_dims), x.data().gather(&sources)?)
 }
 
-fn cum_sum(exclusive: bool, reverse: bool, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+/// Which running combination CumSum and CumProd compute.
+#[derive(Clone, Copy)]
+enum Running {
+    Sum,
+    Product,
+}
+
+/// CumSum and CumProd: the running sum or product along `axis`, from its end when
+/// `reverse`, each output leaving out its own element when `exclusive` (the first is then
+/// the identity, 0 or 1). Integers combine exactly, wrapping at their width; floats in f64,
+/// rounded once per output.
+fn cumulative(
+    running: Running,
+    exclusive: bool,
+    reverse: bool,
+    inputs: &[Option<&Tensor>],
+) -> Result<Tensor, OpError> {
+    let name = match running {
+        Running::Sum => "CumSum",
+        Running::Product => "CumProd",
+    };
     let x = required(inputs, 0, "x")?;
     let axis_t = required(inputs, 1, "axis")?;
     let axis = indices_of(axis_t, 1, "axis")?;
     let [axis] = axis.as_slice() else {
         return Err(OpError::Shape(format!(
-            "CumSum: input 1 (axis) must hold one element, it has shape {}",
+            "{name}: input 1 (axis) must hold one element, it has shape {}",
             axis_t.shape()
         )));
     };
@@ -266,11 +292,45 @@ fn cum_sum(exclusive: bool, reverse: bool, inputs: &[Option<&Tensor>]) -> Result
         }};
     }
     if let Some(v) = x.to_i128_vec() {
-        let out = scan!(v, 0i128, i128::wrapping_add);
+        // Wrapping modulo 2^128 keeps the low 64 bits (every width here) exact.
+        let out = match running {
+            Running::Sum => scan!(v, 0i128, i128::wrapping_add),
+            Running::Product => scan!(v, 1i128, i128::wrapping_mul),
+        };
         return Tensor::from_i128(x.dtype(), x.shape().clone(), out);
     }
-    let out = scan!(x.to_f64_vec(), 0.0f64, |a: f64, b: f64| a + b);
+    let out = match running {
+        Running::Sum => scan!(x.to_f64_vec(), 0.0f64, |a: f64, b: f64| a + b),
+        Running::Product => scan!(x.to_f64_vec(), 1.0f64, |a: f64, b: f64| a * b),
+    };
     Tensor::from_f64(x.dtype(), x.shape().clone(), out)
+}
+
+/// BitCast: the input's little-endian bytes read as `to`, which has the input's width. A
+/// bool is one byte; Concord's bools are 0 or 1, so a byte other than those read as bool
+/// becomes true (1), where numpy would keep the byte.
+fn bit_cast(to: DType, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+    let x = required(inputs, 0, "input")?;
+    if x.dtype().size_in_bytes() != to.size_in_bytes() {
+        return Err(OpError::Attribute {
+            name: "to",
+            detail: format!(
+                "BitCast needs one width: input is {} ({} bytes), `to` is {} ({} bytes)",
+                x.dtype(),
+                x.dtype().size_in_bytes(),
+                to,
+                to.size_in_bytes()
+            ),
+        });
+    }
+    let bytes = x.data().to_le_bytes();
+    let data = TensorData::from_le_bytes(to, &bytes).ok_or_else(|| {
+        OpError::Shape(format!(
+            "BitCast: {} bytes are not a whole number of {to} elements",
+            bytes.len()
+        ))
+    })?;
+    Tensor::from_parts(x.shape().clone(), data)
 }
 
 /// For every element of `indices_t`, the flat offset in `data` it addresses: its own

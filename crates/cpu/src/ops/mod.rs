@@ -22,6 +22,7 @@ mod resize;
 mod roi;
 mod sampling;
 mod selection;
+mod sequence;
 mod signal;
 mod spatial;
 
@@ -52,6 +53,9 @@ pub(crate) fn run_op_scheduled(
             Op::MaxPool(attrs) => pool::max_pool(attrs, inputs, num_outputs)?,
             other => return Err(not_in_family(other)),
         },
+        Family::Linear if matches!(op, Op::CausalConvWithState { .. }) => {
+            sequence::run(op, inputs, num_outputs)?
+        }
         Family::Linear | Family::Pool | Family::Resize => vec![match op {
             Op::Conv(attrs) => conv::conv(attrs, inputs)?,
             Op::Gemm(attrs) => gemm::gemm(attrs, inputs)?,
@@ -79,6 +83,9 @@ pub(crate) fn run_op_scheduled(
         Family::Normalization => match op {
             Op::Attention { .. } | Op::RotaryEmbedding { .. } => {
                 attention::run(op, inputs, num_outputs)?
+            }
+            Op::SwiGLU { .. } | Op::LinearAttention { .. } => {
+                sequence::run(op, inputs, num_outputs)?
             }
             Op::NegativeLogLikelihoodLoss { .. } | Op::SoftmaxCrossEntropyLoss { .. } => {
                 loss::run(op, inputs, num_outputs)?

@@ -370,8 +370,9 @@ fn rms_normalization(
     Tensor::from_f64(x.dtype(), x.shape().clone(), out)
 }
 
-/// LpNormalization: x / ||x||_p along `axis` (p 1 or 2); a zero norm gives NaN (0/0), as
-/// numpy does.
+/// LpNormalization: x / ||x||_p along `axis` (p 1 or 2). A zero norm (every element along
+/// the axis zero) gives zeros, not 0/0: the spec says so from onnx 1.23 for every opset,
+/// and onnxruntime 1.23.2 computes zeros too.
 fn lp_normalization(axis: i64, p: i64, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     let x = required(inputs, 0, "input")?;
     expect_float(x, 0, "input")?;
@@ -393,7 +394,7 @@ fn lp_normalization(axis: i64, p: i64, inputs: &[Option<&Tensor>]) -> Result<Ten
                 .powf(1.0 / p as f64);
             for k in 0..view.n {
                 let at = view.index(o, k, i);
-                out[at] = v[at] / norm;
+                out[at] = if norm == 0.0 { 0.0 } else { v[at] / norm };
             }
         }
     }

@@ -124,6 +124,9 @@ fn dft(
     }
     let axis = resolved as usize;
     let n_in = dims[axis];
+    if onesided && inverse {
+        return irfft(x, axis, parts, inputs);
+    }
     let length = match optional(inputs, 1) {
         Some(t) => {
             let l = int_scalar(t, 1, "dft_length")?;
@@ -169,6 +172,85 @@ fn dft(
     let mut shape = dims.to_vec();
     shape[axis] = k_out;
     shape[rank - 1] = 2;
+    Tensor::from_f64(x.dtype(), Shape::new(shape), out)
+}
+
+/// DFT with `inverse = 1, onesided = 1` (IRFFT, which onnx 1.23 defines for DFT-17 and
+/// DFT-20): the input holds bins 0 ..= N/2 of a conjugate-symmetric spectrum (missing bins
+/// are zeros, extra ones ignored), and the output is the real signal of N = dft_length
+/// samples (by default 2 · (bins - 1)), last axis 1. Each sample is the real part of the
+/// inverse transform of the spectrum completed by symmetry (X[N - k] = conj X[k]), so the
+/// imaginary parts of bin 0 and, for even N, bin N/2 drop out, as numpy's irfft does.
+fn irfft(
+    x: &Tensor,
+    axis: usize,
+    parts: usize,
+    inputs: &[Option<&Tensor>],
+) -> Result<Tensor, OpError> {
+    let dims = x.dims();
+    let rank = dims.len();
+    if parts != 2 {
+        return Err(OpError::Shape(format!(
+            "an inverse one-sided DFT (IRFFT) needs a complex input (…, 2), got {}",
+            x.shape()
+        )));
+    }
+    let bins = dims[axis];
+    let length = match optional(inputs, 1) {
+        Some(t) => {
+            let l = int_scalar(t, 1, "dft_length")?;
+            usize::try_from(l).ok().filter(|&l| l >= 1).ok_or_else(|| {
+                OpError::Shape(format!("DFT needs a dft_length of 1 or more, got {l}"))
+            })?
+        }
+        None if bins >= 2 => 2 * (bins - 1),
+        None => {
+            return Err(OpError::Shape(format!(
+                "an inverse one-sided DFT (IRFFT) of {bins} bins needs dft_length: its default \
+                 2 · (bins - 1) is 0"
+            )))
+        }
+    };
+    let outer: usize = dims[..axis].iter().product();
+    let inner: usize = dims[axis + 1..rank - 1].iter().product();
+    let values = x.to_f64_vec();
+    let (cos, sin): (Vec<f64>, Vec<f64>) = (0..length)
+        .map(|m| {
+            let angle = 2.0 * PI * m as f64 / length as f64;
+            (angle.cos(), angle.sin())
+        })
+        .unzip();
+    // The spectrum bin k (0 ≤ k < N): stored for k ≤ N/2, the conjugate of bin N - k above.
+    let bin = |o: usize, i: usize, k: usize| -> (f64, f64) {
+        let (k, conj) = if k <= length / 2 {
+            (k, false)
+        } else {
+            (length - k, true)
+        };
+        if k >= bins {
+            return (0.0, 0.0);
+        }
+        let at = ((o * bins + k) * inner + i) * 2;
+        let (re, im) = (values[at], values[at + 1]);
+        (re, if conj { -im } else { im })
+    };
+    let mut out = vec![0.0; outer * length * inner];
+    for o in 0..outer {
+        for i in 0..inner {
+            for n in 0..length {
+                let mut re = 0.0;
+                for k in 0..length {
+                    let (xr, xi) = bin(o, i, k);
+                    let m = (k * n) % length;
+                    re += xr * cos[m] - xi * sin[m];
+                }
+                out[(o * length + n) * inner + i] = re / length as f64;
+            }
+        }
+    }
+    let mut shape = dims.to_vec();
+    shape[axis] = length;
+    shape[rank - 1] = 1;
     Tensor::from_f64(x.dtype(), Shape::new(shape), out)
 }
 

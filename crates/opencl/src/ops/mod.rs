@@ -51,7 +51,12 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
         Op::Unary(u) => u.def().device,
         Op::Binary(b) => b.def().device,
         // Reference-only ops of families that otherwise have kernels.
-        Op::ConvTranspose(_) | Op::MaxUnpool { .. } | Op::Col2Im { .. } => false,
+        Op::ConvTranspose(_)
+        | Op::MaxUnpool { .. }
+        | Op::Col2Im { .. }
+        | Op::CausalConvWithState { .. }
+        | Op::SwiGLU { .. }
+        | Op::LinearAttention { .. } => false,
         op => !matches!(
             op.family(),
             Family::Indexing

@@ -198,11 +198,13 @@ fn integer_op(op: Binary, p: i128, q: i128, bits: u32) -> Result<i128, OpError> 
         Binary::BitwiseAnd => Ok(p & q),
         Binary::BitwiseOr => Ok(p | q),
         Binary::BitwiseXor => Ok(p ^ q),
-        // Unsigned operands only. A shift by the width or more gives 0 (numpy's result;
-        // C leaves it undefined).
+        // Signed operands from opset 28: a right shift is arithmetic (on the sign-extended
+        // value) and a left shift drops what passes the sign bit (the caller's wrap). A
+        // negative shift, or one by the width or more, gives what the sign extension alone
+        // gives: -1 for a right shift of a negative value, else 0.
         Binary::BitShift { left } => {
             if q < 0 || q >= i128::from(bits) {
-                Ok(0)
+                Ok(if !left && p < 0 { -1 } else { 0 })
             } else if left {
                 Ok(p << q)
             } else {

@@ -25,18 +25,57 @@ mod selection;
 mod signal;
 mod spatial;
 
+use concord_core::infer::infer_on_tensors;
 use concord_core::op::Family;
-use concord_core::{DType, Op, OpError, ScheduleTree, Tensor};
+use concord_core::{DType, MemoryBudget, Op, OpError, ScheduleTree, Shape, Tensor};
 
 /// Runs one op on concrete inputs (None for omitted optional inputs), returning exactly
-/// `num_outputs` tensors. An If, Loop or Scan schedules its subgraphs for this one run;
-/// a prepared partition has them already ([`run_op_scheduled`]).
+/// `num_outputs` tensors, within the machine's default [`MemoryBudget`]. An If, Loop or
+/// Scan schedules its subgraphs for this one run; a prepared partition has them already
+/// ([`run_op_scheduled`]).
 pub fn run_op(
     op: &Op,
     inputs: &[Option<&Tensor>],
     num_outputs: usize,
 ) -> Result<Vec<Tensor>, OpError> {
-    run_op_scheduled(op, &[], inputs, num_outputs)
+    run_op_within(op, inputs, num_outputs, MemoryBudget::default())
+}
+
+/// [`run_op`] within `budget`: outputs the budget refuses are an
+/// [`OpError::MemoryBudget`], found before any kernel runs ([`check_outputs_fit`]).
+pub fn run_op_within(
+    op: &Op,
+    inputs: &[Option<&Tensor>],
+    num_outputs: usize,
+    budget: MemoryBudget,
+) -> Result<Vec<Tensor>, OpError> {
+    run_op_scheduled(op, &[], inputs, num_outputs, budget)
+}
+
+/// The one gate every reference kernel's output allocation passes: the op's outputs are
+/// inferred from the concrete operands (their shapes, and the values of shape-like
+/// operands such as Expand's shape, Pad's pads or Resize's sizes), and their bytes, counted
+/// with checked arithmetic, are checked against `budget` before the kernel allocates
+/// anything. An output whose size depends on the data (NonZero, Unique, a Loop's scan
+/// outputs) is not known here; the kernels that make one check it where it is sized.
+/// Inference that fails leaves the kernel to report its own, more specific, error, except
+/// a shape whose element count overflows, which is the budget's error.
+pub(crate) fn check_outputs_fit(
+    op: &Op,
+    inputs: &[Option<&Tensor>],
+    num_outputs: usize,
+    budget: MemoryBudget,
+) -> Result<(), OpError> {
+    let Ok(facts) = infer_on_tensors(op, inputs, num_outputs) else {
+        return Ok(());
+    };
+    let known: Vec<(DType, Shape)> = facts
+        .iter()
+        .filter_map(|f| Some((f.dtype, Shape::from_sym(&f.shape)?)))
+        .collect();
+    budget
+        .check_outputs(known.iter().map(|(dtype, shape)| (*dtype, shape.dims())))
+        .map(|_| ())
 }
 
 /// [`run_op`] with the schedules of the op's subgraphs made beforehand (one per
@@ -46,7 +85,9 @@ pub(crate) fn run_op_scheduled(
     subgraphs: &[ScheduleTree],
     inputs: &[Option<&Tensor>],
     num_outputs: usize,
+    budget: MemoryBudget,
 ) -> Result<Vec<Tensor>, OpError> {
+    check_outputs_fit(op, inputs, num_outputs, budget)?;
     let outputs = match op.family() {
         Family::Pool if matches!(op, Op::MaxPool(_)) => match op {
             Op::MaxPool(attrs) => pool::max_pool(attrs, inputs, num_outputs)?,
@@ -91,7 +132,7 @@ pub(crate) fn run_op_scheduled(
         Family::Indexing => indexing::run(op, inputs, num_outputs)?,
         Family::Recurrent => recurrent::run(op, inputs, num_outputs)?,
         Family::LinearAlgebra => algebra::run(op, inputs)?,
-        Family::ControlFlow => control::run(op, subgraphs, inputs, num_outputs)?,
+        Family::ControlFlow => control::run(op, subgraphs, inputs, num_outputs, budget)?,
         Family::Sampling => vec![sampling::run(op, inputs)?],
         Family::Signal => vec![signal::run(op, inputs)?],
         Family::Random => vec![random::run(op, inputs)?],

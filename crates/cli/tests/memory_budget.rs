@@ -460,3 +460,37 @@ fn a_net_built_with_a_limit_refuses_a_node_over_it_when_it_runs() {
         "{message}"
     );
 }
+
+#[test]
+fn a_conv_whose_scratch_dwarfs_its_output_is_refused_by_the_budget() {
+    // 512 input channels, a 3x3 kernel and pads of 2,000: the output is 64 MB, but the
+    // reference's im2col matrix would be 4,608 x 16,008,001 f64s (590 GB).
+    let model = model_file(
+        "conv_im2col",
+        &graph(
+            vec![ValueInfo::fixed("x", DType::F32, &[1, 512, 1, 1])],
+            vec![Node::new(
+                "wide",
+                Op::Conv(Conv {
+                    pads: vec![2000; 4],
+                    ..Conv::default()
+                }),
+                &["x", "w"],
+                &["y"],
+            )],
+            &["y"],
+            vec![("w", f32s(&[1, 512, 3, 3], 0.5))],
+        ),
+    );
+    assert_refused(
+        &model,
+        "cpu",
+        &[
+            "`wide` (Conv)",
+            "Conv's im2col matrix",
+            "[4608, 16008001]",
+            "590118948864 bytes",
+            "memory limit",
+        ],
+    );
+}

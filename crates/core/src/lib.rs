@@ -18,6 +18,9 @@
 //! - Executors run partitions by walking a [`Schedule`] and supply kernels only: run order,
 //!   value slots, dangling-value errors and frees are decided here, once.
 //! - Nothing here panics on bad input: every check returns [`Error`] or [`OpError`].
+//! - Every allocation sized by a model or an input is checked, with checked arithmetic,
+//!   against a [`MemoryBudget`] before it is made; executors receive the net's budget in
+//!   [`Executor::prepare_within`], and one over it is [`OpError::MemoryBudget`].
 
 pub mod dtype;
 pub mod einsum;

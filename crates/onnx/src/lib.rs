@@ -34,6 +34,10 @@
 //!   names are unique.
 //! - Nothing here panics on any input bytes: decoding is prost's, and every length, dim and
 //!   element count is checked before use.
+//! - onnx.checker's structural rules (one value field per tensor and attribute, names,
+//!   dims, types, attribute kinds, opset imports, subgraph scoping) are each either
+//!   enforced with a typed [`Error`] or accepted on purpose; `docs/onnx-reading.md` lists
+//!   every rule, what the reader does and why.
 
 pub mod attrs;
 pub mod error;

@@ -94,7 +94,7 @@ pub(crate) fn run_op_scheduled(
             other => return Err(not_in_family(other)),
         },
         Family::Linear | Family::Pool | Family::Resize => vec![match op {
-            Op::Conv(attrs) => conv::conv(attrs, inputs)?,
+            Op::Conv(attrs) => conv::conv(attrs, inputs, budget)?,
             Op::Gemm(attrs) => gemm::gemm(attrs, inputs)?,
             Op::MatMul => gemm::matmul(inputs)?,
             Op::AveragePool(attrs) => pool::average_pool(attrs, inputs)?,
@@ -103,7 +103,7 @@ pub(crate) fn run_op_scheduled(
             Op::GlobalLpPool { p } => pool::global_pool(inputs, Some(*p))?,
             Op::LpPool(attrs, p) => pool::lp_pool(attrs, *p, inputs)?,
             Op::Resize(attrs) => resize::resize(attrs, inputs)?,
-            Op::ConvTranspose(attrs) => conv::conv_transpose(attrs, inputs)?,
+            Op::ConvTranspose(attrs) => conv::conv_transpose(attrs, inputs, budget)?,
             Op::MaxUnpool {
                 kernel_shape,
                 pads,
@@ -126,7 +126,7 @@ pub(crate) fn run_op_scheduled(
             }
             _ => norm::run(op, inputs, num_outputs)?,
         },
-        Family::Quantization => quant::run(op, inputs, num_outputs)?,
+        Family::Quantization => quant::run(op, inputs, num_outputs, budget)?,
         Family::Reduce => vec![reduce::run(op, inputs)?],
         Family::Movement => movement::run(op, inputs, num_outputs)?,
         Family::Indexing => indexing::run(op, inputs, num_outputs)?,

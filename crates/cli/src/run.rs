@@ -204,14 +204,12 @@ fn random_input(
     let shape = Shape(dims);
     // The declared dims come from the model: their bytes are checked against the net's
     // budget before anything that size is allocated.
-    budget
-        .check_tensor(info.dtype, shape.dims())
-        .map_err(|e| {
-            format!(
-                "random values for input `{}`: {e}",
-                concord::text::elide_middle(&info.name, 80)
-            )
-        })?;
+    budget.check_tensor(info.dtype, shape.dims()).map_err(|e| {
+        format!(
+            "random values for input `{}`: {e}",
+            concord::text::elide_middle(&info.name, 80)
+        )
+    })?;
     let n = shape.numel();
     let tensor = match info.dtype {
         DType::F32 => {

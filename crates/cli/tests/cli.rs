@@ -500,7 +500,10 @@ fn an_op_type_of_100_000_characters_is_elided_in_a_one_line_error() {
     assert_one_line_error(&o, "QQQQ");
     let line = stderr(&o);
     assert!(line.len() <= 1_100, "{} bytes: {line}", line.len());
-    assert!(line.contains("chars)…"), "the op type is not elided: {line}");
+    assert!(
+        line.contains("chars)…"),
+        "the op type is not elided: {line}"
+    );
 }
 
 #[test]

@@ -12,8 +12,8 @@
 #![allow(clippy::panic)]
 
 use concord::op::{
-    Conv, CoordinateTransform, Gemm, NearestMode, PadMode, Reduce, ReduceKind, Resize,
-    ResizeMode, Unary,
+    Conv, CoordinateTransform, Gemm, NearestMode, PadMode, Reduce, ReduceKind, Resize, ResizeMode,
+    Unary,
 };
 use concord::{DType, Dim, Graph, Node, Op, Shape, Tensor, ValueInfo};
 use std::path::{Path, PathBuf};
@@ -27,7 +27,9 @@ const ADDRESS_LIMIT_KIB: u64 = 4 * 1024 * 1024;
 fn concord_limited(args: &[&str]) -> Output {
     Command::new("sh")
         .arg("-c")
-        .arg(format!("ulimit -v {ADDRESS_LIMIT_KIB} && exec \"$0\" \"$@\""))
+        .arg(format!(
+            "ulimit -v {ADDRESS_LIMIT_KIB} && exec \"$0\" \"$@\""
+        ))
         .arg(env!("CARGO_BIN_EXE_concord"))
         .args(args)
         .env_remove("CONCORD_FALLBACK")
@@ -38,10 +40,8 @@ fn concord_limited(args: &[&str]) -> Output {
 }
 
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "concord-budget-test-{}-{name}",
-        std::process::id()
-    ));
+    let dir =
+        std::env::temp_dir().join(format!("concord-budget-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::create_dir_all(&dir);
     dir
@@ -139,7 +139,11 @@ fn cases() -> Vec<Case> {
                 &["y"],
                 vec![("shape", i64s(&[MILLION as i64, MILLION as i64]))],
             ),
-            needles: vec!["`grow` (Expand)", "[1000000, 1000000]", "4000000000000 bytes"],
+            needles: vec![
+                "`grow` (Expand)",
+                "[1000000, 1000000]",
+                "4000000000000 bytes",
+            ],
         },
         Case {
             // Every operand a constant: folding meets it first, when the net is built.
@@ -153,7 +157,11 @@ fn cases() -> Vec<Case> {
                     ("shape", i64s(&[MILLION as i64, MILLION as i64])),
                 ],
             ),
-            needles: vec!["`grow` (Expand)", "[1000000, 1000000]", "4000000000000 bytes"],
+            needles: vec![
+                "`grow` (Expand)",
+                "[1000000, 1000000]",
+                "4000000000000 bytes",
+            ],
         },
         Case {
             name: "matmul_1e6_by_1e6",
@@ -166,7 +174,11 @@ fn cases() -> Vec<Case> {
                 &["y"],
                 vec![],
             ),
-            needles: vec!["`outer` (MatMul)", "[1000000, 1000000]", "4000000000000 bytes"],
+            needles: vec![
+                "`outer` (MatMul)",
+                "[1000000, 1000000]",
+                "4000000000000 bytes",
+            ],
         },
         Case {
             name: "gemm_1e6_by_1e6",
@@ -184,7 +196,11 @@ fn cases() -> Vec<Case> {
                 &["y"],
                 vec![],
             ),
-            needles: vec!["`outer` (Gemm)", "[1000000, 1000000]", "4000000000000 bytes"],
+            needles: vec![
+                "`outer` (Gemm)",
+                "[1000000, 1000000]",
+                "4000000000000 bytes",
+            ],
         },
         Case {
             name: "conv_with_huge_pads",
@@ -239,7 +255,11 @@ fn cases() -> Vec<Case> {
                 &["y"],
                 vec![("sizes", i64s(&[1, 1, MILLION as i64, MILLION as i64]))],
             ),
-            needles: vec!["`zoom` (Resize)", "[1, 1, 1000000, 1000000]", "4000000000000 bytes"],
+            needles: vec![
+                "`zoom` (Resize)",
+                "[1, 1, 1000000, 1000000]",
+                "4000000000000 bytes",
+            ],
         },
         Case {
             // An empty input reduced over its empty axis: every output element is the
@@ -256,7 +276,11 @@ fn cases() -> Vec<Case> {
                 &["y"],
                 vec![("axes", i64s(&[0]))],
             ),
-            needles: vec!["`sum` (ReduceSum)", "[1, 1000000, 1000000]", "4000000000000 bytes"],
+            needles: vec![
+                "`sum` (ReduceSum)",
+                "[1, 1000000, 1000000]",
+                "4000000000000 bytes",
+            ],
         },
         Case {
             // 2^62 output elements: their bytes overflow a 64-bit count.
@@ -337,11 +361,7 @@ fn the_limit_is_the_callers_to_set_and_a_small_one_refuses_a_small_model() {
     );
     let path = model.display().to_string();
     let o = concord_limited(&["run", &path, "--random-seed", "1"]);
-    assert!(
-        o.status.success(),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_one_line_exit_1(
         &concord_limited(&["run", &path, "--random-seed", "1", "--memory-limit", "1K"]),
         &["input `x`", "4096 bytes", "memory limit of 1024 bytes"],
@@ -407,7 +427,10 @@ fn an_npy_larger_than_the_limit_is_refused_before_it_is_read() {
         "--memory-limit",
         "2K",
     ]);
-    assert_one_line_exit_1(&o, &["x.npy", "[1024]", "4096 bytes", "memory limit of 2048"]);
+    assert_one_line_exit_1(
+        &o,
+        &["x.npy", "[1024]", "4096 bytes", "memory limit of 2048"],
+    );
 }
 
 #[test]
@@ -451,7 +474,11 @@ fn a_net_built_with_a_limit_refuses_a_node_over_it_when_it_runs() {
     let fits = net.forward([("x", f32s(&[1024], -1.0))]);
     assert!(fits.is_ok(), "{fits:?}");
     let over = net.forward([("x", f32s(&[65_536], -1.0))]);
-    let message = over.map(|_| ()).err().map(|e| e.to_string()).unwrap_or_default();
+    let message = over
+        .map(|_| ())
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
     assert!(
         message.contains("node `relu` (Relu)")
             && message.contains("[65536]")

@@ -6,8 +6,8 @@ use crate::planner::{plan, Overrides, PlannedPartition, Preferences};
 use crate::profile::{ForwardRecorder, Profile, Profiler};
 use crate::registry::ExecutorRegistry;
 use concord_core::{
-    Backend, Dim, Executor, FallbackPolicy, Graph, MemoryBudget, Placement, ProfileSink, Target, Tensor,
-    ValueInfo,
+    Backend, Dim, Executor, FallbackPolicy, Graph, MemoryBudget, Placement, ProfileSink, Target,
+    Tensor, ValueInfo,
 };
 use concord_cpu::ReferenceEvaluator;
 use std::collections::{BTreeMap, HashMap};

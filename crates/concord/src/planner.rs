@@ -13,9 +13,8 @@ use crate::targets::CPU;
 use concord_core::placement::{NodePlacement, PartitionInfo, Transfer};
 use concord_core::schedule::free_points;
 use concord_core::{
-    MemoryBudget,
-    resolve_target, Backend, Executor, FallbackCause, FallbackPolicy, Graph, Notice, Placement,
-    PreparedPartition, Shape, Support, Target, ValueInfo,
+    resolve_target, Backend, Executor, FallbackCause, FallbackPolicy, Graph, MemoryBudget, Notice,
+    Placement, PreparedPartition, Shape, Support, Target, ValueInfo,
 };
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;

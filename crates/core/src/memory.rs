@@ -101,7 +101,10 @@ impl MemoryBudget {
     pub fn check_tensor(self, dtype: DType, dims: &[usize]) -> Result<u64, OpError> {
         let bytes = tensor_bytes(dtype, dims);
         self.check_bytes(bytes, || {
-            format!("a {dtype} tensor of shape {}", crate::shape::Shape(dims.to_vec()))
+            format!(
+                "a {dtype} tensor of shape {}",
+                crate::shape::Shape(dims.to_vec())
+            )
         })
     }
 
@@ -130,10 +133,7 @@ impl MemoryBudget {
         let mut described = Vec::new();
         for (dtype, dims) in outputs {
             total = total.and_then(|t| t.checked_add(tensor_bytes(dtype, dims)?));
-            described.push(format!(
-                "{dtype} {}",
-                crate::shape::Shape(dims.to_vec())
-            ));
+            described.push(format!("{dtype} {}", crate::shape::Shape(dims.to_vec())));
         }
         self.check_bytes(total, || match described.len() {
             1 => format!("an output of {}", described[0]),
@@ -158,7 +158,9 @@ impl fmt::Display for MemoryBudget {
 /// The bytes a tensor of `dtype` and `dims` takes, or None when the count overflows u64.
 pub fn tensor_bytes(dtype: DType, dims: &[usize]) -> Option<u64> {
     dims.iter()
-        .try_fold(dtype.size_in_bytes() as u64, |acc, &d| acc.checked_mul(d as u64))
+        .try_fold(dtype.size_in_bytes() as u64, |acc, &d| {
+            acc.checked_mul(d as u64)
+        })
 }
 
 /// A byte count for people: "1.5 GiB".
@@ -217,20 +219,24 @@ fn read_mem_total() -> Option<u64> {
 
 fn read_cgroup_limit() -> Option<u64> {
     // cgroup v2 first, then v1; "max" and v1's near-u64::MAX "unlimited" read as None.
-    ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"]
-        .iter()
-        .filter_map(|p| std::fs::read_to_string(p).ok())
-        .filter_map(|t| t.trim().parse::<u64>().ok())
-        .find(|&b| b < (1u64 << 60))
+    [
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ]
+    .iter()
+    .filter_map(|p| std::fs::read_to_string(p).ok())
+    .filter_map(|t| t.trim().parse::<u64>().ok())
+    .find(|&b| b < (1u64 << 60))
 }
 
 fn read_address_space_limit() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/self/limits").ok()?;
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("Max address space"))?;
+    let line = text.lines().find(|l| l.starts_with("Max address space"))?;
     // "Max address space   <soft>   <hard>   bytes"
-    let soft = line.trim_start_matches("Max address space").split_whitespace().next()?;
+    let soft = line
+        .trim_start_matches("Max address space")
+        .split_whitespace()
+        .next()?;
     soft.parse().ok()
 }
 

@@ -461,7 +461,9 @@ fn mod_reshape_slice_concat_chain_folds_to_a_static_reshape() {
     assert_eq!(g.values["Y"].shape, fixed(&[24, 5]));
 
     // One pass is the fixed point: folding again finds nothing.
-    let again = g.fold_constants(&ReferenceEvaluator::default()).expect("refold");
+    let again = g
+        .fold_constants(&ReferenceEvaluator::default())
+        .expect("refold");
     assert_eq!(again.folded_nodes, 0);
 
     // Reshape keeps the element order, so Y's data is X's.
@@ -477,7 +479,8 @@ fn a_folded_graph_output_still_feeds_its_readers() {
     // Gather → Unsqueeze → Concat after it still fold and Reshape's target is static.
     let mut g = shape_chain(ValueInfo::fixed("X", DType::F32, &[2, 3, 4, 5]));
     g.outputs.push("x_shape".into());
-    g.fold_constants(&ReferenceEvaluator::default()).expect("folding");
+    g.fold_constants(&ReferenceEvaluator::default())
+        .expect("folding");
     assert_eq!(op_names(&g), vec!["Shape", "Reshape", "Slice"]);
     assert_eq!(
         g.initializers.get("target"),

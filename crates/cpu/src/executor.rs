@@ -3,8 +3,8 @@
 
 use crate::runner::ReferenceExecutor;
 use concord_core::{
-    Availability, DType, DeviceInfo, Error, Executor, Graph, MemoryBudget, Node, PreparedPartition, ProfileSink,
-    ScheduleTree, Support, Target, TargetSpec, Tensor,
+    Availability, DType, DeviceInfo, Error, Executor, Graph, MemoryBudget, Node, PreparedPartition,
+    ProfileSink, ScheduleTree, Support, Target, TargetSpec, Tensor,
 };
 use std::collections::BTreeMap;
 
@@ -119,6 +119,11 @@ impl PreparedPartition for CpuPartition {
         inputs: &BTreeMap<String, Tensor>,
         profile: Option<&dyn ProfileSink>,
     ) -> Result<Vec<Tensor>, Error> {
-        ReferenceExecutor::within(self.budget).run_scheduled(&self.graph, &self.schedules, inputs, profile)
+        ReferenceExecutor::within(self.budget).run_scheduled(
+            &self.graph,
+            &self.schedules,
+            inputs,
+            profile,
+        )
     }
 }

@@ -90,10 +90,12 @@ impl ReferenceExecutor {
             |step, operands: &[Option<&Cow<Tensor>>]| {
                 let operands: Vec<Option<&Tensor>> =
                     operands.iter().map(|o| o.map(|t| t.as_ref())).collect();
-                Ok(run_step(graph, schedules, step, &operands, None, self.budget)?
-                    .into_iter()
-                    .map(Cow::Owned)
-                    .collect())
+                Ok(
+                    run_step(graph, schedules, step, &operands, None, self.budget)?
+                        .into_iter()
+                        .map(Cow::Owned)
+                        .collect(),
+                )
             },
         )?;
         Ok(outputs.into_iter().map(Cow::into_owned).collect())

@@ -12,7 +12,9 @@ use crate::kernels::Family;
 use crate::lanes::{DeviceFailure, RunError};
 use crate::ops::{run_node, Fail, Launcher, Value};
 use crate::tensor::{self, DeviceTensor, Place, Storage};
-use concord_core::{Error, Graph, MemoryBudget, PreparedPartition, ProfileSink, Schedule, Target, Tensor};
+use concord_core::{
+    Error, Graph, MemoryBudget, PreparedPartition, ProfileSink, Schedule, Target, Tensor,
+};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;

@@ -293,13 +293,15 @@ fn held_kinds(attr: &AttributeProto) -> Vec<AttributeType> {
         (AttributeType::Strings, !attr.strings.is_empty()),
         (AttributeType::Tensors, !attr.tensors.is_empty()),
         (AttributeType::Graphs, !attr.graphs.is_empty()),
-        (AttributeType::SparseTensors, !attr.sparse_tensors.is_empty()),
+        (
+            AttributeType::SparseTensors,
+            !attr.sparse_tensors.is_empty(),
+        ),
     ]
     .into_iter()
     .filter_map(|(kind, set)| set.then_some(kind))
     .collect()
 }
-
 
 /// An INT attribute.
 pub fn int(name: &str, value: i64) -> AttributeProto {

@@ -1110,7 +1110,12 @@ fn an_attribute_holding_two_values_is_refused() {
     expect_err(
         load(&bytes(&m)),
         |e| matches!(e, Error::Attribute { attribute, .. } if attribute == "axis"),
-        &["sm", "Softmax", "of type INT", "also holds a value of type INTS"],
+        &[
+            "sm",
+            "Softmax",
+            "of type INT",
+            "also holds a value of type INTS",
+        ],
     );
 }
 
@@ -1142,13 +1147,7 @@ fn an_attribute_without_a_name_is_refused_as_unknown() {
     let m = model(
         17,
         graph(
-            vec![node(
-                "Relu",
-                "r",
-                &["x"],
-                &["y"],
-                vec![attr_float("", 0.5)],
-            )],
+            vec![node("Relu", "r", &["x"], &["y"], vec![attr_float("", 0.5)])],
             vec![f32_value("x", &[1, 4])],
             vec![output("y")],
             vec![],
@@ -1192,9 +1191,7 @@ fn two_graph_inputs_of_one_name_are_refused() {
     );
     expect_err(
         load(&bytes(&m)),
-        |e| {
-            matches!(e, Error::Graph(CoreError::DuplicateValue { value, .. }) if value == "x")
-        },
+        |e| matches!(e, Error::Graph(CoreError::DuplicateValue { value, .. }) if value == "x"),
         &["`x`"],
     );
 }

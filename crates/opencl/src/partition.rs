@@ -16,8 +16,8 @@ use crate::plan::{
 };
 use concord_core::infer::{infer_op, ValueFact};
 use concord_core::{
-    Error, Graph, MemoryBudget, OpError, PreparedPartition, ProfileSink, Schedule, Shape, StepValues, Target,
-    Tensor,
+    Error, Graph, MemoryBudget, OpError, PreparedPartition, ProfileSink, Schedule, Shape,
+    StepValues, Target, Tensor,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};

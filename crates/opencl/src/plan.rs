@@ -329,7 +329,10 @@ impl<'a> Builder<'a> {
             )
         })?;
         let bytes = usize::try_from(bytes).map_err(|_| OpError::MemoryBudget {
-            what: format!("the device buffer of `{}`", concord_core::text::elide_middle(name, 80)),
+            what: format!(
+                "the device buffer of `{}`",
+                concord_core::text::elide_middle(name, 80)
+            ),
             bytes: Some(bytes),
             limit: self.budget.limit(),
         })?;

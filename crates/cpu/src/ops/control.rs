@@ -8,7 +8,9 @@
 use super::{optional, required};
 use crate::runner::ReferenceExecutor;
 use concord_core::infer::{condition_value, infer_on_tensors, scan_axis, subgraph_error};
-use concord_core::{Dim, Graph, MemoryBudget, Op, OpError, ScheduleTree, Shape, Tensor, TensorData};
+use concord_core::{
+    Dim, Graph, MemoryBudget, Op, OpError, ScheduleTree, Shape, Tensor, TensorData,
+};
 use std::borrow::Cow;
 
 /// Runs a control-flow op. `subgraphs` holds the schedules of the op's subgraphs, one per

@@ -62,7 +62,9 @@ pub(crate) fn conv(
         })?;
         // The scratch can dwarf the output (one column per output position and kernel tap
         // of every input channel of a group), so it meets the budget too.
-        budget.check_tensor(DType::F64, &[kg, p]).map_err(|e| scratch(e, "Conv's im2col matrix"))?;
+        budget
+            .check_tensor(DType::F64, &[kg, p])
+            .map_err(|e| scratch(e, "Conv's im2col matrix"))?;
         vec![0.0; len]
     };
     for (x_image, y_image) in x_f

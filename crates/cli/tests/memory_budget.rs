@@ -521,3 +521,53 @@ fn a_conv_whose_scratch_dwarfs_its_output_is_refused_by_the_budget() {
         ],
     );
 }
+
+#[test]
+fn a_loop_whose_scan_output_grows_without_end_is_stopped_by_the_budget() {
+    // No trip count and a body whose cond is always true: only the budget ends it. Each
+    // iteration adds 10,000 f32s (40,000 bytes) to the scan output; under a 1 MiB limit the
+    // 27th iteration is refused.
+    let body = Graph {
+        name: "body".into(),
+        inputs: vec![
+            ValueInfo::fixed("i", DType::I64, &[]),
+            ValueInfo::fixed("c", DType::Bool, &[]),
+        ],
+        outputs: vec!["c_out".into(), "row".into()],
+        initializers: [("k".to_string(), f32s(&[10_000], 0.25))].into(),
+        nodes: vec![
+            Node::new("keep", Op::Identity, &["c"], &["c_out"]),
+            Node::new("emit", Op::Identity, &["k"], &["row"]),
+        ],
+        opset: 18,
+        values: Default::default(),
+    };
+    let cond = Tensor::from_bool(Shape(vec![]), vec![true]).unwrap_or_else(|e| panic!("{e}"));
+    let model = model_file(
+        "endless_loop",
+        &graph(
+            vec![],
+            vec![Node::new(
+                "forever",
+                Op::Loop {
+                    body: Box::new(body),
+                    captures: 0,
+                },
+                &["", "cond"],
+                &["rows"],
+            )],
+            &["rows"],
+            vec![("cond", cond)],
+        ),
+    );
+    let o = concord_limited(&["run", &model.display().to_string(), "--memory-limit", "1M"]);
+    assert_one_line_exit_1(
+        &o,
+        &[
+            "`forever` (Loop)",
+            "the scan output of 27 iterations",
+            "1080000 bytes",
+            "memory limit of 1048576 bytes",
+        ],
+    );
+}

@@ -195,7 +195,7 @@ fn run_loop(
             list.push(t);
         }
         body_run.budget.check_bytes(scanned_bytes, || {
-            format!("the scan outputs of {} iterations", iteration + 1)
+            format!("the scan output of {} iterations", iteration + 1)
         })?;
         iteration += 1;
     }

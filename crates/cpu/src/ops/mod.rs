@@ -55,11 +55,11 @@ pub fn run_op_within(
 /// The one gate every reference kernel's output allocation passes: the op's outputs are
 /// inferred from the concrete operands (their shapes, and the values of shape-like
 /// operands such as Expand's shape, Pad's pads or Resize's sizes), and their bytes, counted
-/// with checked arithmetic, are checked against `budget` before the kernel allocates
-/// anything. An output whose size depends on the data (NonZero, Unique, a Loop's scan
-/// outputs) is not known here; the kernels that make one check it where it is sized.
-/// Inference that fails leaves the kernel to report its own, more specific, error, except
-/// a shape whose element count overflows, which is the budget's error.
+/// with checked arithmetic, with the f64 working copy a computing kernel holds next to
+/// them, are checked against `budget` before the kernel allocates anything. An output
+/// whose size depends on the data is not known here: NonZero's and Unique's are bounded by
+/// their input, and a Loop's scan outputs are checked as they grow (`control.rs`).
+/// Inference that fails leaves the kernel to report its own, more specific, error.
 pub(crate) fn check_outputs_fit(
     op: &Op,
     inputs: &[Option<&Tensor>],
@@ -73,9 +73,40 @@ pub(crate) fn check_outputs_fit(
         .iter()
         .filter_map(|f| Some((f.dtype, Shape::from_sym(&f.shape)?)))
         .collect();
+    // Kernels that compute (accumulate in f64, round once at the output) hold an f64 copy
+    // of every output next to the output itself; kernels that only move elements
+    // (Movement, Indexing) and control flow (whose body nodes pass this gate one by one)
+    // do not.
+    let working_copy = !matches!(
+        op.family(),
+        Family::Movement | Family::Indexing | Family::ControlFlow
+    );
+    let mut total = Some(0u64);
+    let mut described = Vec::with_capacity(known.len());
+    for (dtype, shape) in &known {
+        let width = dtype.size_in_bytes() + if working_copy { 8 } else { 0 };
+        total = total.and_then(|t| t.checked_add(bytes_of(width, shape.dims())?));
+        described.push(format!("{dtype} {shape}"));
+    }
     budget
-        .check_outputs(known.iter().map(|(dtype, shape)| (*dtype, shape.dims())))
+        .check_bytes(total, || {
+            let outputs = match described.len() {
+                1 => format!("an output of {}", described[0]),
+                _ => format!("outputs {}", concord_core::text::list(&described, 4)),
+            };
+            if working_copy {
+                format!("{outputs} with the f64 working copy the reference computes it in")
+            } else {
+                outputs
+            }
+        })
         .map(|_| ())
+}
+
+/// `width` bytes for each element of `dims`, or None when the count overflows.
+fn bytes_of(width: usize, dims: &[usize]) -> Option<u64> {
+    dims.iter()
+        .try_fold(width as u64, |acc, &d| acc.checked_mul(d as u64))
 }
 
 /// [`run_op`] with the schedules of the op's subgraphs made beforehand (one per

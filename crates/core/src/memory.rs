@@ -4,9 +4,11 @@
 //! against a [`MemoryBudget`] before it is made, so a model whose shapes imply 10^12
 //! elements is a typed error naming what asked for the bytes, never an abort.
 //!
-//! The budget bounds each allocation, not the sum of everything alive: a net whose values
-//! each fit but whose live set does not can still exhaust memory (a limit on the live set
-//! needs every executor's frees accounted, which no executor does yet).
+//! The budget bounds each allocation (a node's outputs count together, and the reference
+//! counts a computing kernel's f64 working copy with them), not the sum of everything
+//! alive: a net whose values each fit but whose live set does not can still exhaust memory
+//! (a limit on the live set needs every executor's frees accounted, which no executor does
+//! yet).
 //!
 //! The default ([`MemoryBudget::machine_default`]) is half of the smallest of the machine's
 //! physical memory (`MemTotal` in `/proc/meminfo`), the cgroup's memory limit

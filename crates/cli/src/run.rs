@@ -40,6 +40,11 @@ pub struct RunArgs {
     /// Run N more forwards after a warm-up and print the per-node profile.
     #[arg(long, value_name = "N")]
     pub profile: Option<u32>,
+    /// The most bytes one allocation sized by the model or its inputs may take (digits,
+    /// optionally with K, M, G or T); default: CONCORD_MEMORY_LIMIT, else half the smallest
+    /// of physical memory, the cgroup limit and the address-space limit.
+    #[arg(long, value_name = "BYTES")]
+    pub memory_limit: Option<String>,
 }
 
 pub fn run(args: RunArgs) -> Result<(), String> {
@@ -76,6 +81,15 @@ pub fn run(args: RunArgs) -> Result<(), String> {
         .profiling(args.profile.is_some());
     if let Some(target) = target {
         builder = builder.target(target);
+    }
+    if let Some(limit) = &args.memory_limit {
+        let bytes = concord::internals::core::memory::parse_bytes(limit).ok_or_else(|| {
+            format!(
+                "--memory-limit `{}`: expected a byte count (digits, optionally with K, M, G or T)",
+                concord::text::elide_middle(limit, 64)
+            )
+        })?;
+        builder = builder.memory_limit(bytes);
     }
     let net = builder
         .build()
@@ -154,7 +168,8 @@ fn read_inputs(net: &Net, specs: &[String]) -> Result<Vec<(String, Tensor)>, Str
             let (name, file) = spec
                 .split_once('=')
                 .ok_or_else(|| format!("--input `{spec}` is not NAME=FILE.npy"))?;
-            Ok((name.to_string(), npy::read(&PathBuf::from(file))?))
+            let tensor = npy::read_within(&PathBuf::from(file), net.memory_budget())?;
+            Ok((name.to_string(), tensor))
         })
         .collect()
 }
@@ -165,13 +180,14 @@ fn random_inputs(net: &Net, seed: u64) -> Result<Vec<(String, Tensor)>, String> 
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     net.inputs()
         .iter()
-        .map(|info| random_input(info, &mut rng))
+        .map(|info| random_input(info, &mut rng, net.memory_budget()))
         .collect()
 }
 
 fn random_input(
     info: &concord::ValueInfo,
     rng: &mut rand_chacha::ChaCha8Rng,
+    budget: concord::MemoryBudget,
 ) -> Result<(String, Tensor), String> {
     let mut dims = Vec::with_capacity(info.shape.len());
     for (axis, d) in info.shape.iter().enumerate() {
@@ -186,29 +202,15 @@ fn random_input(
         }
     }
     let shape = Shape(dims);
-    // The declared dims come from the model: check their product before allocating.
-    let n = shape
-        .checked_numel()
-        .filter(|n| n.checked_mul(info.dtype.size_in_bytes()).is_some())
-        .ok_or_else(|| {
-            format!(
-                "input `{}` is declared {}{}, too large to allocate",
-                info.name, info.dtype, shape
-            )
-        })?;
-    let mut probe: Vec<u8> = Vec::new();
-    probe
-        .try_reserve_exact(n * info.dtype.size_in_bytes())
-        .map_err(|_| {
-            format!(
-                "input `{}` is declared {}{} ({} bytes): cannot allocate that much for random values",
-                info.name,
-                info.dtype,
-                shape,
-                n * info.dtype.size_in_bytes()
-            )
-        })?;
-    drop(probe);
+    // The declared dims come from the model: their bytes are checked against the net's
+    // budget before anything that size is allocated.
+    budget.check_tensor(info.dtype, shape.dims()).map_err(|e| {
+        format!(
+            "random values for input `{}`: {e}",
+            concord::text::elide_middle(&info.name, 80)
+        )
+    })?;
+    let n = shape.numel();
     let tensor = match info.dtype {
         DType::F32 => {
             Tensor::from_f32(shape, (0..n).map(|_| rng.gen_range(-1.0f32..1.0)).collect())

@@ -455,3 +455,103 @@ fn errors_from_hostile_names_and_lists_are_one_line_of_about_a_kilobyte() {
     );
     assert!(line.contains("chars)…"), "the name is not elided: {line}");
 }
+
+/// A model whose one node has op type `op_type` and no name, so that the reader names the
+/// node after its op type.
+fn model_with_op_type(name: &str, op_type: &str) -> PathBuf {
+    use concord::internals::onnx::proto::{
+        GraphProto, ModelProto, NodeProto, OperatorSetIdProto, ValueInfoProto,
+    };
+    use prost::Message;
+    let model = ModelProto {
+        ir_version: 8,
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: 17,
+        }],
+        graph: Some(GraphProto {
+            name: "g".into(),
+            node: vec![NodeProto {
+                input: vec!["x".into()],
+                output: vec!["y".into()],
+                op_type: op_type.into(),
+                ..NodeProto::default()
+            }],
+            output: vec![ValueInfoProto {
+                name: "y".into(),
+                ..ValueInfoProto::default()
+            }],
+            ..GraphProto::default()
+        }),
+        ..ModelProto::default()
+    };
+    let dir = temp_dir(name);
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join("model.onnx");
+    std::fs::write(&path, model.encode_to_vec()).unwrap_or_else(|e| panic!("{e}"));
+    path
+}
+
+#[test]
+fn an_op_type_of_100_000_characters_is_elided_in_a_one_line_error() {
+    let op_type = "Q".repeat(100_000);
+    let model = model_with_op_type("long-op-type", &op_type);
+    let o = concord(&["run", &model.display().to_string(), "--random-seed", "1"]);
+    assert_one_line_error(&o, "QQQQ");
+    let line = stderr(&o);
+    assert!(line.len() <= 1_100, "{} bytes: {line}", line.len());
+    assert!(
+        line.contains("chars)…"),
+        "the op type is not elided: {line}"
+    );
+}
+
+#[test]
+fn a_protobuf_nested_past_the_decoders_limit_is_a_one_line_error() {
+    use concord::internals::onnx::proto::{
+        AttributeProto, AttributeType, GraphProto, ModelProto, NodeProto, OperatorSetIdProto,
+    };
+    use prost::Message;
+    // 60 If nodes, each one's then_branch holding the next: 180 nested messages, past the
+    // decoder's recursion limit of 100, whose error names the field path level by level.
+    let mut inner = GraphProto {
+        name: "innermost".into(),
+        ..GraphProto::default()
+    };
+    for level in 0..60 {
+        inner = GraphProto {
+            name: format!("level{level}"),
+            node: vec![NodeProto {
+                op_type: "If".into(),
+                input: vec!["c".into()],
+                output: vec!["y".into()],
+                attribute: vec![AttributeProto {
+                    name: "then_branch".into(),
+                    r#type: AttributeType::Graph as i32,
+                    g: Some(Box::new(inner)),
+                    ..AttributeProto::default()
+                }],
+                ..NodeProto::default()
+            }],
+            ..GraphProto::default()
+        };
+    }
+    let model = ModelProto {
+        ir_version: 8,
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: 17,
+        }],
+        graph: Some(inner),
+        ..ModelProto::default()
+    };
+    let dir = temp_dir("deep-protobuf");
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join("model.onnx");
+    std::fs::write(&path, model.encode_to_vec()).unwrap_or_else(|e| panic!("{e}"));
+    let o = concord(&["run", &path.display().to_string(), "--random-seed", "1"]);
+    assert_one_line_error(&o, "model.onnx");
+    let line = stderr(&o);
+    assert!(line.len() <= 1_100, "{} bytes: {line}", line.len());
+    assert!(line.contains("recursion limit"), "{line}");
+}

@@ -62,7 +62,7 @@ fn bench(c: &mut Criterion) {
         .expect("net");
     let mut prepared = off.graph().clone();
     prepared
-        .fold_constants(&concord_cpu::ReferenceEvaluator)
+        .fold_constants(&concord_cpu::ReferenceEvaluator::default())
         .expect("fold");
     let direct_inputs: BTreeMap<String, Tensor> = [("x".to_string(), x.clone())].into();
     let runner = ReferenceExecutor::new();

@@ -45,9 +45,9 @@ pub use registry::{
 // of Concord's crates is behind `internals`, which is not an API boundary.
 pub use concord_core::{
     resolve_target, Availability, Backend, Capability, DType, DeviceInfo, Dim, Executor,
-    FallbackCause, FallbackPolicy, Graph, Node, Notice, Op, Placement, PreparedPartition,
-    ProfileSink, Schedule, Shape, Support, Target, TargetFallback, TargetResolution, TargetSpec,
-    Tensor, TensorData, ValueInfo,
+    FallbackCause, FallbackPolicy, Graph, MemoryBudget, Node, Notice, Op, Placement,
+    PreparedPartition, ProfileSink, Schedule, Shape, Support, Target, TargetFallback,
+    TargetResolution, TargetSpec, Tensor, TensorData, ValueInfo,
 };
 pub use concord_cpu::CpuExecutor;
 
@@ -59,8 +59,8 @@ pub mod executor {
     pub use concord_core::placement::FallbackCause;
     pub use concord_core::{
         resolve_target, Availability, Capability, DType, DeviceInfo, Dim, Error, Executor, Graph,
-        Node, Op, OpError, PreparedPartition, ProfileSink, Schedule, Shape, Step, StepValues,
-        Support, Target, TargetSpec, Tensor, TensorData, ValueInfo,
+        MemoryBudget, Node, Op, OpError, PreparedPartition, ProfileSink, Schedule, Shape, Step,
+        StepValues, Support, Target, TargetSpec, Tensor, TensorData, ValueInfo,
     };
 }
 

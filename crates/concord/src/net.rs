@@ -6,8 +6,8 @@ use crate::planner::{plan, Overrides, PlannedPartition, Preferences};
 use crate::profile::{ForwardRecorder, Profile, Profiler};
 use crate::registry::ExecutorRegistry;
 use concord_core::{
-    Backend, Dim, Executor, FallbackPolicy, Graph, Placement, ProfileSink, Target, Tensor,
-    ValueInfo,
+    Backend, Dim, Executor, FallbackPolicy, Graph, MemoryBudget, Placement, ProfileSink, Target,
+    Tensor, ValueInfo,
 };
 use concord_cpu::ReferenceEvaluator;
 use std::collections::{BTreeMap, HashMap};
@@ -30,6 +30,7 @@ struct NetInner {
     partitions: Vec<PlannedPartition>,
     placement: Placement,
     profiler: Option<Profiler>,
+    memory: MemoryBudget,
 }
 
 /// A forward running on the net's worker pool; [`Pending::wait`] returns its outputs.
@@ -67,6 +68,7 @@ pub struct NetBuilder {
     overrides: Option<Overrides>,
     registry: ExecutorRegistry,
     profiling: bool,
+    memory_limit: Option<u64>,
 }
 
 /// Named outputs of one forward, in the model's output order.
@@ -112,6 +114,13 @@ impl Net {
     /// Where every node runs and why, decided when the net was built.
     pub fn placement(&self) -> &Placement {
         &self.inner.placement
+    }
+
+    /// The memory budget the net was built with ([`NetBuilder::memory_limit`]): what its
+    /// executors check every allocation against, and what a caller sizing inputs from the
+    /// model's declared shapes should check them against too.
+    pub fn memory_budget(&self) -> MemoryBudget {
+        self.inner.memory
     }
 
     /// Per-node and per-transfer times since the last [`Net::reset_profile`] (the first,
@@ -332,6 +341,7 @@ impl NetBuilder {
             overrides: None,
             registry: ExecutorRegistry::with_builtins(),
             profiling: false,
+            memory_limit: None,
         }
     }
 
@@ -390,15 +400,43 @@ impl NetBuilder {
         self
     }
 
+    /// The most bytes one allocation sized by the model or its inputs may take: a model
+    /// file, a folded value, a kernel's outputs, a device buffer. Over it, building or
+    /// running is an error naming the node, op, shape and bytes instead of an abort. Without
+    /// it, `CONCORD_MEMORY_LIMIT` decides, else the machine's default
+    /// ([`MemoryBudget::machine_default`]: half the smallest of physical memory, the
+    /// cgroup limit and the address-space limit).
+    pub fn memory_limit(mut self, bytes: u64) -> Self {
+        self.memory_limit = Some(bytes);
+        self
+    }
+
+    /// The budget this builder's net is held to (see [`NetBuilder::memory_limit`]).
+    pub fn memory_budget(&self) -> Result<MemoryBudget, Error> {
+        match self.memory_limit {
+            Some(bytes) => Ok(MemoryBudget::new(bytes)),
+            None => match MemoryBudget::from_env() {
+                Ok(budget) => Ok(budget.unwrap_or_else(MemoryBudget::machine_default)),
+                Err(_) => Err(Error::Environment {
+                    variable: concord_core::memory::MEMORY_LIMIT_ENV,
+                    value: std::env::var(concord_core::memory::MEMORY_LIMIT_ENV)
+                        .unwrap_or_default(),
+                    expected: "a byte count: digits, optionally followed by K, M, G or T",
+                }),
+            },
+        }
+    }
+
     /// Loads, validates, infers shapes and folds constants. Every check that does not need
     /// the caller's input values happens here, not at the first forward.
     pub fn build(self) -> Result<Net, Error> {
+        let memory = self.memory_budget()?;
         let mut graph = match self.source {
-            Source::File(path) => concord_onnx::load_file(&path)?,
+            Source::File(path) => concord_onnx::load_file_within(&path, memory.limit())?,
             Source::Bytes(bytes) => concord_onnx::load(&bytes)?,
             Source::Graph(graph) => *graph,
         };
-        graph.fold_constants(&ReferenceEvaluator)?;
+        graph.fold_constants(&ReferenceEvaluator::within(memory))?;
         let overrides = match self.overrides {
             Some(o) => o,
             None => Overrides::from_env()?,
@@ -408,6 +446,7 @@ impl NetBuilder {
             target: self.target,
             policy: self.policy,
             overrides,
+            memory,
         };
         let planned = plan(&graph, &prefs, &self.registry)?;
         let profiler = self.profiling.then(|| {
@@ -430,6 +469,7 @@ impl NetBuilder {
                 partitions: planned.partitions,
                 placement: planned.placement,
                 profiler,
+                memory,
             }),
             pool: OnceLock::new(),
         })

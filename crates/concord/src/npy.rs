@@ -4,14 +4,20 @@
 //! bf16 has no numpy dtype (ml_dtypes stores it as an opaque two-byte void), so it is
 //! refused on both sides with that said; cast to f32 first.
 
-use crate::{DType, Shape, Tensor, TensorData};
+use crate::{DType, MemoryBudget, Shape, Tensor, TensorData};
 use npyz::WriterBuilder;
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::Path;
 
-/// Reads a .npy file into a tensor. The message names the file on every failure.
+/// Reads a .npy file into a tensor, within the machine's default [`MemoryBudget`]. The
+/// message names the file on every failure.
 pub fn read(path: &Path) -> Result<Tensor, String> {
+    read_within(path, MemoryBudget::default())
+}
+
+/// [`read`], refusing an array the header sizes over `budget` before it is allocated.
+pub fn read_within(path: &Path, budget: MemoryBudget) -> Result<Tensor, String> {
     let fail = |what: String| format!("{}: {what}", path.display());
     let meta = std::fs::metadata(path).map_err(|e| fail(format!("cannot open: {e}")))?;
     if !meta.is_file() {
@@ -55,6 +61,9 @@ pub fn read(path: &Path) -> Result<Tensor, String> {
             "the header says shape {shape} of {dtype}, more than the file's {file_len} bytes"
         )));
     }
+    budget
+        .check_tensor(dtype, shape.dims())
+        .map_err(|e| fail(e.to_string()))?;
     let e = |e: std::io::Error| fail(e.to_string());
     let data = match dtype {
         DType::F64 => TensorData::F64(npy.into_vec().map_err(e)?),

@@ -13,8 +13,8 @@ use crate::targets::CPU;
 use concord_core::placement::{NodePlacement, PartitionInfo, Transfer};
 use concord_core::schedule::free_points;
 use concord_core::{
-    resolve_target, Backend, Executor, FallbackCause, FallbackPolicy, Graph, Notice, Placement,
-    PreparedPartition, Shape, Support, Target, ValueInfo,
+    resolve_target, Backend, Executor, FallbackCause, FallbackPolicy, Graph, MemoryBudget, Notice,
+    Placement, PreparedPartition, Shape, Support, Target, ValueInfo,
 };
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -27,6 +27,8 @@ pub struct Preferences {
     pub target: Option<Target>,
     pub policy: FallbackPolicy,
     pub overrides: Overrides,
+    /// The budget every partition is prepared within ([`Executor::prepare_within`]).
+    pub memory: MemoryBudget,
 }
 
 /// Settings that come from the environment (`CONCORD_FALLBACK`, `CONCORD_REQUIRE`) and win
@@ -189,7 +191,7 @@ pub(crate) fn plan(
     for (index, (range, sub)) in groups.iter().zip(subgraphs).enumerate() {
         let (executor, target, _) = &assignment[range.start];
         let prepared = executor
-            .prepare(&sub.graph, target)
+            .prepare_within(&sub.graph, target, prefs.memory)
             .map_err(|source| Error::Prepare {
                 executor: executor.name().to_string(),
                 target: target.clone(),

@@ -26,6 +26,18 @@ pub enum OpError {
     NotConstant { index: usize, name: &'static str },
     #[error("{0}")]
     Unsupported(String),
+    /// An allocation sized by the model or its inputs that the memory budget refuses
+    /// before it is made: `bytes` is None when the count overflowed.
+    #[error(
+        "{what} needs {}, over the memory limit of {limit} bytes (raise it with NetBuilder::memory_limit or {})",
+        bytes.map_or("more bytes than a 64-bit count holds".to_string(), |b| format!("{b} bytes")),
+        crate::memory::MEMORY_LIMIT_ENV
+    )]
+    MemoryBudget {
+        what: String,
+        bytes: Option<u64>,
+        limit: u64,
+    },
     /// A type that inference alone cannot find but folding may (a subgraph output whose
     /// rank needs an evaluated operand, an If branch that types only when its condition is
     /// known): inference without an evaluator leaves the node untyped instead of failing.

@@ -4,6 +4,7 @@
 
 use crate::error::Error;
 use crate::graph::{Graph, Node};
+use crate::memory::MemoryBudget;
 use crate::placement::FallbackCause;
 use crate::target::{Capability, Target, TargetSpec};
 use crate::tensor::Tensor;
@@ -116,6 +117,22 @@ pub trait Executor: Send + Sync + fmt::Debug {
         partition: &Graph,
         target: &Target,
     ) -> Result<Box<dyn PreparedPartition>, Error>;
+
+    /// [`Executor::prepare`] for a net built with a memory budget: every allocation sized
+    /// by the partition or its inputs (prepared weights, device buffers, kernel outputs)
+    /// should be checked against `budget` before it is made, and refused with
+    /// [`crate::OpError::MemoryBudget`] naming the node. The planner calls this one; the
+    /// default ignores the budget and calls `prepare`, so an executor that does not
+    /// override it is held to nothing.
+    fn prepare_within(
+        &self,
+        partition: &Graph,
+        target: &Target,
+        budget: MemoryBudget,
+    ) -> Result<Box<dyn PreparedPartition>, Error> {
+        let _ = budget;
+        self.prepare(partition, target)
+    }
 }
 
 impl DeviceInfo {

@@ -18,6 +18,9 @@
 //! - Executors run partitions by walking a [`Schedule`] and supply kernels only: run order,
 //!   value slots, dangling-value errors and frees are decided here, once.
 //! - Nothing here panics on bad input: every check returns [`Error`] or [`OpError`].
+//! - Every allocation sized by a model or an input is checked, with checked arithmetic,
+//!   against a [`MemoryBudget`] before it is made; executors receive the net's budget in
+//!   [`Executor::prepare_within`], and one over it is [`OpError::MemoryBudget`].
 
 pub mod dtype;
 pub mod einsum;
@@ -26,6 +29,7 @@ pub mod executor;
 pub mod fold;
 pub mod graph;
 pub mod infer;
+pub mod memory;
 pub mod op;
 pub mod placement;
 pub mod resize;
@@ -40,6 +44,7 @@ pub use dtype::DType;
 pub use error::{Error, OpError, Result};
 pub use executor::{Availability, DeviceInfo, Executor, PreparedPartition, ProfileSink, Support};
 pub use graph::{Graph, Node, ValueInfo};
+pub use memory::MemoryBudget;
 pub use op::Op;
 pub use placement::{FallbackCause, FallbackPolicy, Notice, Placement};
 pub use schedule::{Schedule, ScheduleTree, Step, StepValues};

@@ -110,7 +110,7 @@ fn fixed_input_folds_the_whole_shape_chain() {
     let unfolded = shape_chain(ValueInfo::fixed("X", DType::F32, &[2, 3, 4, 5]));
     let mut folded = unfolded.clone();
     let summary = folded
-        .fold_constants(&ReferenceEvaluator)
+        .fold_constants(&ReferenceEvaluator::default())
         .expect("folding succeeds");
 
     // Shape, Gather, Unsqueeze, Concat and the second Shape are gone.
@@ -182,7 +182,7 @@ fn symbolic_batch_keeps_shape_of_the_symbolic_input() {
     let unfolded = shape_chain(x);
     let mut folded = unfolded.clone();
     let summary = folded
-        .fold_constants(&ReferenceEvaluator)
+        .fold_constants(&ReferenceEvaluator::default())
         .expect("folding succeeds");
 
     // Nothing in this graph is foldable: both Shape nodes read X, whose batch is unknown.
@@ -285,7 +285,7 @@ fn symbolic_graph_folds_the_parts_that_do_not_depend_on_the_batch() {
 
     let mut folded = g.clone();
     let summary = folded
-        .fold_constants(&ReferenceEvaluator)
+        .fold_constants(&ReferenceEvaluator::default())
         .expect("folding succeeds");
     assert_eq!(summary.folded_nodes, 4);
     assert_eq!(
@@ -342,7 +342,7 @@ fn constant_nodes_instead_of_initializers_infer_and_fold() {
 
     let mut folded = g.clone();
     let summary = folded
-        .fold_constants(&ReferenceEvaluator)
+        .fold_constants(&ReferenceEvaluator::default())
         .expect("folding succeeds");
     assert_eq!(summary.folded_nodes, 8);
     assert_eq!(op_names(&folded), vec!["Reshape", "Slice"]);
@@ -448,7 +448,7 @@ fn mod_reshape_slice_concat_chain_folds_to_a_static_reshape() {
     // The loader's order: inference first, folding at build.
     g.infer_shapes().expect("inference");
     let summary = g
-        .fold_constants(&ReferenceEvaluator)
+        .fold_constants(&ReferenceEvaluator::default())
         .unwrap_or_else(|e| panic!("folding fails: {e}"));
     assert_eq!(op_names(&g), vec!["Reshape"]);
     assert_eq!(summary.folded_nodes, 11);
@@ -461,7 +461,9 @@ fn mod_reshape_slice_concat_chain_folds_to_a_static_reshape() {
     assert_eq!(g.values["Y"].shape, fixed(&[24, 5]));
 
     // One pass is the fixed point: folding again finds nothing.
-    let again = g.fold_constants(&ReferenceEvaluator).expect("refold");
+    let again = g
+        .fold_constants(&ReferenceEvaluator::default())
+        .expect("refold");
     assert_eq!(again.folded_nodes, 0);
 
     // Reshape keeps the element order, so Y's data is X's.
@@ -477,7 +479,8 @@ fn a_folded_graph_output_still_feeds_its_readers() {
     // Gather → Unsqueeze → Concat after it still fold and Reshape's target is static.
     let mut g = shape_chain(ValueInfo::fixed("X", DType::F32, &[2, 3, 4, 5]));
     g.outputs.push("x_shape".into());
-    g.fold_constants(&ReferenceEvaluator).expect("folding");
+    g.fold_constants(&ReferenceEvaluator::default())
+        .expect("folding");
     assert_eq!(op_names(&g), vec!["Shape", "Reshape", "Slice"]);
     assert_eq!(
         g.initializers.get("target"),
@@ -505,7 +508,7 @@ impl concord_core::fold::Evaluator for CountingEvaluator {
         if let Ok(mut seen) = self.evaluated.lock() {
             seen.push(op.name());
         }
-        ReferenceEvaluator.evaluate(op, inputs, num_outputs)
+        ReferenceEvaluator::default().evaluate(op, inputs, num_outputs)
     }
 }
 

@@ -3,8 +3,8 @@
 
 use crate::runner::ReferenceExecutor;
 use concord_core::{
-    Availability, DType, DeviceInfo, Error, Executor, Graph, Node, PreparedPartition, ProfileSink,
-    ScheduleTree, Support, Target, TargetSpec, Tensor,
+    Availability, DType, DeviceInfo, Error, Executor, Graph, MemoryBudget, Node, PreparedPartition,
+    ProfileSink, ScheduleTree, Support, Target, TargetSpec, Tensor,
 };
 use std::collections::BTreeMap;
 
@@ -23,14 +23,22 @@ pub struct CpuExecutor;
 pub struct CpuPartition {
     graph: Graph,
     schedules: ScheduleTree,
+    budget: MemoryBudget,
 }
 
 impl CpuPartition {
-    /// Prepares `partition`: schedules it and every subgraph nested in it.
+    /// Prepares `partition`: schedules it and every subgraph nested in it; its runs use
+    /// the machine's default [`MemoryBudget`].
     pub fn new(partition: &Graph) -> Result<Self, Error> {
+        CpuPartition::within(partition, MemoryBudget::default())
+    }
+
+    /// [`CpuPartition::new`] whose runs check every node's outputs against `budget`.
+    pub fn within(partition: &Graph, budget: MemoryBudget) -> Result<Self, Error> {
         Ok(CpuPartition {
             schedules: ScheduleTree::for_graph(partition)?,
             graph: partition.clone(),
+            budget,
         })
     }
 
@@ -94,6 +102,15 @@ impl Executor for CpuExecutor {
     ) -> Result<Box<dyn PreparedPartition>, Error> {
         Ok(Box::new(CpuPartition::new(partition)?))
     }
+
+    fn prepare_within(
+        &self,
+        partition: &Graph,
+        _target: &Target,
+        budget: MemoryBudget,
+    ) -> Result<Box<dyn PreparedPartition>, Error> {
+        Ok(Box::new(CpuPartition::within(partition, budget)?))
+    }
 }
 
 impl PreparedPartition for CpuPartition {
@@ -102,6 +119,11 @@ impl PreparedPartition for CpuPartition {
         inputs: &BTreeMap<String, Tensor>,
         profile: Option<&dyn ProfileSink>,
     ) -> Result<Vec<Tensor>, Error> {
-        ReferenceExecutor::new().run_scheduled(&self.graph, &self.schedules, inputs, profile)
+        ReferenceExecutor::within(self.budget).run_scheduled(
+            &self.graph,
+            &self.schedules,
+            inputs,
+            profile,
+        )
     }
 }

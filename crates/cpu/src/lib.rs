@@ -17,15 +17,25 @@ mod runner;
 
 pub use accumulation::{accumulation, Accumulation};
 pub use executor::{CpuExecutor, CpuPartition, CPU};
-pub use ops::run_op;
+pub use ops::{run_op, run_op_within};
 pub use runner::{ReferenceExecutor, RunOutputs};
 
 use concord_core::fold::Evaluator;
-use concord_core::{Op, OpError, Tensor};
+use concord_core::{MemoryBudget, Op, OpError, Tensor};
 
-/// The reference kernels as a constant-folding evaluator.
+/// The reference kernels as a constant-folding evaluator, within a [`MemoryBudget`]
+/// (the machine's default unless [`ReferenceEvaluator::within`] says otherwise).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ReferenceEvaluator;
+pub struct ReferenceEvaluator {
+    budget: MemoryBudget,
+}
+
+impl ReferenceEvaluator {
+    /// An evaluator whose kernels' outputs are checked against `budget` before they run.
+    pub fn within(budget: MemoryBudget) -> Self {
+        ReferenceEvaluator { budget }
+    }
+}
 
 impl Evaluator for ReferenceEvaluator {
     fn evaluate(
@@ -34,6 +44,6 @@ impl Evaluator for ReferenceEvaluator {
         inputs: &[Option<&Tensor>],
         num_outputs: usize,
     ) -> Result<Vec<Tensor>, OpError> {
-        run_op(op, inputs, num_outputs)
+        run_op_within(op, inputs, num_outputs, self.budget)
     }
 }

@@ -4,7 +4,7 @@
 //! one [`ScheduleTree`], and go to the node that runs them.
 
 use crate::ops::run_op_scheduled;
-use concord_core::{Error, Graph, ProfileSink, ScheduleTree, Step, Tensor};
+use concord_core::{Error, Graph, MemoryBudget, ProfileSink, ScheduleTree, Step, Tensor};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -12,14 +12,23 @@ use std::time::Instant;
 /// Named output tensors of one run, in the graph's output order.
 pub type RunOutputs = Vec<(String, Tensor)>;
 
-/// The reference executor. Holds no state: every run is independent, so one instance may
-/// be shared by any number of threads.
+/// The reference executor. Holds no state but its memory budget: every run is
+/// independent, so one instance may be shared by any number of threads.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ReferenceExecutor;
+pub struct ReferenceExecutor {
+    budget: MemoryBudget,
+}
 
 impl ReferenceExecutor {
+    /// A runner within the machine's default [`MemoryBudget`].
     pub fn new() -> Self {
-        ReferenceExecutor
+        ReferenceExecutor::default()
+    }
+
+    /// A runner whose every node's outputs are checked against `budget` before its kernel
+    /// runs.
+    pub fn within(budget: MemoryBudget) -> Self {
+        ReferenceExecutor { budget }
     }
 
     /// Runs `graph` on `inputs`, which the caller has validated, in topological order.
@@ -56,7 +65,7 @@ impl ReferenceExecutor {
         schedules
             .schedule()
             .walk_host(inputs, &graph.initializers, |step, operands| {
-                run_step(graph, schedules, step, operands, profile)
+                run_step(graph, schedules, step, operands, profile, self.budget)
             })
     }
 
@@ -81,10 +90,12 @@ impl ReferenceExecutor {
             |step, operands: &[Option<&Cow<Tensor>>]| {
                 let operands: Vec<Option<&Tensor>> =
                     operands.iter().map(|o| o.map(|t| t.as_ref())).collect();
-                Ok(run_step(graph, schedules, step, &operands, None)?
-                    .into_iter()
-                    .map(Cow::Owned)
-                    .collect())
+                Ok(
+                    run_step(graph, schedules, step, &operands, None, self.budget)?
+                        .into_iter()
+                        .map(Cow::Owned)
+                        .collect(),
+                )
             },
         )?;
         Ok(outputs.into_iter().map(Cow::into_owned).collect())
@@ -99,6 +110,7 @@ fn run_step(
     step: &Step,
     operands: &[Option<&Tensor>],
     profile: Option<&dyn ProfileSink>,
+    budget: MemoryBudget,
 ) -> Result<Vec<Tensor>, Error> {
     let node = graph.nodes.get(step.node).ok_or_else(|| {
         Error::InvalidGraph(format!(
@@ -112,6 +124,7 @@ fn run_step(
         schedules.subgraphs(step.node),
         operands,
         node.outputs.len(),
+        budget,
     )
     .map_err(|e| Error::at_node(node, e))?;
     if let (Some(sink), Some(started)) = (profile, started) {

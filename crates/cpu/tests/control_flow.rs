@@ -351,7 +351,7 @@ fn folding_replaces_a_constant_if_by_its_branch() {
     };
     graph.initializers.insert("cond".into(), flag(true));
     graph
-        .fold_constants(&ReferenceEvaluator)
+        .fold_constants(&ReferenceEvaluator::default())
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(
         graph.nodes.iter().all(|n| !matches!(n.op, Op::If { .. })),

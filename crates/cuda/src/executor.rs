@@ -5,7 +5,7 @@ use crate::device::{self, Device, Discovery, Unavailable};
 use crate::error::CudaError;
 use crate::partition::CudaPartition;
 use concord_core::{
-    Availability, Capability, DType, Error, Executor, FallbackCause, Graph, Node,
+    Availability, Capability, DType, Error, Executor, FallbackCause, Graph, MemoryBudget, Node,
     PreparedPartition, Support, Target, TargetSpec,
 };
 use std::sync::{Arc, OnceLock};
@@ -97,6 +97,15 @@ impl Executor for CudaExecutor {
         partition: &Graph,
         target: &Target,
     ) -> Result<Box<dyn PreparedPartition>, Error> {
+        self.prepare_within(partition, target, MemoryBudget::default())
+    }
+
+    fn prepare_within(
+        &self,
+        partition: &Graph,
+        target: &Target,
+        budget: MemoryBudget,
+    ) -> Result<Box<dyn PreparedPartition>, Error> {
         // Whether the device can run `target` (fp16) was decided by the planner through
         // `resolve_target`; this only refuses a target the executor does not serve.
         if !serves(target) {
@@ -112,6 +121,7 @@ impl Executor for CudaExecutor {
             device,
             partition,
             target.clone(),
+            budget,
         )?))
     }
 }

@@ -12,7 +12,9 @@ use crate::kernels::Family;
 use crate::lanes::{DeviceFailure, RunError};
 use crate::ops::{run_node, Fail, Launcher, Value};
 use crate::tensor::{self, DeviceTensor, Place, Storage};
-use concord_core::{Error, Graph, PreparedPartition, ProfileSink, Schedule, Target, Tensor};
+use concord_core::{
+    Error, Graph, MemoryBudget, PreparedPartition, ProfileSink, Schedule, Target, Tensor,
+};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
@@ -30,6 +32,7 @@ pub struct CudaPartition {
     /// Run order, value slots and free points; a run walks it.
     schedule: Schedule,
     device: Arc<Device>,
+    budget: MemoryBudget,
 }
 
 /// A value during one run: uploaded or computed by it, or a weight every run shares (with
@@ -50,7 +53,12 @@ impl RunValue<'_> {
 
 impl CudaPartition {
     /// Uploads the partition's initializers and compiles the kernel families its nodes use.
-    pub fn new(device: Arc<Device>, graph: &Graph, target: Target) -> Result<Self, Error> {
+    pub fn new(
+        device: Arc<Device>,
+        graph: &Graph,
+        target: Target,
+        budget: MemoryBudget,
+    ) -> Result<Self, Error> {
         let setup = |e: CudaError| e.in_partition("preparing a partition");
         if let Some(lost) = device.lost() {
             return Err(setup(lost));
@@ -77,6 +85,7 @@ impl CudaPartition {
                 allocation: device.allocation,
                 faults: None,
                 staging: None,
+                budget,
             };
             for (name, t) in &graph.initializers {
                 if runtime.contains(name.as_str()) {
@@ -97,6 +106,7 @@ impl CudaPartition {
             target,
             weights,
             schedule,
+            budget,
         })
     }
 
@@ -122,6 +132,7 @@ impl CudaPartition {
             allocation: self.device.allocation,
             faults: Some(&lane.faults),
             staging: Some(&lane.staging),
+            budget: self.budget,
         };
         // The status word: an int kernels set (first error wins) on operands only visible
         // on the device, such as an out-of-range Gather index.
@@ -135,6 +146,7 @@ impl CudaPartition {
             lane,
             status: status.ptr(),
             target: &self.target,
+            budget: self.budget,
         };
         // Which failures are the request's: the walk's own errors (inputs, operands) and
         // those of run_node that are operand errors. Device errors are kept aside with

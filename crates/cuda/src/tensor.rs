@@ -4,7 +4,7 @@
 
 use crate::driver::{Allocation, DeviceBuffer, Faults, Staging, Stream};
 use crate::error::CudaError;
-use concord_core::{DType, Shape, Tensor};
+use concord_core::{DType, MemoryBudget, Shape, Tensor};
 use std::sync::{Arc, Mutex};
 
 pub use concord_core::storage::{from_storage_bytes, to_storage_bytes, Storage};
@@ -30,6 +30,8 @@ pub struct Place<'a> {
     pub allocation: Allocation,
     pub faults: Option<&'a Arc<Faults>>,
     pub staging: Option<&'a Mutex<Staging>>,
+    /// Every allocation at this place is checked against it before it is made.
+    pub budget: MemoryBudget,
 }
 
 /// The CUDA kernel-name suffixes of a storage layout.
@@ -88,6 +90,14 @@ pub fn alloc(
     dtype: DType,
     shape: Shape,
 ) -> Result<DeviceTensor, CudaError> {
+    let counted = shape
+        .dims()
+        .iter()
+        .try_fold(storage.size() as u64, |acc, &d| acc.checked_mul(d as u64));
+    place
+        .budget
+        .check_bytes(counted, || format!("a device tensor ({storage:?} {shape})"))
+        .map_err(|e| CudaError::Runtime(e.to_string()))?;
     let bytes = byte_len(storage, &shape)?;
     // The buffer is written by a kernel or a copy before anything reads it (every caller
     // launches the op that fills it right after).

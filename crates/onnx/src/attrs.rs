@@ -51,6 +51,21 @@ impl<'a> Attrs<'a> {
                 }
                 Ok(kind) => kind,
             };
+            // onnx.checker: one value field, the one `type` names. A second one set would
+            // leave which value was meant to a guess.
+            let others: Vec<&str> = held_kinds(attr)
+                .into_iter()
+                .filter(|held| *held != kind)
+                .map(AttributeType::onnx_name)
+                .collect();
+            if !others.is_empty() {
+                return Err(error(&format!(
+                    "is of type {} but also holds a value of type {}; an attribute holds one \
+                     value, in the field its type names",
+                    kind.onnx_name(),
+                    others.join(" and ")
+                )));
+            }
             out.push((attr, kind, Cell::new(false)));
         }
         Ok(Attrs {
@@ -261,6 +276,31 @@ impl<'a> Attrs<'a> {
             )),
         }
     }
+}
+
+/// The kinds whose value field `attr` sets. A FLOAT's `f` has no presence on the wire
+/// when it is 0.0 (proto3 reading), so a zero `f` counts as unset.
+fn held_kinds(attr: &AttributeProto) -> Vec<AttributeType> {
+    [
+        (AttributeType::Float, attr.f != 0.0),
+        (AttributeType::Int, attr.i.is_some()),
+        (AttributeType::String, !attr.s.is_empty()),
+        (AttributeType::Tensor, attr.t.is_some()),
+        (AttributeType::Graph, attr.g.is_some()),
+        (AttributeType::SparseTensor, attr.sparse_tensor.is_some()),
+        (AttributeType::Floats, !attr.floats.is_empty()),
+        (AttributeType::Ints, !attr.ints.is_empty()),
+        (AttributeType::Strings, !attr.strings.is_empty()),
+        (AttributeType::Tensors, !attr.tensors.is_empty()),
+        (AttributeType::Graphs, !attr.graphs.is_empty()),
+        (
+            AttributeType::SparseTensors,
+            !attr.sparse_tensors.is_empty(),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(kind, set)| set.then_some(kind))
+    .collect()
 }
 
 /// An INT attribute.

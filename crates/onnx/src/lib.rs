@@ -34,6 +34,10 @@
 //!   names are unique.
 //! - Nothing here panics on any input bytes: decoding is prost's, and every length, dim and
 //!   element count is checked before use.
+//! - onnx.checker's structural rules (one value field per tensor and attribute, names,
+//!   dims, types, attribute kinds, opset imports, subgraph scoping) are each either
+//!   enforced with a typed [`Error`] or accepted on purpose; `docs/onnx-reading.md` lists
+//!   every rule, what the reader does and why.
 
 pub mod attrs;
 pub mod error;
@@ -110,10 +114,16 @@ pub const MAX_MODEL_BYTES: u64 = (2 << 30) - 1;
 /// [`MAX_MODEL_BYTES`]: a FIFO, a device or a directory is refused before it is read, and a
 /// file that grows while it is read is cut off at the cap and refused.
 pub fn load_file(path: &Path) -> Result<Graph, Error> {
-    load(&read_model_file(path)?)
+    load_file_within(path, MAX_MODEL_BYTES)
 }
 
-fn read_model_file(path: &Path) -> Result<Vec<u8>, Error> {
+/// [`load_file`] with a smaller cap: the file must also be at most `max_bytes` (a net's
+/// memory budget), checked before it is read.
+pub fn load_file_within(path: &Path, max_bytes: u64) -> Result<Graph, Error> {
+    load(&read_model_file(path, max_bytes.min(MAX_MODEL_BYTES))?)
+}
+
+fn read_model_file(path: &Path, cap: u64) -> Result<Vec<u8>, Error> {
     use std::io::Read;
     let io = |source| Error::Io {
         path: path.to_path_buf(),
@@ -122,7 +132,11 @@ fn read_model_file(path: &Path) -> Result<Vec<u8>, Error> {
     let meta = std::fs::metadata(path).map_err(io)?;
     let too_large = |bytes: u64| Error::ModelFile {
         path: path.to_path_buf(),
-        problem: format!("{bytes} bytes, more than the {MAX_MODEL_BYTES} a model may have"),
+        problem: if cap < MAX_MODEL_BYTES {
+            format!("{bytes} bytes, more than the memory limit of {cap} bytes")
+        } else {
+            format!("{bytes} bytes, more than the {MAX_MODEL_BYTES} a model may have")
+        },
     };
     if !meta.is_file() {
         return Err(Error::ModelFile {
@@ -130,15 +144,15 @@ fn read_model_file(path: &Path) -> Result<Vec<u8>, Error> {
             problem: "not a regular file".into(),
         });
     }
-    if meta.len() > MAX_MODEL_BYTES {
+    if meta.len() > cap {
         return Err(too_large(meta.len()));
     }
     let file = std::fs::File::open(path).map_err(io)?;
     let mut bytes = Vec::new();
-    file.take(MAX_MODEL_BYTES + 1)
+    file.take(cap.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(io)?;
-    if bytes.len() as u64 > MAX_MODEL_BYTES {
+    if bytes.len() as u64 > cap {
         return Err(too_large(bytes.len() as u64));
     }
     Ok(bytes)

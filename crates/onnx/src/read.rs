@@ -127,6 +127,21 @@ fn read_graph(
 
 /// The default-domain opset the model imports, checked against the supported range.
 fn default_opset(model: &ModelProto) -> Result<i64, Error> {
+    // onnx.checker keeps one version per domain; two that differ ("" 13 and "ai.onnx" 17)
+    // would leave which semantics the nodes have to a guess.
+    let versions: BTreeSet<i64> = model
+        .opset_import
+        .iter()
+        .filter(|o| is_default_domain(&o.domain))
+        .map(|o| o.version)
+        .collect();
+    if versions.len() > 1 {
+        return Err(Error::InvalidModel(format!(
+            "the model imports the default ONNX domain at {} different versions ({}); import it once",
+            versions.len(),
+            concord_core::text::list(&versions.iter().collect::<Vec<_>>(), 8)
+        )));
+    }
     let entry = model
         .opset_import
         .iter()

@@ -1076,3 +1076,122 @@ fn ops_refused_by_design_say_why() {
         );
     }
 }
+
+// onnx.checker's structural rules that the reader enforces (docs/onnx-reading.md lists
+// every rule and what the reader does with it).
+
+#[test]
+fn an_empty_graph_output_name_is_refused() {
+    let mut m = relu_model(17);
+    if let Some(g) = m.graph.as_mut() {
+        g.output.push(output(""));
+    }
+    expect_err(
+        load(&bytes(&m)),
+        |e| matches!(e, Error::InvalidModel(detail) if detail.contains("#1")),
+        &["graph output #1 has no name"],
+    );
+}
+
+#[test]
+fn an_attribute_holding_two_values_is_refused() {
+    // An INT `axis` that also carries an INTS list: which one was meant is a guess.
+    let mut axis = attr_int("axis", 1);
+    axis.ints = vec![0];
+    let m = model(
+        17,
+        graph(
+            vec![node("Softmax", "sm", &["x"], &["y"], vec![axis])],
+            vec![f32_value("x", &[1, 4])],
+            vec![output("y")],
+            vec![],
+        ),
+    );
+    expect_err(
+        load(&bytes(&m)),
+        |e| matches!(e, Error::Attribute { attribute, .. } if attribute == "axis"),
+        &[
+            "sm",
+            "Softmax",
+            "of type INT",
+            "also holds a value of type INTS",
+        ],
+    );
+}
+
+#[test]
+fn the_default_domain_imported_at_two_versions_is_refused() {
+    let mut m = relu_model(17);
+    m.opset_import
+        .push(concord_onnx::proto::OperatorSetIdProto {
+            domain: "ai.onnx".to_string(),
+            version: 13,
+        });
+    expect_err(
+        load(&bytes(&m)),
+        |e| matches!(e, Error::InvalidModel(_)),
+        &["default ONNX domain at 2 different versions", "13, 17"],
+    );
+    // The same version twice says the same thing twice, and reads.
+    let mut same = relu_model(17);
+    same.opset_import
+        .push(concord_onnx::proto::OperatorSetIdProto {
+            domain: "ai.onnx".to_string(),
+            version: 17,
+        });
+    assert!(load(&bytes(&same)).is_ok());
+}
+
+#[test]
+fn an_attribute_without_a_name_is_refused_as_unknown() {
+    let m = model(
+        17,
+        graph(
+            vec![node("Relu", "r", &["x"], &["y"], vec![attr_float("", 0.5)])],
+            vec![f32_value("x", &[1, 4])],
+            vec![output("y")],
+            vec![],
+        ),
+    );
+    expect_err(
+        load(&bytes(&m)),
+        |e| matches!(e, Error::Attribute { attribute, .. } if attribute.is_empty()),
+        &["r", "Relu"],
+    );
+}
+
+#[test]
+fn a_node_without_an_op_type_is_unknown() {
+    let m = model(
+        17,
+        graph(
+            vec![node("", "blank", &["x"], &["y"], vec![])],
+            vec![f32_value("x", &[1, 4])],
+            vec![output("y")],
+            vec![],
+        ),
+    );
+    expect_err(
+        load(&bytes(&m)),
+        |e| matches!(e, Error::UnknownOp { node, .. } if node == "blank"),
+        &["blank"],
+    );
+}
+
+#[test]
+fn two_graph_inputs_of_one_name_are_refused() {
+    let m = model(
+        17,
+        graph(
+            vec![node("Relu", "r", &["x"], &["y"], vec![])],
+            vec![f32_value("x", &[1, 4]), f32_value("x", &[1, 4])],
+            vec![output("y")],
+            vec![],
+        ),
+    );
+    expect_err(
+        load(&bytes(&m)),
+        |e| matches!(e, Error::Graph(CoreError::DuplicateValue { value, .. }) if value == "x"),
+        &["`x`"],
+    );
+}

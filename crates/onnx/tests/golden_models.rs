@@ -125,7 +125,7 @@ fn every_golden_model_loads_as_its_manifest_describes() {
             Ok(mut loaded) => {
                 // A value whose rank only evaluating a node tells is typed when constants
                 // fold (a Reshape whose shape comes from Shape, say).
-                if let Err(e) = loaded.fold_constants(&concord_cpu::ReferenceEvaluator) {
+                if let Err(e) = loaded.fold_constants(&concord_cpu::ReferenceEvaluator::default()) {
                     failures.push(format!("{name}: folding failed: {e}"));
                 }
                 for output in &loaded.outputs {

@@ -7,7 +7,7 @@ use crate::partition::OpenClPartition;
 use crate::plan::GemmKernel;
 use crate::programs::ProgramCache;
 use concord_core::{
-    Availability, Capability, DType, Error, Executor, FallbackCause, Graph, Node,
+    Availability, Capability, DType, Error, Executor, FallbackCause, Graph, MemoryBudget, Node,
     PreparedPartition, Support, Target, TargetSpec,
 };
 use std::sync::{Arc, OnceLock};
@@ -141,6 +141,15 @@ impl Executor for OpenClExecutor {
         partition: &Graph,
         target: &Target,
     ) -> Result<Box<dyn PreparedPartition>, Error> {
+        self.prepare_within(partition, target, MemoryBudget::default())
+    }
+
+    fn prepare_within(
+        &self,
+        partition: &Graph,
+        target: &Target,
+        budget: MemoryBudget,
+    ) -> Result<Box<dyn PreparedPartition>, Error> {
         if !serves(target) {
             return Err(OpenClError::Unavailable(format!(
                 "the OpenCL executor does not serve target {target}"
@@ -154,6 +163,7 @@ impl Executor for OpenClExecutor {
             runtime,
             partition,
             target.clone(),
+            budget,
         )?))
     }
 }

@@ -16,8 +16,8 @@ use crate::plan::{
 };
 use concord_core::infer::{infer_op, ValueFact};
 use concord_core::{
-    Error, Graph, OpError, PreparedPartition, ProfileSink, Schedule, Shape, StepValues, Target,
-    Tensor,
+    Error, Graph, MemoryBudget, OpError, PreparedPartition, ProfileSink, Schedule, Shape,
+    StepValues, Target, Tensor,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,10 +37,17 @@ pub struct OpenClPartition {
     weights: WeightStore,
     /// Execution plans by input shapes.
     plans: Mutex<HashMap<Vec<Vec<usize>>, Arc<ExecPlan>>>,
+    /// Every weight upload and device buffer is checked against it.
+    budget: MemoryBudget,
 }
 
 impl OpenClPartition {
-    pub fn new(runtime: Arc<Runtime>, partition: &Graph, target: Target) -> Result<Self, Error> {
+    pub fn new(
+        runtime: Arc<Runtime>,
+        partition: &Graph,
+        target: Target,
+        budget: MemoryBudget,
+    ) -> Result<Self, Error> {
         let mut graph = partition.clone();
         let nodes = fuse(&mut graph);
         let schedule = Schedule::from_steps(
@@ -59,6 +66,7 @@ impl OpenClPartition {
             target,
             weights: WeightStore::default(),
             plans: Mutex::new(HashMap::new()),
+            budget,
         };
         this.upload_weights()?;
         // With fixed input shapes everything can be decided now.
@@ -99,6 +107,19 @@ impl OpenClPartition {
                 if let Some(t) = self.graph.initializers.get(name) {
                     let storage =
                         Storage::of(t.dtype(), crate::executor::float_storage(&self.target));
+                    let bytes = t
+                        .dims()
+                        .iter()
+                        .try_fold(storage.size() as u64, |acc, &d| acc.checked_mul(d as u64));
+                    self.budget
+                        .check_bytes(bytes, || {
+                            format!(
+                                "the device copy of weight `{}` ({storage:?} {})",
+                                concord_core::text::elide_middle(name, 80),
+                                t.shape()
+                            )
+                        })
+                        .map_err(|e| Error::at_node(&fused.node, e))?;
                     self.weights
                         .get_or_upload(&self.runtime.device, name, t, storage)
                         .map_err(|e| e.at_node(&fused.node))?;
@@ -118,6 +139,7 @@ impl OpenClPartition {
             &self.graph.initializers,
             rt.options.gemm,
         );
+        b.budget = self.budget;
         for (name, t) in &self.graph.initializers {
             b.shapes.insert(name.clone(), t.shape().clone());
             b.dtypes.insert(name.clone(), t.dtype());

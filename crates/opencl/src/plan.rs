@@ -8,7 +8,7 @@ use crate::cl::{ArgValue, Buffer, Kernel, Program, Queue};
 use crate::device::Device;
 use crate::error::OpenClError;
 use crate::programs::{Family, ProgramCache};
-use concord_core::{DType, OpError, Shape, Target, Tensor};
+use concord_core::{DType, MemoryBudget, OpError, Shape, Target, Tensor};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
@@ -135,6 +135,8 @@ pub struct Builder<'a> {
     pub host: HashMap<String, Tensor>,
     pub loc: HashMap<String, Loc>,
     pub needs_status: bool,
+    /// Every device buffer a plan asks for is checked against this before it is sized.
+    pub budget: MemoryBudget,
     slots: Slots,
     /// Values each slot holds that are still live.
     slot_values: Vec<HashSet<String>>,
@@ -281,6 +283,7 @@ impl<'a> Builder<'a> {
             host: HashMap::new(),
             loc: HashMap::new(),
             needs_status: false,
+            budget: MemoryBudget::default(),
             slots: Slots::default(),
             slot_values: Vec::new(),
             launches: Vec::new(),
@@ -313,7 +316,26 @@ impl<'a> Builder<'a> {
 
     /// Gives `name` a fresh slot big enough for its shape and storage.
     pub fn alloc(&mut self, name: &str) -> Result<Loc, OpError> {
-        let bytes = self.shape(name)?.numel() * self.storage(self.dtype(name)?).size();
+        let storage = self.storage(self.dtype(name)?);
+        let shape = self.shape(name)?;
+        let bytes = shape
+            .dims()
+            .iter()
+            .try_fold(storage.size() as u64, |acc, &d| acc.checked_mul(d as u64));
+        let bytes = self.budget.check_bytes(bytes, || {
+            format!(
+                "the device buffer of `{}` ({storage:?} {shape})",
+                concord_core::text::elide_middle(name, 80)
+            )
+        })?;
+        let bytes = usize::try_from(bytes).map_err(|_| OpError::MemoryBudget {
+            what: format!(
+                "the device buffer of `{}`",
+                concord_core::text::elide_middle(name, 80)
+            ),
+            bytes: Some(bytes),
+            limit: self.budget.limit(),
+        })?;
         let slot = self.slots.take(bytes);
         if self.slot_values.len() <= slot {
             self.slot_values.resize_with(slot + 1, HashSet::new);

@@ -8,7 +8,9 @@
 use super::{optional, required};
 use crate::runner::ReferenceExecutor;
 use concord_core::infer::{condition_value, infer_on_tensors, scan_axis, subgraph_error};
-use concord_core::{Dim, Graph, Op, OpError, ScheduleTree, Shape, Tensor, TensorData};
+use concord_core::{
+    Dim, Graph, MemoryBudget, Op, OpError, ScheduleTree, Shape, Tensor, TensorData,
+};
 use std::borrow::Cow;
 
 /// Runs a control-flow op. `subgraphs` holds the schedules of the op's subgraphs, one per
@@ -18,6 +20,7 @@ pub(crate) fn run(
     subgraphs: &[ScheduleTree],
     inputs: &[Option<&Tensor>],
     num_outputs: usize,
+    budget: MemoryBudget,
 ) -> Result<Vec<Tensor>, OpError> {
     let expected = op.subgraphs().len();
     if !subgraphs.is_empty() && subgraphs.len() != expected {
@@ -41,7 +44,7 @@ pub(crate) fn run(
             } else {
                 (else_branch, 1, "else_branch")
             };
-            let outputs = Subgraph::new(branch, prepared(k), what)?.run(&captures)?;
+            let outputs = Subgraph::new(branch, prepared(k), what, budget)?.run(&captures)?;
             if outputs.len() != num_outputs {
                 return Err(OpError::Shape(format!(
                     "{what} produced {} outputs, the node declares {num_outputs}",
@@ -51,11 +54,11 @@ pub(crate) fn run(
             Ok(outputs)
         }
         Op::Loop { body, captures } => {
-            let body_run = Subgraph::new(body, prepared(0), "body")?;
+            let body_run = Subgraph::new(body, prepared(0), "body", budget)?;
             run_loop(op, &body_run, *captures, inputs, num_outputs)
         }
         Op::Scan { body, .. } => {
-            let body_run = Subgraph::new(body, prepared(0), "body")?;
+            let body_run = Subgraph::new(body, prepared(0), "body", budget)?;
             run_scan(op, &body_run, inputs, num_outputs)
         }
         other => Err(super::not_in_family(other)),
@@ -68,6 +71,7 @@ struct Subgraph<'g> {
     graph: &'g Graph,
     schedules: Cow<'g, ScheduleTree>,
     what: &'static str,
+    budget: MemoryBudget,
 }
 
 impl<'g> Subgraph<'g> {
@@ -75,6 +79,7 @@ impl<'g> Subgraph<'g> {
         graph: &'g Graph,
         prepared: Option<&'g ScheduleTree>,
         what: &'static str,
+        budget: MemoryBudget,
     ) -> Result<Self, OpError> {
         let schedules = match prepared {
             Some(tree) => Cow::Borrowed(tree),
@@ -86,6 +91,7 @@ impl<'g> Subgraph<'g> {
             graph,
             schedules,
             what,
+            budget,
         })
     }
 
@@ -98,7 +104,7 @@ impl<'g> Subgraph<'g> {
                 inputs.len()
             )));
         }
-        ReferenceExecutor::new()
+        ReferenceExecutor::within(self.budget)
             .run_bound(self.graph, &self.schedules, inputs)
             .map_err(|e| subgraph_error(self.what, e))
     }
@@ -162,6 +168,9 @@ fn run_loop(
     let captured = present(inputs, formal)?;
     let mut cond = cond_input.unwrap_or(true);
     let mut scans: Vec<Vec<Tensor>> = vec![Vec::new(); scan_count];
+    // The scan outputs grow with every iteration, and what they will add up to is known
+    // only as they do: their bytes so far are checked against the budget each time.
+    let mut scanned_bytes = Some(0u64);
     let mut iteration = 0i64;
     while cond && max_trips.map_or(true, |m| iteration < m) {
         let iteration_num = Tensor::scalar_i64(iteration);
@@ -182,8 +191,12 @@ fn run_loop(
         cond = condition_value(&outputs[0], 0, "the body's cond output")?;
         carried = carried_part;
         for (list, t) in scans.iter_mut().zip(scan_part) {
+            scanned_bytes = scanned_bytes.and_then(|b| b.checked_add(t.size_in_bytes() as u64));
             list.push(t);
         }
+        body_run.budget.check_bytes(scanned_bytes, || {
+            format!("the scan output of {} iterations", iteration + 1)
+        })?;
         iteration += 1;
     }
     let mut results = carried;

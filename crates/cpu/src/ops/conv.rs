@@ -13,10 +13,14 @@ use super::matrix::{multiply_add, MatRef};
 use super::spatial::{advance, checked_product, col2im_add, resolve, Axis, WindowAttrs};
 use super::{expect_float, i64_operand, optional, required};
 use concord_core::op::{Conv, ConvTranspose};
-use concord_core::{OpError, Shape, Tensor};
+use concord_core::{DType, MemoryBudget, OpError, Shape, Tensor};
 
 /// Runs Conv on inputs X (N, C, D1…Dn), W (M, C/group, k1…kn) and optional B (M).
-pub(crate) fn conv(attrs: &Conv, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+pub(crate) fn conv(
+    attrs: &Conv,
+    inputs: &[Option<&Tensor>],
+    budget: MemoryBudget,
+) -> Result<Tensor, OpError> {
     let x = required(inputs, 0, "X")?;
     let w = required(inputs, 1, "W")?;
     let bias = optional(inputs, 2);
@@ -56,6 +60,11 @@ pub(crate) fn conv(attrs: &Conv, inputs: &[Option<&Tensor>]) -> Result<Tensor, O
                  address"
             ))
         })?;
+        // The scratch can dwarf the output (one column per output position and kernel tap
+        // of every input channel of a group), so it meets the budget too.
+        budget
+            .check_tensor(DType::F64, &[kg, p])
+            .map_err(|e| scratch(e, "Conv's im2col matrix"))?;
         vec![0.0; len]
     };
     for (x_image, y_image) in x_f
@@ -237,6 +246,22 @@ fn im2col(x_group: &[f64], axes: &[Axis], input_plane: usize, cols: &mut [f64]) 
 }
 
 /// Writes the row-major multi-index of flat position `index` within `dims` into `coords`.
+/// A budget error about a kernel's scratch, saying which scratch it is.
+fn scratch(e: OpError, what: &str) -> OpError {
+    match e {
+        OpError::MemoryBudget {
+            what: shape,
+            bytes,
+            limit,
+        } => OpError::MemoryBudget {
+            what: format!("{what} ({shape})"),
+            bytes,
+            limit,
+        },
+        other => other,
+    }
+}
+
 fn unravel(mut index: usize, dims: &[usize], coords: &mut [usize]) {
     for (c, &d) in coords.iter_mut().zip(dims).rev() {
         *c = index % d;
@@ -253,6 +278,7 @@ fn unravel(mut index: usize, dims: &[usize], coords: &mut [usize]) {
 pub(crate) fn conv_transpose(
     attrs: &ConvTranspose,
     inputs: &[Option<&Tensor>],
+    budget: MemoryBudget,
 ) -> Result<Tensor, OpError> {
     let x = required(inputs, 0, "X")?;
     let w = required(inputs, 1, "W")?;
@@ -328,6 +354,9 @@ pub(crate) fn conv_transpose(
     let w_f = w.to_f64_vec();
     let cg = c / group;
     let rows = mg * kernel_size;
+    budget
+        .check_tensor(DType::F64, &[rows, input_plane])
+        .map_err(|e| scratch(e, "ConvTranspose's column matrix"))?;
     let mut cols = vec![
         0.0;
         rows.checked_mul(input_plane).ok_or_else(|| {

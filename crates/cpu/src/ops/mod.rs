@@ -26,18 +26,88 @@ mod sequence;
 mod signal;
 mod spatial;
 
+use concord_core::infer::infer_on_tensors;
 use concord_core::op::Family;
-use concord_core::{DType, Op, OpError, ScheduleTree, Tensor};
+use concord_core::{DType, MemoryBudget, Op, OpError, ScheduleTree, Shape, Tensor};
 
 /// Runs one op on concrete inputs (None for omitted optional inputs), returning exactly
-/// `num_outputs` tensors. An If, Loop or Scan schedules its subgraphs for this one run;
-/// a prepared partition has them already ([`run_op_scheduled`]).
+/// `num_outputs` tensors, within the machine's default [`MemoryBudget`]. An If, Loop or
+/// Scan schedules its subgraphs for this one run; a prepared partition has them already
+/// ([`run_op_scheduled`]).
 pub fn run_op(
     op: &Op,
     inputs: &[Option<&Tensor>],
     num_outputs: usize,
 ) -> Result<Vec<Tensor>, OpError> {
-    run_op_scheduled(op, &[], inputs, num_outputs)
+    run_op_within(op, inputs, num_outputs, MemoryBudget::default())
+}
+
+/// [`run_op`] within `budget`: outputs the budget refuses are an
+/// [`OpError::MemoryBudget`], found before any kernel runs ([`check_outputs_fit`]).
+pub fn run_op_within(
+    op: &Op,
+    inputs: &[Option<&Tensor>],
+    num_outputs: usize,
+    budget: MemoryBudget,
+) -> Result<Vec<Tensor>, OpError> {
+    run_op_scheduled(op, &[], inputs, num_outputs, budget)
+}
+
+/// The one gate every reference kernel's output allocation passes: the op's outputs are
+/// inferred from the concrete operands (their shapes, and the values of shape-like
+/// operands such as Expand's shape, Pad's pads or Resize's sizes), and their bytes, counted
+/// with checked arithmetic, with the f64 working copy a computing kernel holds next to
+/// them, are checked against `budget` before the kernel allocates anything. An output
+/// whose size depends on the data is not known here: NonZero's and Unique's are bounded by
+/// their input, and a Loop's scan outputs are checked as they grow (`control.rs`).
+/// Inference that fails leaves the kernel to report its own, more specific, error.
+pub(crate) fn check_outputs_fit(
+    op: &Op,
+    inputs: &[Option<&Tensor>],
+    num_outputs: usize,
+    budget: MemoryBudget,
+) -> Result<(), OpError> {
+    let Ok(facts) = infer_on_tensors(op, inputs, num_outputs) else {
+        return Ok(());
+    };
+    let known: Vec<(DType, Shape)> = facts
+        .iter()
+        .filter_map(|f| Some((f.dtype, Shape::from_sym(&f.shape)?)))
+        .collect();
+    // Kernels that compute (accumulate in f64, round once at the output) hold an f64 copy
+    // of every output next to the output itself; kernels that only move elements
+    // (Movement, Indexing) and control flow (whose body nodes pass this gate one by one)
+    // do not.
+    let working_copy = !matches!(
+        op.family(),
+        Family::Movement | Family::Indexing | Family::ControlFlow
+    );
+    let mut total = Some(0u64);
+    let mut described = Vec::with_capacity(known.len());
+    for (dtype, shape) in &known {
+        let width = dtype.size_in_bytes() + if working_copy { 8 } else { 0 };
+        total = total.and_then(|t| t.checked_add(bytes_of(width, shape.dims())?));
+        described.push(format!("{dtype} {shape}"));
+    }
+    budget
+        .check_bytes(total, || {
+            let outputs = match described.len() {
+                1 => format!("an output of {}", described[0]),
+                _ => format!("outputs {}", concord_core::text::list(&described, 4)),
+            };
+            if working_copy {
+                format!("{outputs} with the f64 working copy the reference computes it in")
+            } else {
+                outputs
+            }
+        })
+        .map(|_| ())
+}
+
+/// `width` bytes for each element of `dims`, or None when the count overflows.
+fn bytes_of(width: usize, dims: &[usize]) -> Option<u64> {
+    dims.iter()
+        .try_fold(width as u64, |acc, &d| acc.checked_mul(d as u64))
 }
 
 /// [`run_op`] with the schedules of the op's subgraphs made beforehand (one per
@@ -47,7 +117,9 @@ pub(crate) fn run_op_scheduled(
     subgraphs: &[ScheduleTree],
     inputs: &[Option<&Tensor>],
     num_outputs: usize,
+    budget: MemoryBudget,
 ) -> Result<Vec<Tensor>, OpError> {
+    check_outputs_fit(op, inputs, num_outputs, budget)?;
     let outputs = match op.family() {
         Family::Pool if matches!(op, Op::MaxPool(_)) => match op {
             Op::MaxPool(attrs) => pool::max_pool(attrs, inputs, num_outputs)?,
@@ -57,7 +129,7 @@ pub(crate) fn run_op_scheduled(
             sequence::run(op, inputs, num_outputs)?
         }
         Family::Linear | Family::Pool | Family::Resize => vec![match op {
-            Op::Conv(attrs) => conv::conv(attrs, inputs)?,
+            Op::Conv(attrs) => conv::conv(attrs, inputs, budget)?,
             Op::Gemm(attrs) => gemm::gemm(attrs, inputs)?,
             Op::MatMul => gemm::matmul(inputs)?,
             Op::AveragePool(attrs) => pool::average_pool(attrs, inputs)?,
@@ -66,7 +138,7 @@ pub(crate) fn run_op_scheduled(
             Op::GlobalLpPool { p } => pool::global_pool(inputs, Some(*p))?,
             Op::LpPool(attrs, p) => pool::lp_pool(attrs, *p, inputs)?,
             Op::Resize(attrs) => resize::resize(attrs, inputs)?,
-            Op::ConvTranspose(attrs) => conv::conv_transpose(attrs, inputs)?,
+            Op::ConvTranspose(attrs) => conv::conv_transpose(attrs, inputs, budget)?,
             Op::MaxUnpool {
                 kernel_shape,
                 pads,
@@ -92,13 +164,13 @@ pub(crate) fn run_op_scheduled(
             }
             _ => norm::run(op, inputs, num_outputs)?,
         },
-        Family::Quantization => quant::run(op, inputs, num_outputs)?,
+        Family::Quantization => quant::run(op, inputs, num_outputs, budget)?,
         Family::Reduce => vec![reduce::run(op, inputs)?],
         Family::Movement => movement::run(op, inputs, num_outputs)?,
         Family::Indexing => indexing::run(op, inputs, num_outputs)?,
         Family::Recurrent => recurrent::run(op, inputs, num_outputs)?,
         Family::LinearAlgebra => algebra::run(op, inputs)?,
-        Family::ControlFlow => control::run(op, subgraphs, inputs, num_outputs)?,
+        Family::ControlFlow => control::run(op, subgraphs, inputs, num_outputs, budget)?,
         Family::Sampling => vec![sampling::run(op, inputs)?],
         Family::Signal => vec![signal::run(op, inputs)?],
         Family::Random => vec![random::run(op, inputs)?],

@@ -9,12 +9,13 @@
 use super::{conv, gemm, optional, required};
 use concord_core::op::Conv;
 use concord_core::shape::normalize_axis;
-use concord_core::{DType, Op, OpError, Shape, Tensor};
+use concord_core::{DType, MemoryBudget, Op, OpError, Shape, Tensor};
 
 pub(crate) fn run(
     op: &Op,
     inputs: &[Option<&Tensor>],
     num_outputs: usize,
+    budget: MemoryBudget,
 ) -> Result<Vec<Tensor>, OpError> {
     let one = |t: Result<Tensor, OpError>| t.map(|t| vec![t]);
     match op {
@@ -38,8 +39,8 @@ pub(crate) fn run(
         Op::DynamicQuantizeLinear => dynamic_quantize(inputs, num_outputs),
         Op::MatMulInteger => one(matmul_integer(inputs)),
         Op::QLinearMatMul => one(qlinear_matmul(inputs)),
-        Op::ConvInteger(attrs) => one(conv_integer(attrs, inputs)),
-        Op::QLinearConv(attrs) => one(qlinear_conv(attrs, inputs)),
+        Op::ConvInteger(attrs) => one(conv_integer(attrs, inputs, budget)),
+        Op::QLinearConv(attrs) => one(qlinear_conv(attrs, inputs, budget)),
         other => Err(OpError::Unsupported(format!(
             "{} is not a quantisation op",
             other.name()
@@ -384,7 +385,11 @@ fn qlinear_matmul(inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
 /// ConvInteger: Conv of (x - x_zero_point) and (w - w_zero_point) in i32. Padding pads x
 /// with its zero point (0 after the subtraction). w_zero_point is a scalar or per output
 /// channel.
-fn conv_integer(attrs: &Conv, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+fn conv_integer(
+    attrs: &Conv,
+    inputs: &[Option<&Tensor>],
+    budget: MemoryBudget,
+) -> Result<Tensor, OpError> {
     const OP: &str = "ConvInteger";
     let x = required(inputs, 0, "x")?;
     let w = required(inputs, 1, "w")?;
@@ -398,14 +403,18 @@ fn conv_integer(attrs: &Conv, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpEr
     let x = minus_zero_point(OP, x, 0, "x", x_zp.map(|z| (z, 2, "x_zero_point")), 1)?;
     let w_zp = optional(inputs, 3).map(|z| (z, 3, "w_zero_point"));
     let w = minus_zero_point(OP, w, 1, "w", w_zp, 0)?;
-    let y = conv::conv(attrs, &[Some(&x), Some(&w)])?;
+    let y = conv::conv(attrs, &[Some(&x), Some(&w)], budget)?;
     Tensor::from_f64(DType::I32, y.shape().clone(), y.to_f64_vec())
 }
 
 /// QLinearConv: requantised Conv of (x - x_zp) and (w - w_zp) plus the i32 bias B, with the
 /// multiplier x_scale · w_scale / y_scale, w_scale and w_zero_point per tensor or per
 /// output channel.
-fn qlinear_conv(attrs: &Conv, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+fn qlinear_conv(
+    attrs: &Conv,
+    inputs: &[Option<&Tensor>],
+    budget: MemoryBudget,
+) -> Result<Tensor, OpError> {
     const OP: &str = "QLinearConv";
     let x = required(inputs, 0, "x")?;
     let w = required(inputs, 3, "w")?;
@@ -446,7 +455,7 @@ fn qlinear_conv(attrs: &Conv, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpEr
         Some(b) => return Err(dtype_error(8, "B", "i32", b.dtype())),
         None => None,
     };
-    let acc = conv::conv(attrs, &[Some(&x), Some(&w), bias.as_ref()])?;
+    let acc = conv::conv(attrs, &[Some(&x), Some(&w), bias.as_ref()], budget)?;
     let dims = acc.dims();
     let plane: usize = dims.get(2..).map_or(1, |d| d.iter().product());
     let channels = dims.get(1).copied().unwrap_or(1);

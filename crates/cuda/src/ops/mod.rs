@@ -19,7 +19,7 @@ use crate::tensor::{self, DeviceTensor, Place, Storage};
 use concord_core::infer::{infer_op, OutputFact, ValueFact};
 use concord_core::op::Family as OpFamily;
 use concord_core::op::ReduceKind;
-use concord_core::{DType, Node, Op, OpError, Shape, Target, Tensor};
+use concord_core::{DType, MemoryBudget, Node, Op, OpError, Shape, Target, Tensor};
 use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig};
 
 /// The most axes a kernel's iteration space has (kernels/prelude.cu's MAX_RANK).
@@ -35,6 +35,8 @@ pub struct Launcher<'a> {
     /// Device address of the run's status word (an i32 kernels set on bad operands).
     pub status: u64,
     pub target: &'a Target,
+    /// The net's memory budget, which every output and scratch allocation is checked against.
+    pub budget: MemoryBudget,
 }
 
 /// One operand of a node: always on the device; also on the host when it is a constant of
@@ -172,6 +174,7 @@ impl<'a> Launcher<'a> {
             allocation: self.device.allocation,
             faults: Some(&self.lane.faults),
             staging: Some(&self.lane.staging),
+            budget: self.budget,
         }
     }
 

@@ -263,12 +263,14 @@ pub fn allowance(
     expected: &Tensor,
     accumulation: Option<&Accumulation>,
 ) -> Result<Vec<f64>, String> {
-    let u = target.unit_roundoff();
     let fp16 = target.stores_f16() || expected.dtype() == DType::F16;
-    let u = if expected.dtype() == DType::F16 {
-        DType::F16.unit_roundoff()
-    } else {
-        u
+    // A half-precision output is stored with its own unit roundoff whatever the target's
+    // storage: f16's 2^-11, or bf16's 2^-8 (bf16 keeps f32's exponent range, so its
+    // smallest normal is f32's).
+    let bf16 = expected.dtype() == DType::BF16;
+    let u = match expected.dtype() {
+        DType::F16 | DType::BF16 => expected.dtype().unit_roundoff(),
+        _ => target.unit_roundoff(),
     };
     let tiny = if fp16 {
         6.1e-5
@@ -303,7 +305,13 @@ pub fn allowance(
             abs_f16,
             rel_f16,
         } => {
-            let (a, r) = if fp16 {
+            let (a, r) = if bf16 {
+                // The f16 figures scaled by the ratio of the unit roundoffs (2^-8 / 2^-11 =
+                // 8): the fixed levels are a number of ulps of the stored type, and a bf16
+                // ulp is eight f16 ulps.
+                let scale = DType::BF16.unit_roundoff() / DType::F16.unit_roundoff();
+                (abs_f16 * scale, rel_f16 * scale)
+            } else if fp16 {
                 (*abs_f16, *rel_f16)
             } else {
                 (*abs, *rel)
@@ -346,6 +354,36 @@ mod tests {
         );
         let a16 = allowance(level, &f16_storage, &y, Some(&acc)).expect("allowance");
         assert!(a16[1] > a[1] * 1000.0, "f16 allowance uses u = 2^-11");
+    }
+
+    #[test]
+    fn bf16_outputs_use_bf16_roundoff() {
+        let table = ToleranceTable::builtin().expect("table parses");
+        let f32_storage = TargetSpec::new(Target::new("t"), DType::F32, DType::F32);
+        let y32 =
+            Tensor::from_f64(DType::F32, concord_core::Shape::from(vec![1]), vec![0.5]).expect("t");
+        let y16 =
+            Tensor::from_f64(DType::F16, concord_core::Shape::from(vec![1]), vec![0.5]).expect("t");
+        let yb = Tensor::from_f64(DType::BF16, concord_core::Shape::from(vec![1]), vec![0.5])
+            .expect("t");
+        // An ulp level: n ulps of the stored type, 2^-8 for bf16.
+        let ulp = table.level("rounding").expect("level").level;
+        let ab = allowance(ulp, &f32_storage, &yb, None).expect("allowance");
+        let a32 = allowance(ulp, &f32_storage, &y32, None).expect("allowance");
+        assert!(
+            (ab[0] / a32[0] - 2f64.powi(16)).abs() < 1e-9,
+            "bf16 ulp is 2^16 f32 ulps"
+        );
+        // A fixed level: the f16 figures times the ratio of unit roundoffs.
+        let fixed = table.level("normalize").expect("level").level;
+        let ab = allowance(fixed, &f32_storage, &yb, None).expect("allowance");
+        let a16 = allowance(fixed, &f32_storage, &y16, None).expect("allowance");
+        assert!(
+            (ab[0] / a16[0] - 8.0).abs() < 1e-9,
+            "{} vs {}",
+            ab[0],
+            a16[0]
+        );
     }
 
     #[test]

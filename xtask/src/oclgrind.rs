@@ -8,11 +8,12 @@
 //!
 //! Oclgrind calls itself a GPU, an accelerator and a CPU; the executor treats it as a GPU,
 //! so the trials run the GPU-shaped kernels (local-memory tiled GEMM, generic depthwise and
-//! MaxPool). They run a second time with `CONCORD_OPENCL_GEMM=register-blocked`, the
-//! CPU-device kernels whose 16-lane loads run past a value's end into its slot's slack:
-//! Oclgrind checks each such load against the buffer's real size. Last, the padded MaxPool
-//! (the CPU kernel) runs with the uninitialized-value check on; Oclgrind 21.10's
-//! uninitialized-value plugin aborts inside itself on most other kernels, so only there.
+//! MaxPool), the PyTorch exports left out there for time. They run a second time with
+//! `CONCORD_OPENCL_GEMM=register-blocked`, the CPU-device kernels whose 16-lane loads run
+//! past a value's end into its slot's slack: Oclgrind checks each such load against the
+//! buffer's real size. Last, golden case tiny_fpn runs with the uninitialized-value check
+//! on, counting the reports about the padded MaxPool (max_pool_padded) only: Oclgrind
+//! 21.10's plugin aborts on the `freeze` instruction in most other kernels.
 //!
 //! The trials run one at a time: Oclgrind 21.10 crashed (SIGSEGV) running trials from two
 //! threads at once.
@@ -32,52 +33,72 @@ struct Step {
     what: &'static str,
     /// The suite's trial-name filter (a substring).
     filter: &'static str,
+    /// Trials left out (libtest's `--skip`, substrings).
+    skip: &'static [&'static str],
     /// Extra environment.
     env: &'static [(&'static str, &'static str)],
+    /// Count only the reports about this kernel, and let trials fail: for the
+    /// uninitialized-value check, whose plugin aborts on instructions it does not support
+    /// (`freeze`) in other kernels, leaving their outputs wrong.
+    only_kernel: Option<&'static str>,
 }
 
 const CPU_KERNELS: (&str, &str) = ("CONCORD_OPENCL_GEMM", "register-blocked");
+
+/// The PyTorch and torchvision exports, left out on the GPU-shaped kernels: Oclgrind
+/// simulates every work-item of the 256-item tiled GEMM groups one by one, and those 19
+/// trials took over 5 minutes there (the CPU-device kernels run all 26 in about 80 s).
+const LARGE_MODELS: &[&str] = &["model/torch", "model/transformer_encoder"];
 
 const STEPS: &[Step] = &[
     Step {
         what: "golden trials, GPU-shaped kernels",
         filter: "opencl/opencl/golden/",
+        skip: &[],
         env: &[],
+        only_kernel: None,
     },
     Step {
         what: "op trials, GPU-shaped kernels",
         filter: "opencl/opencl/op/",
+        skip: &[],
         env: &[],
+        only_kernel: None,
     },
     Step {
-        what: "model trials, GPU-shaped kernels",
+        what: "model trials but the exported ones, GPU-shaped kernels",
         filter: "opencl/opencl/model/",
+        skip: LARGE_MODELS,
         env: &[],
+        only_kernel: None,
     },
     Step {
         what: "golden trials, CPU-device kernels",
         filter: "opencl/opencl/golden/",
+        skip: &[],
         env: &[CPU_KERNELS],
+        only_kernel: None,
     },
     Step {
         what: "op trials, CPU-device kernels",
         filter: "opencl/opencl/op/",
+        skip: &[],
         env: &[CPU_KERNELS],
+        only_kernel: None,
     },
     Step {
         what: "model trials, CPU-device kernels",
         filter: "opencl/opencl/model/",
+        skip: &[],
         env: &[CPU_KERNELS],
-    },
-    Step {
-        what: "MaxPool op trials, padded MaxPool, uninitialized-value check",
-        filter: "opencl/opencl/op/MaxPool/",
-        env: &[CPU_KERNELS, ("OCLGRIND_UNINITIALIZED", "1")],
+        only_kernel: None,
     },
     Step {
         what: "tiny_fpn, padded MaxPool, uninitialized-value check",
         filter: "opencl/opencl/model/tiny_fpn",
+        skip: &[],
         env: &[CPU_KERNELS, ("OCLGRIND_UNINITIALIZED", "1")],
+        only_kernel: Some("max_pool_padded"),
     },
 ];
 
@@ -127,10 +148,10 @@ pub fn run(args: &[String]) -> Result<()> {
             outcome.seconds,
             outcome.reports.len()
         );
-        if outcome.passed == 0 {
+        if outcome.passed == 0 && step.only_kernel.is_none() {
             failed.push(format!("{}: no trial ran", step.what));
         }
-        if !outcome.success {
+        if !outcome.success && step.only_kernel.is_none() {
             failed.push(format!("{}: trials failed", step.what));
         }
         for report in outcome.reports.iter().take(5) {
@@ -180,6 +201,7 @@ fn run_step(cargo: &std::ffi::OsStr, root: &Path, step: &Step) -> Result<Outcome
             "--test-threads",
             "1",
         ])
+        .args(step.skip.iter().flat_map(|s| ["--skip", s]))
         .current_dir(root)
         .env("OPENCL_DYLIB_PATH", LIBRARY)
         .env("OCLGRIND_CHECK_API", "1")
@@ -207,6 +229,17 @@ fn run_step(cargo: &std::ffi::OsStr, root: &Path, step: &Step) -> Result<Outcome
         .map_err(|_| anyhow::anyhow!("the stdout reader panicked"))?;
     reports.extend(out_reports);
     let status = child.wait().context("waiting for cargo test")?;
+    let reports = reports
+        .into_iter()
+        .filter(|(_, kernel)| {
+            step.only_kernel
+                .map_or(true, |k| kernel.as_deref() == Some(k))
+        })
+        .map(|(report, kernel)| match kernel {
+            Some(k) => format!("{report} (kernel {k})"),
+            None => report,
+        })
+        .collect();
     Ok(Outcome {
         passed: err_passed + out_passed,
         reports,
@@ -216,10 +249,10 @@ fn run_step(cargo: &std::ffi::OsStr, root: &Path, step: &Step) -> Result<Outcome
 }
 
 /// Echoes a stream line by line; returns the passed-trial count from libtest's summary and
-/// the Oclgrind diagnostics it held.
-fn scan(stream: impl Read, to_stderr: bool) -> (usize, Vec<String>) {
+/// the Oclgrind diagnostics it held, each with the kernel its next line names.
+fn scan(stream: impl Read, to_stderr: bool) -> (usize, Vec<(String, Option<String>)>) {
     let mut passed = 0;
-    let mut reports = Vec::new();
+    let mut reports: Vec<(String, Option<String>)> = Vec::new();
     for line in BufReader::new(stream).lines().map_while(Result::ok) {
         if to_stderr {
             eprintln!("{line}");
@@ -230,7 +263,11 @@ fn scan(stream: impl Read, to_stderr: bool) -> (usize, Vec<String>) {
             passed += n;
         }
         if is_oclgrind_report(&line) {
-            reports.push(line.trim().to_string());
+            reports.push((line.trim().to_string(), None));
+        } else if let Some(kernel) = line.trim().strip_prefix("Kernel: ") {
+            if let Some(last) = reports.last_mut().filter(|(_, k)| k.is_none()) {
+                last.1 = Some(kernel.trim().to_string());
+            }
         }
     }
     (passed, reports)

@@ -26,8 +26,8 @@ pub const DEVICE_VAR: &str = "CONCORD_OPENCL_DEVICE";
 
 /// Which OpenCL device to run on, when a machine has several (PoCL and Oclgrind, a GPU and
 /// a CPU driver): `P:D` is device D of platform P (indices as `concord info` lists them);
-/// any other text is a case-insensitive substring of the platform name, device name or
-/// vendor (`pocl`, `oclgrind`, `nvidia`). Among several matches the usual ranking picks
+/// any other text is a case-insensitive substring of the platform's name or vendor or the
+/// device's name or vendor (`pocl`, `oclgrind`, `nvidia`). Among several matches the usual ranking picks
 /// (GPU over accelerator over CPU, fp16 first). A selection that matches nothing makes the
 /// executor unavailable with the list of what exists; it never runs on another device.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,10 +63,15 @@ impl DeviceSelection {
                     == Some(format!("{platform}:{device}").as_str())
             }
             DeviceSelection::Name(needle) => {
-                let platform = d.details.get("platform").map_or("", String::as_str);
-                [platform, d.name.as_str(), d.vendor.as_str()]
-                    .iter()
-                    .any(|h| h.to_lowercase().contains(needle.as_str()))
+                let detail = |k: &str| d.details.get(k).map_or("", String::as_str);
+                [
+                    detail("platform"),
+                    detail("platform_vendor"),
+                    d.name.as_str(),
+                    d.vendor.as_str(),
+                ]
+                .iter()
+                .any(|h| h.to_lowercase().contains(needle.as_str()))
             }
         }
     }
@@ -314,6 +319,10 @@ fn describe(platform: cl_platform_id, platform_name: &str, id: cl_device_id) -> 
     let mut details = BTreeMap::new();
     details.insert("platform".into(), platform_name.to_string());
     details.insert(
+        "platform_vendor".into(),
+        cl::platform_string(platform, plat::CL_PLATFORM_VENDOR).unwrap_or_default(),
+    );
+    details.insert(
         "platform_version".into(),
         cl::platform_string(platform, plat::CL_PLATFORM_VERSION).unwrap_or_default(),
     );
@@ -380,10 +389,11 @@ fn library_missing_reason() -> String {
 mod tests {
     use super::*;
 
-    fn device(index: &str, platform: &str, name: &str, kind: &str) -> DeviceInfo {
+    fn device(index: &str, platform: (&str, &str), name: &str, kind: &str) -> DeviceInfo {
         let mut details = BTreeMap::new();
         details.insert("index".into(), index.into());
-        details.insert("platform".into(), platform.into());
+        details.insert("platform".into(), platform.0.into());
+        details.insert("platform_vendor".into(), platform.1.into());
         details.insert("type".into(), kind.into());
         DeviceInfo {
             name: name.into(),
@@ -400,11 +410,16 @@ mod tests {
         vec![
             device(
                 "0:0",
-                "Portable Computing Language",
+                ("Portable Computing Language", "The pocl project"),
                 "cpu-haswell-Intel",
                 "cpu",
             ),
-            device("1:0", "Oclgrind", "Oclgrind Simulator", "gpu"),
+            device(
+                "1:0",
+                ("Oclgrind", "University of Bristol"),
+                "Oclgrind Simulator",
+                "gpu",
+            ),
         ]
     }
 
@@ -440,7 +455,8 @@ mod tests {
         let pick = |text: &str| choose(&devices, DeviceSelection::parse(text).as_ref());
         assert_eq!(pick("0:0"), Ok(0));
         assert_eq!(pick("1:0"), Ok(1));
-        assert_eq!(pick("pocl"), Ok(0), "platform name, any case");
+        assert_eq!(pick("PoCL"), Ok(0), "platform vendor, any case");
+        assert_eq!(pick("portable"), Ok(0), "platform name");
         assert_eq!(pick("haswell"), Ok(0), "device name");
         assert_eq!(pick("oclgrind"), Ok(1));
     }

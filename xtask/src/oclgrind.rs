@@ -233,7 +233,7 @@ fn run_step(cargo: &std::ffi::OsStr, root: &Path, step: &Step) -> Result<Outcome
         .into_iter()
         .filter(|(_, kernel)| {
             step.only_kernel
-                .map_or(true, |k| kernel.as_deref() == Some(k))
+                .is_none_or(|k| kernel.as_deref() == Some(k))
         })
         .map(|(report, kernel)| match kernel {
             Some(k) => format!("{report} (kernel {k})"),

@@ -8,6 +8,7 @@ mod adapters;
 mod conformance;
 mod golden;
 mod gpu_bundle;
+mod oclgrind;
 mod onnx_node_tests;
 mod op_oracle;
 
@@ -76,6 +77,15 @@ const COMMANDS: &[Command] = &[
                   them with the conformance data (golden cases included) into target/gpu-bundle.tar.gz, \
                   with a run.sh for a GPU machine without a Rust toolchain",
         run: gpu_bundle::run,
+    },
+    Command {
+        name: "oclgrind",
+        usage: "oclgrind",
+        summary: "run the OpenCL executor's golden, op and model trials on Oclgrind (the \
+                  Debian package oclgrind) with its API, bounds and data-race checks, on the \
+                  GPU-shaped and the CPU-device kernels, and the padded MaxPool with its \
+                  uninitialized-value check; any Oclgrind report fails the run",
+        run: oclgrind::run,
     },
     Command {
         name: "help",

@@ -56,8 +56,12 @@ inline long binary_value(int op, long p, long q, __global int* status) {
 inline long unary_value(int op, long v, float alpha, float beta) {
     switch (op) {
     case U_NEG: return as_long(-as_ulong(v));
-    case U_ABS: return v < 0 ? as_long(-as_ulong(v)) : v;
-    case U_RELU: return v > 0 ? v : 0;
+    // The builtins abs and max, not `v < 0 ? -v : v` and `v > 0 ? v : 0`: clang turns
+    // those into the llvm.abs and llvm.smax intrinsics, which Oclgrind 21.10 cannot run
+    // (the whole program fails to create its kernels there). abs(LONG_MIN) as a ulong is
+    // 2^63, so as_long wraps to LONG_MIN as the reference does.
+    case U_ABS: return as_long(abs(v));
+    case U_RELU: return max(v, 0L);
     default: return 0;
     }
 }
@@ -66,8 +70,9 @@ __kernel void clip(CTPTR x, TPTR y, int n, CTPTR lo, CTPTR hi, int has_lo, int h
     int i = get_global_id(0);
     if (i >= n) return;
     C v = LD(x, i);
-    if (has_lo) { C l = LD(lo, 0); v = v < l ? l : v; }
-    if (has_hi) { C h = LD(hi, 0); v = v > h ? h : v; }
+    // max and min, for the reason given at unary_value.
+    if (has_lo) v = max(v, LD(lo, 0));
+    if (has_hi) v = min(v, LD(hi, 0));
     ST(y, i, v);
 }
 

@@ -97,7 +97,9 @@ __kernel void max_pool_padded(CTPTR Xp, TPTR Y, int8 geo, int OH, int OW) {
     CTPTR x = Xp + (long)plane * rows * Wp;
     const long y_row = ((long)plane * OH + oh) * OW;
     for (int ow0 = 0; ow0 < OW; ow0 += 16) {
-        float16 best = 0.0f;
+        // -inf, the identity of the comparison below: the first tap always replaces it (a
+        // NaN or -inf tap too), so no tap needs a special case.
+        float16 best = (float16)(-INFINITY);
         for (int kh = 0; kh < KH; ++kh) {
             CTPTR xr = x + (long)(oh * SH + kh * DH) * Wp + ow0 * SW;
             for (int kw = 0; kw < KW; ++kw) {
@@ -109,7 +111,10 @@ __kernel void max_pool_padded(CTPTR Xp, TPTR Y, int8 geo, int OH, int OW) {
                     const float16 hi = POOL_LOAD(xr, kw * DW + 16);
                     v = (float16)(lo.even, hi.even);
                 }
-                best = (kh == 0 && kw == 0) ? v : select(v, best, isnan(best) | (best >= v));
+                // best != best is isnan(best) without a call: with the call, Oclgrind
+                // 21.10's uninitialized-value check reported "Controlflow depends on
+                // uninitialized value" here on every MaxPool trial and on tiny_fpn.
+                best = select(v, best, (best != best) | (best >= v));
             }
         }
         if (ow0 + 16 <= OW) {

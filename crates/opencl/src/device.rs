@@ -21,6 +21,71 @@ pub const DEFAULT_LIBRARY: &str = if cfg!(target_os = "windows") {
     "libOpenCL.so.1"
 };
 
+/// The environment variable that selects the OpenCL device (see [`DeviceSelection`]).
+pub const DEVICE_VAR: &str = "CONCORD_OPENCL_DEVICE";
+
+/// Which OpenCL device to run on, when a machine has several (PoCL and Oclgrind, a GPU and
+/// a CPU driver): `P:D` is device D of platform P (indices as `concord info` lists them);
+/// any other text is a case-insensitive substring of the platform's name or vendor or the
+/// device's name or vendor (`pocl`, `oclgrind`, `nvidia`). Among several matches the usual ranking picks
+/// (GPU over accelerator over CPU, fp16 first). A selection that matches nothing makes the
+/// executor unavailable with the list of what exists; it never runs on another device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceSelection {
+    Index { platform: usize, device: usize },
+    Name(String),
+}
+
+impl DeviceSelection {
+    /// Reads `P:D` (two indices) or a name substring. Empty text selects nothing (None).
+    pub fn parse(text: &str) -> Option<DeviceSelection> {
+        let text = text.trim();
+        if text.is_empty() {
+            return None;
+        }
+        if let Some((p, d)) = text.split_once(':') {
+            if let (Ok(platform), Ok(device)) = (p.trim().parse(), d.trim().parse()) {
+                return Some(DeviceSelection::Index { platform, device });
+            }
+        }
+        Some(DeviceSelection::Name(text.to_lowercase()))
+    }
+
+    /// The selection `CONCORD_OPENCL_DEVICE` makes, if set to anything.
+    pub fn from_env() -> Option<DeviceSelection> {
+        std::env::var(DEVICE_VAR).ok().and_then(|v| Self::parse(&v))
+    }
+
+    fn matches(&self, d: &DeviceInfo) -> bool {
+        match self {
+            DeviceSelection::Index { platform, device } => {
+                d.details.get("index").map(String::as_str)
+                    == Some(format!("{platform}:{device}").as_str())
+            }
+            DeviceSelection::Name(needle) => {
+                let detail = |k: &str| d.details.get(k).map_or("", String::as_str);
+                [
+                    detail("platform"),
+                    detail("platform_vendor"),
+                    d.name.as_str(),
+                    d.vendor.as_str(),
+                ]
+                .iter()
+                .any(|h| h.to_lowercase().contains(needle.as_str()))
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for DeviceSelection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceSelection::Index { platform, device } => write!(f, "{platform}:{device}"),
+            DeviceSelection::Name(name) => write!(f, "{name}"),
+        }
+    }
+}
+
 /// What a probe found: every device of every platform, and the one chosen to run on.
 #[derive(Debug)]
 pub struct Discovery {
@@ -72,7 +137,7 @@ impl Unavailable {
 }
 
 /// Looks for the OpenCL library and its devices, never panicking.
-pub fn discover() -> Result<Discovery, Unavailable> {
+pub fn discover(selection: Option<&DeviceSelection>) -> Result<Discovery, Unavailable> {
     if let Some(missing) = dylib_path_points_nowhere() {
         return Err(missing);
     }
@@ -112,13 +177,15 @@ pub fn discover() -> Result<Discovery, Unavailable> {
     let mut devices = Vec::new();
     let mut ids = Vec::new();
     let mut problems = Vec::new();
-    for &platform in &platforms {
+    for (p, &platform) in platforms.iter().enumerate() {
         let platform_name = cl::platform_string(platform, plat::CL_PLATFORM_NAME)
             .unwrap_or_else(|e| format!("(unnamed platform: {e})"));
         match cl::devices(platform) {
             Ok(found) => {
-                for id in found {
-                    devices.push(describe(platform, &platform_name, id));
+                for (d, id) in found.into_iter().enumerate() {
+                    let mut info = describe(platform, &platform_name, id);
+                    info.details.insert("index".into(), format!("{p}:{d}"));
+                    devices.push(info);
                     ids.push(id);
                 }
             }
@@ -139,7 +206,7 @@ pub fn discover() -> Result<Discovery, Unavailable> {
             ),
         });
     }
-    let chosen = choose(&devices);
+    let chosen = choose(&devices, selection)?;
     for (i, d) in devices.iter_mut().enumerate() {
         d.details.insert(
             "selected".into(),
@@ -174,14 +241,22 @@ pub fn open(discovery: &Discovery) -> Result<Device, ClError> {
         max_work_group_size: cl::device_u64(id, dev::CL_DEVICE_MAX_WORK_GROUP_SIZE)
             .map_or(64, |v| v as usize),
         local_mem_bytes: cl::device_u64(id, dev::CL_DEVICE_LOCAL_MEM_SIZE).unwrap_or(16384),
-        is_cpu: device_type & dev::CL_DEVICE_TYPE_CPU != 0,
+        // As the probe names it ("type"): a device that is also a GPU or an accelerator
+        // (Oclgrind reports all three) gets the GPU-shaped kernels.
+        is_cpu: device_type & dev::CL_DEVICE_TYPE_CPU != 0
+            && device_type & (dev::CL_DEVICE_TYPE_GPU | dev::CL_DEVICE_TYPE_ACCELERATOR) == 0,
         is_pocl,
     })
 }
 
-/// The device to run on: a GPU over an accelerator over a CPU, fp16-capable first within
-/// a kind, so that the probe's fp16 answer is the chosen device's.
-fn choose(devices: &[DeviceInfo]) -> usize {
+/// The device to run on: among the devices `selection` matches (all when there is none), a
+/// GPU over an accelerator over a CPU, fp16-capable first within a kind, so that the
+/// probe's fp16 answer is the chosen device's. A selection matching no device is an error
+/// naming every device with its index.
+pub(crate) fn choose(
+    devices: &[DeviceInfo],
+    selection: Option<&DeviceSelection>,
+) -> Result<usize, Unavailable> {
     let rank = |d: &DeviceInfo| {
         let kind = match d.details.get("type").map(String::as_str) {
             Some("gpu") => 0,
@@ -190,9 +265,37 @@ fn choose(devices: &[DeviceInfo]) -> usize {
         };
         (kind, !d.fp16)
     };
-    (0..devices.len())
+    let candidates =
+        (0..devices.len()).filter(|&i| selection.map_or(true, |s| s.matches(&devices[i])));
+    candidates
         .min_by_key(|&i| rank(&devices[i]))
-        .unwrap_or(0)
+        .ok_or_else(|| Unavailable {
+            cause: FallbackCause::NoDevice,
+            reason: format!(
+                "{DEVICE_VAR} (or OpenClOptions::device) selects `{}`, which matches no OpenCL \
+                 device; the devices are: {}",
+                selection.map(ToString::to_string).unwrap_or_default(),
+                list_devices(devices)
+            ),
+        })
+}
+
+/// Every device as `P:D name (platform, type)`, for messages.
+pub(crate) fn list_devices(devices: &[DeviceInfo]) -> String {
+    let detail = |d: &DeviceInfo, k: &str| d.details.get(k).cloned().unwrap_or_default();
+    devices
+        .iter()
+        .map(|d| {
+            format!(
+                "{} `{}` (platform `{}`, {})",
+                detail(d, "index"),
+                d.name,
+                detail(d, "platform"),
+                detail(d, "type")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn describe(platform: cl_platform_id, platform_name: &str, id: cl_device_id) -> DeviceInfo {
@@ -215,6 +318,10 @@ fn describe(platform: cl_platform_id, platform_name: &str, id: cl_device_id) -> 
     };
     let mut details = BTreeMap::new();
     details.insert("platform".into(), platform_name.to_string());
+    details.insert(
+        "platform_vendor".into(),
+        cl::platform_string(platform, plat::CL_PLATFORM_VENDOR).unwrap_or_default(),
+    );
     details.insert(
         "platform_version".into(),
         cl::platform_string(platform, plat::CL_PLATFORM_VERSION).unwrap_or_default(),
@@ -276,4 +383,99 @@ fn library_missing_reason() -> String {
          dynamic loader's search path); install an ICD loader and a driver, e.g. the Debian \
          packages ocl-icd-libopencl1 and pocl-opencl-icd, or set {DYLIB_PATH_VAR}"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device(index: &str, platform: (&str, &str), name: &str, kind: &str) -> DeviceInfo {
+        let mut details = BTreeMap::new();
+        details.insert("index".into(), index.into());
+        details.insert("platform".into(), platform.0.into());
+        details.insert("platform_vendor".into(), platform.1.into());
+        details.insert("type".into(), kind.into());
+        DeviceInfo {
+            name: name.into(),
+            vendor: String::new(),
+            driver_version: String::new(),
+            compute_capability: None,
+            fp16: false,
+            details,
+        }
+    }
+
+    /// A machine with PoCL (platform 0) and Oclgrind (platform 1).
+    fn two_platforms() -> Vec<DeviceInfo> {
+        vec![
+            device(
+                "0:0",
+                ("Portable Computing Language", "The pocl project"),
+                "cpu-haswell-Intel",
+                "cpu",
+            ),
+            device(
+                "1:0",
+                ("Oclgrind", "University of Bristol"),
+                "Oclgrind Simulator",
+                "gpu",
+            ),
+        ]
+    }
+
+    #[test]
+    fn selections_parse_as_indices_or_names() {
+        assert_eq!(
+            DeviceSelection::parse(" 1:0 "),
+            Some(DeviceSelection::Index {
+                platform: 1,
+                device: 0
+            })
+        );
+        assert_eq!(
+            DeviceSelection::parse("PoCL"),
+            Some(DeviceSelection::Name("pocl".into()))
+        );
+        // Not two indices: a name (a device name may hold a colon).
+        assert_eq!(
+            DeviceSelection::parse("gfx:90a"),
+            Some(DeviceSelection::Name("gfx:90a".into()))
+        );
+        assert_eq!(DeviceSelection::parse("  "), None);
+    }
+
+    #[test]
+    fn without_a_selection_the_gpu_is_chosen() {
+        assert_eq!(choose(&two_platforms(), None), Ok(1));
+    }
+
+    #[test]
+    fn a_selection_picks_by_index_or_by_name_substring() {
+        let devices = two_platforms();
+        let pick = |text: &str| choose(&devices, DeviceSelection::parse(text).as_ref());
+        assert_eq!(pick("0:0"), Ok(0));
+        assert_eq!(pick("1:0"), Ok(1));
+        assert_eq!(pick("PoCL"), Ok(0), "platform vendor, any case");
+        assert_eq!(pick("portable"), Ok(0), "platform name");
+        assert_eq!(pick("haswell"), Ok(0), "device name");
+        assert_eq!(pick("oclgrind"), Ok(1));
+    }
+
+    #[test]
+    fn a_selection_matching_nothing_is_an_error_listing_every_device() {
+        let devices = two_platforms();
+        for text in ["2:0", "0:1", "nvidia"] {
+            let err = choose(&devices, DeviceSelection::parse(text).as_ref())
+                .expect_err("no device matches");
+            assert_eq!(err.cause, FallbackCause::NoDevice);
+            assert!(err.reason.contains(DEVICE_VAR), "{}", err.reason);
+            assert!(err.reason.contains(&format!("`{}`", text.to_lowercase())));
+            for listed in [
+                "0:0 `cpu-haswell-Intel` (platform `Portable Computing Language`, cpu)",
+                "1:0 `Oclgrind Simulator` (platform `Oclgrind`, gpu)",
+            ] {
+                assert!(err.reason.contains(listed), "{} lacks {listed}", err.reason);
+            }
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! [`OpenClExecutor`]: the OpenCL backend as an [`Executor`]. It answers the planner's
 //! questions (probe, targets, supports) and prepares partitions; it never decides fallback.
 
-use crate::device::{self, Device, Discovery, Unavailable};
+use crate::device::{self, Device, DeviceSelection, Discovery, Unavailable};
 use crate::error::OpenClError;
 use crate::partition::OpenClPartition;
 use crate::plan::GemmKernel;
@@ -30,10 +30,15 @@ pub struct OpenClExecutor {
 }
 
 /// Choices an executor instance makes the same way for every partition.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OpenClOptions {
-    /// The GEMM kernel behind Conv, Gemm and MatMul (default: chosen by device type).
+    /// The GEMM kernel behind Conv, Gemm and MatMul (default: `CONCORD_OPENCL_GEMM` if set,
+    /// else chosen by device type).
     pub gemm: GemmKernel,
+    /// The device to run on (default: `CONCORD_OPENCL_DEVICE` if set, else the ranking in
+    /// [`DeviceSelection`]); a selection matching no device leaves the executor
+    /// unavailable, with every device listed.
+    pub device: Option<DeviceSelection>,
 }
 
 /// What a prepared partition shares with the executor: the device and the programs.
@@ -67,7 +72,14 @@ impl OpenClExecutor {
     }
 
     fn discovery(&self) -> &Result<Discovery, Unavailable> {
-        self.discovery.get_or_init(device::discover)
+        self.discovery.get_or_init(|| {
+            let selection = self
+                .options
+                .device
+                .clone()
+                .or_else(DeviceSelection::from_env);
+            device::discover(selection.as_ref())
+        })
     }
 
     /// The device and program cache, opened on first use.
@@ -75,6 +87,10 @@ impl OpenClExecutor {
         self.runtime
             .get_or_init(|| {
                 let discovery = self.discovery().as_ref().map_err(Clone::clone)?;
+                let mut options = self.options.clone();
+                if options.gemm == GemmKernel::Auto {
+                    options.gemm = GemmKernel::from_env()?;
+                }
                 let device = device::open(discovery).map_err(|e| Unavailable {
                     cause: FallbackCause::NoDevice,
                     reason: format!(
@@ -90,7 +106,7 @@ impl OpenClExecutor {
                     serialize_runs: device.is_pocl,
                     device,
                     programs: ProgramCache::default(),
-                    options: self.options,
+                    options,
                     first_runs: std::sync::Mutex::new(()),
                 }))
             })

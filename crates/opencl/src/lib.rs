@@ -35,8 +35,8 @@ mod partition;
 mod plan;
 mod programs;
 
-pub use device::{DEFAULT_LIBRARY, DYLIB_PATH_VAR};
+pub use device::{DeviceSelection, DEFAULT_LIBRARY, DEVICE_VAR, DYLIB_PATH_VAR};
 pub use error::OpenClError;
 pub use executor::{OpenClExecutor, OpenClOptions, OPENCL, OPENCL_FP16};
 pub use partition::OpenClPartition;
-pub use plan::GemmKernel;
+pub use plan::{GemmKernel, GEMM_VAR};

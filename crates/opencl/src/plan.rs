@@ -52,6 +52,18 @@ pub struct Launch {
 /// dropped; nothing is ever written there.
 pub const SLOT_SLACK: usize = 128;
 
+/// Lanes of the CPU-device kernels' vector loads (float16, vload_half16).
+pub const VECTOR_LANES: usize = 16;
+
+/// The furthest past a value's end such a load reaches, in bytes: one starting at the
+/// value's last element, of the widest storage those kernels have (f32). Loads that reach
+/// further (two 16-lane loads for stride 2, a window's reach) read padded copies sized for
+/// them (pad_planes' room past the last row), never a slot's end.
+pub const MAX_VECTOR_OVERRUN: usize = (VECTOR_LANES - 1) * std::mem::size_of::<f32>();
+
+// Every slot's slack covers the furthest overrun; a kernel with wider vectors fails here.
+const _: () = assert!(SLOT_SLACK >= MAX_VECTOR_OVERRUN);
+
 /// The launches of one node, for profiling per node.
 #[derive(Debug)]
 pub struct NodeSteps {
@@ -117,6 +129,32 @@ pub enum GemmKernel {
     LocalTiled,
     /// MR × NR register blocks read straight from cached memory (CPU-shaped).
     RegisterBlocked,
+}
+
+/// The environment variable that forces a GEMM kernel family when the options leave it
+/// [`GemmKernel::Auto`]: `auto`, `local-tiled` or `register-blocked` (the CPU-device
+/// kernels: register-blocked GEMM, shifted and row convs, depthwise_s1/rows, padded
+/// MaxPool). For checking a kernel family on a device that would not pick it.
+pub const GEMM_VAR: &str = "CONCORD_OPENCL_GEMM";
+
+impl GemmKernel {
+    /// The family `CONCORD_OPENCL_GEMM` names (Auto when unset or empty); an unknown name
+    /// leaves the executor unavailable, saying what the names are.
+    pub(crate) fn from_env() -> Result<GemmKernel, crate::device::Unavailable> {
+        let value = std::env::var(GEMM_VAR).unwrap_or_default();
+        match value.trim() {
+            "" | "auto" => Ok(GemmKernel::Auto),
+            "local-tiled" => Ok(GemmKernel::LocalTiled),
+            "register-blocked" => Ok(GemmKernel::RegisterBlocked),
+            other => Err(crate::device::Unavailable {
+                cause: concord_core::FallbackCause::NoDevice,
+                reason: format!(
+                    "{GEMM_VAR}={other:?} names no GEMM kernel family; the names are auto, \
+                     local-tiled and register-blocked"
+                ),
+            }),
+        }
+    }
 }
 
 /// Values a kernel builder may read and write while a plan is being made.

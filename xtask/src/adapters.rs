@@ -11,8 +11,9 @@
 //! 2. `cargo fmt --check` over adapters/ (the main workspace's fmt does not reach it).
 //! 3. `cargo test --locked` of each adapter crate, in adapters/target, with
 //!    `ORT_DYLIB_PATH` set and the reports written to target/adapters-report/<adapter>/.
-//!    The suite reads the ONNX node-test data from target/onnx-node-tests, as the main
-//!    workspace's tests do (`cargo xtask onnx-node-tests` produces it).
+//!    The suite reads the ONNX node-test data from `CONCORD_ONNX_NODE_TESTS`, set to
+//!    target/onnx-node-tests (where `cargo xtask onnx-node-tests` writes it) unless already
+//!    set: named explicitly, as a backend author outside this checkout would name it.
 //!
 //! `--adapter NAME` runs one adapter; arguments after `--` go to the test binaries (a
 //! trial filter such as `onnxruntime/onnxruntime/op/Conv`).
@@ -31,6 +32,10 @@ const ADAPTERS: &[(&str, &str)] = &[
     ("onnxruntime", "concord-adapter-onnxruntime"),
     ("tract", "concord-adapter-tract"),
 ];
+/// The variable the suite reads the ONNX node-test data from, and where
+/// `cargo xtask onnx-node-tests` writes that data (relative to the repository root).
+const NODE_TESTS_ENV: &str = "CONCORD_ONNX_NODE_TESTS";
+const NODE_TESTS_DIR: &str = "target/onnx-node-tests";
 /// The package of the helpers both adapters share; its own tests run first.
 const COMMON: &str = "concord-adapter-common";
 
@@ -71,6 +76,11 @@ pub fn run(args: &[String]) -> Result<()> {
         }
     };
     println!("xtask adapters: onnxruntime library {}", library.display());
+    let node_tests = match std::env::var_os(NODE_TESTS_ENV).filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => root.join(NODE_TESTS_DIR),
+    };
+    println!("xtask adapters: ONNX node tests {}", node_tests.display());
 
     step("cargo fmt --check (adapters/)", || {
         let mut command = cargo(&root);
@@ -99,6 +109,7 @@ pub fn run(args: &[String]) -> Result<()> {
                     .arg(&manifest)
                     .args(["-p", package])
                     .env("ORT_DYLIB_PATH", &library)
+                    .env(NODE_TESTS_ENV, &node_tests)
                     .env("CONCORD_REPORT_DIR", &report);
                 if !passed_on.is_empty() {
                     command.arg("--").args(passed_on);

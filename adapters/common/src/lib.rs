@@ -209,6 +209,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::panic)] // The engine's panic is what this test contains.
     fn a_panic_becomes_an_error_naming_the_engine() {
         let error = contained("engine", "loading", || -> u8 {
             std::panic::panic_any("boom".to_string())

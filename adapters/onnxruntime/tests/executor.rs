@@ -4,6 +4,8 @@
 //!
 //! The tests that run onnxruntime need `ORT_DYLIB_PATH` (`cargo xtask adapters` sets it);
 //! without it they fail saying so, never pass by skipping.
+// A test reports a failure by panicking, helpers included.
+#![allow(clippy::panic)]
 
 use concord::executor::{Availability, DType, Dim, FallbackCause, Graph, Node, Tensor, ValueInfo};
 use concord::op::Conv;

@@ -33,8 +33,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 use tract_onnx::prelude::{
-    tvec, DatumType, Framework, InferenceModelExt, IntoRunnable, IntoTValue, TValue,
-    TypedRunnableModel,
+    tvec, DatumType, Framework, InferenceModelExt, IntoRunnable, IntoTValue, SymbolValues, TDim,
+    TValue, TypedRunnableModel,
 };
 
 /// The executor's (and backend's) name.
@@ -215,7 +215,12 @@ impl TractPartition {
                 .ok_or_else(|| format!("input `{name}` was not given"))?;
             feeds.push(input_value(tensor).map_err(|e| format!("input `{name}`: {e}"))?);
         }
-        let outputs = self.plan.run(feeds).map_err(|e| format!("{e:#}"))?;
+        // A state of our own rather than `plan.run`, so that the values the run gave the
+        // partition's symbols can be read back: a Shape-like output may come back as a
+        // symbolic expression in them (see `output_tensor`).
+        let mut state = self.plan.spawn().map_err(|e| format!("{e:#}"))?;
+        let outputs = state.run(feeds).map_err(|e| format!("{e:#}"))?;
+        let symbols = &state.turn_state.resolved_symbols;
         if outputs.len() != self.outputs.len() {
             return Err(format!(
                 "tract returned {} outputs, the partition has {}",
@@ -226,7 +231,9 @@ impl TractPartition {
         outputs
             .iter()
             .zip(&self.outputs)
-            .map(|(value, name)| output_tensor(value).map_err(|e| format!("output `{name}`: {e}")))
+            .map(|(value, name)| {
+                output_tensor(value, symbols).map_err(|e| format!("output `{name}`: {e}"))
+            })
             .collect()
     }
 }
@@ -278,8 +285,10 @@ fn input_value(tensor: &Tensor) -> Result<TValue, String> {
 }
 
 /// A tract value as a Concord tensor. tract's symbolic-dimension type (TDim, which a
-/// Shape-like op can return) is cast to i64, the type ONNX gives those outputs.
-fn output_tensor(value: &TValue) -> Result<Tensor, String> {
+/// Shape-like op can return) becomes i64, the type ONNX gives those outputs, each element
+/// evaluated with the values this run gave the partition's symbols (an input's declared
+/// batch dim `N`, say): tract may keep such an output as an expression in `N`.
+fn output_tensor(value: &TValue, symbols: &SymbolValues) -> Result<Tensor, String> {
     let dims = value.shape().to_vec();
     macro_rules! copy {
         ($value:expr, $t:ty, $variant:ident) => {{
@@ -302,8 +311,14 @@ fn output_tensor(value: &TValue) -> Result<Tensor, String> {
         DatumType::U64 => copy!(value, u64, U64),
         DatumType::Bool => copy!(value, bool, Bool),
         DatumType::TDim => {
-            let cast = value.cast_to::<i64>().map_err(|e| format!("{e:#}"))?;
-            copy!(cast, i64, I64)
+            let plain = value.try_as_plain_ram().map_err(|e| format!("{e:#}"))?;
+            let data = plain
+                .as_slice::<TDim>()
+                .map_err(|e| format!("{e:#}"))?
+                .iter()
+                .map(|d| d.eval_to_i64(symbols).map_err(|e| format!("{e:#}")))
+                .collect::<Result<Vec<i64>, String>>()?;
+            Tensor::new(dims, TensorData::I64(data)).map_err(|e| e.to_string())
         }
         other => Err(format!(
             "tract element type {other:?} has no Concord tensor type"

@@ -47,7 +47,10 @@ fn files_outside_out(dir: &Path) -> BTreeSet<PathBuf> {
         };
         for e in entries.flatten() {
             let p = e.path();
-            let rel = p.strip_prefix(root).map(Path::to_path_buf).unwrap_or_default();
+            let rel = p
+                .strip_prefix(root)
+                .map(Path::to_path_buf)
+                .unwrap_or_default();
             let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
             if is_dir && e.file_name() == "out" {
                 continue;
@@ -103,12 +106,16 @@ fn run_case(case: &Case, backend: &str, dir: &Path) -> Result<(), String> {
     let before = files_outside_out(dir);
     let log = dir.join("..").join(format!(
         "{}.{backend}.stderr",
-        dir.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+        dir.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
     ));
     let stderr_file = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
     let mut child = Command::new("sh")
         .arg("-c")
-        .arg(format!("ulimit -v {ADDRESS_LIMIT_KIB} && exec \"$0\" \"$@\""))
+        .arg(format!(
+            "ulimit -v {ADDRESS_LIMIT_KIB} && exec \"$0\" \"$@\""
+        ))
         .arg(env!("CARGO_BIN_EXE_concord"))
         .args(&args)
         .current_dir(dir)
@@ -163,22 +170,26 @@ fn run_case(case: &Case, backend: &str, dir: &Path) -> Result<(), String> {
             Err(format!("`{}` lacks {missing:?}", lines[0]))
         }
     };
-    let check_success = || -> Result<(), String> {
+    let check_success = |outputs: bool| -> Result<(), String> {
         if code != 0 {
             return Err(format!("exit status {code}, expected success: {err}"));
         }
         let written = std::fs::read_dir(&out_dir).map(|d| d.count()).unwrap_or(0);
-        if written == 0 {
+        if outputs && written == 0 {
             return Err("succeeded but wrote no output".into());
+        }
+        if !outputs && written != 0 {
+            return Err(format!("wrote {written} files for a model with no outputs"));
         }
         Ok(())
     };
     match &case.expect {
-        Expect::Runs => check_success(),
+        Expect::Runs => check_success(true),
+        Expect::RunsWritingNothing => check_success(false),
         Expect::Refused(needles) => check_refusal(needles),
         Expect::RunsOrRefused(needles) => {
             if code == 0 {
-                check_success()
+                check_success(true)
             } else {
                 check_refusal(needles)
             }
@@ -231,7 +242,10 @@ fn the_adversarial_corpus_ends_in_typed_errors_or_success_on_every_executor() {
     });
     let mut failures = failures.into_inner().unwrap_or_else(|p| p.into_inner());
     // Nothing new beside the case directories and their logs.
-    for entry in std::fs::read_dir(&root).unwrap_or_else(|e| panic!("{e}")).flatten() {
+    for entry in std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+    {
         let name = entry.file_name();
         let is_log = name.to_string_lossy().ends_with(".stderr");
         if !root_before.contains(&name) && !is_log {

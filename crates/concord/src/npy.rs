@@ -114,9 +114,47 @@ fn check_header_length(file: &mut File) -> Result<(), String> {
             "the header claims {declared} bytes; .npy headers are at most {MAX_HEADER_BYTES}"
         ));
     }
+    // npyz multiplies the header's dims without checking, so a shape whose element count
+    // overflows 64 bits would panic inside it: check the product here first.
+    let start = if prefix[6] == 1 { 10 } else { 12 };
+    file.seek(SeekFrom::Start(start))
+        .map_err(|e| format!("cannot read: {e}"))?;
+    let mut header = Vec::new();
+    file.by_ref()
+        .take(declared)
+        .read_to_end(&mut header)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if let Some(dims) = header_dims(&String::from_utf8_lossy(&header)) {
+        if dims
+            .iter()
+            .try_fold(1u64, |n, &d| n.checked_mul(d))
+            .is_none()
+        {
+            return Err(format!(
+                "the header's shape {dims:?} has more elements than a 64-bit count holds"
+            ));
+        }
+    }
     file.seek(SeekFrom::Start(0))
         .map_err(|e| format!("cannot read: {e}"))?;
     Ok(())
+}
+
+/// The dims of the `'shape': (…)` entry of a header dict, when it is a tuple of plain
+/// non-negative integers; `None` for anything else (which npyz then refuses itself).
+fn header_dims(header: &str) -> Option<Vec<u64>> {
+    let key = header
+        .find("'shape'")
+        .or_else(|| header.find("\"shape\""))?;
+    let rest = &header[key..];
+    let open = rest.find('(')?;
+    let close = rest[open..].find(')')? + open;
+    rest[open + 1..close]
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(|d| d.trim_end_matches('L').parse::<u64>().ok())
+        .collect()
 }
 
 /// The dtype of a numpy type code without its byte-order mark ("f4", "u1", "b1", …).

@@ -419,8 +419,7 @@ fn bytes_cases() -> Vec<Case> {
         refused(&[m]),
     ));
     // A string field holding invalid UTF-8 (the graph name).
-    let mut b = vec![0x3a, 0x04, 0x12, 0x02, 0xff, 0xfe];
-    b.extend(&good[..0]);
+    let b = vec![0x3a, 0x04, 0x12, 0x02, 0xff, 0xfe];
     v.push(case("name_not_utf8", Class::Bytes, b, refused(&[m])));
     // Tag 0 and field numbers past 2^29.
     v.push(case(
@@ -485,8 +484,8 @@ fn nested_if(depth: usize) -> GraphProto {
             vec![],
         )
     }
-    // A chain of binary branches doubles per level; keep one branch shared by reference
-    // semantics only up to a small depth.
+    // Both branches hold the whole next level, so the model doubles per level: keep the
+    // depth small (deep nesting is `deep_if`).
     let inner = branch(1, depth);
     graph(
         vec![],
@@ -1881,7 +1880,6 @@ fn input_cases() -> Vec<Case> {
 fn resource_cases() -> Vec<Case> {
     let m = "model.onnx";
     let cr = |name: &str, bytes: Vec<u8>, e: Expect| case(name, Class::Resource, bytes, e);
-    let limit = ["memory limit"];
     let mut v = vec![
         cr(
             "constant_of_shape_1e6_by_1e6",
@@ -2019,6 +2017,44 @@ fn resource_cases() -> Vec<Case> {
         looped(0, false),
         Expect::Runs,
     ));
+    // A loop carrying one state through 2^62 iterations that allocate nothing new.
+    let carried = |trip: i64| {
+        let body = graph(
+            vec![
+                vi("i", DataType::Int64, &[]),
+                vi("c", DataType::Bool, &[]),
+                vi("s", DataType::Float, &[1]),
+            ],
+            vec![
+                node("keep", "Identity", &["c"], &["c_out"]),
+                node("step", "Relu", &["s"], &["s_out"]),
+            ],
+            &["c_out", "s_out"],
+            vec![],
+        );
+        encode(graph(
+            vec![],
+            vec![with(
+                node("spin", "Loop", &["n", "cond", "s0"], &["s_final"]),
+                vec![a_graph("body", body)],
+            )],
+            &["s_final"],
+            vec![
+                t_i64("n", &[], &[trip]),
+                t_bool("cond", true),
+                t_f32("s0", &[1], &[1.0]),
+            ],
+        ))
+    };
+    v.push(cr(
+        "loop_carrying_state_1000_times",
+        carried(1000),
+        Expect::Runs,
+    ));
+    // FIXME: `carried(1 << 62)` is not in the corpus because it hangs: a Loop whose
+    // iterations allocate nothing new is bounded by no budget, only by its trip count, and
+    // 2^62 iterations never end (the watchdog kills it on cpu and opencl). It needs an
+    // iteration limit (a decision for the memory-budget design), not a longer watchdog.
     let mut c = cr(
         "model_over_16_byte_limit",
         relu_model(),
@@ -2064,7 +2100,6 @@ fn resource_cases() -> Vec<Case> {
     );
     c.extra_args = vec!["--memory-limit".into(), "1M".into()];
     v.push(c);
-    let _ = limit;
     v
 }
 

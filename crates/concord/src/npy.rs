@@ -245,6 +245,38 @@ mod tests {
     }
 
     #[test]
+    fn a_shape_whose_element_count_overflows_is_refused_not_a_panic() {
+        // npyz multiplies the dims unchecked (a panic in debug builds, a wrapped count in
+        // release ones); found by the adversarial corpus (`shape_overflows_u64`).
+        let dir = std::env::temp_dir().join(format!("concord-npy-ovf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or(());
+        let path = dir.join("overflow.npy");
+        let mut header =
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 2), }"
+                .to_string();
+        while (10 + header.len() + 1) % 64 != 0 {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(header.as_bytes());
+        bytes.extend_from_slice(&[0; 16]);
+        std::fs::write(&path, bytes).unwrap_or(());
+        let err = read(&path).err().unwrap_or_default();
+        assert!(
+            err.contains("[4294967296, 4294967296, 2]")
+                && err.contains("more elements than a 64-bit count holds"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap_or(());
+        assert_eq!(header_dims("{'shape': (), }"), Some(vec![]));
+        assert_eq!(header_dims("{'shape': (3,), }"), Some(vec![3]));
+        assert_eq!(header_dims("{\"shape\": (2, 5L)}"), Some(vec![2, 5]));
+        assert_eq!(header_dims("{'shape': (-1, 3), }"), None);
+    }
+
+    #[test]
     fn a_header_claiming_gigabytes_is_refused_before_it_is_read() {
         let dir = std::env::temp_dir().join(format!("concord-npy-hdr-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap_or(());

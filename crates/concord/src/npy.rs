@@ -114,9 +114,47 @@ fn check_header_length(file: &mut File) -> Result<(), String> {
             "the header claims {declared} bytes; .npy headers are at most {MAX_HEADER_BYTES}"
         ));
     }
+    // npyz multiplies the header's dims without checking, so a shape whose element count
+    // overflows 64 bits would panic inside it: check the product here first.
+    let start = if prefix[6] == 1 { 10 } else { 12 };
+    file.seek(SeekFrom::Start(start))
+        .map_err(|e| format!("cannot read: {e}"))?;
+    let mut header = Vec::new();
+    file.by_ref()
+        .take(declared)
+        .read_to_end(&mut header)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if let Some(dims) = header_dims(&String::from_utf8_lossy(&header)) {
+        if dims
+            .iter()
+            .try_fold(1u64, |n, &d| n.checked_mul(d))
+            .is_none()
+        {
+            return Err(format!(
+                "the header's shape {dims:?} has more elements than a 64-bit count holds"
+            ));
+        }
+    }
     file.seek(SeekFrom::Start(0))
         .map_err(|e| format!("cannot read: {e}"))?;
     Ok(())
+}
+
+/// The dims of the `'shape': (…)` entry of a header dict, when it is a tuple of plain
+/// non-negative integers; `None` for anything else (which npyz then refuses itself).
+fn header_dims(header: &str) -> Option<Vec<u64>> {
+    let key = header
+        .find("'shape'")
+        .or_else(|| header.find("\"shape\""))?;
+    let rest = &header[key..];
+    let open = rest.find('(')?;
+    let close = rest[open..].find(')')? + open;
+    rest[open + 1..close]
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(|d| d.trim_end_matches('L').parse::<u64>().ok())
+        .collect()
 }
 
 /// The dtype of a numpy type code without its byte-order mark ("f4", "u1", "b1", …).
@@ -204,6 +242,38 @@ mod tests {
             assert_eq!(read(&path), Ok(t), "{dtype}");
         }
         std::fs::remove_dir_all(&dir).unwrap_or(());
+    }
+
+    #[test]
+    fn a_shape_whose_element_count_overflows_is_refused_not_a_panic() {
+        // npyz multiplies the dims unchecked (a panic in debug builds, a wrapped count in
+        // release ones); found by the adversarial corpus (`shape_overflows_u64`).
+        let dir = std::env::temp_dir().join(format!("concord-npy-ovf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or(());
+        let path = dir.join("overflow.npy");
+        let mut header =
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 2), }"
+                .to_string();
+        while (10 + header.len() + 1) % 64 != 0 {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(header.as_bytes());
+        bytes.extend_from_slice(&[0; 16]);
+        std::fs::write(&path, bytes).unwrap_or(());
+        let err = read(&path).err().unwrap_or_default();
+        assert!(
+            err.contains("[4294967296, 4294967296, 2]")
+                && err.contains("more elements than a 64-bit count holds"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap_or(());
+        assert_eq!(header_dims("{'shape': (), }"), Some(vec![]));
+        assert_eq!(header_dims("{'shape': (3,), }"), Some(vec![3]));
+        assert_eq!(header_dims("{\"shape\": (2, 5L)}"), Some(vec![2, 5]));
+        assert_eq!(header_dims("{'shape': (-1, 3), }"), None);
     }
 
     #[test]

@@ -124,6 +124,15 @@ pub enum Error {
         detail: String,
     },
 
+    /// A node gives an op more inputs than the op has (an extra input would be ignored).
+    #[error("node `{node}` ({op}) has {given} inputs; {op} takes at most {max}")]
+    TooManyInputs {
+        node: String,
+        op: String,
+        given: usize,
+        max: usize,
+    },
+
     /// A required attribute is absent.
     #[error("node `{node}` ({op}) needs attribute `{attribute}`, which is missing")]
     MissingAttribute {

@@ -421,6 +421,21 @@ fn read_node(
         num_outputs: proto.output.len(),
     };
     let op = read_op(&proto.op_type, &attrs, &ctx)?;
+    // onnx.checker refuses an input past an op's last; for the elementwise families the
+    // count is known here (other families' schemas carry no input counts yet).
+    let max_inputs = match op {
+        Op::Unary(_) => Some(1),
+        Op::Binary(_) => Some(2),
+        _ => None,
+    };
+    if let Some(max) = max_inputs.filter(|&max| inputs.len() > max) {
+        return Err(Error::TooManyInputs {
+            node: name,
+            op: proto.op_type.clone(),
+            given: inputs.len(),
+            max,
+        });
+    }
     let mut outputs = proto.output.clone();
     if let Some(computed) = computed_outputs(&op) {
         for (index, output) in outputs.iter().enumerate().skip(computed) {

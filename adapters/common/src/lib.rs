@@ -15,10 +15,11 @@
 //!   by the one-node model's bytes (so by everything that can change the answer: op,
 //!   attributes, operand types and shapes, constant operands, opset) and is bounded.
 
-use concord::executor::{Graph, Node, Support, ValueInfo};
+use concord::executor::{Graph, Node, ProfileSink, Support, ValueInfo};
 use std::collections::{BTreeMap, HashMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
+use std::time::Duration;
 
 /// How many distinct nodes a [`SupportCache`] remembers before it starts over. A suite run
 /// asks about a few thousand distinct nodes; a service asks about one model's.
@@ -239,5 +240,27 @@ mod tests {
     fn short_keeps_the_first_line() {
         assert_eq!(short("\n  first \nsecond"), "first");
         assert_eq!(short(&"x".repeat(500)).chars().count(), 401);
+    }
+}
+
+/// Reports a partition the engine ran as one unit: its time under the partition's name,
+/// and, when the run succeeded, each of its nodes attributed to the engine with no time of
+/// its own (neither engine times single nodes through these APIs, so a per-node split of
+/// the partition's time would be invented). The per-node entries are what says which
+/// executor ran each node (the suite's `fallback/placement_honesty`); the partition entry
+/// carries the time.
+pub fn record_partition(
+    sink: &dyn ProfileSink,
+    engine: &str,
+    partition: &str,
+    nodes: &[String],
+    ran: bool,
+    elapsed: Duration,
+) {
+    sink.record_on(partition, engine, elapsed);
+    if ran {
+        for node in nodes {
+            sink.record_on(node, engine, Duration::ZERO);
+        }
     }
 }

@@ -34,7 +34,9 @@ use concord::executor::{
     Availability, DType, DeviceInfo, Error, Executor, FallbackCause, Graph, Node,
     PreparedPartition, ProfileSink, Support, Target, TargetSpec, Tensor, TensorData,
 };
-use concord_adapter_common::{contained, node_graph, onnx_bytes, short, SupportCache};
+use concord_adapter_common::{
+    contained, node_graph, onnx_bytes, record_partition, short, SupportCache,
+};
 use ort::environment::Environment;
 use ort::session::builder::SessionBuilder;
 use ort::session::Session;
@@ -114,6 +116,8 @@ struct OrtPartition {
     settings: Settings,
     inputs: Vec<String>,
     outputs: Vec<String>,
+    /// The partition's node names, attributed to the engine in a profile.
+    nodes: Vec<String>,
     /// Sessions not in use. A call takes one (or makes one when all are busy) and puts it
     /// back, so the pool grows to the number of concurrent callers and no further.
     idle: Mutex<Vec<Session>>,
@@ -389,6 +393,7 @@ impl Executor for OnnxRuntimeExecutor {
             settings: self.settings.clone(),
             inputs: partition.inputs.iter().map(|i| i.name.clone()).collect(),
             outputs: partition.outputs.clone(),
+            nodes: partition.nodes.iter().map(|n| n.name.clone()).collect(),
             idle: Mutex::new(vec![first]),
         }))
     }
@@ -457,9 +462,16 @@ impl PreparedPartition for OrtPartition {
             idle.push(session);
         }
         if let Some(sink) = profile {
-            // onnxruntime runs the partition as one session: its time is reported under
-            // the partition's name, attributed to onnxruntime.
-            sink.record_on(&self.name, NAME, started.elapsed());
+            // onnxruntime runs the partition as one unit: its time goes under the partition's
+            // name, and each node is attributed to onnxruntime (see `record_partition`).
+            record_partition(
+                sink,
+                NAME,
+                &self.name,
+                &self.nodes,
+                result.is_ok(),
+                started.elapsed(),
+            );
         }
         result
     }

@@ -28,7 +28,9 @@ use concord::executor::{
     Availability, DType, DeviceInfo, Error, Executor, Graph, Node, PreparedPartition, ProfileSink,
     Support, Target, TargetSpec, Tensor, TensorData,
 };
-use concord_adapter_common::{contained, node_graph, onnx_bytes, short, SupportCache};
+use concord_adapter_common::{
+    contained, node_graph, onnx_bytes, record_partition, short, SupportCache,
+};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -67,6 +69,8 @@ struct TractPartition {
     plan: Arc<TypedRunnableModel>,
     inputs: Vec<String>,
     outputs: Vec<String>,
+    /// The partition's node names, attributed to the engine in a profile.
+    nodes: Vec<String>,
 }
 
 impl std::fmt::Debug for TractPartition {
@@ -194,6 +198,7 @@ impl Executor for TractExecutor {
             plan,
             inputs: partition.inputs.iter().map(|i| i.name.clone()).collect(),
             outputs: partition.outputs.clone(),
+            nodes: partition.nodes.iter().map(|n| n.name.clone()).collect(),
         }))
     }
 }
@@ -249,9 +254,16 @@ impl PreparedPartition for TractPartition {
             .and_then(|r| r)
             .map_err(|e| self.error(e));
         if let Some(sink) = profile {
-            // tract runs the partition as one plan: its time is reported under the
-            // partition's name, attributed to tract.
-            sink.record_on(&self.name, NAME, started.elapsed());
+            // tract runs the partition as one unit: its time goes under the partition's
+            // name, and each node is attributed to tract (see `record_partition`).
+            record_partition(
+                sink,
+                NAME,
+                &self.name,
+                &self.nodes,
+                result.is_ok(),
+                started.elapsed(),
+            );
         }
         result
     }

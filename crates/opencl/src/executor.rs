@@ -78,6 +78,13 @@ impl OpenClExecutor {
                 .device
                 .clone()
                 .or_else(DeviceSelection::from_env);
+            // Two executors discovering devices on two threads at once crashed PoCL inside
+            // clGetDeviceInfo (a segfault in strlen while answering a string query, seen with
+            // PoCL 3.1 when two test threads each built an executor). Discovery runs once per
+            // executor, so serialising it across the process costs nothing after start-up;
+            // the lock guards no data. A poisoned lock only means another discovery panicked.
+            static DISCOVERY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+            let _one_at_a_time = DISCOVERY.lock().unwrap_or_else(|p| p.into_inner());
             device::discover(selection.as_ref())
         })
     }

@@ -41,34 +41,55 @@ pub fn all() -> Vec<LibraryCheck> {
     vec![driver(), nvrtc(), cublas()]
 }
 
-/// Why the libraries that are missing make the executor unavailable: each one with the file
-/// names searched, and where the dynamic loader looked.
+/// Why the libraries that are missing make the executor unavailable, in one line: which
+/// libraries, and where the loader looked. Every file name tried is in [`search_report`]
+/// (`concord info` prints it), not here: this reason is repeated in warnings, Deny errors,
+/// skip tables and JUnit reports, so it must fit on a line.
 pub fn missing_reason(checks: &[LibraryCheck]) -> Option<String> {
     let missing: Vec<String> = checks
         .iter()
         .filter(|c| !c.present)
+        .map(|c| format!("lib{}", c.stems.first().copied().unwrap_or("?")))
+        .collect();
+    let names = match missing.as_slice() {
+        [] => return None,
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    };
+    Some(format!(
+        "{names} not found (searched LD_LIBRARY_PATH and the system paths; `concord info` \
+         lists every name tried)"
+    ))
+}
+
+/// Everything the loader tried for each missing library, one line per library plus where
+/// it looked and what to do: the long form of [`missing_reason`], for `concord info`.
+pub fn search_report(checks: &[LibraryCheck]) -> Vec<String> {
+    let mut lines: Vec<String> = checks
+        .iter()
+        .filter(|c| !c.present)
         .map(|c| {
             format!(
-                "{} (lib{}) was not found; searched for {}",
+                "{} (lib{}) not found; tried {}",
                 c.what,
                 c.stems.first().copied().unwrap_or("?"),
                 c.candidates.join(", ")
             )
         })
         .collect();
-    if missing.is_empty() {
-        return None;
+    if lines.is_empty() {
+        return lines;
     }
-    Some(format!(
-        "{}; the dynamic loader searched LD_LIBRARY_PATH ({}) and the system library paths \
-         (install the NVIDIA driver and the CUDA runtime libraries, or point \
-         LD_LIBRARY_PATH at them)",
-        missing.join("; "),
+    lines.push(format!(
+        "the dynamic loader searched LD_LIBRARY_PATH ({}) and the system library paths; \
+         install the NVIDIA driver and the CUDA runtime libraries, or point LD_LIBRARY_PATH \
+         at them",
         std::env::var("LD_LIBRARY_PATH")
             .ok()
             .filter(|v| !v.is_empty())
             .unwrap_or_else(|| "unset".to_string())
-    ))
+    ));
+    lines
 }
 
 fn check(what: &'static str, stems: &'static [&'static str], present: bool) -> LibraryCheck {

@@ -30,7 +30,6 @@ pub struct BackendInfo {
     pub targets: Vec<TargetSpec>,
     /// The long form of an unavailable probe's one-line reason (every library file name
     /// tried, where the loader looked): [`concord_core::Executor::probe_details`].
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub probe_details: Vec<String>,
 }
 

@@ -173,11 +173,14 @@ impl fmt::Display for Placement {
             "node", "op", "executor", "target"
         )?;
         for n in &self.nodes {
-            // A reason that is a whole fallback's (every node of an unavailable backend)
-            // is said once, under "fallbacks:", and referred to by number on each row.
+            // A backend-level reason (an unavailable backend, a target without fp16) is
+            // the same on every node: it is said once, under "fallbacks:", and referred to
+            // by number on each row. A node's own reason (op not supported) stays on its row.
             let reason = match &n.reason {
                 None => "-".to_string(),
-                Some(r) => match self.notices.iter().position(|notice| notice.reason == *r) {
+                Some(r) => match self.notices.iter().position(|notice| {
+                    notice.cause != FallbackCause::NodeUnsupported && notice.reason == *r
+                }) {
                     Some(i) => format!("fallback {} (below)", i + 1),
                     None => r.clone(),
                 },

@@ -109,3 +109,46 @@ fn check(what: &'static str, stems: &'static [&'static str], present: bool) -> L
         present,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn missing(what: &'static str, stems: &'static [&'static str]) -> LibraryCheck {
+        check(what, stems, false)
+    }
+
+    fn present(what: &'static str, stems: &'static [&'static str]) -> LibraryCheck {
+        check(what, stems, true)
+    }
+
+    /// The reason is repeated in warnings, Deny errors, skip tables and JUnit reports: one
+    /// line, whatever is missing, while the long form keeps every file name tried.
+    #[test]
+    fn the_reason_is_one_line_and_the_long_form_has_every_name() {
+        let none = [
+            missing("the CUDA driver", &["cuda", "nvcuda"]),
+            missing("the NVRTC runtime compiler", &["nvrtc"]),
+            missing("cuBLAS", &["cublas"]),
+        ];
+        let driver_only = [
+            missing("the CUDA driver", &["cuda", "nvcuda"]),
+            present("the NVRTC runtime compiler", &["nvrtc"]),
+            present("cuBLAS", &["cublas"]),
+        ];
+        let all_three = missing_reason(&none).unwrap_or_default();
+        let one = missing_reason(&driver_only).unwrap_or_default();
+        insta::assert_snapshot!("reason_all_missing", all_three);
+        insta::assert_snapshot!("reason_driver_missing", one);
+        for reason in [&all_three, &one] {
+            assert!(!reason.contains('\n') && reason.len() <= 200, "{reason}");
+        }
+        let long = search_report(&none).join("\n");
+        for name in none.iter().flat_map(|c| &c.candidates) {
+            assert!(long.contains(name.as_str()), "{name} missing from {long}");
+        }
+        let everything = [present("cuBLAS", &["cublas"])];
+        assert_eq!(missing_reason(&everything), None);
+        assert!(search_report(&everything).is_empty());
+    }
+}

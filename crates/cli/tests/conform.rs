@@ -29,6 +29,12 @@ fn conform_on_cpu_writes_every_report() {
         output.status
     );
     assert!(stdout.contains("result: PASS"), "stdout:\n{stdout}");
+    // stderr is a pipe here, as in a CI log: the run says how far it got in lines (every
+    // few seconds, and once at the end) instead of drawing a bar nobody sees.
+    assert!(
+        stderr.contains("conform: 2/2 trials done, 0 failures so far"),
+        "stderr:\n{stderr}"
+    );
     for name in ["conformance.json", "junit.xml", "matrix.md", "matrix.html"] {
         assert!(dir.join(name).is_file(), "{name} was not written");
     }

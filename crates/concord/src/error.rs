@@ -58,7 +58,7 @@ pub enum Error {
     /// `CONCORD_REQUIRE` (or `concord info --require`) names something no registered
     /// executor is or declares: a usage error, like an unknown flag.
     #[error(
-        "{source_name} {value:?}: no executor or target is named `{entry}`{}; known: {}",
+        "{source_name}={value:?}: no executor or target is named `{entry}`{}; known: {}",
         suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default(),
         known.join(", ")
     )]

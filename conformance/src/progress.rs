@@ -286,8 +286,13 @@ pub fn run(options: &RunOptions) -> RunSummary {
     // an error.
     if selected == 0 && run_failures.is_empty() {
         run_failures.push(format!(
-            "no trial matches the selection (executors {:?}, targets {:?}, filter {:?})",
-            options.executors, options.targets, options.filter
+            "no trial matches the selection (executors {}, targets {}, filter {})",
+            list_or_all(&options.executors),
+            list_or_all(&options.targets),
+            options
+                .filter
+                .as_deref()
+                .map_or_else(|| "none".to_string(), |f| format!("`{f}`"))
         ));
     }
     let threads = options
@@ -601,6 +606,15 @@ fn run_jobs(jobs: &[Job<'_>], threads: usize, display: ProgressDisplay) -> Vec<R
             })
         })
         .collect()
+}
+
+/// Names as a user typed them, or "all" for an empty selection.
+fn list_or_all(names: &[String]) -> String {
+    if names.is_empty() {
+        "all".to_string()
+    } else {
+        names.join(", ")
+    }
 }
 
 /// Sets its flag when dropped: the progress reporter stops when the workers' scope ends,

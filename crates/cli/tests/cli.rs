@@ -634,3 +634,54 @@ fn a_protobuf_nested_past_the_decoders_limit_is_a_one_line_error() {
     assert!(line.len() <= 1_100, "{} bytes: {line}", line.len());
     assert!(line.contains("recursion limit"), "{line}");
 }
+
+/// Small things a user reads: an empty half of `--input`, "1 node" in the singular, and an
+/// environment override of `--fallback` said once.
+#[test]
+fn small_messages_read_right() {
+    let model = golden("residual_block");
+    let empty_file = concord(&["run", &model, "--input", "X="]);
+    assert_one_line_error(
+        &empty_file,
+        "--input `X=` is not NAME=FILE.npy: the file is empty",
+    );
+    let empty_name = concord(&["run", &model, "--input", "=x.npy"]);
+    assert_one_line_error(&empty_name, "the name is empty");
+    // One LSTM node: whether OpenCL is here or not, one node falls back.
+    let lstm = golden("lstm_reverse_input_forget_clip");
+    let one = concord(&[
+        "run",
+        &lstm,
+        "--random-seed",
+        "1",
+        "--backend",
+        "opencl",
+        "--fallback",
+        "deny",
+    ]);
+    assert_one_line_error(&one, "(1 node)");
+    let overridden = Command::new(env!("CARGO_BIN_EXE_concord"))
+        .args([
+            "run",
+            &model,
+            "--random-seed",
+            "1",
+            "--backend",
+            "cuda",
+            "--fallback",
+            "deny",
+        ])
+        .env("CONCORD_FALLBACK", "allow")
+        .env_remove("CONCORD_REQUIRE")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run concord: {e}"));
+    assert!(overridden.status.success(), "{}", stderr(&overridden));
+    assert_eq!(
+        stderr(&overridden)
+            .matches("note: CONCORD_FALLBACK=allow wins over --fallback deny")
+            .count(),
+        1,
+        "{}",
+        stderr(&overridden)
+    );
+}

@@ -90,7 +90,12 @@ fn conform_fails_on_an_unknown_executor_and_a_selection_of_nothing() {
         !filtered_out.status.success(),
         "a selection of no trial must not pass: {stdout}"
     );
-    assert!(stdout.contains("no trial matches"), "stdout:\n{stdout}");
+    assert!(
+        stdout.contains(
+            "no trial matches the selection (executors cpu, targets all, filter `matches/nothing`)"
+        ),
+        "stdout:\n{stdout}"
+    );
 }
 
 #[test]

@@ -242,10 +242,13 @@ pub fn run(options: &RunOptions) -> RunSummary {
     let mut leading_records = Vec::new();
     let targets = parse_targets(&options.targets, &options.registry, &mut run_failures);
     let chosen = choose_executors(options, &targets, &mut run_failures, &mut leading_records);
+    // An unknown target or executor, a CONCORD_REQUIRE naming nothing known or a bad seed is
+    // a usage error: the run fails at once instead of running every trial first.
+    let usage_error = !run_failures.is_empty();
     let mut suites = Vec::new();
     let mut config = options.config.clone();
     config.recording_floors = options.floors == FloorMode::Record;
-    for executor in chosen {
+    for executor in chosen.into_iter().filter(|_| !usage_error) {
         let name = executor.name().to_string();
         match Suite::new(executor, config.clone()) {
             Ok(suite) => suites.push(suite),

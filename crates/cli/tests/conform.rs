@@ -90,6 +90,20 @@ fn conform_fails_on_an_unknown_executor_and_a_selection_of_nothing() {
         !filtered_out.status.success(),
         "a selection of no trial must not pass: {stdout}"
     );
+    // An unknown target is a usage error found before any trial runs.
+    let typo = Command::new(env!("CARGO_BIN_EXE_concord"))
+        .args(["conform", "--target", "fp16", "--no-progress"])
+        .arg("--report-dir")
+        .arg(&dir)
+        .output()
+        .expect("the concord binary starts");
+    let text = String::from_utf8_lossy(&typo.stdout);
+    assert!(!typo.status.success(), "stdout:\n{text}");
+    assert!(text.contains("unknown target `fp16`"), "stdout:\n{text}");
+    assert!(
+        text.contains("conformance: 0 trials, 0 executed"),
+        "stdout:\n{text}"
+    );
     assert!(
         stdout.contains(
             "no trial matches the selection (executors cpu, targets all, filter `matches/nothing`)"

@@ -10,6 +10,7 @@ use crate::suite::{required_here, Case, Suite, SuiteConfig};
 use concord::{Capability, Executor, ExecutorRegistry, Target, BUILTIN_BACKENDS};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::fmt::Write;
+use std::io::IsTerminal;
 use std::num::NonZeroUsize;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -58,9 +59,23 @@ pub enum FloorMode {
 /// Whether the driver draws a progress bar.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProgressDisplay {
-    /// A bar on stderr when stderr is a terminal (indicatif hides it otherwise).
+    /// A bar on stderr when stderr is a terminal; when it is not (a CI log, a pipe), a
+    /// line every [`PROGRESS_EVERY`] with trials done, the total and failures so far, and
+    /// one at the end.
     Bar,
     Hidden,
+}
+
+/// How often a run whose stderr is not a terminal says how far it is.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+/// What a run whose stderr is not a terminal prints every [`PROGRESS_EVERY`].
+pub fn progress_line(done: usize, total: usize, failures: usize, elapsed: Duration) -> String {
+    let plural = if failures == 1 { "" } else { "s" };
+    format!(
+        "conform: {done}/{total} trials done, {failures} failure{plural} so far ({}s)",
+        elapsed.as_secs()
+    )
 }
 
 /// What a run found: every record, the summary every report shows, and where the reports
@@ -227,10 +242,13 @@ pub fn run(options: &RunOptions) -> RunSummary {
     let mut leading_records = Vec::new();
     let targets = parse_targets(&options.targets, &options.registry, &mut run_failures);
     let chosen = choose_executors(options, &targets, &mut run_failures, &mut leading_records);
+    // An unknown target or executor, a CONCORD_REQUIRE naming nothing known or a bad seed is
+    // a usage error: the run fails at once instead of running every trial first.
+    let usage_error = !run_failures.is_empty();
     let mut suites = Vec::new();
     let mut config = options.config.clone();
     config.recording_floors = options.floors == FloorMode::Record;
-    for executor in chosen {
+    for executor in chosen.into_iter().filter(|_| !usage_error) {
         let name = executor.name().to_string();
         match Suite::new(executor, config.clone()) {
             Ok(suite) => suites.push(suite),
@@ -271,8 +289,13 @@ pub fn run(options: &RunOptions) -> RunSummary {
     // an error.
     if selected == 0 && run_failures.is_empty() {
         run_failures.push(format!(
-            "no trial matches the selection (executors {:?}, targets {:?}, filter {:?})",
-            options.executors, options.targets, options.filter
+            "no trial matches the selection (executors {}, targets {}, filter {})",
+            list_or_all(&options.executors),
+            list_or_all(&options.targets),
+            options
+                .filter
+                .as_deref()
+                .map_or_else(|| "none".to_string(), |f| format!("`{f}`"))
         ));
     }
     let threads = options
@@ -496,43 +519,78 @@ fn run_jobs(jobs: &[Job<'_>], threads: usize, display: ProgressDisplay) -> Vec<R
     let next = AtomicUsize::new(0);
     let failures = AtomicUsize::new(0);
     let slots: Mutex<Vec<Option<Record>>> = Mutex::new(vec![None; total]);
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| loop {
-                let index = next.fetch_add(1, Ordering::Relaxed);
-                let Some(job) = jobs.get(index) else {
-                    break;
+    let done = AtomicUsize::new(0);
+    // indicatif draws nothing when stderr is not a terminal; a CI log gets lines instead.
+    let lines = display == ProgressDisplay::Bar && !std::io::stderr().is_terminal();
+    // Set when the workers are done (or their scope unwinds), so the reporter never
+    // outlives them.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|outer| {
+        if lines {
+            outer.spawn(|| {
+                let started = Instant::now();
+                let mut said = Instant::now();
+                let say = || {
+                    eprintln!(
+                        "{}",
+                        progress_line(
+                            done.load(Ordering::Relaxed),
+                            total,
+                            failures.load(Ordering::Relaxed),
+                            started.elapsed()
+                        )
+                    );
                 };
-                bar.set_message(format!(
-                    "{} failed · {}",
-                    failures.load(Ordering::Relaxed),
-                    job.case.name
-                ));
-                let record = run_one(job);
-                if record.verdict.fails_run() {
-                    failures.fetch_add(1, Ordering::Relaxed);
-                    bar.println(format!(
-                        "FAIL {}: {}",
-                        record.name,
-                        record
-                            .verdict
-                            .message()
-                            .unwrap_or_default()
-                            .lines()
-                            .next()
-                            .unwrap_or("")
-                    ));
-                }
-                // A poisoned lock means another worker panicked outside `run_one`'s
-                // catch; its slot stays empty and is reported below.
-                if let Ok(mut slots) = slots.lock() {
-                    if let Some(slot) = slots.get_mut(index) {
-                        *slot = Some(record);
+                while !stop.load(Ordering::Relaxed) {
+                    if said.elapsed() >= PROGRESS_EVERY {
+                        say();
+                        said = Instant::now();
                     }
+                    std::thread::sleep(Duration::from_millis(100));
                 }
-                bar.inc(1);
+                say();
             });
         }
+        let _stop = StopOnDrop(&stop);
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(job) = jobs.get(index) else {
+                        break;
+                    };
+                    bar.set_message(format!(
+                        "{} failed · {}",
+                        failures.load(Ordering::Relaxed),
+                        job.case.name
+                    ));
+                    let record = run_one(job);
+                    if record.verdict.fails_run() {
+                        failures.fetch_add(1, Ordering::Relaxed);
+                        bar.println(format!(
+                            "FAIL {}: {}",
+                            record.name,
+                            record
+                                .verdict
+                                .message()
+                                .unwrap_or_default()
+                                .lines()
+                                .next()
+                                .unwrap_or("")
+                        ));
+                    }
+                    // A poisoned lock means another worker panicked outside `run_one`'s
+                    // catch; its slot stays empty and is reported below.
+                    if let Ok(mut slots) = slots.lock() {
+                        if let Some(slot) = slots.get_mut(index) {
+                            *slot = Some(record);
+                        }
+                    }
+                    bar.inc(1);
+                    done.fetch_add(1, Ordering::Relaxed);
+                });
+            }
+        });
     });
     bar.finish_and_clear();
     let slots = slots
@@ -551,6 +609,25 @@ fn run_jobs(jobs: &[Job<'_>], threads: usize, display: ProgressDisplay) -> Vec<R
             })
         })
         .collect()
+}
+
+/// Names as a user typed them, or "all" for an empty selection.
+fn list_or_all(names: &[String]) -> String {
+    if names.is_empty() {
+        "all".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// Sets its flag when dropped: the progress reporter stops when the workers' scope ends,
+/// however it ends.
+struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Runs one trial; a panic becomes a failure of that trial.
@@ -681,4 +758,16 @@ fn coverage_text(count: &report::NodeCount) -> String {
     count
         .fraction()
         .map_or_else(|| "-".to_string(), |f| format!("{:.1}%", f * 100.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_progress_line_says_done_total_and_failures() {
+        let line = progress_line(40, 120, 1, Duration::from_millis(12_500));
+        assert_eq!(line, "conform: 40/120 trials done, 1 failure so far (12s)");
+        assert!(progress_line(0, 3, 2, Duration::ZERO).contains("2 failures so far"));
+    }
 }

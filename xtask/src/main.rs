@@ -101,7 +101,12 @@ fn main() -> ExitCode {
         print_help();
         return ExitCode::FAILURE;
     };
-    let Some(command) = COMMANDS.iter().find(|c| c.name == name.as_str()) else {
+    // `--help` and `-h` are what people type first; they mean `help`.
+    let name = match name.as_str() {
+        "--help" | "-h" => "help",
+        other => other,
+    };
+    let Some(command) = COMMANDS.iter().find(|c| c.name == name) else {
         eprintln!("xtask: unknown command `{name}`");
         print_help();
         return ExitCode::FAILURE;

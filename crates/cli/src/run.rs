@@ -31,9 +31,10 @@ pub struct RunArgs {
     /// backend's own).
     #[arg(long)]
     pub target: Option<String>,
-    /// What to do if the request cannot be met: deny, warn, allow (CONCORD_FALLBACK wins).
-    #[arg(long, default_value = "warn")]
-    pub fallback: String,
+    /// What to do if the request cannot be met: deny, warn, allow (default warn).
+    /// CONCORD_FALLBACK, when set, wins over it, and the run says so.
+    #[arg(long)]
+    pub fallback: Option<String>,
     /// Print the placement report (where every node runs, and why).
     #[arg(long)]
     pub placement: bool,
@@ -48,12 +49,19 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> Result<(), String> {
-    let policy = parse_policy(&args.fallback).ok_or_else(|| {
-        format!(
-            "--fallback `{}`: expected deny, warn or allow",
-            args.fallback
-        )
-    })?;
+    let asked = args.fallback.as_deref().unwrap_or("warn");
+    let policy = parse_policy(asked)
+        .ok_or_else(|| format!("--fallback `{asked}`: expected deny, warn or allow"))?;
+    // The environment wins over the code's (and the command line's) choice, so an operator
+    // can tighten any program; a flag it overrides is said once, not silently dropped.
+    if let (Some(flag), Ok(env)) = (&args.fallback, std::env::var("CONCORD_FALLBACK")) {
+        if parse_policy(&env).is_some_and(|p| p != policy) {
+            eprintln!(
+                "note: CONCORD_FALLBACK={} wins over --fallback {flag}",
+                env.trim()
+            );
+        }
+    }
     let registry = ExecutorRegistry::with_builtins();
     let target = match &args.target {
         Some(t) => Some(registry.target_named(t).ok_or_else(|| {
@@ -168,6 +176,12 @@ fn read_inputs(net: &Net, specs: &[String]) -> Result<Vec<(String, Tensor)>, Str
             let (name, file) = spec
                 .split_once('=')
                 .ok_or_else(|| format!("--input `{spec}` is not NAME=FILE.npy"))?;
+            if name.is_empty() || file.is_empty() {
+                return Err(format!(
+                    "--input `{spec}` is not NAME=FILE.npy: the {} is empty",
+                    if name.is_empty() { "name" } else { "file" }
+                ));
+            }
             let tensor = npy::read_within(&PathBuf::from(file), net.memory_budget())?;
             Ok((name.to_string(), tensor))
         })

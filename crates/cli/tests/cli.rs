@@ -296,6 +296,7 @@ fn info_reports_backends_and_require_asserts() {
         ".concord_version" => "[version]",
         ".backends[].probe" => "[probe]",
         ".backends[].targets" => "[targets]",
+        ".backends[].probe_details" => "[probe details]",
     });
     assert!(concord(&["info", "--require", "cpu"]).status.success());
     assert!(concord(&["info", "--require", "cpu:cpu"]).status.success());
@@ -309,9 +310,87 @@ fn info_reports_backends_and_require_asserts() {
     let unknown = concord(&["info", "--require", "vulkan"]);
     assert!(!unknown.status.success());
     assert!(
-        stderr(&unknown).contains("no backend named `vulkan`"),
+        stderr(&unknown).contains("no executor or target is named `vulkan`; known: cpu, "),
         "{}",
         stderr(&unknown)
+    );
+    let typo = concord(&["info", "--require", "opencl:opencl-fp61"]);
+    assert_one_line_error(&typo, "(did you mean `opencl-fp16`?)");
+}
+
+/// Every line the CLI prints about an unavailable CUDA fits on a line (300 characters):
+/// the probe's reason is one line wherever it is repeated (warning, Deny error, placement,
+/// `info`), and `info` wraps the long list of library names it tried. With a usable CUDA,
+/// the same requests run on it.
+#[test]
+fn lines_about_an_unavailable_cuda_fit_on_a_line() {
+    let info = concord(&["info", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap_or_default();
+    let cuda = v["backends"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|b| b["name"] == "cuda")
+        .cloned()
+        .unwrap_or_default();
+    let model = golden("residual_block");
+    let placement = concord(&[
+        "run",
+        &model,
+        "--random-seed",
+        "1",
+        "--backend",
+        "cuda",
+        "--placement",
+    ]);
+    assert!(placement.status.success(), "{}", stderr(&placement));
+    if cuda["probe"]["status"] == "available" {
+        assert!(
+            stdout(&placement).contains("resolved cuda/cuda"),
+            "{}",
+            stdout(&placement)
+        );
+        return;
+    }
+    let deny = concord(&[
+        "run",
+        &model,
+        "--random-seed",
+        "1",
+        "--target",
+        "cuda-fp16",
+        "--fallback",
+        "deny",
+    ]);
+    assert!(!deny.status.success());
+    let text = concord(&["info"]);
+    let required = concord(&["info", "--require", "cuda"]);
+    assert!(!required.status.success());
+    let printed = [&placement, &deny, &text, &required]
+        .iter()
+        .map(|o| format!("{}{}", stdout(o), stderr(o)))
+        .collect::<Vec<_>>()
+        .join("\n");
+    // `info` also prints an OpenCL device's extension list, which is not about CUDA.
+    let cuda_block: Vec<&str> = printed
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("extensions:"))
+        .collect();
+    // The model's path is the user's to choose (here an absolute path into the checkout),
+    // so it counts as the five characters of "MODEL".
+    for line in &cuda_block {
+        let line = line.replace(&model, "MODEL");
+        let n = line.chars().count();
+        assert!(n <= 300, "{n} characters: {line}");
+    }
+    // The reason is said once under "fallbacks:", not on every node row.
+    let rows = stdout(&placement).matches("not found (searched").count();
+    assert_eq!(rows, 1, "{}", stdout(&placement));
+    // The full search list is still in `info`, and in its JSON.
+    assert!(stdout(&text).contains("libcuda.so.1"), "{}", stdout(&text));
+    assert!(
+        cuda["probe_details"].to_string().contains("libcuda.so.1"),
+        "{cuda}"
     );
 }
 
@@ -554,4 +633,55 @@ fn a_protobuf_nested_past_the_decoders_limit_is_a_one_line_error() {
     let line = stderr(&o);
     assert!(line.len() <= 1_100, "{} bytes: {line}", line.len());
     assert!(line.contains("recursion limit"), "{line}");
+}
+
+/// Small things a user reads: an empty half of `--input`, "1 node" in the singular, and an
+/// environment override of `--fallback` said once.
+#[test]
+fn small_messages_read_right() {
+    let model = golden("residual_block");
+    let empty_file = concord(&["run", &model, "--input", "X="]);
+    assert_one_line_error(
+        &empty_file,
+        "--input `X=` is not NAME=FILE.npy: the file is empty",
+    );
+    let empty_name = concord(&["run", &model, "--input", "=x.npy"]);
+    assert_one_line_error(&empty_name, "the name is empty");
+    // One LSTM node: whether OpenCL is here or not, one node falls back.
+    let lstm = golden("lstm_reverse_input_forget_clip");
+    let one = concord(&[
+        "run",
+        &lstm,
+        "--random-seed",
+        "1",
+        "--backend",
+        "opencl",
+        "--fallback",
+        "deny",
+    ]);
+    assert_one_line_error(&one, "(1 node)");
+    let overridden = Command::new(env!("CARGO_BIN_EXE_concord"))
+        .args([
+            "run",
+            &model,
+            "--random-seed",
+            "1",
+            "--backend",
+            "cuda",
+            "--fallback",
+            "deny",
+        ])
+        .env("CONCORD_FALLBACK", "allow")
+        .env_remove("CONCORD_REQUIRE")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run concord: {e}"));
+    assert!(overridden.status.success(), "{}", stderr(&overridden));
+    assert_eq!(
+        stderr(&overridden)
+            .matches("note: CONCORD_FALLBACK=allow wins over --fallback deny")
+            .count(),
+        1,
+        "{}",
+        stderr(&overridden)
+    );
 }

@@ -29,6 +29,12 @@ fn conform_on_cpu_writes_every_report() {
         output.status
     );
     assert!(stdout.contains("result: PASS"), "stdout:\n{stdout}");
+    // stderr is a pipe here, as in a CI log: the run says how far it got in lines (every
+    // few seconds, and once at the end) instead of drawing a bar nobody sees.
+    assert!(
+        stderr.contains("conform: 2/2 trials done, 0 failures so far"),
+        "stderr:\n{stderr}"
+    );
     for name in ["conformance.json", "junit.xml", "matrix.md", "matrix.html"] {
         assert!(dir.join(name).is_file(), "{name} was not written");
     }
@@ -84,7 +90,26 @@ fn conform_fails_on_an_unknown_executor_and_a_selection_of_nothing() {
         !filtered_out.status.success(),
         "a selection of no trial must not pass: {stdout}"
     );
-    assert!(stdout.contains("no trial matches"), "stdout:\n{stdout}");
+    // An unknown target is a usage error found before any trial runs.
+    let typo = Command::new(env!("CARGO_BIN_EXE_concord"))
+        .args(["conform", "--target", "fp16", "--no-progress"])
+        .arg("--report-dir")
+        .arg(&dir)
+        .output()
+        .expect("the concord binary starts");
+    let text = String::from_utf8_lossy(&typo.stdout);
+    assert!(!typo.status.success(), "stdout:\n{text}");
+    assert!(text.contains("unknown target `fp16`"), "stdout:\n{text}");
+    assert!(
+        text.contains("conformance: 0 trials, 0 executed"),
+        "stdout:\n{text}"
+    );
+    assert!(
+        stdout.contains(
+            "no trial matches the selection (executors cpu, targets all, filter `matches/nothing`)"
+        ),
+        "stdout:\n{stdout}"
+    );
 }
 
 #[test]

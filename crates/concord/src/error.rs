@@ -55,16 +55,20 @@ pub enum Error {
         value: String,
         expected: &'static str,
     },
-    /// `CONCORD_REQUIRE` names something no registered executor is or declares.
+    /// `CONCORD_REQUIRE` (or `concord info --require`) names something no registered
+    /// executor is or declares: a usage error, like an unknown flag.
     #[error(
-        "CONCORD_REQUIRE={value:?} is not understood: no executor or target is named `{entry}` \
-         (known: {})",
+        "{source_name}={value:?}: no executor or target is named `{entry}`{}; known: {}",
+        suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default(),
         known.join(", ")
     )]
     UnknownRequirement {
+        /// Where the list came from: "CONCORD_REQUIRE" or "--require".
+        source_name: &'static str,
         value: String,
         entry: String,
         known: Vec<String>,
+        suggestion: Option<String>,
     },
     /// The backend asked for is neither registered nor a built-in: a usage error (a typo),
     /// not a fallback.

@@ -1,7 +1,7 @@
 //! What this build can do on this machine: the backends compiled in and what each one's
 //! runtime probe found. Backs `concord info` and its `--require` start-up assertion.
 
-use crate::registry::{canonical_backend, ExecutorRegistry, BUILTIN_BACKENDS};
+use crate::registry::{canonical_backend, parse_require_from, ExecutorRegistry, BUILTIN_BACKENDS};
 use concord_core::{resolve_target, Availability, Backend, Target, TargetSpec};
 use serde::Serialize;
 use std::fmt;
@@ -11,6 +11,10 @@ use std::fmt;
 pub struct SystemInfo {
     pub concord_version: &'static str,
     pub backends: Vec<BackendInfo>,
+    /// The registry probed: `check_requirement` reads names against it, through the one
+    /// parser of requirement lists.
+    #[serde(skip)]
+    registry: ExecutorRegistry,
 }
 
 /// One backend: compiled in or not, and what its probe found.
@@ -24,6 +28,9 @@ pub struct BackendInfo {
     pub probe: Option<Availability>,
     /// The targets its executor declares (default first); empty when not compiled in.
     pub targets: Vec<TargetSpec>,
+    /// The long form of an unavailable probe's one-line reason (every library file name
+    /// tried, where the loader looked): [`concord_core::Executor::probe_details`].
+    pub probe_details: Vec<String>,
 }
 
 impl SystemInfo {
@@ -39,6 +46,7 @@ impl SystemInfo {
                 compiled_in: executor.is_some(),
                 probe: executor.map(|e| e.probe()),
                 targets: executor.map(|e| e.targets()).unwrap_or_default(),
+                probe_details: executor.map(|e| e.probe_details()).unwrap_or_default(),
             });
         }
         for executor in registry.executors() {
@@ -54,11 +62,13 @@ impl SystemInfo {
                 compiled_in: true,
                 probe: Some(executor.probe()),
                 targets: executor.targets(),
+                probe_details: executor.probe_details(),
             });
         }
         SystemInfo {
             concord_version: env!("CARGO_PKG_VERSION"),
             backends,
+            registry: registry.clone(),
         }
     }
 
@@ -71,6 +81,12 @@ impl SystemInfo {
             Some((b, t)) => (b.trim(), Some(t.trim())),
             None => (requirement.trim(), None),
         };
+        // A name nothing knows is a usage error (with the known names and a did-you-mean),
+        // decided by the parser `CONCORD_REQUIRE` goes through.
+        let names = [Some(backend_name), target_name].into_iter().flatten();
+        for name in names {
+            parse_require_from("--require", name, &self.registry).map_err(|e| e.to_string())?;
+        }
         let backend = canonical_backend(backend_name);
         let by_name = self.backends.iter().find(|b| b.name == backend.name());
         // A bare target name ("opencl-fp16", "toy-dsp") means the backend declaring it.
@@ -141,10 +157,35 @@ impl fmt::Display for SystemInfo {
                 }
                 Some(Availability::Unavailable { cause, reason }) => {
                     writeln!(f, "unavailable ({cause:?}): {reason}")?;
+                    for line in &b.probe_details {
+                        write_wrapped(f, line, DETAIL_WIDTH)?;
+                    }
                 }
                 None => writeln!(f, "not probed")?,
             }
         }
         Ok(())
     }
+}
+
+/// The widest line `concord info` prints for a probe's details: the file names a loader
+/// tried run to over a thousand characters and wrap at spaces instead.
+const DETAIL_WIDTH: usize = 100;
+
+/// Writes `text` indented by two spaces, wrapped at spaces so that no line is wider than
+/// `width` (a single longer word stays whole), continuation lines indented by four.
+fn write_wrapped(f: &mut fmt::Formatter<'_>, text: &str, width: usize) -> fmt::Result {
+    let mut line = String::from("  ");
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        if line.trim().is_empty() {
+            line.push_str(word);
+        } else if line.len() + 1 + word.len() > width {
+            writeln!(f, "{line}")?;
+            line = format!("    {word}");
+        } else {
+            line.push(' ');
+            line.push_str(word);
+        }
+    }
+    writeln!(f, "{line}")
 }

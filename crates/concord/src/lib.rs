@@ -36,8 +36,8 @@ pub use net::{Net, NetBuilder, Outputs, Pending};
 pub use planner::{parse_policy, Overrides};
 pub use profile::{Profile, ProfileEntry};
 pub use registry::{
-    canonical_backend, did_you_mean, parse_require, BuiltinBackend, ExecutorRegistry, Requirement,
-    BUILTIN_BACKENDS,
+    canonical_backend, did_you_mean, parse_require, parse_require_from, BuiltinBackend,
+    ExecutorRegistry, Requirement, BUILTIN_BACKENDS,
 };
 
 // The API boundary. What a deploying engineer uses is above and here; what a backend author

@@ -385,7 +385,10 @@ fn enforce(
     let reasons: Vec<String> = placement
         .notices
         .iter()
-        .map(|n| format!("{} ({} nodes)", n.reason, n.nodes))
+        .map(|n| {
+            let plural = if n.nodes == 1 { "" } else { "s" };
+            format!("{} ({} node{plural})", n.reason, n.nodes)
+        })
         .collect();
     for requirement in requirements {
         let on_backend = requirement.backend.as_ref() == Some(&placement.requested_backend);

@@ -259,6 +259,16 @@ pub fn canonical_backend(name: &str) -> Backend {
 /// the only parser of `CONCORD_REQUIRE`; the planner calls it when a net is built, the
 /// conformance suite when it decides whether an unavailable executor fails the run.
 pub fn parse_require(list: &str, registry: &ExecutorRegistry) -> Result<Vec<Requirement>, Error> {
+    parse_require_from("CONCORD_REQUIRE", list, registry)
+}
+
+/// [`parse_require`] for a list that came from `source_name` (`--require`), which the
+/// error names.
+pub fn parse_require_from(
+    source_name: &'static str,
+    list: &str,
+    registry: &ExecutorRegistry,
+) -> Result<Vec<Requirement>, Error> {
     let mut out = Vec::new();
     for entry in list
         .split(',')
@@ -273,10 +283,13 @@ pub fn parse_require(list: &str, registry: &ExecutorRegistry) -> Result<Vec<Requ
         .then_some(canonical);
         let target = registry.target_named(&entry);
         if backend.is_none() && target.is_none() {
+            let known = registry.known_names();
             return Err(Error::UnknownRequirement {
+                source_name,
                 value: list.to_string(),
+                suggestion: did_you_mean(&entry, &known).map(str::to_string),
                 entry,
-                known: registry.known_names(),
+                known,
             });
         }
         out.push(Requirement {

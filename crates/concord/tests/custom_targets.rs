@@ -277,6 +277,13 @@ fn concord_require_accepts_and_enforces_the_executors_names() {
         matches!(&without_toy, Err(Error::UnknownRequirement { entry, .. }) if entry == "toy"),
         "{without_toy:?}"
     );
+    // A typo is answered with the closest known name.
+    match build(toy(ALL_OPS), None, FallbackPolicy::Allow, &["toy-dps"]) {
+        Err(Error::UnknownRequirement { suggestion, .. }) => {
+            assert_eq!(suggestion.as_deref(), Some("toy-dsp"));
+        }
+        other => panic!("expected UnknownRequirement, got {other:?}"),
+    }
 }
 
 #[test]

@@ -93,6 +93,14 @@ pub trait Executor: Send + Sync + fmt::Debug {
     /// Looks for the library and devices. Must never panic or abort, whatever is missing.
     fn probe(&self) -> Availability;
 
+    /// The long form of an unavailable probe's reason, one item per line (every file name a
+    /// library loader tried, every platform looked at), for `concord info` and its JSON. The
+    /// reason in [`Availability::Unavailable`] is repeated in warnings, errors and reports,
+    /// so it stays one line; what does not fit there goes here. Default: nothing more.
+    fn probe_details(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// The targets this executor can compile for, as data: name, precision, the device
     /// capability each needs and what to run instead without it. The first is the default.
     /// Whether one can run here is decided by [`crate::resolve_target`], never by the

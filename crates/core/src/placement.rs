@@ -128,7 +128,7 @@ impl Placement {
             })
             .collect();
         Some(format!(
-            "concord fallback: asked {}, chose {} (see Net::placement())",
+            "concord fallback: asked {}, chose {} (per node: Net::placement(), `--placement`)",
             first.asked,
             parts.join("; ")
         ))
@@ -173,14 +173,25 @@ impl fmt::Display for Placement {
             "node", "op", "executor", "target"
         )?;
         for n in &self.nodes {
+            // A backend-level reason (an unavailable backend, a target without fp16) is
+            // the same on every node: it is said once, under "fallbacks:", and referred to
+            // by number on each row. A node's own reason (op not supported) stays on its row.
+            let reason = match &n.reason {
+                None => "-".to_string(),
+                Some(r) => match self.notices.iter().position(|notice| {
+                    notice.cause != FallbackCause::NodeUnsupported && notice.reason == *r
+                }) {
+                    Some(i) => format!("fallback {} (below)", i + 1),
+                    None => r.clone(),
+                },
+            };
             writeln!(
                 f,
-                "{:name_w$}  {:op_w$}  {:exec_w$}  {:11}  {}",
+                "{:name_w$}  {:op_w$}  {:exec_w$}  {:11}  {reason}",
                 n.name,
                 n.op,
                 n.executor,
                 n.target.name(),
-                n.reason.as_deref().unwrap_or("-")
             )?;
         }
         writeln!(f, "partitions: {}", self.partitions.len())?;
@@ -226,8 +237,13 @@ impl fmt::Display for Placement {
                 let plural = if n.nodes == 1 { "" } else { "s" };
                 write!(
                     f,
-                    "  [{:?}] asked {}, chose {} for {} node{plural}: {}{sep}",
-                    n.cause, n.asked, n.chosen, n.nodes, n.reason
+                    "  {}. [{:?}] asked {}, chose {} for {} node{plural}: {}{sep}",
+                    i + 1,
+                    n.cause,
+                    n.asked,
+                    n.chosen,
+                    n.nodes,
+                    n.reason
                 )?;
             }
             Ok(())

@@ -84,6 +84,10 @@ impl Executor for CudaExecutor {
         }
     }
 
+    fn probe_details(&self) -> Vec<String> {
+        crate::library::search_report(&crate::library::all())
+    }
+
     fn targets(&self) -> Vec<TargetSpec> {
         target_specs()
     }

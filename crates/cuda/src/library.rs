@@ -41,34 +41,55 @@ pub fn all() -> Vec<LibraryCheck> {
     vec![driver(), nvrtc(), cublas()]
 }
 
-/// Why the libraries that are missing make the executor unavailable: each one with the file
-/// names searched, and where the dynamic loader looked.
+/// Why the libraries that are missing make the executor unavailable, in one line: which
+/// libraries, and where the loader looked. Every file name tried is in [`search_report`]
+/// (`concord info` prints it), not here: this reason is repeated in warnings, Deny errors,
+/// skip tables and JUnit reports, so it must fit on a line.
 pub fn missing_reason(checks: &[LibraryCheck]) -> Option<String> {
     let missing: Vec<String> = checks
         .iter()
         .filter(|c| !c.present)
+        .map(|c| format!("lib{}", c.stems.first().copied().unwrap_or("?")))
+        .collect();
+    let names = match missing.as_slice() {
+        [] => return None,
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    };
+    Some(format!(
+        "{names} not found (searched LD_LIBRARY_PATH and the system paths; `concord info` \
+         lists every name tried)"
+    ))
+}
+
+/// Everything the loader tried for each missing library, one line per library plus where
+/// it looked and what to do: the long form of [`missing_reason`], for `concord info`.
+pub fn search_report(checks: &[LibraryCheck]) -> Vec<String> {
+    let mut lines: Vec<String> = checks
+        .iter()
+        .filter(|c| !c.present)
         .map(|c| {
             format!(
-                "{} (lib{}) was not found; searched for {}",
+                "{} (lib{}) not found; tried {}",
                 c.what,
                 c.stems.first().copied().unwrap_or("?"),
                 c.candidates.join(", ")
             )
         })
         .collect();
-    if missing.is_empty() {
-        return None;
+    if lines.is_empty() {
+        return lines;
     }
-    Some(format!(
-        "{}; the dynamic loader searched LD_LIBRARY_PATH ({}) and the system library paths \
-         (install the NVIDIA driver and the CUDA runtime libraries, or point \
-         LD_LIBRARY_PATH at them)",
-        missing.join("; "),
+    lines.push(format!(
+        "the dynamic loader searched LD_LIBRARY_PATH ({}) and the system library paths; \
+         install the NVIDIA driver and the CUDA runtime libraries, or point LD_LIBRARY_PATH \
+         at them",
         std::env::var("LD_LIBRARY_PATH")
             .ok()
             .filter(|v| !v.is_empty())
             .unwrap_or_else(|| "unset".to_string())
-    ))
+    ));
+    lines
 }
 
 fn check(what: &'static str, stems: &'static [&'static str], present: bool) -> LibraryCheck {
@@ -86,5 +107,48 @@ fn check(what: &'static str, stems: &'static [&'static str], present: bool) -> L
                 unique
             }),
         present,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn missing(what: &'static str, stems: &'static [&'static str]) -> LibraryCheck {
+        check(what, stems, false)
+    }
+
+    fn present(what: &'static str, stems: &'static [&'static str]) -> LibraryCheck {
+        check(what, stems, true)
+    }
+
+    /// The reason is repeated in warnings, Deny errors, skip tables and JUnit reports: one
+    /// line, whatever is missing, while the long form keeps every file name tried.
+    #[test]
+    fn the_reason_is_one_line_and_the_long_form_has_every_name() {
+        let none = [
+            missing("the CUDA driver", &["cuda", "nvcuda"]),
+            missing("the NVRTC runtime compiler", &["nvrtc"]),
+            missing("cuBLAS", &["cublas"]),
+        ];
+        let driver_only = [
+            missing("the CUDA driver", &["cuda", "nvcuda"]),
+            present("the NVRTC runtime compiler", &["nvrtc"]),
+            present("cuBLAS", &["cublas"]),
+        ];
+        let all_three = missing_reason(&none).unwrap_or_default();
+        let one = missing_reason(&driver_only).unwrap_or_default();
+        insta::assert_snapshot!("reason_all_missing", all_three);
+        insta::assert_snapshot!("reason_driver_missing", one);
+        for reason in [&all_three, &one] {
+            assert!(!reason.contains('\n') && reason.len() <= 200, "{reason}");
+        }
+        let long = search_report(&none).join("\n");
+        for name in none.iter().flat_map(|c| &c.candidates) {
+            assert!(long.contains(name.as_str()), "{name} missing from {long}");
+        }
+        let everything = [present("cuBLAS", &["cublas"])];
+        assert_eq!(missing_reason(&everything), None);
+        assert!(search_report(&everything).is_empty());
     }
 }

@@ -11,10 +11,18 @@ use concord::{FallbackPolicy, NetBuilder, Overrides};
 use std::time::Instant;
 
 fn main() {
-    let a: Vec<usize> = std::env::args()
-        .skip(1)
-        .map(|s| s.parse().unwrap())
-        .collect();
+    const USAGE: &str = "usage: layer_bench CIN COUT SIZE K STRIDE GROUP [ITERS] (whole numbers)";
+    let a: Vec<usize> = match std::env::args().skip(1).map(|s| s.parse()).collect() {
+        Ok(a) => a,
+        Err(_) => {
+            eprintln!("{USAGE}");
+            std::process::exit(2);
+        }
+    };
+    if a.len() < 6 {
+        eprintln!("{USAGE}");
+        std::process::exit(2);
+    }
     let (cin, cout, size, k, stride, group) = (a[0], a[1], a[2], a[3], a[4], a[5]);
     let iters = a.get(6).copied().unwrap_or(50);
     let mut b = common::CnnBuilder::new("layer", &[1, cin, size, size], 3);

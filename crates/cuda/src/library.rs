@@ -84,9 +84,11 @@ pub fn search_report(checks: &[LibraryCheck]) -> Vec<String> {
         "the dynamic loader searched LD_LIBRARY_PATH ({}) and the system library paths; \
          install the NVIDIA driver and the CUDA runtime libraries, or point LD_LIBRARY_PATH \
          at them",
+        // One directory per comma, so that `concord info` can wrap a long path at spaces.
         std::env::var("LD_LIBRARY_PATH")
             .ok()
             .filter(|v| !v.is_empty())
+            .map(|v| v.split(':').collect::<Vec<_>>().join(", "))
             .unwrap_or_else(|| "unset".to_string())
     ));
     lines

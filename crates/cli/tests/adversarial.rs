@@ -19,8 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// The address-space limit every child runs under, in KiB (`ulimit -v` counts KiB).
-const ADDRESS_LIMIT_KIB: u64 = 4 * 1024 * 1024;
+mod limited;
 
 /// A watchdog, not a timing assertion: a case still running after this long is a hang.
 const HANG: Duration = Duration::from_secs(120);
@@ -116,17 +115,8 @@ fn run_case(case: &Case, backend: &str, dir: &Path) -> Result<(), String> {
             .unwrap_or_default()
     ));
     let stderr_file = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "ulimit -v {ADDRESS_LIMIT_KIB} && exec \"$0\" \"$@\""
-        ))
-        .arg(env!("CARGO_BIN_EXE_concord"))
-        .args(&args)
+    let mut child = limited::concord(&args)
         .current_dir(dir)
-        .env_remove("CONCORD_FALLBACK")
-        .env_remove("CONCORD_REQUIRE")
-        .env_remove("CONCORD_MEMORY_LIMIT")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(stderr_file)

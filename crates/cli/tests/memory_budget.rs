@@ -19,22 +19,11 @@ use concord::{DType, Dim, Graph, Node, Op, Shape, Tensor, ValueInfo};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The address-space limit every child runs under, in KiB (`ulimit -v` counts KiB).
-const ADDRESS_LIMIT_KIB: u64 = 4 * 1024 * 1024;
+mod limited;
 
-/// `concord ARGS` under the address-space limit, with no limit of Concord's own from the
-/// environment.
+/// `concord ARGS` under the address-space limit (`limited`).
 fn concord_limited(args: &[&str]) -> Output {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "ulimit -v {ADDRESS_LIMIT_KIB} && exec \"$0\" \"$@\""
-        ))
-        .arg(env!("CARGO_BIN_EXE_concord"))
-        .args(args)
-        .env_remove("CONCORD_FALLBACK")
-        .env_remove("CONCORD_REQUIRE")
-        .env_remove("CONCORD_MEMORY_LIMIT")
+    limited::concord(args)
         .output()
         .unwrap_or_else(|e| panic!("cannot run concord under sh: {e}"))
 }

@@ -1,6 +1,13 @@
 //! Property strategies for the nn family: Conv (groups, depthwise, strides, pads,
 //! dilations, auto_pad, 1-D to 3-D), Gemm, MatMul, MaxPool, AveragePool,
 //! GlobalAveragePool and Resize.
+//!
+//! Conv and the pools draw their value recipe first. proptest shrinks a tuple one element
+//! at a time, in order, and never goes back to an earlier one: with the recipe last, the
+//! windows shrank against whatever values the failing case had, and a fault that large
+//! values hide (an error of 1.0 next to outputs near 1e12) kept pads that only made it
+//! visible. Shrinking the values to the plain recipe first lets the structure shrink
+//! against values where every error shows.
 
 use super::gen::{
     auto_pad, case, data, dims, extent, ints, literal, omitted, recipe, seed, spatial_rank, window,
@@ -29,22 +36,22 @@ pub(super) fn strategy(op: &str) -> Option<BoxedStrategy<OpCase>> {
 /// depthwise (in_per_group 1, group = channels) comes up as often as dense.
 fn conv() -> impl Strategy<Value = OpCase> {
     (
+        recipe(ACCUMULATING),
         spatial_rank(),
         uniform3(window(2)),
         (1usize..=2, 1usize..=3, 1usize..=3, extent(1..=3, 7)),
         auto_pad(),
         (any::<bool>(), any::<bool>(), any::<bool>()),
-        recipe(ACCUMULATING),
         seed(),
     )
         .prop_map(
             |(
+                values,
                 rank,
                 windows,
                 (batch, group, in_per_group, out_per_group),
                 auto_pad,
                 (bias, runtime_weights, kernel_shape),
-                values,
                 seed,
             )| {
                 let windows = &last_axis_long(&windows[..rank]);
@@ -227,26 +234,26 @@ const POOL_VALUES: &[Recipe] = &[
 /// ceil_mode, count_include_pad and auto_pad over 1 to 3 spatial axes.
 fn pool(kind: PoolKind) -> impl Strategy<Value = OpCase> {
     (
-        spatial_rank(),
-        uniform3(window(2)),
-        (1usize..=2, 1usize..=3),
-        auto_pad(),
-        (any::<bool>(), any::<bool>()),
         recipe(if kind == PoolKind::Max {
             POOL_VALUES
         } else {
             ACCUMULATING
         }),
+        spatial_rank(),
+        uniform3(window(2)),
+        (1usize..=2, 1usize..=3),
+        auto_pad(),
+        (any::<bool>(), any::<bool>()),
         seed(),
     )
         .prop_map(
             move |(
+                values,
                 rank,
                 windows,
                 (batch, channels),
                 auto_pad,
                 (ceil_mode, include_pad),
-                values,
                 seed,
             )| {
                 // ONNX runtimes require each pad to be smaller than the kernel: a window

@@ -79,9 +79,7 @@ impl OpenClPartition {
         if let Some(shapes) = fixed {
             let key: Vec<Vec<usize>> = shapes.iter().map(|s| s.dims().to_vec()).collect();
             let plan = Arc::new(this.build_plan(&shapes)?);
-            let workspace = plan
-                .new_workspace(&this.runtime.device)
-                .map_err(|e| e.in_partition("making a workspace"))?;
+            let workspace = plan.new_workspace(&this.runtime.device)?;
             plan.pool
                 .lock()
                 .map_err(|_| OpenClError::Poisoned.in_partition("preparing"))?
@@ -181,6 +179,7 @@ impl OpenClPartition {
             }
             steps.push(NodeSteps {
                 node: node.name.clone(),
+                op: node.op.name(),
                 fused: fused.fused.clone(),
                 launches: b.take_launches(),
             });
@@ -287,10 +286,11 @@ impl OpenClPartition {
                     .queue
                     .launch(kernel, &launch.global, launch.local.as_deref())
                     .map_err(|e| {
-                        OpenClError::from(e).in_partition(&format!(
-                            "node `{}`, kernel {}",
-                            steps.node, launch.kernel
-                        ))
+                        OpenClError::from(e).at_step(
+                            &steps.node,
+                            steps.op,
+                            &format!("kernel {}", launch.kernel),
+                        )
                     })?;
                 if profile.is_some() {
                     node_events.extend(event);
@@ -308,7 +308,7 @@ impl OpenClPartition {
                 let mut time = Duration::ZERO;
                 for event in node_events {
                     time += event.device_time().map_err(|e| {
-                        OpenClError::from(e).in_partition(&format!("node `{}`", steps.node))
+                        OpenClError::from(e).at_step(&steps.node, steps.op, "profiling")
                     })?;
                 }
                 sink.record_on(&steps.node, "opencl", time);
@@ -390,9 +390,7 @@ impl PreparedPartition for OpenClPartition {
             .pop();
         let ws = match pooled {
             Some(ws) => ws,
-            None => plan
-                .new_workspace(&self.runtime.device)
-                .map_err(|e| e.in_partition("making a workspace"))?,
+            None => plan.new_workspace(&self.runtime.device)?,
         };
         let result = if plan.warmed.load(Ordering::Acquire) && !self.runtime.serialize_runs {
             self.execute(&plan, &ws, inputs, profile)

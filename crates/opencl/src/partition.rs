@@ -109,7 +109,8 @@ impl OpenClPartition {
                         .dims()
                         .iter()
                         .try_fold(storage.size() as u64, |acc, &d| acc.checked_mul(d as u64));
-                    self.budget
+                    let checked = self
+                        .budget
                         .check_bytes(bytes, || {
                             format!(
                                 "the device copy of weight `{}` ({storage:?} {})",
@@ -120,7 +121,16 @@ impl OpenClPartition {
                         .map_err(|e| Error::at_node(&fused.node, e))?;
                     self.weights
                         .get_or_upload(&self.runtime.device, name, t, storage)
-                        .map_err(|e| e.at_node(&fused.node))?;
+                        .map_err(|e| {
+                            e.at_step(
+                                &fused.node.name,
+                                fused.node.op.name(),
+                                &format!(
+                                    "uploading weight `{}` ({checked} bytes)",
+                                    concord_core::text::elide_middle(name, 80)
+                                ),
+                            )
+                        })?;
                 }
             }
         }

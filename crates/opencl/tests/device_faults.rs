@@ -110,7 +110,12 @@ fn exact_model(batch: Dim) -> Graph {
             &["scaled", "bias"],
             &["shifted"],
         ),
-        Node::new("rectify", Op::Unary(Unary::Relu), &["shifted"], &["rectified"]),
+        Node::new(
+            "rectify",
+            Op::Unary(Unary::Relu),
+            &["shifted"],
+            &["rectified"],
+        ),
         Node::new("pool", Op::MaxPool(pool), &["rectified"], &["pooled"]),
         Node::new(
             "channels_last",
@@ -290,7 +295,11 @@ fn a_fault_while_building_is_a_typed_error_and_the_next_build_works() {
             let (code, _) = injected(kind);
             let fault = faults::inject(kind, nth(kind), code);
             let built = builder(graph.clone(), registry.clone(), policy).build();
-            assert!(fault.fired(), "{kind:?}: the build made no call number {}", nth(kind));
+            assert!(
+                fault.fired(),
+                "{kind:?}: the build made no call number {}",
+                nth(kind)
+            );
             drop(fault);
             let error = match built {
                 Ok(net) => panic!(
@@ -342,7 +351,11 @@ fn a_fault_in_a_forward_is_a_typed_error_and_the_next_forward_is_right() {
 
         let fault = faults::inject(kind, nth(kind), code);
         let failed = run(&net, &input);
-        assert!(fault.fired(), "{kind:?}: the forward made no call number {}", nth(kind));
+        assert!(
+            fault.fired(),
+            "{kind:?}: the forward made no call number {}",
+            nth(kind)
+        );
         drop(fault);
         let error = failed.expect_err("a forward whose OpenCL call failed must fail");
         assert_names_fault(&error, kind, &graph);
@@ -355,7 +368,10 @@ fn a_fault_in_a_forward_is_a_typed_error_and_the_next_forward_is_right() {
         if matches!(kind, CallKind::Write | CallKind::Enqueue | CallKind::Read) {
             let fault = faults::inject(kind, nth(kind), code);
             let failed = run(&net, &input);
-            assert!(fault.fired(), "{kind:?}: the warm forward made no such call");
+            assert!(
+                fault.fired(),
+                "{kind:?}: the warm forward made no such call"
+            );
             drop(fault);
             assert_names_fault(
                 &failed.expect_err("a warm forward whose OpenCL call failed must fail"),
@@ -419,7 +435,11 @@ fn faults_on_one_thread_leave_nets_on_other_threads_alone() {
                 while forwards < 3 || !done.load(Ordering::Acquire) {
                     let output = run(&net, &input)
                         .unwrap_or_else(|e| panic!("{name}: forward {forwards} failed: {e}"));
-                    assert_bit_identical(&output, &expected, &format!("{name}, forward {forwards}"));
+                    assert_bit_identical(
+                        &output,
+                        &expected,
+                        &format!("{name}, forward {forwards}"),
+                    );
                     forwards += 1;
                 }
                 forwards
@@ -445,7 +465,11 @@ fn faults_on_one_thread_leave_nets_on_other_threads_alone() {
             let (code, _) = injected(kind);
             let fault = faults::inject(kind, nth(kind), code);
             let failed = run(&faulty, &input);
-            assert!(fault.fired(), "round {r}, {kind:?}: no call number {}", nth(kind));
+            assert!(
+                fault.fired(),
+                "round {r}, {kind:?}: no call number {}",
+                nth(kind)
+            );
             drop(fault);
             assert_names_fault(
                 &failed.expect_err("a forward whose OpenCL call failed must fail"),

@@ -146,7 +146,9 @@ fn fault_point(kind: CallKind) -> Result<(), ClError> {
 /// calls its own thread makes, so nets run on other threads meanwhile are untouched (a
 /// process-wide switch would leak into every concurrent test). A net's `forward` makes its
 /// calls on the calling thread, and `build` its prepare-time calls; `forward_async` runs on
-/// the net's worker threads, where a fault armed by the caller does not reach.
+/// the net's worker threads, where a fault armed by the caller does not reach. One thing
+/// does cross threads, as a real failure would: a thread waiting in the program cache for
+/// the very build that an injected compile fault fails gets that build's error.
 #[cfg(feature = "fault-injection")]
 pub mod faults {
     use super::CallKind;

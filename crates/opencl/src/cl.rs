@@ -5,6 +5,12 @@
 //! opencl3's own wrapper types are not used: their `Drop` impls `expect` on release and
 //! `ExecuteKernel` panics on argument mistakes, and an executor must never panic on a
 //! device error. All `unsafe` of the crate that touches OpenCL lives in this file.
+//!
+//! Every call that can fail while a net is built or run passes one fault point
+//! ([`CallKind`]) first. With the `fault-injection` cargo feature, [`faults::inject`] makes
+//! the Nth call of one kind on the calling thread fail with a chosen CL error instead of
+//! reaching the driver, which is how the tests prove that each failure is a typed error and
+//! leaves the executor usable. Without the feature a fault point compiles to nothing.
 
 use opencl3::command_queue as cq;
 use opencl3::context::context as ctx;
@@ -66,6 +72,184 @@ pub const PLATFORM_NOT_FOUND: i32 = -1001;
 
 fn check<T>(call: &'static str, r: Result<T, cl_int>) -> Result<T, ClError> {
     r.map_err(|code| ClError::new(call, code))
+}
+
+/// The kinds of OpenCL call that fail while a net is built or run, each a fault point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallKind {
+    /// clBuildProgram (a kernel family compiled at prepare, or at a forward with new shapes).
+    Compile,
+    /// clCreateBuffer (weights, plan-time constants, a workspace's slots).
+    Alloc,
+    /// clCreateCommandQueue (a workspace's queue, a weight upload's queue).
+    Queue,
+    /// clCreateKernel (a workspace's kernel objects).
+    Kernel,
+    /// clSetKernelArg.
+    SetArg,
+    /// clEnqueueWriteBuffer (weights and inputs).
+    Write,
+    /// clEnqueueNDRangeKernel.
+    Enqueue,
+    /// clFinish.
+    Finish,
+    /// clEnqueueReadBuffer (outputs and the status word).
+    Read,
+}
+
+impl CallKind {
+    /// Every kind, in the order a net meets them.
+    pub const ALL: [CallKind; 9] = [
+        CallKind::Compile,
+        CallKind::Alloc,
+        CallKind::Queue,
+        CallKind::Kernel,
+        CallKind::SetArg,
+        CallKind::Write,
+        CallKind::Enqueue,
+        CallKind::Finish,
+        CallKind::Read,
+    ];
+
+    /// The OpenCL C function behind the kind.
+    pub fn call(self) -> &'static str {
+        match self {
+            CallKind::Compile => "clBuildProgram",
+            CallKind::Alloc => "clCreateBuffer",
+            CallKind::Queue => "clCreateCommandQueue",
+            CallKind::Kernel => "clCreateKernel",
+            CallKind::SetArg => "clSetKernelArg",
+            CallKind::Write => "clEnqueueWriteBuffer",
+            CallKind::Enqueue => "clEnqueueNDRangeKernel",
+            CallKind::Finish => "clFinish",
+            CallKind::Read => "clEnqueueReadBuffer",
+        }
+    }
+}
+
+/// The fault point of a `kind` call: the injected error when one is armed on this thread
+/// for this call, else nothing. Without the `fault-injection` feature it is always `Ok`.
+#[inline(always)]
+fn fault_point(kind: CallKind) -> Result<(), ClError> {
+    #[cfg(feature = "fault-injection")]
+    {
+        if let Some(code) = faults::take(kind) {
+            return Err(ClError::new(kind.call(), code));
+        }
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    let _ = kind;
+    Ok(())
+}
+
+/// Test-only fault injection, scoped to one thread: an armed fault sees only the OpenCL
+/// calls its own thread makes, so nets run on other threads meanwhile are untouched (a
+/// process-wide switch would leak into every concurrent test). A net's `forward` makes its
+/// calls on the calling thread, and `build` its prepare-time calls; `forward_async` runs on
+/// the net's worker threads, where a fault armed by the caller does not reach. One thing
+/// does cross threads, as a real failure would: a thread waiting in the program cache for
+/// the very build that an injected compile fault fails gets that build's error.
+#[cfg(feature = "fault-injection")]
+pub mod faults {
+    use super::CallKind;
+    use std::cell::RefCell;
+    use std::marker::PhantomData;
+
+    /// A fault armed on this thread until the guard drops.
+    #[derive(Debug)]
+    pub struct Injection {
+        kind: CallKind,
+        /// Armed state is thread-local, so the guard must stay on its thread.
+        _not_send: PhantomData<*const ()>,
+    }
+
+    #[derive(Debug)]
+    struct Armed {
+        kind: CallKind,
+        /// Which call of `kind` fails, counting from 1; 0 never fails (a pure counter).
+        nth: usize,
+        code: i32,
+        seen: usize,
+        fired: bool,
+    }
+
+    thread_local! {
+        static ARMED: RefCell<Option<Armed>> = const { RefCell::new(None) };
+    }
+
+    /// Makes the `nth` call (counting from 1) of `kind` on this thread fail with `code`
+    /// (a CL error code such as `CL_OUT_OF_RESOURCES`), without reaching the driver. Later
+    /// calls succeed again. Replaces a fault already armed on this thread.
+    pub fn inject(kind: CallKind, nth: usize, code: i32) -> Injection {
+        arm(kind, nth.max(1), code)
+    }
+
+    /// Counts the calls of `kind` on this thread without failing any.
+    pub fn count(kind: CallKind) -> Injection {
+        arm(kind, 0, 0)
+    }
+
+    fn arm(kind: CallKind, nth: usize, code: i32) -> Injection {
+        ARMED.with(|a| {
+            *a.borrow_mut() = Some(Armed {
+                kind,
+                nth,
+                code,
+                seen: 0,
+                fired: false,
+            });
+        });
+        Injection {
+            kind,
+            _not_send: PhantomData,
+        }
+    }
+
+    impl Injection {
+        /// Whether the armed call came and failed.
+        pub fn fired(&self) -> bool {
+            self.with(|a| a.fired)
+        }
+
+        /// How many calls of the kind this thread has made since arming.
+        pub fn seen(&self) -> usize {
+            self.with(|a| a.seen)
+        }
+
+        fn with<T: Default>(&self, f: impl FnOnce(&Armed) -> T) -> T {
+            ARMED.with(|a| {
+                a.borrow()
+                    .as_ref()
+                    .filter(|armed| armed.kind == self.kind)
+                    .map(f)
+                    .unwrap_or_default()
+            })
+        }
+    }
+
+    impl Drop for Injection {
+        fn drop(&mut self) {
+            ARMED.with(|a| {
+                let mut armed = a.borrow_mut();
+                if armed.as_ref().is_some_and(|x| x.kind == self.kind) {
+                    *armed = None;
+                }
+            });
+        }
+    }
+
+    /// Counts a `kind` call and says whether it is the one to fail, with which code.
+    pub(super) fn take(kind: CallKind) -> Option<i32> {
+        ARMED.with(|a| {
+            let mut armed = a.borrow_mut();
+            let armed = armed.as_mut().filter(|x| x.kind == kind)?;
+            armed.seen += 1;
+            (armed.seen == armed.nth).then(|| {
+                armed.fired = true;
+                armed.code
+            })
+        })
+    }
 }
 
 /// Every platform the ICD loader knows.
@@ -140,6 +324,7 @@ impl Context {
     /// profiled run reads each kernel's device time from its event instead of waiting for
     /// the queue after every node; recording the timestamps costs next to nothing).
     pub fn queue(&self) -> Result<Queue, ClError> {
+        fault_point(CallKind::Queue)?;
         // SAFETY: the device is the one the context was created for, and the properties ask
         // for an in-order queue with profiling.
         let raw = unsafe {
@@ -153,6 +338,7 @@ impl Context {
     /// empty buffers), read-write, uninitialised.
     pub fn buffer(&self, bytes: usize) -> Result<Buffer, ClError> {
         let size = bytes.max(8);
+        fault_point(CallKind::Alloc)?;
         // SAFETY: no host pointer is passed, so the flags only ask for device memory.
         let raw =
             unsafe { mem::create_buffer(self.raw, mem::CL_MEM_READ_WRITE, size, ptr::null_mut()) };
@@ -170,6 +356,12 @@ impl Context {
         .map_err(BuildError::Api)?;
         let program = Program { raw };
         let options = CString::new(options.replace('\0', " ")).unwrap_or_default();
+        if let Err(error) = fault_point(CallKind::Compile) {
+            return Err(BuildError::Compile {
+                error,
+                log: "(an injected fault: the compiler did not run)".into(),
+            });
+        }
         let built =
             prog::build_program(program.raw, &[self.device], &options, None, ptr::null_mut());
         if let Err(code) = built {
@@ -217,6 +409,7 @@ impl Program {
     /// on one kernel object from two threads is not safe.
     pub fn kernel(&self, name: &str) -> Result<Kernel, ClError> {
         let cname = CString::new(name).map_err(|_| ClError::new("clCreateKernel", -46))?;
+        fault_point(CallKind::Kernel)?;
         let raw = check("clCreateKernel", kn::create_kernel(self.raw, &cname))?;
         Ok(Kernel { raw })
     }
@@ -257,6 +450,7 @@ impl Kernel {
     /// Sets argument `index`. Takes `&mut self` so that the borrow checker enforces the
     /// one-setter rule.
     pub fn set_arg(&mut self, index: u32, value: ArgValue<'_>) -> Result<(), ClError> {
+        fault_point(CallKind::SetArg)?;
         let r = match value {
             // SAFETY (all arms): the pointer and size describe a live value of the
             // argument's declared kernel type; OpenCL copies the bytes before returning.
@@ -379,6 +573,7 @@ impl Queue {
         if data.len() > buffer.bytes.max(8) {
             return Err(ClError::new("clEnqueueWriteBuffer", -30));
         }
+        fault_point(CallKind::Write)?;
         // SAFETY: a blocking write of `data.len()` bytes from a live slice into a buffer at
         // least that large (checked above); the slice outlives the call.
         let r = unsafe {
@@ -406,6 +601,7 @@ impl Queue {
         if out.len() > buffer.bytes.max(8) {
             return Err(ClError::new("clEnqueueReadBuffer", -30));
         }
+        fault_point(CallKind::Read)?;
         // SAFETY: a blocking read into a live, exclusively borrowed slice no larger than the
         // buffer (checked above).
         let r = unsafe {
@@ -439,6 +635,7 @@ impl Queue {
         if global.contains(&0) {
             return Ok(None);
         }
+        fault_point(CallKind::Enqueue)?;
         // SAFETY: the kernel's arguments were all set by its owner, the work sizes point to
         // `global.len()` values that live across the call, and no wait list is passed.
         let r = unsafe {
@@ -458,6 +655,7 @@ impl Queue {
 
     /// Waits for every command enqueued so far.
     pub fn finish(&self) -> Result<(), ClError> {
+        fault_point(CallKind::Finish)?;
         check("clFinish", cq::finish(self.raw))
     }
 }

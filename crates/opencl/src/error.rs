@@ -48,6 +48,16 @@ impl OpenClError {
         }
     }
 
+    /// As the contract's error, attributed to the node named `node` (of op `op`) while it
+    /// did `what` ("kernel conv_rows", "setting up its kernels") during a run.
+    pub fn at_step(&self, node: &str, op: &str, what: &str) -> Error {
+        Error::Device {
+            executor: "opencl".into(),
+            node: Some(node.to_string()),
+            detail: format!("{op}, {what}: {self}"),
+        }
+    }
+
     /// As the contract's error for a failure not tied to one node (transfers, setup).
     pub fn in_partition(&self, what: &str) -> Error {
         device_error(format!("{what}: {self}"))

@@ -22,6 +22,31 @@
 //! - No panics on device errors: opencl3's panicking wrappers are not used; every OpenCL
 //!   call goes through [`cl`], whose errors carry the call and the CL error name.
 //! - `unsafe` is allowed in this crate only, each block with a `// SAFETY:` comment.
+//!
+//! # Device faults
+//!
+//! A failing OpenCL call (a kernel family that does not build, a buffer the device cannot
+//! allocate, out of resources at a launch, a failed upload, download or finish) is an error,
+//! never a panic, and never a silent fallback:
+//! - While a net is built (weights uploaded, programs compiled, the first workspace made
+//!   for fixed input shapes) it fails `prepare`, which the planner turns into
+//!   `concord::Error::Prepare` under every fallback policy: the device was there and chosen,
+//!   so running elsewhere would be a fallback nobody decided up front.
+//! - During a forward it is that forward's `Error::Device` (or `Error::Node` for a compile
+//!   of a plan made for new input shapes), naming the OpenCL call, the CL error name and,
+//!   when one node's work failed (its kernel objects, their arguments, its launch), the node
+//!   and its op; uploads and downloads name the value.
+//! - The net stays usable; nothing is poisoned. What a forward touches is either its own or
+//!   immutable once made: the workspace that saw the error (queue, slot buffers, kernel
+//!   objects) is finished and dropped instead of going back to the pool, and the next
+//!   forward makes a fresh one; a plan or a weight buffer is only stored once it was made
+//!   whole; the program cache keeps successful builds only, so a compile that failed for
+//!   want of resources is retried by the next request. Other forwards, on other threads,
+//!   use other workspaces and are not disturbed. (A lock poisoned by a panicking thread is
+//!   the one state that does not heal: every later use says so with `OpenClError::Poisoned`.)
+//!
+//! `tests/device_faults.rs` proves each of these with `cl::faults` (the `fault-injection`
+//! feature), which fails the Nth call of one [`cl::CallKind`] on one thread only.
 
 #![allow(unsafe_code)]
 

@@ -79,9 +79,7 @@ impl OpenClPartition {
         if let Some(shapes) = fixed {
             let key: Vec<Vec<usize>> = shapes.iter().map(|s| s.dims().to_vec()).collect();
             let plan = Arc::new(this.build_plan(&shapes)?);
-            let workspace = plan
-                .new_workspace(&this.runtime.device)
-                .map_err(|e| e.in_partition("making a workspace"))?;
+            let workspace = plan.new_workspace(&this.runtime.device)?;
             plan.pool
                 .lock()
                 .map_err(|_| OpenClError::Poisoned.in_partition("preparing"))?
@@ -111,7 +109,8 @@ impl OpenClPartition {
                         .dims()
                         .iter()
                         .try_fold(storage.size() as u64, |acc, &d| acc.checked_mul(d as u64));
-                    self.budget
+                    let checked = self
+                        .budget
                         .check_bytes(bytes, || {
                             format!(
                                 "the device copy of weight `{}` ({storage:?} {})",
@@ -122,7 +121,16 @@ impl OpenClPartition {
                         .map_err(|e| Error::at_node(&fused.node, e))?;
                     self.weights
                         .get_or_upload(&self.runtime.device, name, t, storage)
-                        .map_err(|e| e.at_node(&fused.node))?;
+                        .map_err(|e| {
+                            e.at_step(
+                                &fused.node.name,
+                                fused.node.op.name(),
+                                &format!(
+                                    "uploading weight `{}` ({checked} bytes)",
+                                    concord_core::text::elide_middle(name, 80)
+                                ),
+                            )
+                        })?;
                 }
             }
         }
@@ -181,6 +189,7 @@ impl OpenClPartition {
             }
             steps.push(NodeSteps {
                 node: node.name.clone(),
+                op: node.op.name(),
                 fused: fused.fused.clone(),
                 launches: b.take_launches(),
             });
@@ -287,10 +296,11 @@ impl OpenClPartition {
                     .queue
                     .launch(kernel, &launch.global, launch.local.as_deref())
                     .map_err(|e| {
-                        OpenClError::from(e).in_partition(&format!(
-                            "node `{}`, kernel {}",
-                            steps.node, launch.kernel
-                        ))
+                        OpenClError::from(e).at_step(
+                            &steps.node,
+                            steps.op,
+                            &format!("kernel {}", launch.kernel),
+                        )
                     })?;
                 if profile.is_some() {
                     node_events.extend(event);
@@ -308,7 +318,7 @@ impl OpenClPartition {
                 let mut time = Duration::ZERO;
                 for event in node_events {
                     time += event.device_time().map_err(|e| {
-                        OpenClError::from(e).in_partition(&format!("node `{}`", steps.node))
+                        OpenClError::from(e).at_step(&steps.node, steps.op, "profiling")
                     })?;
                 }
                 sink.record_on(&steps.node, "opencl", time);
@@ -390,9 +400,7 @@ impl PreparedPartition for OpenClPartition {
             .pop();
         let ws = match pooled {
             Some(ws) => ws,
-            None => plan
-                .new_workspace(&self.runtime.device)
-                .map_err(|e| e.in_partition("making a workspace"))?,
+            None => plan.new_workspace(&self.runtime.device)?,
         };
         let result = if plan.warmed.load(Ordering::Acquire) && !self.runtime.serialize_runs {
             self.execute(&plan, &ws, inputs, profile)

@@ -4,11 +4,11 @@
 //! launches with their arguments. A [`Workspace`] is one plan's device state for one run
 //! at a time: its own queue, slot buffers and kernel objects with their arguments set.
 
-use crate::cl::{ArgValue, Buffer, Kernel, Program, Queue};
+use crate::cl::{ArgValue, Buffer, ClError, Kernel, Program, Queue};
 use crate::device::Device;
 use crate::error::OpenClError;
 use crate::programs::{Family, ProgramCache};
-use concord_core::{DType, MemoryBudget, OpError, Shape, Target, Tensor};
+use concord_core::{DType, Error, MemoryBudget, OpError, Shape, Target, Tensor};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
@@ -68,6 +68,8 @@ const _: () = assert!(SLOT_SLACK >= MAX_VECTOR_OVERRUN);
 #[derive(Debug)]
 pub struct NodeSteps {
     pub node: String,
+    /// The node's op, for errors.
+    pub op: &'static str,
     /// Nodes fused into this one: profiled with zero time, since theirs is included here.
     pub fused: Vec<String>,
     pub launches: Vec<Launch>,
@@ -547,24 +549,47 @@ pub fn strides_of(dims: &[usize]) -> Vec<i64> {
 
 impl ExecPlan {
     /// A fresh workspace: slot buffers, a queue and one kernel object per launch with every
-    /// argument bound.
-    pub fn new_workspace(&self, device: &Device) -> Result<Workspace, OpenClError> {
-        let queue = device.context.queue()?;
+    /// argument bound. A failure names what was being made (and the node, for its kernels);
+    /// whatever was made before it is released, and nothing shared is touched.
+    pub fn new_workspace(&self, device: &Device) -> Result<Workspace, Error> {
+        let setup = |what: String| move |e: ClError| OpenClError::from(e).in_partition(&what);
+        let queue = device
+            .context
+            .queue()
+            .map_err(setup("making a workspace's queue".into()))?;
         let mut slots = Vec::with_capacity(self.slot_bytes.len());
-        for &bytes in &self.slot_bytes {
-            slots.push(device.context.buffer(bytes)?);
+        for (i, &bytes) in self.slot_bytes.iter().enumerate() {
+            let buffer = device.context.buffer(bytes).map_err(setup(format!(
+                "making a workspace: slot {i} of {} ({bytes} bytes)",
+                self.slot_bytes.len()
+            )))?;
+            slots.push(buffer);
         }
-        let status = device.context.buffer(4)?;
+        let status = device.context.buffer(4).map_err(setup(
+            "making a workspace: the status word (4 bytes)".into(),
+        ))?;
         let mut kernels = Vec::with_capacity(self.nodes.len());
         for node in &self.nodes {
             let mut node_kernels = Vec::with_capacity(node.launches.len());
             for launch in &node.launches {
-                let mut kernel = launch.program.kernel(launch.kernel)?;
+                let at_node = |e: OpenClError| {
+                    e.at_step(
+                        &node.node,
+                        node.op,
+                        &format!("making kernel {} for a workspace", launch.kernel),
+                    )
+                };
+                let mut kernel = launch
+                    .program
+                    .kernel(launch.kernel)
+                    .map_err(|e| at_node(e.into()))?;
                 for (i, arg) in launch.args.iter().enumerate() {
                     let value = match arg {
                         Arg::Buf(Loc::Slot(s)) => {
                             ArgValue::Buffer(slots.get(*s).ok_or_else(|| {
-                                OpenClError::Runtime(format!("slot {s} was never allocated"))
+                                at_node(OpenClError::Runtime(format!(
+                                    "slot {s} was never allocated"
+                                )))
                             })?)
                         }
                         Arg::Buf(Loc::Const(b)) => ArgValue::Buffer(b),
@@ -574,7 +599,9 @@ impl ExecPlan {
                         Arg::I64(v) => ArgValue::I64(*v),
                         Arg::Int8(v) => ArgValue::Int8(*v),
                     };
-                    kernel.set_arg(i as u32, value)?;
+                    kernel
+                        .set_arg(i as u32, value)
+                        .map_err(|e| at_node(e.into()))?;
                 }
                 node_kernels.push(kernel);
             }

@@ -1,6 +1,7 @@
 //! The kernel sources (kernels/*.cl, embedded) and the program cache an executor instance
 //! owns: one program per kernel family and variant, built lazily the first time a prepared
-//! partition needs it, keyed by everything that changes the binary.
+//! partition needs it, keyed by everything that changes the binary. Only successful builds
+//! stay cached; a failed one is forgotten once its waiters have its error.
 
 use crate::cl::{BuildError, Program};
 use crate::device::Device;
@@ -122,25 +123,38 @@ impl ProgramCache {
         };
         let slot = {
             let mut entries = self.entries.lock().map_err(|_| OpenClError::Poisoned)?;
-            entries.entry(key).or_default().clone()
+            entries.entry(key.clone()).or_default().clone()
         };
-        slot.get_or_init(|| {
-            let all_options = format!("{variant} {options}");
-            device
-                .context
-                .build_program(&source, &all_options)
-                .map(Arc::new)
-                .map_err(|e| match e {
-                    BuildError::Api(error) => OpenClError::Cl(error),
-                    BuildError::Compile { error, log } => OpenClError::Build {
-                        family: family.name(),
-                        variant: variant.to_string(),
-                        error,
-                        log,
-                    },
-                })
-        })
-        .clone()
+        let built = slot
+            .get_or_init(|| {
+                let all_options = format!("{variant} {options}");
+                device
+                    .context
+                    .build_program(&source, &all_options)
+                    .map(Arc::new)
+                    .map_err(|e| match e {
+                        BuildError::Api(error) => OpenClError::Cl(error),
+                        BuildError::Compile { error, log } => OpenClError::Build {
+                            family: family.name(),
+                            variant: variant.to_string(),
+                            error,
+                            log,
+                        },
+                    })
+            })
+            .clone();
+        if built.is_err() {
+            // A failed build is not kept: out of resources (or an injected fault) now may
+            // build later, and a net built after the failure must not inherit it. Whoever
+            // waited on this build got its error; the next request builds afresh. A
+            // source that never compiles costs a compile per request, on the error path only.
+            if let Ok(mut entries) = self.entries.lock() {
+                if entries.get(&key).is_some_and(|s| Arc::ptr_eq(s, &slot)) {
+                    entries.remove(&key);
+                }
+            }
+        }
+        built
     }
 }
 

@@ -185,7 +185,7 @@ impl RunSummary {
         if !s.declined.is_empty() {
             let _ = writeln!(
                 out,
-                "\ndeclined in trials that ran partly on the reference (trials, nodes){}:",
+                "\ndeclined in trials that ran partly on the reference (trials, nodes{}):",
                 top_of(s.declined.len())
             );
             for d in s.declined.iter().take(TOP) {
@@ -201,11 +201,14 @@ impl RunSummary {
             }
             rest_line(&mut out, s.declined.len(), "declined ops", "summary.declined", &json);
         }
-        let (deliberate, real): (Vec<_>, Vec<_>) = s.notices.iter().partition(|n| n.deliberate);
+        let (deliberate, mut real): (Vec<_>, Vec<_>) =
+            s.notices.iter().partition(|n| n.deliberate);
+        // The notice raised by the most trials first (the summary keeps text order).
+        real.sort_by(|a, b| b.trials.cmp(&a.trials).then_with(|| a.notice.cmp(&b.notice)));
         if !real.is_empty() {
             let _ = writeln!(
                 out,
-                "\nfallback notices (trials raising each; first trial){}:",
+                "\nfallback notices (trials raising each; first trial{}):",
                 top_of(real.len())
             );
             for n in real.iter().take(TOP) {
@@ -275,7 +278,7 @@ pub const TOP: usize = 10;
 
 /// Longer reasons and notices are cut to this many characters in the printed summary
 /// (conformance.json and matrix.md hold them whole).
-const MAX_REASON_CHARS: usize = 200;
+const MAX_REASON_CHARS: usize = 160;
 
 /// The skips, if any: a table of executor × cause, then the [`TOP`] most common reasons
 /// other than unavailability (said above) with their cause and executors, and where the
@@ -317,7 +320,7 @@ fn skip_sections(s: &Summary, json: &str) -> String {
     }
     let _ = writeln!(
         out,
-        "\nskip reasons, most trials first{} (trials, cause, executors):",
+        "\nskip reasons, most trials first (trials, cause, executors{}):",
         top_of(reasons.len())
     );
     let cause_width = reasons
@@ -354,10 +357,10 @@ fn skip_sections(s: &Summary, json: &str) -> String {
     out
 }
 
-/// " (the 10 of 57)" when a list is longer than [`TOP`], else "".
+/// "; top 10 of 57" when a list is longer than [`TOP`], else "".
 fn top_of(len: usize) -> String {
     if len > TOP {
-        format!(" (top {TOP} of {len})")
+        format!("; top {TOP} of {len}")
     } else {
         String::new()
     }

@@ -693,13 +693,16 @@ fn unsupported_never_outweighs_a_pass_and_errors_come_from_passes_only() {
         vec![None, Some(CUDA_REASON), None, Some(FP16_REASON)]
     );
     let md = matrix_markdown(&m, &summarize(&classified_records(), &[]));
-    assert!(md.contains(&format!("cuda/cuda — unavailable: {CUDA_REASON}")));
+    // A reason that says "unavailable" itself is not prefixed with it again.
+    assert!(md.contains(&format!("cuda/cuda — {CUDA_REASON}")));
+    assert!(md.contains(&format!("opencl/opencl-fp16 on pthread-cpu — unavailable: {FP16_REASON}")));
     assert!(md.contains("3.3% of allowance · abs 2.62e5 · rel 1.70e-7"));
     let html = matrix_html(&m, &summarize(&classified_records(), &[]));
     assert!(html.contains("fill=\"#cbc3e3\" stroke=\"#ffffff\""), "no unsupported cell");
-    assert!(html.contains("<span class=\"unavailable\">unavailable: cuda is unavailable: libcuda.so.1 not found"));
+    assert!(html.contains("<span class=\"unavailable\">cuda is unavailable: libcuda.so.1 not found"));
     // The heat map's header wraps the reason under the column's title.
-    assert!(html.contains("dy=\"0\">unavailable: cuda</tspan>"));
+    assert!(html.contains("dy=\"0\">cuda is</tspan>"));
+    assert!(html.contains("dy=\"14\">unavailable:</tspan>"));
 }
 
 #[test]

@@ -6,7 +6,7 @@
 
 use super::markdown::{
     allowance_text, column_header, counts_text, errors_text, skip_cause_columns, skip_cause_rows,
-    totals_sentence, verdict_word, DELIBERATE_NOTE,
+    totals_sentence, unavailable_phrase, verdict_word, DELIBERATE_NOTE,
 };
 use super::{sci, Cell, Column, Matrix, Status, Summary};
 use std::fmt::Write;
@@ -167,7 +167,7 @@ fn heat_map(out: &mut String, matrix: &Matrix) {
         .map(|c| {
             c.unavailable.as_deref().map_or_else(Vec::new, |reason| {
                 wrap(
-                    &format!("unavailable: {reason}"),
+                    &unavailable_phrase(reason),
                     MAX_DEVICE_CHARS,
                     MAX_REASON_LINES,
                 )
@@ -176,7 +176,8 @@ fn heat_map(out: &mut String, matrix: &Matrix) {
         .collect();
     let extra_lines = reasons.iter().map(Vec::len).max().unwrap_or(0);
     let header_height = HEADER_HEIGHT + extra_lines.saturating_sub(1) * LINE_HEIGHT;
-    let grid_width = label_width + matrix.columns.len() * CELL_WIDTH + 2;
+    // A quarter cell to the right, for a bold column title wider than its cell.
+    let grid_width = label_width + matrix.columns.len() * CELL_WIDTH + CELL_WIDTH / 4;
     let width = grid_width.max(legend_width());
     let grid_height = matrix.rows.len() * CELL_HEIGHT;
     let height = header_height + grid_height + LEGEND_HEIGHT;
@@ -314,9 +315,9 @@ fn matrix_table(out: &mut String, matrix: &Matrix) {
             Some(reason) => {
                 let _ = write!(
                     out,
-                    "<th>{}<br><span class=\"unavailable\">unavailable: {}</span></th>",
+                    "<th>{}<br><span class=\"unavailable\">{}</span></th>",
                     escape(&c.title()),
-                    escape(reason)
+                    escape(&unavailable_phrase(reason))
                 );
             }
             None => {

@@ -242,8 +242,19 @@ pub(crate) fn skip_cause_rows<'a>(
 /// A matrix column's header: its title, and why it is empty when it is unavailable.
 pub(crate) fn column_header(c: &Column) -> String {
     match &c.unavailable {
-        Some(reason) => format!("{} — unavailable: {}", c.title(), one_line(reason)),
+        Some(reason) => format!("{} — {}", c.title(), unavailable_phrase(reason)),
         None => c.title(),
+    }
+}
+
+/// "unavailable: <reason>", or the reason alone when it says so itself ("cuda is
+/// unavailable: libcuda.so.1 not found …").
+pub(crate) fn unavailable_phrase(reason: &str) -> String {
+    let reason = one_line(reason);
+    if reason.contains("unavailable") {
+        reason
+    } else {
+        format!("unavailable: {reason}")
     }
 }
 

@@ -158,7 +158,12 @@ impl RunSummary {
         out.push_str(&table(s));
         if !s.unavailable.is_empty() {
             let _ = writeln!(out, "\nunavailable here ({}):", s.unavailable.len());
-            let width = s.unavailable.iter().map(|u| u.under.len()).max().unwrap_or(0);
+            let width = s
+                .unavailable
+                .iter()
+                .map(|u| u.under.len())
+                .max()
+                .unwrap_or(0);
             for u in &s.unavailable {
                 let _ = writeln!(out, "  {:width$}  {}", u.under, u.reason);
             }
@@ -199,12 +204,21 @@ impl RunSummary {
                     shorten(&d.reason)
                 );
             }
-            rest_line(&mut out, s.declined.len(), "declined ops", "summary.declined", &json);
+            rest_line(
+                &mut out,
+                s.declined.len(),
+                "declined ops",
+                "summary.declined",
+                &json,
+            );
         }
-        let (deliberate, mut real): (Vec<_>, Vec<_>) =
-            s.notices.iter().partition(|n| n.deliberate);
+        let (deliberate, mut real): (Vec<_>, Vec<_>) = s.notices.iter().partition(|n| n.deliberate);
         // The notice raised by the most trials first (the summary keeps text order).
-        real.sort_by(|a, b| b.trials.cmp(&a.trials).then_with(|| a.notice.cmp(&b.notice)));
+        real.sort_by(|a, b| {
+            b.trials
+                .cmp(&a.trials)
+                .then_with(|| a.notice.cmp(&b.notice))
+        });
         if !real.is_empty() {
             let _ = writeln!(
                 out,
@@ -304,8 +318,7 @@ fn skip_sections(s: &Summary, json: &str) -> String {
             row.extend(causes.iter().map(|_| "0".to_string()));
             rows.push(row);
         }
-        if let (Some(row), Some(i)) = (rows.last_mut(), causes.iter().position(|k| *k == c.cause))
-        {
+        if let (Some(row), Some(i)) = (rows.last_mut(), causes.iter().position(|k| *k == c.cause)) {
             row[i + 1] = c.trials.to_string();
         }
     }
@@ -353,7 +366,13 @@ fn skip_sections(s: &Summary, json: &str) -> String {
             shorten(&k.reason)
         );
     }
-    rest_line(&mut out, reasons.len(), "skip reasons", "summary.skips", json);
+    rest_line(
+        &mut out,
+        reasons.len(),
+        "skip reasons",
+        "summary.skips",
+        json,
+    );
     out
 }
 

@@ -527,13 +527,15 @@ pub fn summarize(records: &[Record], run_failures: &[String]) -> Summary {
         // Real notices first, then the deliberate ones; each part in text order.
         notices: notices
             .into_iter()
-            .map(|((deliberate, notice), (trials, under, first))| NoticeEntry {
-                notice: notice.to_string(),
-                deliberate,
-                trials,
-                raised_under: under.into_iter().collect(),
-                first_trial: first.to_string(),
-            })
+            .map(
+                |((deliberate, notice), (trials, under, first))| NoticeEntry {
+                    notice: notice.to_string(),
+                    deliberate,
+                    trials,
+                    raised_under: under.into_iter().collect(),
+                    first_trial: first.to_string(),
+                },
+            )
             .collect(),
     }
 }

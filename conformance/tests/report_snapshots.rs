@@ -499,7 +499,11 @@ fn classified_records() -> Vec<Record> {
     };
     records.push(int4("cpu/cpu/node/test_cast_FLOAT_to_INT4"));
     records.push(int4("opencl/opencl/node/test_cast_FLOAT_to_INT4"));
-    let mut cast_pass = record("cpu/cpu/node/test_cast_FLOAT_to_DOUBLE", "Cast", Verdict::Pass);
+    let mut cast_pass = record(
+        "cpu/cpu/node/test_cast_FLOAT_to_DOUBLE",
+        "Cast",
+        Verdict::Pass,
+    );
     cast_pass.comparisons = vec![comparison(0.0, 0.0, 1.0, 1.0, 1e-6)];
     records.push(cast_pass);
     records.push(record(
@@ -637,10 +641,7 @@ fn skips_fall_into_causes_per_executor_and_unavailable_targets_are_listed() {
     );
     // Two dtype exclusions of node tests: expected failures, and unsupported ones.
     let cpu = &s.by_executor_target[0];
-    assert_eq!(
-        (cpu.counts.expected_fail, cpu.counts.unsupported),
-        (1, 1)
-    );
+    assert_eq!((cpu.counts.expected_fail, cpu.counts.unsupported), (1, 1));
 }
 
 #[test]
@@ -683,11 +684,7 @@ fn unsupported_never_outweighs_a_pass_and_errors_come_from_passes_only() {
     let ratio = resize.worst_ratio.expect("the pass compared");
     assert!((ratio - 0.03275).abs() < 1e-9, "worst ratio {ratio}");
     // Unavailable columns carry their probe's reason; available ones none.
-    let reasons: Vec<Option<&str>> = m
-        .columns
-        .iter()
-        .map(|c| c.unavailable.as_deref())
-        .collect();
+    let reasons: Vec<Option<&str>> = m.columns.iter().map(|c| c.unavailable.as_deref()).collect();
     assert_eq!(
         reasons,
         vec![None, Some(CUDA_REASON), None, Some(FP16_REASON)]
@@ -695,11 +692,18 @@ fn unsupported_never_outweighs_a_pass_and_errors_come_from_passes_only() {
     let md = matrix_markdown(&m, &summarize(&classified_records(), &[]));
     // A reason that says "unavailable" itself is not prefixed with it again.
     assert!(md.contains(&format!("cuda/cuda — {CUDA_REASON}")));
-    assert!(md.contains(&format!("opencl/opencl-fp16 on pthread-cpu — unavailable: {FP16_REASON}")));
+    assert!(md.contains(&format!(
+        "opencl/opencl-fp16 on pthread-cpu — unavailable: {FP16_REASON}"
+    )));
     assert!(md.contains("3.3% of allowance · abs 2.62e5 · rel 1.70e-7"));
     let html = matrix_html(&m, &summarize(&classified_records(), &[]));
-    assert!(html.contains("fill=\"#cbc3e3\" stroke=\"#ffffff\""), "no unsupported cell");
-    assert!(html.contains("<span class=\"unavailable\">cuda is unavailable: libcuda.so.1 not found"));
+    assert!(
+        html.contains("fill=\"#cbc3e3\" stroke=\"#ffffff\""),
+        "no unsupported cell"
+    );
+    assert!(
+        html.contains("<span class=\"unavailable\">cuda is unavailable: libcuda.so.1 not found")
+    );
     // The heat map's header wraps the reason under the column's title.
     assert!(html.contains("dy=\"0\">cuda is</tspan>"));
     assert!(html.contains("dy=\"14\">unavailable:</tspan>"));
@@ -721,7 +725,11 @@ fn printed_summary_snapshot() {
     assert!(text.contains("  … and 3 more skip reasons: `summary.skips` in target/conformance-report/conformance.json"));
     assert!(text.contains("deliberate notices: 1 distinct"));
     for line in text.lines() {
-        assert!(line.chars().count() <= 300, "a {}-character line: {line}", line.chars().count());
+        assert!(
+            line.chars().count() <= 300,
+            "a {}-character line: {line}",
+            line.chars().count()
+        );
     }
     insta::assert_snapshot!(text);
 }
@@ -733,7 +741,12 @@ fn printed_summary_of_a_clean_run_says_so_first() {
         .filter(|r| !r.verdict.fails_run())
         .collect();
     let text = run_summary(records, &[]).render();
-    assert!(text.starts_with("conformance: PASS — 9 trials, 6 executed, 0 failing, 0 run-level failure(s)"), "{text}");
+    assert!(
+        text.starts_with(
+            "conformance: PASS — 9 trials, 6 executed, 0 failing, 0 run-level failure(s)"
+        ),
+        "{text}"
+    );
     assert!(text.contains("\nfailures: none\n"));
     assert!(text.ends_with("result: PASS (0 failing trial(s), 0 run-level failure(s))\n"));
 }
@@ -748,7 +761,10 @@ fn matrix_legend_snapshot() {
     // The legends: matrix.md's two paragraphs, matrix.html's heat-map paragraph and the
     // swatches under the heat map.
     let mut legend = String::new();
-    for line in md.lines().filter(|l| l.starts_with("*pass*") || l.starts_with("Each cell")) {
+    for line in md
+        .lines()
+        .filter(|l| l.starts_with("*pass*") || l.starts_with("Each cell"))
+    {
         legend.push_str(line);
         legend.push('\n');
     }
@@ -759,7 +775,10 @@ fn matrix_legend_snapshot() {
         .expect("a paragraph under the heat map's heading");
     legend.push_str(paragraph);
     legend.push('\n');
-    for line in html.lines().filter(|l| l.contains("width=\"14\" height=\"14\"")) {
+    for line in html
+        .lines()
+        .filter(|l| l.contains("width=\"14\" height=\"14\""))
+    {
         legend.push_str(line);
         legend.push('\n');
     }

@@ -101,9 +101,9 @@ impl SkipCause {
 /// Whether an expected failure's reason opens with one of the [`UNSUPPORTED_CATEGORIES`]
 /// ("dtype: graph input `input` is int4").
 pub fn is_unsupported_reason(reason: &str) -> bool {
-    reason.split_once(':').is_some_and(|(category, _)| {
-        UNSUPPORTED_CATEGORIES.contains(&category.trim())
-    })
+    reason
+        .split_once(':')
+        .is_some_and(|(category, _)| UNSUPPORTED_CATEGORIES.contains(&category.trim()))
 }
 
 /// Whether a decline reason names a dtype: Concord's own names ("f16", "i32", "bool"), the
@@ -170,10 +170,18 @@ mod tests {
     fn only_the_absence_categories_are_unsupported() {
         assert!(is_unsupported_reason("dtype: graph input `input` is int4"));
         assert!(is_unsupported_reason("opset: the model imports opset 1"));
-        assert!(is_unsupported_reason("training: BatchNormalization training_mode = 1"));
-        assert!(!is_unsupported_reason("data: the expected Y is written to 4 decimals"));
-        assert!(!is_unsupported_reason("convention: MaxUnpool with output_shape"));
-        assert!(!is_unsupported_reason("FIXME: Resize rounds half the wrong way"));
+        assert!(is_unsupported_reason(
+            "training: BatchNormalization training_mode = 1"
+        ));
+        assert!(!is_unsupported_reason(
+            "data: the expected Y is written to 4 decimals"
+        ));
+        assert!(!is_unsupported_reason(
+            "convention: MaxUnpool with output_shape"
+        ));
+        assert!(!is_unsupported_reason(
+            "FIXME: Resize rounds half the wrong way"
+        ));
         assert!(!is_unsupported_reason("f16 rounding of large magnitudes"));
     }
 }

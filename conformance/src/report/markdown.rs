@@ -168,7 +168,10 @@ pub fn matrix_markdown(matrix: &Matrix, summary: &Summary) -> String {
         }
     }
     if !deliberate.is_empty() {
-        let _ = writeln!(out, "\n## Deliberate notices (fallback/ self-test trials)\n");
+        let _ = writeln!(
+            out,
+            "\n## Deliberate notices (fallback/ self-test trials)\n"
+        );
         let _ = writeln!(out, "{DELIBERATE_NOTE}\n");
         let _ = writeln!(
             out,

@@ -157,9 +157,10 @@ impl Matrix {
                 Verdict::Skip { reason } => reason.clone(),
                 v => v.message().unwrap_or_default(),
             };
-            if let Some(column) = columns.iter_mut().find(|c| {
-                c.executor == r.executor && c.target == r.target && c.device == r.device
-            }) {
+            if let Some(column) = columns
+                .iter_mut()
+                .find(|c| c.executor == r.executor && c.target == r.target && c.device == r.device)
+            {
                 column.unavailable = Some(reason);
             }
         }

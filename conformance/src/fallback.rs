@@ -15,6 +15,16 @@ use std::sync::{Arc, Mutex};
 /// The scenarios, by trial name.
 pub const SCENARIOS: &[&str] = &["notice_once", "placement_honesty"];
 
+/// The scenarios that ask for what the executor lacks on purpose: the fallback notices
+/// they raise are the test's subject, not a real fallback, and the reports label them
+/// deliberate. (placement_honesty asks for the target under test, so its notices are real.)
+pub const DELIBERATE_NOTICES: &[&str] = &["notice_once"];
+
+/// Whether `record` is a trial of a [`DELIBERATE_NOTICES`] scenario.
+pub fn raises_deliberate_notices(record: &crate::outcome::Record) -> bool {
+    record.category == "fallback" && DELIBERATE_NOTICES.contains(&record.subject.as_str())
+}
+
 /// Runs one scenario.
 pub fn run(suite: &Suite, scenario: &str, target: &Target, notices: &mut Vec<String>) -> Outcome {
     let result = match scenario {

@@ -4,7 +4,7 @@
 //! [`Suite`], so both run the same trials and judge them the same way.
 
 use crate::outcome::{Record, Verdict};
-use crate::report::{self, Counts, RunInfo, Summary};
+use crate::report::{self, Counts, RunInfo, SkipCause, Summary};
 use crate::shard::Shard;
 use crate::suite::{required_here, Case, Suite, SuiteConfig};
 use concord::{Capability, Executor, ExecutorRegistry, Target, BUILTIN_BACKENDS};
@@ -129,9 +129,12 @@ impl RunSummary {
         self.summary.passed()
     }
 
-    /// The text a terminal shows after the run: the executor × target table, every failure
-    /// with its message, skips grouped by reason, the fallback notices, the run-level
-    /// failures, where the reports are, and the result.
+    /// The text a terminal shows after the run, what a CI reader needs first: the verdict
+    /// with the totals, the executor × target table, every unavailable executor and target
+    /// with its reason, every failure with its message and the run-level failures; then
+    /// the skips by executor and cause, the ten most common skip reasons, declined ops and
+    /// fallback notices (ten each, the rest in conformance.json), the deliberate notices of
+    /// the fallback/ self-test as one line, where the reports are, and the result again.
     pub fn render(&self) -> String {
         let s = &self.summary;
         let mut out = String::new();
@@ -143,14 +146,31 @@ impl RunSummary {
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "conformance{shard}: {} trials, {} executed, in {:.1} s on {} thread(s)\n",
+            "conformance{shard}: {} — {} trials, {} executed, {} failing, {} run-level failure(s); {:.1} s on {} thread(s)\n",
+            if self.passed() { "PASS" } else { "FAIL" },
             s.trials,
             s.executed,
+            s.failed,
+            s.run_failures.len(),
             self.elapsed.as_secs_f64(),
             self.threads
         );
         out.push_str(&table(s));
-        if !s.failures.is_empty() {
+        if !s.unavailable.is_empty() {
+            let _ = writeln!(out, "\nunavailable here ({}):", s.unavailable.len());
+            let width = s
+                .unavailable
+                .iter()
+                .map(|u| u.under.len())
+                .max()
+                .unwrap_or(0);
+            for u in &s.unavailable {
+                let _ = writeln!(out, "  {:width$}  {}", u.under, u.reason);
+            }
+        }
+        if s.failures.is_empty() {
+            let _ = writeln!(out, "\nfailures: none");
+        } else {
             let _ = writeln!(out, "\nfailures ({}):", s.failures.len());
             for f in &s.failures {
                 let _ = writeln!(out, "  {} ({})", f.trial, f.verdict);
@@ -159,46 +179,74 @@ impl RunSummary {
                 }
             }
         }
-        if !s.skips.is_empty() {
-            let _ = writeln!(out, "\nskipped, by reason:");
-            for skip in &s.skips {
-                let _ = writeln!(out, "  {:6}  {}", skip.trials, skip.reason);
+        if !s.run_failures.is_empty() {
+            let _ = writeln!(out, "\nrun-level failures ({}):", s.run_failures.len());
+            for f in &s.run_failures {
+                let _ = writeln!(out, "  {f}");
             }
         }
+        let json = self.json_pointer();
+        out.push_str(&skip_sections(s, &json));
         if !s.declined.is_empty() {
             let _ = writeln!(
                 out,
-                "\ndeclined in trials that ran partly on the reference (trials, nodes):"
+                "\ndeclined in trials that ran partly on the reference (trials, nodes{}):",
+                top_of(s.declined.len())
             );
-            for d in &s.declined {
+            for d in s.declined.iter().take(TOP) {
                 let _ = writeln!(
                     out,
                     "  {:6} {:6}  {} {}: {}",
-                    d.trials, d.nodes, d.under, d.op, d.reason
+                    d.trials,
+                    d.nodes,
+                    d.under,
+                    d.op,
+                    shorten(&d.reason)
                 );
             }
+            rest_line(
+                &mut out,
+                s.declined.len(),
+                "declined ops",
+                "summary.declined",
+                &json,
+            );
         }
-        if !s.notices.is_empty() {
+        let (deliberate, mut real): (Vec<_>, Vec<_>) = s.notices.iter().partition(|n| n.deliberate);
+        // The notice raised by the most trials first (the summary keeps text order).
+        real.sort_by(|a, b| {
+            b.trials
+                .cmp(&a.trials)
+                .then_with(|| a.notice.cmp(&b.notice))
+        });
+        if !real.is_empty() {
             let _ = writeln!(
                 out,
-                "\nfallback notices (trials raising each; first trial):"
+                "\nfallback notices (trials raising each; first trial{}):",
+                top_of(real.len())
             );
-            for n in &s.notices {
+            for n in real.iter().take(TOP) {
                 let _ = writeln!(
                     out,
                     "  {:6}  {} [{}; first: {}]",
                     n.trials,
-                    n.notice,
+                    shorten(&n.notice),
                     n.raised_under.join(", "),
                     n.first_trial
                 );
             }
+            rest_line(&mut out, real.len(), "notices", "summary.notices", &json);
         }
-        if !s.run_failures.is_empty() {
-            let _ = writeln!(out, "\nrun-level failures:");
-            for f in &s.run_failures {
-                let _ = writeln!(out, "  {f}");
-            }
+        if !deliberate.is_empty() {
+            let trials: usize = deliberate.iter().map(|n| n.trials).sum();
+            let _ = writeln!(
+                out,
+                "\ndeliberate notices: {} distinct, raised {trials} time(s) by the fallback/ self-test \
+                 trials ({}), which ask for a target the executor lacks on purpose: not real \
+                 fallbacks (listed in matrix.md and {json})",
+                deliberate.len(),
+                crate::fallback::DELIBERATE_NOTICES.join(", ")
+            );
         }
         if !self.run.deferred_floors.is_empty() {
             let _ = writeln!(
@@ -228,6 +276,159 @@ impl RunSummary {
         );
         out
     }
+
+    /// Where the full lists are: conformance.json in the report directory, if one was
+    /// written.
+    fn json_pointer(&self) -> String {
+        match &self.report_dir {
+            Some(dir) => dir.join(report::REPORT_FILES[0]).display().to_string(),
+            None => "conformance.json (not written: no report directory)".to_string(),
+        }
+    }
+}
+
+/// How many entries of each long list the printed summary shows.
+pub const TOP: usize = 10;
+
+/// Longer reasons and notices are cut to this many characters in the printed summary
+/// (conformance.json and matrix.md hold them whole).
+const MAX_REASON_CHARS: usize = 160;
+
+/// The skips, if any: a table of executor × cause, then the [`TOP`] most common reasons
+/// other than unavailability (said above) with their cause and executors, and where the
+/// others are.
+fn skip_sections(s: &Summary, json: &str) -> String {
+    let mut out = String::new();
+    if s.skips.is_empty() {
+        return out;
+    }
+    let total: usize = s.skip_causes.iter().map(|c| c.trials).sum();
+    let causes: Vec<SkipCause> = SkipCause::ALL
+        .into_iter()
+        .filter(|cause| s.skip_causes.iter().any(|c| c.cause == *cause))
+        .collect();
+    let _ = writeln!(out, "\nskipped: {total} trial(s), by executor and cause:");
+    let mut rows: Vec<Vec<String>> = vec![std::iter::once("executor")
+        .chain(causes.iter().map(|c| c.label()))
+        .map(str::to_string)
+        .collect()];
+    for c in &s.skip_causes {
+        if rows.last().map_or(true, |r| r[0] != c.executor) || rows.len() == 1 {
+            let mut row = vec![c.executor.clone()];
+            row.extend(causes.iter().map(|_| "0".to_string()));
+            rows.push(row);
+        }
+        if let (Some(row), Some(i)) = (rows.last_mut(), causes.iter().position(|k| *k == c.cause)) {
+            row[i + 1] = c.trials.to_string();
+        }
+    }
+    out.push_str(&aligned(&rows, 1));
+    let reasons: Vec<_> = s
+        .skips
+        .iter()
+        .filter(|k| k.cause != SkipCause::Unavailable)
+        .collect();
+    if reasons.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "\nskip reasons, most trials first (trials, cause, executors{}):",
+        top_of(reasons.len())
+    );
+    let cause_width = reasons
+        .iter()
+        .take(TOP)
+        .map(|k| k.cause.label().len())
+        .max()
+        .unwrap_or(0);
+    let executors: Vec<String> = reasons
+        .iter()
+        .take(TOP)
+        .map(|k| {
+            let mut names: Vec<&str> = k
+                .under
+                .iter()
+                .map(|u| u.split('/').next().unwrap_or(u))
+                .collect();
+            names.dedup();
+            names.join(", ")
+        })
+        .collect();
+    let executor_width = executors.iter().map(String::len).max().unwrap_or(0);
+    for (k, executors) in reasons.iter().zip(&executors) {
+        let _ = writeln!(
+            out,
+            "  {:6}  {:cause_width$}  {:executor_width$}  {}",
+            k.trials,
+            k.cause.label(),
+            executors,
+            shorten(&k.reason)
+        );
+    }
+    rest_line(
+        &mut out,
+        reasons.len(),
+        "skip reasons",
+        "summary.skips",
+        json,
+    );
+    out
+}
+
+/// "; top 10 of 57" when a list is longer than [`TOP`], else "".
+fn top_of(len: usize) -> String {
+    if len > TOP {
+        format!("; top {TOP} of {len}")
+    } else {
+        String::new()
+    }
+}
+
+/// Says where the entries past the first [`TOP`] are, when there are any.
+fn rest_line(out: &mut String, len: usize, what: &str, field: &str, json: &str) {
+    if len > TOP {
+        let _ = writeln!(
+            out,
+            "  … and {} more {what}: `{field}` in {json} (and matrix.md)",
+            len - TOP
+        );
+    }
+}
+
+/// `s` cut to [`MAX_REASON_CHARS`], with "…" when cut.
+fn shorten(s: &str) -> String {
+    if s.chars().count() <= MAX_REASON_CHARS {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(MAX_REASON_CHARS - 1).collect();
+    out.push('…');
+    out
+}
+
+/// `rows` as columns two spaces apart, indented two: the first `left` columns
+/// left-aligned (names), the others right-aligned (counts).
+fn aligned(rows: &[Vec<String>], left: usize) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths = vec![0usize; columns];
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, (cell, w)) in row.iter().zip(&widths).enumerate() {
+            if i < left {
+                let _ = write!(line, "{cell:<w$}  ");
+            } else {
+                let _ = write!(line, "{cell:>w$}  ");
+            }
+        }
+        let _ = writeln!(out, "  {}", line.trim_end());
+    }
+    out
 }
 
 /// Runs the suite as `options` say and writes the reports. Never panics on a trial that
@@ -685,10 +886,10 @@ fn progress_bar(total: usize, display: ProgressDisplay) -> ProgressBar {
 /// The executor × target table of the summary, columns aligned: full passes, partial
 /// passes and node coverage side by side, so a partial never reads as a pass.
 fn table(s: &Summary) -> String {
-    const COLUMNS: usize = 11;
+    const COLUMNS: usize = 12;
     let header = [
-        "executor", "target", "device", "pass", "partial", "nodes", "xfail", "skip", "fail",
-        "xpass", "executed",
+        "executor", "target", "device", "pass", "partial", "nodes", "xfail", "unsup", "skip",
+        "fail", "xpass", "executed",
     ];
     let mut rows: Vec<[String; COLUMNS]> = vec![header.map(str::to_string)];
     let mut totals = Counts::default();
@@ -709,7 +910,8 @@ fn table(s: &Summary) -> String {
             c.pass.to_string(),
             c.partial.to_string(),
             coverage_text(&g.coverage),
-            c.expected_fail.to_string(),
+            (c.expected_fail - c.unsupported).to_string(),
+            c.unsupported.to_string(),
             c.skip.to_string(),
             c.fail.to_string(),
             c.unexpected_pass.to_string(),
@@ -724,7 +926,8 @@ fn table(s: &Summary) -> String {
             totals.pass.to_string(),
             totals.partial.to_string(),
             coverage_text(&total_nodes),
-            totals.expected_fail.to_string(),
+            (totals.expected_fail - totals.unsupported).to_string(),
+            totals.unsupported.to_string(),
             totals.skip.to_string(),
             totals.fail.to_string(),
             totals.unexpected_pass.to_string(),

@@ -9,6 +9,7 @@
 //! records. conformance.json holds everything the other reports are drawn from, so it is
 //! the one file `concord report merge` reads back.
 
+mod causes;
 mod html;
 pub(crate) mod json_float;
 mod junit;
@@ -16,6 +17,7 @@ mod markdown;
 mod matrix;
 pub mod merge;
 
+pub use causes::{is_unsupported_reason, SkipCause, UNSUPPORTED_CATEGORIES};
 pub use html::matrix_html;
 pub use junit::junit_xml;
 pub use markdown::{matrix_markdown, totals_sentence};
@@ -47,6 +49,10 @@ pub struct Counts {
     /// Passed with some nodes on the reference: executed, never a pass.
     pub partial: usize,
     pub expected_fail: usize,
+    /// Of the expected failures (counted in `expected_fail` too), those whose reason says
+    /// Concord lacks the feature ([`UNSUPPORTED_CATEGORIES`]: a dtype, an opset, …):
+    /// absent, not wrong.
+    pub unsupported: usize,
     pub unexpected_pass: usize,
     pub fail: usize,
     pub skip: usize,
@@ -147,6 +153,10 @@ pub struct Floor {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct NoticeEntry {
     pub notice: String,
+    /// Raised on purpose by a fallback/ self-test trial that asks for what the executor
+    /// lacks ([`crate::fallback::DELIBERATE_NOTICES`]), not a real fallback. The same
+    /// text raised by other trials is a separate, non-deliberate entry.
+    pub deliberate: bool,
     /// How many trials raised it.
     pub trials: usize,
     /// `<executor>/<target>` of every trial that raised it.
@@ -160,6 +170,29 @@ pub struct NoticeEntry {
 pub struct SkipEntry {
     pub reason: String,
     pub trials: usize,
+    /// The class of the reason (of the first trial that gave it, by name).
+    pub cause: SkipCause,
+    /// `<executor>/<target>` of every trial skipped for it.
+    pub under: Vec<String>,
+}
+
+/// How many trials of one executor (all its targets) were skipped for one cause.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SkipCauseCount {
+    pub executor: String,
+    pub cause: SkipCause,
+    pub trials: usize,
+}
+
+/// An executor or target that is not available here, from its `unavailable/probe` trial.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct UnavailableEntry {
+    /// `<executor>/<target>`.
+    pub under: String,
+    /// The probe's one-line reason (with why it fails the run, where it does).
+    pub reason: String,
+    /// Whether CI or `CONCORD_REQUIRE` demands it, so that its absence fails the run.
+    pub fails_run: bool,
 }
 
 /// One failing trial (a failure or an expected failure that passed).
@@ -181,8 +214,14 @@ pub struct Summary {
     /// start); any of them fails the run as a failing trial does.
     pub run_failures: Vec<String>,
     pub by_executor_target: Vec<GroupCounts>,
+    /// Every executor/target whose probe found it unavailable, in name order.
+    pub unavailable: Vec<UnavailableEntry>,
     pub failures: Vec<FailureEntry>,
+    /// Skips by reason, most trials first.
     pub skips: Vec<SkipEntry>,
+    /// Skips by executor and cause, executors in name order and causes in
+    /// [`SkipCause::ALL`]'s; a cause no trial of the executor had is left out.
+    pub skip_causes: Vec<SkipCauseCount>,
     /// The ops executors declined in trials that ran partly on the reference, most
     /// trials first: what each executor would have to learn to run them whole.
     pub declined: Vec<DeclinedEntry>,
@@ -205,7 +244,12 @@ impl Counts {
         match verdict {
             Verdict::Pass => self.pass += 1,
             Verdict::Partial { .. } => self.partial += 1,
-            Verdict::ExpectedFail { .. } => self.expected_fail += 1,
+            Verdict::ExpectedFail { reason } => {
+                self.expected_fail += 1;
+                if is_unsupported_reason(reason) {
+                    self.unsupported += 1;
+                }
+            }
             Verdict::UnexpectedPass { .. } => self.unexpected_pass += 1,
             Verdict::Fail { .. } => self.fail += 1,
             Verdict::Skip { .. } => self.skip += 1,
@@ -222,6 +266,7 @@ impl Counts {
         self.pass += other.pass;
         self.partial += other.partial;
         self.expected_fail += other.expected_fail;
+        self.unsupported += other.unsupported;
         self.unexpected_pass += other.unexpected_pass;
         self.fail += other.fail;
         self.skip += other.skip;
@@ -340,9 +385,11 @@ impl Summary {
 pub fn summarize(records: &[Record], run_failures: &[String]) -> Summary {
     type GroupKey = (String, String, String);
     let mut groups: BTreeMap<GroupKey, (Counts, NodeCount)> = BTreeMap::new();
-    let mut skips: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut notices: BTreeMap<&str, (usize, BTreeSet<String>, &str)> = BTreeMap::new();
+    let mut skips: BTreeMap<&str, (usize, BTreeSet<String>, &str, SkipCause)> = BTreeMap::new();
+    let mut skip_causes: BTreeMap<(&str, SkipCause), usize> = BTreeMap::new();
+    let mut notices: BTreeMap<(bool, &str), (usize, BTreeSet<String>, &str)> = BTreeMap::new();
     let mut declined: BTreeMap<(String, &str, &str), (usize, usize)> = BTreeMap::new();
+    let mut unavailable = Vec::new();
     let mut failures = Vec::new();
     for r in records {
         let group = groups
@@ -350,8 +397,8 @@ pub fn summarize(records: &[Record], run_failures: &[String]) -> Summary {
             .or_default();
         group.0.add(&r.verdict);
         group.1.add(r);
+        let under = format!("{}/{}", r.executor, r.target);
         if let Some(coverage) = coverage_of(r) {
-            let under = format!("{}/{}", r.executor, r.target);
             let mut in_trial = BTreeSet::new();
             for d in &coverage.declined {
                 let entry = declined
@@ -363,8 +410,33 @@ pub fn summarize(records: &[Record], run_failures: &[String]) -> Summary {
                 }
             }
         }
+        if r.category == "unavailable" {
+            let (reason, fails_run) = match &r.verdict {
+                Verdict::Skip { reason } => (reason.clone(), false),
+                v => (v.message().unwrap_or_default(), v.fails_run()),
+            };
+            unavailable.push(UnavailableEntry {
+                under: under.clone(),
+                reason,
+                fails_run,
+            });
+        }
         match &r.verdict {
-            Verdict::Skip { reason } => *skips.entry(reason.as_str()).or_default() += 1,
+            Verdict::Skip { reason } => {
+                let cause = SkipCause::of(&r.category, reason);
+                *skip_causes.entry((r.executor.as_str(), cause)).or_default() += 1;
+                let entry = skips
+                    .entry(reason.as_str())
+                    .or_insert_with(|| (0, BTreeSet::new(), r.name.as_str(), cause));
+                entry.0 += 1;
+                entry.1.insert(under.clone());
+                // The cause of the first trial by name, so that it does not depend on
+                // the order the records came in.
+                if r.name.as_str() < entry.2 {
+                    entry.2 = r.name.as_str();
+                    entry.3 = cause;
+                }
+            }
             v if v.fails_run() => failures.push(FailureEntry {
                 trial: r.name.clone(),
                 verdict: v.label(),
@@ -374,19 +446,21 @@ pub fn summarize(records: &[Record], run_failures: &[String]) -> Summary {
         }
         // A trial that builds several nets may raise the same notice more than once; it
         // counts once per trial.
+        let deliberate = crate::fallback::raises_deliberate_notices(r);
         let distinct: BTreeSet<&str> = r.notices.iter().map(String::as_str).collect();
         for notice in distinct {
             let entry = notices
-                .entry(notice)
+                .entry((deliberate, notice))
                 .or_insert_with(|| (0, BTreeSet::new(), r.name.as_str()));
             entry.0 += 1;
-            entry.1.insert(format!("{}/{}", r.executor, r.target));
+            entry.1.insert(under.clone());
             if r.name.as_str() < entry.2 {
                 entry.2 = r.name.as_str();
             }
         }
     }
     failures.sort_by(|a, b| a.trial.cmp(&b.trial));
+    unavailable.sort_by(|a, b| a.under.cmp(&b.under));
     let by_executor_target: Vec<GroupCounts> = groups
         .into_iter()
         .map(
@@ -419,9 +493,11 @@ pub fn summarize(records: &[Record], run_failures: &[String]) -> Summary {
     });
     let mut skips: Vec<SkipEntry> = skips
         .into_iter()
-        .map(|(reason, trials)| SkipEntry {
+        .map(|(reason, (trials, under, _, cause))| SkipEntry {
             reason: reason.to_string(),
             trials,
+            cause,
+            under: under.into_iter().collect(),
         })
         .collect();
     // Most common reason first, so the reason that hides the most trials is read first.
@@ -436,17 +512,30 @@ pub fn summarize(records: &[Record], run_failures: &[String]) -> Summary {
         failed: records.iter().filter(|r| r.verdict.fails_run()).count(),
         run_failures: run_failures.to_vec(),
         by_executor_target,
+        unavailable,
         failures,
         skips,
+        skip_causes: skip_causes
+            .into_iter()
+            .map(|((executor, cause), trials)| SkipCauseCount {
+                executor: executor.to_string(),
+                cause,
+                trials,
+            })
+            .collect(),
         declined,
+        // Real notices first, then the deliberate ones; each part in text order.
         notices: notices
             .into_iter()
-            .map(|(notice, (trials, under, first))| NoticeEntry {
-                notice: notice.to_string(),
-                trials,
-                raised_under: under.into_iter().collect(),
-                first_trial: first.to_string(),
-            })
+            .map(
+                |((deliberate, notice), (trials, under, first))| NoticeEntry {
+                    notice: notice.to_string(),
+                    deliberate,
+                    trials,
+                    raised_under: under.into_iter().collect(),
+                    first_trial: first.to_string(),
+                },
+            )
             .collect(),
     }
 }

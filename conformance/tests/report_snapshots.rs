@@ -6,9 +6,10 @@
 
 use concord_conformance::compare::Comparison;
 use concord_conformance::outcome::DeclinedNode;
+use concord_conformance::progress::RunSummary;
 use concord_conformance::report::{
     self, junit_xml, matrix_html, matrix_markdown, merge::RunReport, summarize, Counts, Matrix,
-    NodeCount, Status,
+    NodeCount, RunInfo, SkipCause, Status,
 };
 use concord_conformance::{NodeCoverage, Record, Verdict};
 
@@ -181,6 +182,7 @@ fn counts(
         pass,
         partial,
         expected_fail: xfail,
+        unsupported: 0,
         unexpected_pass: xpass,
         fail,
         skip,
@@ -453,4 +455,332 @@ fn conformance_json_reads_back_every_record_and_run_failure() {
     let back = RunReport::read(&dir).expect("reads");
     assert_eq!(back.records, records());
     assert_eq!(back.run_failures, run_failures());
+}
+
+const DELIBERATE_NOTICE: &str =
+    "opencl/cpu: target cpu is not valid for backend opencl (valid: opencl, opencl-fp16)";
+const CUDA_REASON: &str = "cuda is unavailable: libcuda.so.1 not found (searched LD_LIBRARY_PATH and the system paths; `concord info` lists every name tried)";
+const FP16_REASON: &str = "unsupported: no opencl device supports fp16 (pthread-cpu): running opencl instead (target opencl-fp16)";
+
+/// [`records`] with what the summary's classes and the matrix's unsupported status need:
+/// node tests excluded for a dtype Concord lacks (alone, and next to passes of the same
+/// op), an op outside the op table, a dtype the executor declines, a deliberate notice of
+/// the fallback/ self-test next to the same text raised for real, an expected failure
+/// with a large error, a pass with a large absolute but small relative error, and an
+/// unavailable target; then nine more declined ops, so that the printed list of skip
+/// reasons (thirteen, besides the unavailable ones) is cut at ten.
+fn classified_records() -> Vec<Record> {
+    let mut records = records();
+    // records() names the cuda probe's reason as "not compiled in"; a machine without
+    // the library is the case the summary leads with.
+    records.retain(|r| r.category != "unavailable");
+    records.push(record(
+        "cuda/cuda/unavailable/probe",
+        "",
+        Verdict::Skip {
+            reason: CUDA_REASON.to_string(),
+        },
+    ));
+    records.push(record(
+        "opencl/opencl-fp16/unavailable/probe",
+        "",
+        Verdict::Skip {
+            reason: FP16_REASON.to_string(),
+        },
+    ));
+    let int4 = |name: &str| {
+        record(
+            name,
+            "Cast",
+            Verdict::ExpectedFail {
+                reason: "dtype: the Cast target type int4 is not a Concord dtype".to_string(),
+            },
+        )
+    };
+    records.push(int4("cpu/cpu/node/test_cast_FLOAT_to_INT4"));
+    records.push(int4("opencl/opencl/node/test_cast_FLOAT_to_INT4"));
+    let mut cast_pass = record(
+        "cpu/cpu/node/test_cast_FLOAT_to_DOUBLE",
+        "Cast",
+        Verdict::Pass,
+    );
+    cast_pass.comparisons = vec![comparison(0.0, 0.0, 1.0, 1.0, 1e-6)];
+    records.push(cast_pass);
+    records.push(record(
+        "cpu/cpu/node/test_unique_sorted",
+        "Unique",
+        Verdict::Skip {
+            reason: "op Unique is not supported by Concord".to_string(),
+        },
+    ));
+    records.push(record(
+        "opencl/opencl/node/test_unique_sorted",
+        "Unique",
+        Verdict::Skip {
+            reason: "op Unique is not supported by Concord".to_string(),
+        },
+    ));
+    records.push(record(
+        "opencl/opencl/op/Neg/int32",
+        "Neg",
+        Verdict::Skip {
+            reason: "unsupported: opencl declines Neg: `x` is i32; the OpenCL kernels handle f32, f16, i64 and bool".to_string(),
+        },
+    ));
+    let mut notice_once = record(
+        "opencl/opencl/fallback/notice_once",
+        "notice_once",
+        Verdict::Pass,
+    );
+    notice_once.notices = vec![DELIBERATE_NOTICE.to_string()];
+    records.push(notice_once);
+    // The same text raised by a trial that was not asking for it is a real fallback.
+    let mut honesty = record(
+        "opencl/opencl/fallback/placement_honesty",
+        "placement_honesty",
+        Verdict::Pass,
+    );
+    honesty.notices = vec![DELIBERATE_NOTICE.to_string()];
+    records.push(honesty);
+    // An expected failure far off, and a pass whose absolute error is large only because
+    // its values are: the cell's figures come from the pass alone.
+    let mut resize_xfail = record(
+        "opencl/opencl/node/test_resize_cubic",
+        "Resize",
+        Verdict::ExpectedFail {
+            reason: "convention: Resize cubic with align_corners".to_string(),
+        },
+    );
+    resize_xfail.comparisons = vec![comparison(0.5, 0.273, 1.5, 1.0, 1e-5)];
+    records.push(resize_xfail);
+    let mut resize_pass = record("opencl/opencl/prop/Resize", "Resize", Verdict::Pass);
+    resize_pass.comparisons = vec![comparison(2.62e5, 1.7e-7, 1.54e12 + 2.62e5, 1.54e12, 8.0e6)];
+    records.push(resize_pass);
+    for i in 0..9 {
+        records.push(record(
+            &format!("opencl/opencl/node/test_decline_{i}"),
+            &format!("Op{i}"),
+            Verdict::Skip {
+                reason: format!("unsupported: opencl declines Op{i}: Op{i} has no OpenCL kernel"),
+            },
+        ));
+    }
+    records
+}
+
+fn run_summary(records: Vec<Record>, run_failures: &[String]) -> RunSummary {
+    RunSummary {
+        summary: summarize(&records, run_failures),
+        records,
+        report_dir: Some("target/conformance-report".into()),
+        filtered: false,
+        run: RunInfo::default(),
+        threads: 2,
+        elapsed: std::time::Duration::from_millis(12_345),
+        recorded_floors: Vec::new(),
+    }
+}
+
+#[test]
+fn skips_fall_into_causes_per_executor_and_unavailable_targets_are_listed() {
+    let s = summarize(&classified_records(), &run_failures());
+    let causes: Vec<(&str, SkipCause, usize)> = s
+        .skip_causes
+        .iter()
+        .map(|c| (c.executor.as_str(), c.cause, c.trials))
+        .collect();
+    // By hand: cpu skips Conv by expectations and Unique for the op table; cuda is
+    // unavailable; opencl skips Unique, declines Neg and the residual_block model on fp16
+    // for their dtypes (i32; the Gather's INT64 indices) and nine ops for want of a
+    // kernel, and fp16 itself is unavailable.
+    assert_eq!(
+        causes,
+        vec![
+            ("cpu", SkipCause::OpNotSupported, 1),
+            ("cpu", SkipCause::ByExpectations, 1),
+            ("cuda", SkipCause::Unavailable, 1),
+            ("opencl", SkipCause::OpNotSupported, 1),
+            ("opencl", SkipCause::DtypeNotSupported, 2),
+            ("opencl", SkipCause::DeclinedByExecutor, 9),
+            ("opencl", SkipCause::Unavailable, 1),
+        ]
+    );
+    let unavailable: Vec<(&str, &str, bool)> = s
+        .unavailable
+        .iter()
+        .map(|u| (u.under.as_str(), u.reason.as_str(), u.fails_run))
+        .collect();
+    assert_eq!(
+        unavailable,
+        vec![
+            ("cuda/cuda", CUDA_REASON, false),
+            ("opencl/opencl-fp16", FP16_REASON, false),
+        ]
+    );
+    let unique = s
+        .skips
+        .iter()
+        .find(|k| k.reason == "op Unique is not supported by Concord")
+        .expect("the Unique skip is listed");
+    assert_eq!(unique.trials, 2);
+    assert_eq!(unique.under, vec!["cpu/cpu", "opencl/opencl"]);
+    // The notice of fallback/notice_once is deliberate; the same text raised by
+    // placement_honesty is a separate, real entry.
+    let deliberate: Vec<(&str, bool, usize)> = s
+        .notices
+        .iter()
+        .filter(|n| n.notice == DELIBERATE_NOTICE)
+        .map(|n| (n.first_trial.as_str(), n.deliberate, n.trials))
+        .collect();
+    assert_eq!(
+        deliberate,
+        vec![
+            ("opencl/opencl/fallback/placement_honesty", false, 1),
+            ("opencl/opencl/fallback/notice_once", true, 1),
+        ]
+    );
+    // Two dtype exclusions of node tests: expected failures, and unsupported ones.
+    let cpu = &s.by_executor_target[0];
+    assert_eq!((cpu.counts.expected_fail, cpu.counts.unsupported), (1, 1));
+}
+
+#[test]
+fn unsupported_never_outweighs_a_pass_and_errors_come_from_passes_only() {
+    let m = Matrix::from_records(&classified_records());
+    let cell = |label: &str, column: usize| {
+        let row = m
+            .rows
+            .iter()
+            .find(|r| r.label == label)
+            .unwrap_or_else(|| panic!("no row {label}"));
+        row.cells[column].clone()
+    };
+    let columns: Vec<String> = m.columns.iter().map(|c| c.title()).collect();
+    assert_eq!(
+        columns,
+        vec![
+            "cpu/cpu on host",
+            "cuda/cuda",
+            "opencl/opencl on pthread-cpu",
+            "opencl/opencl-fp16 on pthread-cpu",
+        ]
+    );
+    // Cast on cpu: one pass, one dtype exclusion: a pass, never orange.
+    let cast_cpu = cell("Cast", 0).expect("Cast ran on cpu");
+    assert_eq!(cast_cpu.status(), Status::Pass);
+    assert_eq!(cast_cpu.counts.unsupported, 1);
+    // Cast on opencl: the dtype exclusion alone: unsupported, not expected-fail.
+    assert_eq!(
+        cell("Cast", 2).map(|c| c.status()),
+        Some(Status::Unsupported)
+    );
+    // Resize on opencl: a convention exclusion is an expected failure still; its error
+    // (0.5 absolute, 0.273 relative) is not among the cell's figures, the pass's are.
+    let resize = cell("Resize", 2).expect("Resize ran on opencl");
+    assert_eq!(resize.status(), Status::ExpectedFail);
+    assert_eq!(resize.max_abs_error, Some(2.62e5));
+    assert_eq!(resize.max_rel_error, Some(1.7e-7));
+    // 2.62e5 / 8e6 by hand.
+    let ratio = resize.worst_ratio.expect("the pass compared");
+    assert!((ratio - 0.03275).abs() < 1e-9, "worst ratio {ratio}");
+    // Unavailable columns carry their probe's reason; available ones none.
+    let reasons: Vec<Option<&str>> = m.columns.iter().map(|c| c.unavailable.as_deref()).collect();
+    assert_eq!(
+        reasons,
+        vec![None, Some(CUDA_REASON), None, Some(FP16_REASON)]
+    );
+    let md = matrix_markdown(&m, &summarize(&classified_records(), &[]));
+    // A reason that says "unavailable" itself is not prefixed with it again.
+    assert!(md.contains(&format!("cuda/cuda — {CUDA_REASON}")));
+    assert!(md.contains(&format!(
+        "opencl/opencl-fp16 on pthread-cpu — unavailable: {FP16_REASON}"
+    )));
+    assert!(md.contains("3.3% of allowance · abs 2.62e5 · rel 1.70e-7"));
+    let html = matrix_html(&m, &summarize(&classified_records(), &[]));
+    assert!(
+        html.contains("fill=\"#cbc3e3\" stroke=\"#ffffff\""),
+        "no unsupported cell"
+    );
+    assert!(
+        html.contains("<span class=\"unavailable\">cuda is unavailable: libcuda.so.1 not found")
+    );
+    // The heat map's header wraps the reason under the column's title.
+    assert!(html.contains("dy=\"0\">cuda is</tspan>"));
+    assert!(html.contains("dy=\"14\">unavailable:</tspan>"));
+}
+
+#[test]
+fn printed_summary_snapshot() {
+    let text = run_summary(classified_records(), &run_failures()).render();
+    // What a CI reader needs first comes first: the verdict, then the totals, what is
+    // unavailable, and the failures; the skips after them.
+    let position = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("no `{needle}` in\n{text}"))
+    };
+    assert!(text.starts_with("conformance: FAIL — 32 trials"));
+    assert!(position("unavailable here (2):") < position("failures (3):"));
+    assert!(position("failures (3):") < position("skipped: 16 trial(s)"));
+    assert!(position("skipped: 16 trial(s)") < position("skip reasons, most trials first"));
+    assert!(text.contains("  … and 3 more skip reasons: `summary.skips` in target/conformance-report/conformance.json"));
+    assert!(text.contains("deliberate notices: 1 distinct"));
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 300,
+            "a {}-character line: {line}",
+            line.chars().count()
+        );
+    }
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn printed_summary_of_a_clean_run_says_so_first() {
+    let records: Vec<Record> = records()
+        .into_iter()
+        .filter(|r| !r.verdict.fails_run())
+        .collect();
+    let text = run_summary(records, &[]).render();
+    assert!(
+        text.starts_with(
+            "conformance: PASS — 9 trials, 6 executed, 0 failing, 0 run-level failure(s)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("\nfailures: none\n"));
+    assert!(text.ends_with("result: PASS (0 failing trial(s), 0 run-level failure(s))\n"));
+}
+
+#[test]
+fn matrix_legend_snapshot() {
+    let records = classified_records();
+    let m = Matrix::from_records(&records);
+    let s = summarize(&records, &run_failures());
+    let html = matrix_html(&m, &s);
+    let md = matrix_markdown(&m, &s);
+    // The legends: matrix.md's two paragraphs, matrix.html's heat-map paragraph and the
+    // swatches under the heat map.
+    let mut legend = String::new();
+    for line in md
+        .lines()
+        .filter(|l| l.starts_with("*pass*") || l.starts_with("Each cell"))
+    {
+        legend.push_str(line);
+        legend.push('\n');
+    }
+    let paragraph = html
+        .split("<h2>Heat map</h2>\n")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .expect("a paragraph under the heat map's heading");
+    legend.push_str(paragraph);
+    legend.push('\n');
+    for line in html
+        .lines()
+        .filter(|l| l.contains("width=\"14\" height=\"14\""))
+    {
+        legend.push_str(line);
+        legend.push('\n');
+    }
+    insta::assert_snapshot!(legend);
 }

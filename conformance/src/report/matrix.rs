@@ -1,8 +1,9 @@
 //! The op × executor × target × device matrix both matrix reports draw: one row per op (or
 //! model), one column per executor/target/device (one device per executor in a single run;
 //! several when `concord report merge` joins runs from several machines), and in each cell
-//! the verdict counts, the node coverage of partial trials, the largest errors and how close
-//! the worst element came to its allowance.
+//! the verdict counts, the node coverage of partial trials, and — over the trials that passed
+//! only — the largest errors and how close the worst element came to its allowance. A column
+//! whose executor or target was unavailable carries its probe's reason.
 
 use super::{Counts, NodeCount};
 use crate::compare::Comparison;
@@ -23,6 +24,9 @@ pub struct Column {
     pub target: String,
     /// "" when the executor was unavailable.
     pub device: String,
+    /// Why the executor or target was not available here (its `unavailable/probe`
+    /// trial's reason): the column holds nothing else.
+    pub unavailable: Option<String>,
 }
 
 /// One op (or model, or scenario) across every column.
@@ -39,10 +43,13 @@ pub struct Cell {
     pub counts: Counts,
     /// Nodes on the executor and in all, over the cell's golden, model and node trials.
     pub coverage: NodeCount,
+    /// The largest absolute error over the outputs of the trials that passed (fully or
+    /// partially): a failure's error is in its message, not in the cell's figures.
     pub max_abs_error: Option<f64>,
+    /// The largest relative error, over the same trials.
     pub max_rel_error: Option<f64>,
-    /// The largest error-to-allowance ratio of any compared element (1 is the limit;
-    /// infinite for a shape, dtype or NaN mismatch).
+    /// The largest error-to-allowance ratio of any compared element of the same trials (1
+    /// is the limit).
     pub worst_ratio: Option<f64>,
     /// A skip reason for the cell's tooltip: the least in sorted order, so that it does not
     /// depend on the order the records came in (a merged report shows what a whole run
@@ -54,6 +61,10 @@ pub struct Cell {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Status {
     Skip,
+    /// Nothing passed or failed: every trial that ran is an expected failure whose reason
+    /// says Concord lacks the feature ([`super::UNSUPPORTED_CATEGORIES`]: a dtype, an
+    /// opset, …), not that its result is wrong.
+    Unsupported,
     Pass,
     /// Passed, but some trial ran partly on the reference.
     Partial,
@@ -71,9 +82,10 @@ enum RowGroup {
 }
 
 impl Status {
-    /// "pass", "partial", "expected-fail", "skip", "fail".
+    /// "pass", "partial", "expected-fail", "unsupported", "skip", "fail".
     pub fn label(self) -> &'static str {
         match self {
+            Status::Unsupported => "unsupported",
             Status::Pass => "pass",
             Status::Partial => "partial",
             Status::ExpectedFail => "expected-fail",
@@ -84,19 +96,23 @@ impl Status {
 }
 
 impl Cell {
-    /// Fail if any trial fails the run, else expected-fail if any failed as expected, else
-    /// partial if any passed only partly on the executor, else pass if any passed; a cell
-    /// of skips only is a skip.
+    /// Fail if any trial fails the run, else expected-fail if any failed as expected for a
+    /// reason other than an unsupported feature, else partial if any passed only partly on
+    /// the executor, else pass if any passed, else unsupported if any trial was an
+    /// unsupported expected failure; a cell of skips only is a skip. Unsupported trials
+    /// never colour a cell that has passes: the passes are what the executor does.
     pub fn status(&self) -> Status {
         let c = &self.counts;
         if c.failed() > 0 {
             Status::Fail
-        } else if c.expected_fail > 0 {
+        } else if c.expected_fail > c.unsupported {
             Status::ExpectedFail
         } else if c.partial > 0 {
             Status::Partial
         } else if c.pass > 0 {
             Status::Pass
+        } else if c.unsupported > 0 {
+            Status::Unsupported
         } else {
             Status::Skip
         }
@@ -109,6 +125,9 @@ impl Cell {
             if self.skip_reason.as_ref().map_or(true, |r| reason < r) {
                 self.skip_reason = Some(reason.clone());
             }
+        }
+        if !matches!(record.verdict, Verdict::Pass | Verdict::Partial { .. }) {
+            return;
         }
         self.max_abs_error = max_option(self.max_abs_error, record.max_abs_error());
         self.max_rel_error = max_option(self.max_rel_error, record.max_rel_error());
@@ -127,11 +146,24 @@ impl Matrix {
                 executor: r.executor.clone(),
                 target: r.target.clone(),
                 device: r.device.clone(),
+                unavailable: None,
             })
             .collect();
         // The reference first: every other column is read against it.
         columns.sort_by(|a, b| (a.executor != "cpu", a).cmp(&(b.executor != "cpu", b)));
         columns.dedup();
+        for r in records.iter().filter(|r| r.category == "unavailable") {
+            let reason = match &r.verdict {
+                Verdict::Skip { reason } => reason.clone(),
+                v => v.message().unwrap_or_default(),
+            };
+            if let Some(column) = columns
+                .iter_mut()
+                .find(|c| c.executor == r.executor && c.target == r.target && c.device == r.device)
+            {
+                column.unavailable = Some(reason);
+            }
+        }
         let mut rows: BTreeMap<(RowGroup, String), Vec<Option<Cell>>> = BTreeMap::new();
         for r in records {
             let Some(column) = columns.iter().position(|c| {

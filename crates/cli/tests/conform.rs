@@ -101,7 +101,7 @@ fn conform_fails_on_an_unknown_executor_and_a_selection_of_nothing() {
     assert!(!typo.status.success(), "stdout:\n{text}");
     assert!(text.contains("unknown target `fp16`"), "stdout:\n{text}");
     assert!(
-        text.contains("conformance: 0 trials, 0 executed"),
+        text.contains("conformance: FAIL — 0 trials, 0 executed"),
         "stdout:\n{text}"
     );
     assert!(

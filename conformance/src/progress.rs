@@ -568,6 +568,17 @@ pub fn run(options: &RunOptions) -> RunSummary {
     }
 }
 
+/// The usage errors in `options`' selection: an unknown target or executor name, a
+/// `CONCORD_REQUIRE` naming nothing known. Found without probing or running anything, so a
+/// command line refuses them at once, as it refuses an unknown flag (`concord conform`
+/// does); [`run`] finds the same ones and fails with them before any trial.
+pub fn selection_errors(options: &RunOptions) -> Vec<String> {
+    let mut errors = Vec::new();
+    let targets = parse_targets(&options.targets, &options.registry, &mut errors);
+    choose_executors(options, &targets, &mut errors, &mut Vec::new());
+    errors
+}
+
 /// Parses `--target` names; an unknown one is a run-level failure naming the known ones.
 fn parse_targets(
     names: &[String],
@@ -584,8 +595,11 @@ fn parse_targets(
                     .into_iter()
                     .filter(|n| registry.target_named(n).is_some())
                     .collect();
+                let hint = concord::did_you_mean(name, &known)
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default();
                 run_failures.push(format!(
-                    "unknown target `{name}` (known: {})",
+                    "unknown target `{name}` (known: {}){hint}",
                     known.join(", ")
                 ))
             }

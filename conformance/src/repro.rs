@@ -382,7 +382,7 @@ fn readme(
          Replay it (exits non-zero while the outputs still differ):\n\
          \n    {command}\n\
          \n\
-         From a source checkout (add --features opencl or --features cuda for those backends):\n\
+         From a source checkout (the opencl and cuda backends are built in by default):\n\
          \n    cargo run -p concord-cli -- repro {dir} --backend {executor} --target {target}\n\
          \n\
          An executor that is not built into the concord binary replays it with\n\

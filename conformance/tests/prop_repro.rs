@@ -242,6 +242,15 @@ fn a_wrong_conv_is_shrunk_persisted_and_written_out_as_a_repro() {
     // Every file is there and decodes; the model is exactly the case's model.
     let readme = std::fs::read_to_string(dir.join(repro::README)).expect("README.txt");
     assert!(readme.contains(&command), "{readme}");
+    // The source-checkout command needs no cargo feature: opencl and cuda are defaults.
+    assert!(
+        readme.contains(&format!(
+            "cargo run -p concord-cli -- repro {} --backend plusone --target cpu",
+            dir.display()
+        )),
+        "{readme}"
+    );
+    assert!(!readme.contains("--features"), "{readme}");
     let model = std::fs::read(dir.join(repro::MODEL)).expect("model.onnx");
     let graph = concord_onnx::load(&model).expect("model.onnx loads");
     assert_eq!(graph.nodes.len(), 1);

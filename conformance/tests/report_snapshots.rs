@@ -388,6 +388,17 @@ fn junit_xml_snapshot() {
     assert_eq!(xml.matches("<testsuite ").count(), 5);
     assert_eq!(xml.matches("<failure").count(), 4);
     assert_eq!(xml.matches("<skipped").count(), 3);
+    // Every suite counts its skips where CI dashboards read them.
+    assert_eq!(
+        xml.matches(" skipped=\"").count(),
+        xml.matches("<testsuite ").count()
+    );
+    let skipped: usize = xml
+        .split(" skipped=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next()?.parse::<usize>().ok())
+        .sum();
+    assert_eq!(skipped, 3, "{xml}");
     // The partial pass is a passing testcase that says it is partial.
     assert!(xml.contains("<property name=\"partial\" value=\"3 of 5 nodes on opencl\"/>"));
     assert!(xml.contains("partial: 3 of 5 nodes on opencl; declined Gather: "));

@@ -5,6 +5,8 @@
 //! missed. JUnit has no "partial": a partial pass is a passing testcase with a `partial`
 //! property ("3 of 5 nodes on opencl") and a system-out line naming the declined ops, and
 //! the suite's `partial` property counts them, so a partial is never a plain pass there.
+//! Each testsuite counts its skips in `skipped=`, the attribute CI dashboards (Jenkins,
+//! GitLab, the surefire schema) read, as well as quick-junit's `disabled=`.
 
 use crate::outcome::{Record, Verdict};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
@@ -57,6 +59,7 @@ pub fn junit_xml(records: &[Record], run_failures: &[String]) -> Result<String, 
         let time: Duration = suite.test_cases.iter().filter_map(|c| c.time).sum();
         suite.set_time(time);
         total += time;
+        count_skipped(&mut suite);
         report.add_test_suite(suite);
     }
     if !run_failures.is_empty() {
@@ -71,6 +74,7 @@ pub fn junit_xml(records: &[Record], run_failures: &[String]) -> Result<String, 
             case.set_classname(RUN_SUITE);
             suite.add_test_case(case);
         }
+        count_skipped(&mut suite);
         report.add_test_suite(suite);
     }
     report.set_time(total);
@@ -129,6 +133,13 @@ fn test_case(r: &Record, prefix: &str, suite_name: &str) -> TestCase {
         case.set_system_out(output.join("\n"));
     }
     case
+}
+
+/// Writes the suite's skip count as `skipped=`: quick-junit counts skipped testcases as
+/// `disabled=` only, which most CI dashboards do not read.
+fn count_skipped(suite: &mut TestSuite) {
+    let skipped = suite.disabled.to_string();
+    suite.extra.insert("skipped".into(), skipped.into());
 }
 
 fn first_line(s: &str) -> &str {

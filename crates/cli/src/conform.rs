@@ -60,6 +60,12 @@ pub fn run(args: ConformArgs) -> Result<(), String> {
     if args.record_floors {
         options.floors = FloorMode::Record;
     }
+    // An unknown name is a usage error, refused before the suite starts, not a failed run
+    // with reports.
+    let usage = progress::selection_errors(&options);
+    if !usage.is_empty() {
+        return Err(usage.join("; "));
+    }
     let outcome = progress::run(&options);
     print!("{}", outcome.render());
     if outcome.passed() {

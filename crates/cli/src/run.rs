@@ -4,7 +4,8 @@
 use crate::npy;
 use clap::Args;
 use concord::{
-    parse_policy, Backend, DType, Dim, ExecutorRegistry, Net, NetBuilder, Shape, Tensor, TensorData,
+    parse_policy, Backend, DType, Dim, ExecutorRegistry, FallbackPolicy, Net, NetBuilder,
+    Overrides, Shape, Tensor, TensorData,
 };
 use rand::{Rng, SeedableRng};
 use std::path::PathBuf;
@@ -31,8 +32,9 @@ pub struct RunArgs {
     /// backend's own).
     #[arg(long)]
     pub target: Option<String>,
-    /// What to do if the request cannot be met: deny, warn, allow (default warn).
-    /// CONCORD_FALLBACK, when set, wins over it, and the run says so.
+    /// What to do if the request cannot be met: deny, warn, allow (default: CONCORD_FALLBACK,
+    /// else warn). Given, it wins over CONCORD_FALLBACK, and the run says so when they
+    /// differ.
     #[arg(long)]
     pub fallback: Option<String>,
     /// Print the placement report (where every node runs, and why).
@@ -52,15 +54,20 @@ pub fn run(args: RunArgs) -> Result<(), String> {
     let asked = args.fallback.as_deref().unwrap_or("warn");
     let policy = parse_policy(asked)
         .ok_or_else(|| format!("--fallback `{asked}`: expected deny, warn or allow"))?;
-    // The environment wins over the code's (and the command line's) choice, so an operator
-    // can tighten any program; a flag it overrides is said once, not silently dropped.
-    if let (Some(flag), Ok(env)) = (&args.fallback, std::env::var("CONCORD_FALLBACK")) {
-        if parse_policy(&env).is_some_and(|p| p != policy) {
+    // CONCORD_FALLBACK wins over what a program's code chose, so an operator can tighten
+    // it; but `--fallback` is the operator's own word for this one run, so it wins over the
+    // environment (a stale `CONCORD_FALLBACK=allow` must not quietly undo `--fallback
+    // deny`), and a disagreement is said once. A malformed variable is still an error.
+    let mut overrides = Overrides::from_env().map_err(|e| e.to_string())?;
+    if let (Some(flag), Some(env)) = (&args.fallback, overrides.fallback) {
+        if env != policy {
             eprintln!(
-                "note: CONCORD_FALLBACK={} wins over --fallback {flag}",
-                env.trim()
+                "note: --fallback {} wins over CONCORD_FALLBACK={}",
+                flag.trim(),
+                policy_name(env)
             );
         }
+        overrides.fallback = None;
     }
     let registry = ExecutorRegistry::with_builtins();
     let target = match &args.target {
@@ -86,6 +93,7 @@ pub fn run(args: RunArgs) -> Result<(), String> {
         .registry(registry)
         .backend(backend)
         .fallback(policy)
+        .overrides(overrides)
         .profiling(args.profile.is_some());
     if let Some(target) = target {
         builder = builder.target(target);
@@ -316,6 +324,15 @@ fn file_stem(name: &str) -> String {
         stem = format!("{head}~{tail}");
     }
     stem
+}
+
+/// A policy as `--fallback` and CONCORD_FALLBACK spell it.
+fn policy_name(policy: FallbackPolicy) -> &'static str {
+    match policy {
+        FallbackPolicy::Deny => "deny",
+        FallbackPolicy::Warn => "warn",
+        FallbackPolicy::Allow => "allow",
+    }
 }
 
 /// The target names `--target` accepts: every target a registered executor declares and

@@ -660,28 +660,65 @@ fn small_messages_read_right() {
         "deny",
     ]);
     assert_one_line_error(&one, "(1 node)");
-    let overridden = Command::new(env!("CARGO_BIN_EXE_concord"))
-        .args([
-            "run",
-            &model,
-            "--random-seed",
-            "1",
-            "--backend",
-            "cuda",
-            "--fallback",
-            "deny",
-        ])
-        .env("CONCORD_FALLBACK", "allow")
+}
+
+/// `concord run` with CONCORD_FALLBACK set, on a request that falls back on every machine
+/// (the CPU asked for OpenCL's target); returns the output.
+fn run_with_fallback_env(env: &str, flag: Option<&str>) -> Output {
+    let model = golden("relu");
+    let mut args = vec![
+        "run",
+        model.as_str(),
+        "--random-seed",
+        "1",
+        "--backend",
+        "cpu",
+        "--target",
+        "opencl",
+    ];
+    if let Some(flag) = flag {
+        args.extend(["--fallback", flag]);
+    }
+    Command::new(env!("CARGO_BIN_EXE_concord"))
+        .args(args)
+        .env("CONCORD_FALLBACK", env)
         .env_remove("CONCORD_REQUIRE")
         .output()
-        .unwrap_or_else(|e| panic!("cannot run concord: {e}"));
-    assert!(overridden.status.success(), "{}", stderr(&overridden));
+        .unwrap_or_else(|e| panic!("cannot run concord: {e}"))
+}
+
+#[test]
+fn the_fallback_flag_wins_over_concord_fallback_and_says_so_once() {
+    // An explicit --fallback deny is not undone by a CONCORD_FALLBACK=allow in the
+    // environment: the run is refused, after one note saying which won.
+    let denied = run_with_fallback_env("allow", Some("deny"));
+    assert!(!denied.status.success(), "{}", stdout(&denied));
+    let err = stderr(&denied);
     assert_eq!(
-        stderr(&overridden)
-            .matches("note: CONCORD_FALLBACK=allow wins over --fallback deny")
+        err.matches("note: --fallback deny wins over CONCORD_FALLBACK=allow")
             .count(),
         1,
-        "{}",
-        stderr(&overridden)
+        "{err}"
     );
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(errors[0].contains("fallback policy deny"), "{err}");
+    // The other way round: --fallback allow over CONCORD_FALLBACK=deny runs, quietly
+    // but for the note.
+    let allowed = run_with_fallback_env("deny", Some("allow"));
+    assert!(allowed.status.success(), "{}", stderr(&allowed));
+    assert_eq!(
+        stderr(&allowed).trim(),
+        "note: --fallback allow wins over CONCORD_FALLBACK=deny"
+    );
+    // Agreeing, there is nothing to say.
+    let same = run_with_fallback_env("deny", Some("deny"));
+    assert!(!same.status.success());
+    assert!(!stderr(&same).contains("note:"), "{}", stderr(&same));
+    // Without the flag, the environment decides.
+    let from_env = run_with_fallback_env("deny", None);
+    assert_one_line_error(&from_env, "fallback policy deny");
+    // A malformed variable is an error even when the flag would decide.
+    let typo = run_with_fallback_env("sometimes", Some("warn"));
+    assert_one_line_error(&typo, "CONCORD_FALLBACK");
 }

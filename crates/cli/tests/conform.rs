@@ -58,6 +58,21 @@ fn conform_on_cpu_writes_every_report() {
     assert!(junit.contains("<testsuite name=\"cpu/cpu\""), "{junit}");
 }
 
+/// A usage error of `concord conform` (an unknown name on the command line or in
+/// CONCORD_REQUIRE): one `error:` line on stderr naming the known names, a non-zero exit,
+/// and nothing run — no summary, no property seed, no report written.
+fn assert_usage_error(output: &std::process::Output, dir: &std::path::Path, contains: &str) {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "stdout:\n{stdout}");
+    assert!(stdout.is_empty(), "a usage error ran something:\n{stdout}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "stderr:\n{stderr}");
+    assert!(lines[0].starts_with("error: "), "stderr:\n{stderr}");
+    assert!(lines[0].contains(contains), "stderr:\n{stderr}");
+    assert!(!dir.exists(), "a usage error wrote reports into {dir:?}");
+}
+
 #[test]
 fn conform_fails_on_an_unknown_executor_and_a_selection_of_nothing() {
     let dir = report_dir("conform-unknown");
@@ -65,13 +80,13 @@ fn conform_fails_on_an_unknown_executor_and_a_selection_of_nothing() {
         .args(["conform", "--executor", "no-such-executor", "--no-progress"])
         .arg("--report-dir")
         .arg(&dir)
+        .env_remove("CONCORD_REQUIRE")
         .output()
         .expect("the concord binary starts");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(!output.status.success(), "stdout:\n{stdout}");
-    assert!(
-        stdout.contains("no executor named `no-such-executor`"),
-        "stdout:\n{stdout}"
+    assert_usage_error(
+        &output,
+        &dir,
+        "no executor named `no-such-executor` (this build has: cpu, ",
     );
     let filtered_out = Command::new(env!("CARGO_BIN_EXE_concord"))
         .args([
@@ -90,20 +105,28 @@ fn conform_fails_on_an_unknown_executor_and_a_selection_of_nothing() {
         !filtered_out.status.success(),
         "a selection of no trial must not pass: {stdout}"
     );
-    // An unknown target is a usage error found before any trial runs.
+    // An unknown target is a usage error, refused before the suite starts.
+    let typo_dir = report_dir("conform-unknown-target");
     let typo = Command::new(env!("CARGO_BIN_EXE_concord"))
         .args(["conform", "--target", "fp16", "--no-progress"])
         .arg("--report-dir")
-        .arg(&dir)
+        .arg(&typo_dir)
+        .env_remove("CONCORD_REQUIRE")
         .output()
         .expect("the concord binary starts");
-    let text = String::from_utf8_lossy(&typo.stdout);
-    assert!(!typo.status.success(), "stdout:\n{text}");
-    assert!(text.contains("unknown target `fp16`"), "stdout:\n{text}");
-    assert!(
-        text.contains("conformance: FAIL — 0 trials, 0 executed"),
-        "stdout:\n{text}"
+    assert_usage_error(
+        &typo,
+        &typo_dir,
+        "unknown target `fp16` (known: cpu, opencl, opencl-fp16, cuda, cuda-fp16)",
     );
+    let near = Command::new(env!("CARGO_BIN_EXE_concord"))
+        .args(["conform", "--target", "opencl-fp61", "--no-progress"])
+        .arg("--report-dir")
+        .arg(&typo_dir)
+        .env_remove("CONCORD_REQUIRE")
+        .output()
+        .expect("the concord binary starts");
+    assert_usage_error(&near, &typo_dir, "did you mean `opencl-fp16`?");
     assert!(
         stdout.contains(
             "no trial matches the selection (executors cpu, targets all, filter `matches/nothing`)"
@@ -129,12 +152,7 @@ fn conform_fails_when_concord_require_names_nothing_known() {
         .env("CONCORD_REQUIRE", "bogus")
         .output()
         .expect("the concord binary starts");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(!output.status.success(), "stdout:\n{stdout}");
-    assert!(
-        stdout.contains("CONCORD_REQUIRE=\"bogus\""),
-        "stdout:\n{stdout}"
-    );
+    assert_usage_error(&output, &dir, "CONCORD_REQUIRE=\"bogus\"");
 }
 
 /// Runs `concord` with `args` (CONCORD_REQUIRE removed); returns success and stdout.

@@ -134,9 +134,30 @@ impl fmt::Display for SystemInfo {
                 writeln!(f, "not compiled in (cargo feature `{}`)", b.feature)?;
                 continue;
             }
-            let targets: Vec<&str> = b.targets.iter().map(|s| s.target.name()).collect();
             match &b.probe {
-                Some(Availability::Available { devices }) => {
+                Some(probe @ Availability::Available { devices }) => {
+                    // A declared target no device can run is named with what asking for it
+                    // gets instead, so "opencl-fp16" never stands unqualified beside
+                    // "fp16 no".
+                    let targets: Vec<String> = b
+                        .targets
+                        .iter()
+                        .map(|spec| {
+                            if devices.iter().any(|d| d.has(spec.needs)) {
+                                return spec.target.name().to_string();
+                            }
+                            let resolved =
+                                resolve_target(&b.name, &b.targets, probe, Some(&spec.target));
+                            let instead = match resolved.chosen {
+                                Some(t) => format!("asking for it runs {t}"),
+                                None => "asking for it falls back to the reference".into(),
+                            };
+                            format!(
+                                "{} (not usable here: no device has {}; {instead})",
+                                spec.target, spec.needs
+                            )
+                        })
+                        .collect();
                     writeln!(f, "available, targets {}", targets.join(", "))?;
                     for d in devices {
                         write!(f, "  device `{}`", d.name)?;
@@ -149,7 +170,22 @@ impl fmt::Display for SystemInfo {
                         if let Some(cc) = &d.compute_capability {
                             write!(f, ", compute capability {cc}")?;
                         }
-                        writeln!(f, ", fp16 {}", if d.fp16 { "yes" } else { "no" })?;
+                        let usable: Vec<&str> = b
+                            .targets
+                            .iter()
+                            .filter(|spec| d.has(spec.needs))
+                            .map(|spec| spec.target.name())
+                            .collect();
+                        writeln!(
+                            f,
+                            ", fp16 {}, runs {}",
+                            if d.fp16 { "yes" } else { "no" },
+                            if usable.is_empty() {
+                                "none of its targets".to_string()
+                            } else {
+                                usable.join(", ")
+                            }
+                        )?;
                         for (k, v) in &d.details {
                             writeln!(f, "    {k}: {v}")?;
                         }

@@ -586,5 +586,10 @@ fn transfer(graph: &Graph, value: &str, from: String, to: String) -> Transfer {
         from,
         to,
         bytes,
+        value_type: graph
+            .values
+            .get(value)
+            .map(|info| info.describe())
+            .unwrap_or_default(),
     }
 }

@@ -38,6 +38,9 @@ pub struct ProfileEntry {
     pub mean_us: f64,
     /// Bytes per call (transfers only).
     pub bytes: u64,
+    /// The node this one was fused into (an activation or BatchNormalization folded into
+    /// the Conv before it): its work is in that node's time, so its own is zero.
+    pub fused_into: Option<String>,
 }
 
 /// Collects one forward's timings; merged into the net's profile when the forward ends.
@@ -45,6 +48,8 @@ pub struct ProfileEntry {
 pub(crate) struct ForwardRecorder {
     nodes: Mutex<Vec<(String, String, Duration)>>,
     transfers: Mutex<Vec<(String, u64, Duration)>>,
+    /// (fused node, the node it ran inside).
+    fused: Mutex<Vec<(String, String)>>,
 }
 
 impl ProfileSink for ForwardRecorder {
@@ -57,6 +62,13 @@ impl ProfileSink for ForwardRecorder {
     fn record_on(&self, node: &str, executor: &str, elapsed: Duration) {
         if let Ok(mut v) = self.nodes.lock() {
             v.push((node.to_string(), executor.to_string(), elapsed));
+        }
+    }
+
+    fn record_fused(&self, node: &str, into: &str, executor: &str) {
+        self.record_on(node, executor, Duration::ZERO);
+        if let Ok(mut v) = self.fused.lock() {
+            v.push((node.to_string(), into.to_string()));
         }
     }
 
@@ -75,6 +87,8 @@ struct Accumulated {
     totals: BTreeMap<(&'static str, String), (u64, Duration, u64)>,
     /// Node name -> executors that said they ran it.
     ran_on: BTreeMap<String, std::collections::BTreeSet<String>>,
+    /// Node name -> the node it was fused into.
+    fused_into: BTreeMap<String, String>,
 }
 
 /// The net's profile state, shared by concurrent forwards behind a mutex that is taken
@@ -97,9 +111,11 @@ impl Profiler {
     pub fn merge(&self, recorder: ForwardRecorder) {
         let nodes = recorder.nodes.into_inner().unwrap_or_default();
         let transfers = recorder.transfers.into_inner().unwrap_or_default();
+        let fused = recorder.fused.into_inner().unwrap_or_default();
         let Ok(mut state) = self.state.lock() else {
             return;
         };
+        state.fused_into.extend(fused);
         for (name, executor, _) in &nodes {
             if !executor.is_empty() {
                 state
@@ -182,6 +198,9 @@ impl Profiler {
                         0.0
                     },
                     bytes: *bytes,
+                    fused_into: (*kind == "node")
+                        .then(|| state.fused_into.get(name).cloned())
+                        .flatten(),
                 }
             })
             .collect();
@@ -230,6 +249,15 @@ impl fmt::Display for Profile {
             "kind", "name", "op", "placement", "mean µs", "share"
         )?;
         for e in &self.entries {
+            if let Some(into) = &e.fused_into {
+                // Its time is inside `into`'s: a zero here would read as "free".
+                writeln!(
+                    f,
+                    "{:8}  {:name_w$}  {:18}  {:12}  fused into {into}",
+                    e.kind, e.name, e.op, e.placement
+                )?;
+                continue;
+            }
             let share = if total > 0.0 {
                 100.0 * e.total_us / total
             } else {
@@ -242,5 +270,49 @@ impl fmt::Display for Profile {
             )?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One forward on a device that fused `relu0` into `conv0`: the conv's time, the relu
+    /// named as fused into it.
+    fn forward(profiler: &Profiler, conv_us: u64) {
+        let recorder = ForwardRecorder::default();
+        recorder.record_on("conv0", "dev", Duration::from_micros(conv_us));
+        recorder.record_fused("relu0", "conv0", "dev");
+        profiler.merge(recorder);
+    }
+
+    #[test]
+    fn a_fused_node_says_which_node_it_ran_in() {
+        let labels = BTreeMap::from([
+            (
+                "conv0".to_string(),
+                ("Conv".to_string(), "dev/dev".to_string()),
+            ),
+            (
+                "relu0".to_string(),
+                ("Relu".to_string(), "dev/dev".to_string()),
+            ),
+        ]);
+        let profiler = Profiler::new(labels);
+        forward(&profiler, 40); // the warm-up
+        forward(&profiler, 10);
+        forward(&profiler, 30);
+        let profile = profiler.snapshot();
+        let relu = profile.entries.iter().find(|e| e.name == "relu0");
+        assert_eq!(relu.and_then(|e| e.fused_into.as_deref()), Some("conv0"));
+        assert_eq!(relu.map(|e| e.ran_on.as_str()), Some("dev"));
+        let conv = profile.entries.iter().find(|e| e.name == "conv0");
+        assert_eq!(conv.and_then(|e| e.fused_into.as_deref()), None);
+        let text = profile.to_string();
+        let relu_line = text.lines().find(|l| l.contains("relu0")).unwrap_or("");
+        assert!(relu_line.ends_with("  fused into conv0"), "{text}");
+        assert!(!relu_line.contains("0.0"), "{text}");
+        let conv_line = text.lines().find(|l| l.contains("conv0 ")).unwrap_or("");
+        assert!(conv_line.contains("20.0  100.0%"), "{text}");
     }
 }

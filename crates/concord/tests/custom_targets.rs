@@ -314,6 +314,53 @@ fn info_require_resolves_the_executors_targets() {
     assert!(invalid.contains("not valid for backend toy"), "{invalid}");
 }
 
+/// `concord info`'s text says which declared target each device can run: a target that
+/// needs fp16 is never listed bare beside "fp16 no".
+#[test]
+fn info_text_says_which_targets_each_device_runs() {
+    let text = SystemInfo::probe(&registry(toy(ALL_OPS))).to_string();
+    assert!(
+        text.contains(
+            "toy: available, targets toy-dsp, toy-dsp-fp16 (not usable here: no device has \
+             fp16; asking for it runs toy-dsp)\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("  device `toy dsp 0`, fp16 no, runs toy-dsp\n"),
+        "{text}"
+    );
+    // A device with fp16 runs both; the backend line then lists them plainly.
+    let mut with_fp16 = toy(ALL_OPS);
+    with_fp16.availability = Availability::Available {
+        devices: vec![
+            DeviceInfo {
+                name: "toy dsp 0".into(),
+                fp16: false,
+                ..DeviceInfo::default()
+            },
+            DeviceInfo {
+                name: "toy dsp 1".into(),
+                fp16: true,
+                ..DeviceInfo::default()
+            },
+        ],
+    };
+    let text = SystemInfo::probe(&registry(with_fp16)).to_string();
+    assert!(
+        text.contains("toy: available, targets toy-dsp, toy-dsp-fp16\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  device `toy dsp 0`, fp16 no, runs toy-dsp\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  device `toy dsp 1`, fp16 yes, runs toy-dsp, toy-dsp-fp16\n"),
+        "{text}"
+    );
+}
+
 #[test]
 fn the_built_in_targets_keep_their_names() {
     use concord::targets;

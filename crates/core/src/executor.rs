@@ -66,6 +66,14 @@ pub trait ProfileSink: Sync {
         self.record(node, elapsed);
     }
 
+    /// A node that ran inside another one (an activation fused into the Conv before it):
+    /// it has no time of its own, which the profile shows as "fused into `into`" rather
+    /// than as a zero time. Attributed to `executor` as [`ProfileSink::record_on`] does.
+    fn record_fused(&self, node: &str, into: &str, executor: &str) {
+        let _ = into;
+        self.record_on(node, executor, Duration::ZERO);
+    }
+
     /// Time spent moving one value between host and device memory.
     fn record_transfer(&self, value: &str, bytes: u64, elapsed: Duration);
 }

@@ -80,6 +80,10 @@ pub struct Transfer {
     pub to: String,
     /// Bytes per forward; None when the value's shape is not known before run time.
     pub bytes: Option<u64>,
+    /// The value's element type and shape as the model declares them ("f32[N, 3, 32,
+    /// 32]"), so a transfer whose size is not known says which dims it waits for.
+    #[serde(default)]
+    pub value_type: String,
 }
 
 /// The placement report of a built net.
@@ -211,18 +215,37 @@ impl fmt::Display for Placement {
                 self.transfer_count(),
                 self.transfer_bytes()
             )?;
+        } else if unsized_count == self.transfer_count() {
+            writeln!(
+                f,
+                "transfers per forward: {} (sizes unknown until a forward: they depend on \
+                 the input shapes)",
+                self.transfer_count()
+            )?;
         } else {
             writeln!(
                 f,
-                "transfers per forward: {} ({} bytes known; {} sized by the input shapes)",
+                "transfers per forward: {} ({} bytes, plus {} whose size is unknown until a \
+                 forward: it depends on the input shapes)",
                 self.transfer_count(),
                 self.transfer_bytes(),
                 unsized_count
             )?;
         }
         for t in &self.transfers {
-            let bytes = t.bytes.map(|b| b.to_string()).unwrap_or_else(|| "?".into());
-            writeln!(f, "  {} {} -> {} ({} bytes)", t.value, t.from, t.to, bytes)?;
+            match t.bytes {
+                Some(bytes) => writeln!(f, "  {} {} -> {} ({bytes} bytes)", t.value, t.from, t.to)?,
+                None if t.value_type.is_empty() => writeln!(
+                    f,
+                    "  {} {} -> {} (size unknown until a forward)",
+                    t.value, t.from, t.to
+                )?,
+                None => writeln!(
+                    f,
+                    "  {} {} -> {} ({}: size unknown until a forward)",
+                    t.value, t.from, t.to, t.value_type
+                )?,
+            }
         }
         if self.notices.is_empty() {
             write!(f, "fallbacks: none")
@@ -273,6 +296,11 @@ mod tests {
                     from: "host".into(),
                     to: "dev".into(),
                     bytes,
+                    value_type: if bytes.is_some() {
+                        "f32[2, 2]".into()
+                    } else {
+                        "f32[N, 2]".into()
+                    },
                 })
                 .collect(),
             notices: Vec::new(),
@@ -288,10 +316,25 @@ mod tests {
         );
         let symbolic = with_transfers(&[Some(16), None]).to_string();
         assert!(
-            symbolic
-                .contains("transfers per forward: 2 (16 bytes known; 1 sized by the input shapes)"),
+            symbolic.contains(
+                "transfers per forward: 2 (16 bytes, plus 1 whose size is unknown until a \
+                 forward: it depends on the input shapes)"
+            ),
             "{symbolic}"
         );
-        assert!(symbolic.contains("v1 host -> dev (? bytes)"), "{symbolic}");
+        assert!(
+            symbolic.contains("v1 host -> dev (f32[N, 2]: size unknown until a forward)"),
+            "{symbolic}"
+        );
+        assert!(!symbolic.contains("? bytes"), "{symbolic}");
+        let all_symbolic = with_transfers(&[None, None]).to_string();
+        assert!(
+            all_symbolic.contains(
+                "transfers per forward: 2 (sizes unknown until a forward: they depend on the \
+                 input shapes)"
+            ),
+            "{all_symbolic}"
+        );
+        assert!(!all_symbolic.contains("0 bytes"), "{all_symbolic}");
     }
 }

@@ -323,7 +323,7 @@ impl OpenClPartition {
                 }
                 sink.record_on(&steps.node, "opencl", time);
                 for fused in &steps.fused {
-                    sink.record_on(fused, "opencl", Duration::ZERO);
+                    sink.record_fused(fused, &steps.node, "opencl");
                 }
             }
         }

@@ -217,8 +217,8 @@ fn wide_and_ragged_layers_agree_with_the_reference() {
     check_all("wide_and_ragged_layers_agree_with_the_reference", graphs);
 }
 
-/// A profiled OpenCL forward reports every node (a fused one with zero time, its work
-/// being in the node it was fused into), the convolutions with the device time their
+/// A profiled OpenCL forward reports every node (a fused one with zero time and the name
+/// of the node its work is in), the convolutions with the device time their
 /// kernels took, and computes exactly what an unprofiled net computes.
 #[test]
 fn profiled_forward_times_every_node_on_the_device() {
@@ -277,5 +277,31 @@ fn profiled_forward_times_every_node_on_the_device() {
             fused_bn,
             "a BatchNormalization fused into its Conv shows time of its own"
         );
+        // Each fused node names the Conv it ran inside, and the printed profile says so
+        // instead of showing it as taking no time.
+        let convs: Vec<&str> = graph
+            .nodes
+            .iter()
+            .filter(|n| matches!(n.op, Op::Conv(_)))
+            .map(|n| n.name.as_str())
+            .collect();
+        let text = profile.to_string();
+        assert!(
+            profile.entries.iter().any(|e| e.op == "BatchNormalization"),
+            "the model has BatchNormalization nodes to fuse: {text}"
+        );
+        for e in profile
+            .entries
+            .iter()
+            .filter(|e| e.op == "BatchNormalization")
+        {
+            let into = e.fused_into.as_deref().unwrap_or("");
+            assert!(convs.contains(&into), "{} fused into `{into}`", e.name);
+            assert!(
+                text.lines()
+                    .any(|l| l.contains(&e.name) && l.ends_with(&format!("fused into {into}"))),
+                "{text}"
+            );
+        }
     }
 }

@@ -17,6 +17,7 @@ use concord::{
     Net, NetBuilder, Overrides, Support, Target, TargetSpec, Tensor,
 };
 use concord_core::DType;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;

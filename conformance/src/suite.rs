@@ -17,7 +17,7 @@ use concord::{
     Net, NetBuilder, Overrides, Support, Target, TargetSpec, Tensor,
 };
 use concord_core::DType;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -1244,11 +1244,21 @@ pub fn round_through_f16(t: &Tensor) -> Tensor {
     }
 }
 
-/// The reference net with its float initializers rounded through f16.
+/// The reference net with its float initializers rounded through f16, as an f16-storage
+/// target stores them. Resize's roi and scales are left alone: they place the samples
+/// rather than hold data (ONNX types scales as float whatever the data's type), and an
+/// executor reads them as parameters; rounding 1.6 to f16's 1.5996 would change the
+/// output's size.
 fn rounded_reference(net: &Net) -> Option<Net> {
     let mut graph = net.graph().clone();
-    for t in graph.initializers.values_mut() {
-        if t.dtype() == DType::F32 {
+    let parameters: HashSet<String> = graph
+        .nodes
+        .iter()
+        .filter(|n| matches!(n.op, concord::Op::Resize(_)))
+        .flat_map(|n| n.inputs.iter().skip(1).take(2).flatten().cloned())
+        .collect();
+    for (name, t) in graph.initializers.iter_mut() {
+        if t.dtype() == DType::F32 && !parameters.contains(name) {
             *t = round_through_f16(t);
         }
     }

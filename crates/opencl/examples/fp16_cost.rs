@@ -1,7 +1,8 @@
 //! What opencl-fp16 costs against opencl on this device, in one run: the bench models
 //! (MobileNetV2-shaped and ResNet-18-shaped, batch 1, 3×224×224) built for both targets,
 //! their forwards interleaved so that both see the same machine load:
-//! `cargo run --release -p concord-opencl --example fp16_cost [ITERS]`.
+//! `cargo run -p concord-opencl --example fp16_cost [ITERS]` (add `--release` for forward
+//! times of optimized host code; the device times do not depend on it).
 //! It prints, per model and target, the median forward (as `Net::forward` is called: input
 //! upload and output download included) and the sum of the nodes' device times from the
 //! profile (what `concord run --profile` shows), and the fp16 / f32 ratio of each. On a
@@ -47,10 +48,8 @@ fn main() {
                 .unwrap()
         };
         let f32_net = build(concord::targets::OPENCL);
+        // On a device without cl_khr_fp16 this build says, as a note, what this measures.
         let f16_net = build(concord::targets::OPENCL_FP16);
-        if let Some(note) = f16_net.placement().notes_summary() {
-            println!("{note}");
-        }
         let (mut f32_ms, mut f16_ms) = (Vec::new(), Vec::new());
         // One warm-up each (it builds the plans' kernels), then alternate.
         forward_ms(&f32_net, &input);

@@ -1049,11 +1049,16 @@ impl Suite {
             };
             let (abs, rel) = (oracle.abs, oracle.rel);
             let storage = storage_effect.get(name);
-            comparisons.push(compare(name, got, &self.as_stored(target, &want), &|i, y| {
-                abs + rel * y.abs()
-                    + executor_allowance.get(i).copied().unwrap_or(0.0)
-                    + storage.and_then(|s| s.get(i)).copied().unwrap_or(0.0)
-            }));
+            comparisons.push(compare(
+                name,
+                got,
+                &self.as_stored(target, &want),
+                &|i, y| {
+                    abs + rel * y.abs()
+                        + executor_allowance.get(i).copied().unwrap_or(0.0)
+                        + storage.and_then(|s| s.get(i)).copied().unwrap_or(0.0)
+                },
+            ));
         }
         verdict_of(comparisons)
     }
@@ -1075,7 +1080,13 @@ impl Suite {
             expected.shape().clone(),
             values
                 .iter()
-                .map(|&x| if beyond(x) { half::f16::from_f32(x).to_f32() } else { x })
+                .map(|&x| {
+                    if beyond(x) {
+                        half::f16::from_f32(x).to_f32()
+                    } else {
+                        x
+                    }
+                })
                 .collect(),
         )
         .unwrap_or_else(|_| expected.clone())

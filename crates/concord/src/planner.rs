@@ -14,8 +14,7 @@ use concord_core::placement::{NodePlacement, PartitionInfo, Transfer};
 use concord_core::schedule::free_points;
 use concord_core::{
     resolve_target, Backend, Executor, FallbackCause, FallbackPolicy, Graph, MemoryBudget, Note,
-    Notice,
-    Placement, PreparedPartition, Shape, Support, Target, ValueInfo,
+    Notice, Placement, PreparedPartition, Shape, Support, Target, ValueInfo,
 };
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;

@@ -495,7 +495,12 @@ mod tests {
     #[test]
     fn native_half_arithmetic_ranks_first_within_a_kind() {
         let mut devices = vec![
-            device("0:0", ("Portable Computing Language", "pocl"), "cpu-a", "cpu"),
+            device(
+                "0:0",
+                ("Portable Computing Language", "pocl"),
+                "cpu-a",
+                "cpu",
+            ),
             device("1:0", ("Other", "other"), "cpu-b", "cpu"),
         ];
         devices[0]
@@ -506,7 +511,11 @@ mod tests {
         devices[1]
             .details
             .insert("fp16".into(), FP16_STORAGE_ONLY.into());
-        assert_eq!(choose(&devices, None), Ok(0), "a tie keeps the listed order");
+        assert_eq!(
+            choose(&devices, None),
+            Ok(0),
+            "a tie keeps the listed order"
+        );
     }
 
     #[test]

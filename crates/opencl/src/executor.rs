@@ -152,9 +152,10 @@ impl Executor for OpenClExecutor {
                     // The chosen device's fp16 answer is the storage check's, made when it
                     // was opened: a device on which a vload_half kernel does not build
                     // cannot run opencl-fp16 at all.
-                    if let (Some(chosen), Err(why)) =
-                        (devices.get_mut(discovery.chosen), &runtime.device.half_storage)
-                    {
+                    if let (Some(chosen), Err(why)) = (
+                        devices.get_mut(discovery.chosen),
+                        &runtime.device.half_storage,
+                    ) {
                         chosen.fp16 = false;
                         chosen.details.insert("fp16".into(), format!("none: {why}"));
                     }

@@ -254,10 +254,17 @@ fn fp16_target_runs_where_storage_allows_and_says_what_it_costs() {
                 let note = &placement.notes[0];
                 assert_eq!(note.on, "opencl/opencl-fp16");
                 for said in ["no native half arithmetic", "slower than opencl", "ms"] {
-                    assert!(note.text.contains(said), "the note lacks `{said}`: {}", note.text);
+                    assert!(
+                        note.text.contains(said),
+                        "the note lacks `{said}`: {}",
+                        note.text
+                    );
                 }
                 assert!(placement.to_string().contains(&note.text), "{placement}");
-                println!("storage-only opencl-fp16 ran as asked, noting: {}", note.text);
+                println!(
+                    "storage-only opencl-fp16 ran as asked, noting: {}",
+                    note.text
+                );
             }
         }
         (OpenClHere::Unavailable { cause, .. }, _) => {

@@ -750,6 +750,15 @@ fn check(
             Ok(outputs) => outputs,
             Err(e) => return fail(format!("forward failed on {set_name}: {e}")),
         };
+        let storage_effect = match suite.f16_storage_effect(&model, &inputs, target) {
+            Ok(e) => e,
+            Err(e) => {
+                return Outcome::Fail {
+                    message: format!("{set_name}: {e}"),
+                    comparisons,
+                }
+            }
+        };
         // Accumulate levels need the reference's figures for the single node; when the node
         // was folded away at build time there are none, and the model level applies.
         let accumulation = if test.single_op.is_some() && net.graph().nodes.len() == 1 {
@@ -770,10 +779,10 @@ fn check(
                 want,
                 accumulation.as_ref(),
             ) {
-                Ok(a) => a,
+                Ok(a) => with_storage_effect(a, storage_effect.get(name)),
                 Err(_) => {
                     match model_level.map(|l| allowance(l, &suite.spec(target), want, None)) {
-                        Some(Ok(a)) => a,
+                        Some(Ok(a)) => with_storage_effect(a, storage_effect.get(name)),
                         _ => {
                             return Outcome::Fail {
                                 message: format!(
@@ -794,6 +803,7 @@ fn check(
                 ));
                 continue;
             }
+            let want = &suite.as_stored(target, want);
             comparisons.push(compare(&format!("{prefix}{name}"), got, want, &|i, _| {
                 allowed.get(i).copied().unwrap_or(0.0)
             }));
@@ -812,6 +822,19 @@ pub const RANDOM_OUTPUT_NOTE: &str =
 /// ONNX's recorded values cannot be matched: such outputs are checked for shape and dtype
 /// only (the reference's statistics are checked by its own kernel tests). Models like
 /// test_bernoulli_expanded (RandomUniformLike → Greater → Cast) are covered too.
+/// An allowance plus what f16 storage alone does to each element (see
+/// [`Suite::f16_storage_effect`]; absent on other targets).
+fn with_storage_effect(allowed: Vec<f64>, effect: Option<&Vec<f64>>) -> Vec<f64> {
+    match effect {
+        Some(e) => allowed
+            .iter()
+            .enumerate()
+            .map(|(i, a)| a + e.get(i).copied().unwrap_or(0.0))
+            .collect(),
+        None => allowed,
+    }
+}
+
 pub fn random_dependent_outputs(graph: &GraphProto) -> BTreeSet<String> {
     let mut tainted: BTreeSet<String> = BTreeSet::new();
     // Node tests list nodes in topological order; repeating until nothing changes also

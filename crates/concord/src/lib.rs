@@ -45,7 +45,7 @@ pub use registry::{
 // of Concord's crates is behind `internals`, which is not an API boundary.
 pub use concord_core::{
     resolve_target, Availability, Backend, Capability, DType, DeviceInfo, Dim, Executor,
-    FallbackCause, FallbackPolicy, Graph, MemoryBudget, Node, Notice, Op, Placement,
+    FallbackCause, FallbackPolicy, Graph, MemoryBudget, Node, Note, Notice, Op, Placement,
     PreparedPartition, ProfileSink, Schedule, Shape, Support, Target, TargetFallback,
     TargetResolution, TargetSpec, Tensor, TensorData, ValueInfo,
 };

@@ -13,8 +13,8 @@ use crate::targets::CPU;
 use concord_core::placement::{NodePlacement, PartitionInfo, Transfer};
 use concord_core::schedule::free_points;
 use concord_core::{
-    resolve_target, Backend, Executor, FallbackCause, FallbackPolicy, Graph, MemoryBudget, Notice,
-    Placement, PreparedPartition, Shape, Support, Target, ValueInfo,
+    resolve_target, Backend, Executor, FallbackCause, FallbackPolicy, Graph, MemoryBudget, Note,
+    Notice, Placement, PreparedPartition, Shape, Support, Target, ValueInfo,
 };
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -170,6 +170,25 @@ pub(crate) fn plan(
         })
         .collect();
 
+    // A target that runs as asked can still cost something the caller would not guess;
+    // the executor says what, and only when some node actually runs there.
+    let runs_on_primary = assignment
+        .iter()
+        .any(|(executor, _, _)| Arc::ptr_eq(executor, &primary))
+        && !Arc::ptr_eq(&primary, &reference);
+    let notes = if runs_on_primary {
+        primary
+            .notes(&target)
+            .into_iter()
+            .map(|text| Note {
+                on: format!("{}/{target}", primary.name()),
+                text,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+
     let groups = partition_groups(&assignment);
     let (resolved_backend, resolved_target) = majority(&assignment, &primary, &target);
     let mut placement = Placement {
@@ -182,6 +201,7 @@ pub(crate) fn plan(
         partitions: Vec::new(),
         transfers: Vec::new(),
         notices,
+        notes,
     };
 
     enforce(&placement, &requirements, policy)?;
@@ -425,21 +445,30 @@ fn enforce(
     Ok(())
 }
 
-/// Under Warn: exactly one warning per build, through tracing, and on stderr when no
-/// tracing subscriber would show it.
+/// Under Warn: exactly one warning per build for the fallbacks, through tracing, and on
+/// stderr when no tracing subscriber would show it. The notes (not fallbacks) get one more
+/// line under Warn, and under Deny too, since a build that Deny lets through ran as asked
+/// and its cost is still worth saying; Allow stays quiet.
 fn say_so(placement: &Placement, policy: FallbackPolicy) {
-    if policy != FallbackPolicy::Warn {
-        return;
-    }
-    let Some(summary) = placement.fallback_summary() else {
-        return;
-    };
     let no_subscriber =
         tracing::dispatcher::get_default(|d| d.is::<tracing::subscriber::NoSubscriber>());
-    if no_subscriber {
-        eprintln!("warning: {summary}");
-    } else {
-        tracing::warn!(target: "concord::fallback", "{summary}");
+    if policy == FallbackPolicy::Warn {
+        if let Some(summary) = placement.fallback_summary() {
+            if no_subscriber {
+                eprintln!("warning: {summary}");
+            } else {
+                tracing::warn!(target: "concord::fallback", "{summary}");
+            }
+        }
+    }
+    if policy != FallbackPolicy::Allow {
+        if let Some(summary) = placement.notes_summary() {
+            if no_subscriber {
+                eprintln!("warning: {summary}");
+            } else {
+                tracing::warn!(target: "concord::note", "{summary}");
+            }
+        }
     }
 }
 

@@ -369,3 +369,101 @@ fn a_backend_or_target_nobody_has_is_a_usage_error_under_every_policy() {
         .iter()
         .any(|n| n.cause == FallbackCause::InvalidTarget));
 }
+
+/// An executor that runs its fp16 target as asked but has something to say about it (as
+/// concord-opencl does on a device without half arithmetic).
+#[derive(Debug)]
+struct Noted(TestExecutor);
+
+impl concord::Executor for Noted {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn probe(&self) -> concord::Availability {
+        self.0.probe()
+    }
+    fn targets(&self) -> Vec<concord::TargetSpec> {
+        self.0.targets()
+    }
+    fn notes(&self, target: &concord::Target) -> Vec<String> {
+        if *target == concord::targets::OPENCL_FP16 {
+            vec!["stores f16 but computes in f32: slower than f32".into()]
+        } else {
+            Vec::new()
+        }
+    }
+    fn supports(
+        &self,
+        graph: &concord::Graph,
+        node: &concord::Node,
+        target: &concord::Target,
+    ) -> concord::Support {
+        self.0.supports(graph, node, target)
+    }
+    fn prepare(
+        &self,
+        partition: &concord::Graph,
+        target: &concord::Target,
+    ) -> Result<Box<dyn concord::PreparedPartition>, concord::executor::Error> {
+        self.0.prepare(partition, target)
+    }
+}
+
+#[test]
+fn a_note_is_recorded_and_said_but_is_no_fallback() {
+    let noted = || {
+        std::sync::Arc::new(Noted(TestExecutor::device(
+            "noted",
+            true,
+            &["Conv", "Relu", "GlobalAveragePool", "Flatten", "Gemm"],
+        ))) as std::sync::Arc<dyn concord::Executor>
+    };
+    let build = |policy, target: concord::Target, require: Vec<String>| {
+        NetBuilder::from_graph(small_cnn())
+            .executor(noted())
+            .backend(Backend::named("noted"))
+            .target(target)
+            .fallback(policy)
+            .overrides(Overrides {
+                require,
+                ..Overrides::default()
+            })
+            .build()
+    };
+    let fp16 = concord::targets::OPENCL_FP16;
+    let (net, warn) = count_warnings(|| build(FallbackPolicy::Warn, fp16.clone(), Vec::new()));
+    let net = net.expect("a note does not stop a build");
+    let placement = net.placement();
+    assert!(!placement.has_fallback(), "{placement}");
+    assert_eq!(placement.notes.len(), 1, "{placement}");
+    assert_eq!(placement.notes[0].on, "noted/opencl-fp16");
+    assert!(placement
+        .to_string()
+        .contains("note: noted/opencl-fp16: stores f16"));
+    assert_eq!(warn.warnings(), 1, "{:?}", warn.messages());
+    assert!(
+        warn.messages()[0].contains("slower than f32"),
+        "{:?}",
+        warn.messages()
+    );
+
+    // Deny and a requirement on the target let it through, and Deny still says it.
+    let (denied, deny_warn) = count_warnings(|| {
+        build(
+            FallbackPolicy::Deny,
+            fp16.clone(),
+            vec!["opencl-fp16".into()],
+        )
+    });
+    assert_eq!(denied.expect("Deny builds").placement().notes.len(), 1);
+    assert_eq!(deny_warn.warnings(), 1, "{:?}", deny_warn.messages());
+
+    // Allow records it quietly; the f32 target has nothing to say.
+    let (allowed, allow_warn) =
+        count_warnings(|| build(FallbackPolicy::Allow, fp16.clone(), Vec::new()));
+    assert_eq!(allowed.expect("Allow builds").placement().notes.len(), 1);
+    assert_eq!(allow_warn.warnings(), 0, "{:?}", allow_warn.messages());
+    let f32_net =
+        build(FallbackPolicy::Warn, concord::targets::OPENCL, Vec::new()).expect("f32 builds");
+    assert!(f32_net.placement().notes.is_empty());
+}

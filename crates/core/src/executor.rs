@@ -37,7 +37,9 @@ pub struct DeviceInfo {
     pub driver_version: String,
     /// CUDA compute capability ("8.0"), where it applies.
     pub compute_capability: Option<String>,
-    /// Whether the device can run the half-precision targets.
+    /// Whether the device can run the half-precision targets: it stores f16, natively or
+    /// by converting to f32 for arithmetic (an executor's [`Executor::notes`] says which,
+    /// when it matters).
     pub fp16: bool,
     /// Anything else worth printing in `concord info` (platform, extensions, memory…).
     pub details: BTreeMap<String, String>,
@@ -114,6 +116,16 @@ pub trait Executor: Send + Sync + fmt::Debug {
     /// Whether one can run here is decided by [`crate::resolve_target`], never by the
     /// executor itself.
     fn targets(&self) -> Vec<TargetSpec>;
+
+    /// What a build on `target` here should say that is not a fallback: the target runs as
+    /// asked, but with a cost the caller would not guess (a half-precision target on a
+    /// device that stores f16 but computes in f32). The planner records each in
+    /// [`crate::Placement::notes`] and says them at build time (not under
+    /// [`crate::FallbackPolicy::Allow`]); they never refuse a build. Default: none.
+    fn notes(&self, target: &Target) -> Vec<String> {
+        let _ = target;
+        Vec::new()
+    }
 
     /// Whether this node can run on `target`. `graph` gives the node's context (value
     /// types, constant operands).

@@ -46,7 +46,7 @@ pub use executor::{Availability, DeviceInfo, Executor, PreparedPartition, Profil
 pub use graph::{Graph, Node, ValueInfo};
 pub use memory::MemoryBudget;
 pub use op::Op;
-pub use placement::{FallbackCause, FallbackPolicy, Notice, Placement};
+pub use placement::{FallbackCause, FallbackPolicy, Note, Notice, Placement};
 pub use schedule::{Schedule, ScheduleTree, Step, StepValues};
 pub use shape::{broadcast_shapes, shape_range, Dim, Shape, SymShape};
 pub use target::{

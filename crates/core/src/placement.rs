@@ -1,5 +1,6 @@
-//! What the planner decided, as data: the [`Placement`] report of a built net and the
-//! [`Notice`]s that say every fallback out loud. The planner lives in the facade; these
+//! What the planner decided, as data: the [`Placement`] report of a built net, the
+//! [`Notice`]s that say every fallback out loud, and the [`Note`]s that say what a target
+//! running as asked costs here. The planner lives in the facade; these
 //! types live here so executors, the conformance suite and reports share them.
 
 use crate::target::{Backend, Target};
@@ -51,6 +52,16 @@ pub struct Notice {
     pub nodes: usize,
 }
 
+/// Something the caller should know about a target that runs as asked: not a fallback, so
+/// it never refuses a build, but said at build time like one (a half-precision target on a
+/// device that stores f16 but has no half arithmetic, and so runs slower than f32).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Note {
+    /// "opencl/opencl-fp16".
+    pub on: String,
+    pub text: String,
+}
+
 /// Where one node runs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodePlacement {
@@ -99,6 +110,9 @@ pub struct Placement {
     pub partitions: Vec<PartitionInfo>,
     pub transfers: Vec<Transfer>,
     pub notices: Vec<Notice>,
+    /// What the executors said about the targets that run as asked (see [`Note`]).
+    #[serde(default)]
+    pub notes: Vec<Note>,
 }
 
 impl Placement {
@@ -115,6 +129,19 @@ impl Placement {
     /// True when anything fell back.
     pub fn has_fallback(&self) -> bool {
         !self.notices.is_empty()
+    }
+
+    /// The one line the Warn and Deny policies log for the notes, if there are any.
+    pub fn notes_summary(&self) -> Option<String> {
+        if self.notes.is_empty() {
+            return None;
+        }
+        let parts: Vec<String> = self
+            .notes
+            .iter()
+            .map(|n| format!("{}: {}", n.on, n.text))
+            .collect();
+        Some(format!("concord note: {}", parts.join("; ")))
     }
 
     /// The one-line summary the Warn policy logs: asked, chosen, why, how many nodes.
@@ -247,6 +274,9 @@ impl fmt::Display for Placement {
                 )?,
             }
         }
+        for n in &self.notes {
+            writeln!(f, "note: {}: {}", n.on, n.text)?;
+        }
         if self.notices.is_empty() {
             write!(f, "fallbacks: none")
         } else {
@@ -304,6 +334,7 @@ mod tests {
                 })
                 .collect(),
             notices: Vec::new(),
+            notes: Vec::new(),
         }
     }
 
@@ -336,5 +367,26 @@ mod tests {
             "{all_symbolic}"
         );
         assert!(!all_symbolic.contains("0 bytes"), "{all_symbolic}");
+    }
+
+    #[test]
+    fn notes_are_reported_apart_from_fallbacks() {
+        let mut p = with_transfers(&[]);
+        assert_eq!(p.notes_summary(), None);
+        p.notes.push(Note {
+            on: "dev/dev".into(),
+            text: "slower than it looks".into(),
+        });
+        assert!(!p.has_fallback(), "a note is not a fallback");
+        assert_eq!(p.fallback_summary(), None);
+        assert_eq!(
+            p.notes_summary().as_deref(),
+            Some("concord note: dev/dev: slower than it looks")
+        );
+        let shown = p.to_string();
+        assert!(
+            shown.contains("note: dev/dev: slower than it looks\nfallbacks: none"),
+            "{shown}"
+        );
     }
 }

@@ -35,7 +35,8 @@ pub struct Backend(Cow<'static, str>);
 pub enum Capability {
     /// Any device of the executor can run it.
     None,
-    /// Half-precision storage and arithmetic ([`crate::DeviceInfo::fp16`]).
+    /// Half-precision storage, with arithmetic in half or in f32 as the device allows
+    /// ([`crate::DeviceInfo::fp16`]).
     Fp16,
 }
 

@@ -125,7 +125,29 @@ pub struct Device {
     pub is_cpu: bool,
     /// The platform is PoCL, whose kernel-binary cache needs runs to take turns.
     pub is_pocl: bool,
+    /// `cl_khr_fp16`: the device has half arithmetic. Without it the opencl-fp16 target
+    /// still runs, storage-only (see [`Device::half_storage`]), and says what that costs.
+    pub fp16_arithmetic: bool,
+    /// Whether a kernel that stores f16 through `vload_half`/`vstore_half_rte` (core
+    /// OpenCL, no extension) builds on this device, checked when the device is opened;
+    /// the error is the build's, for the probe's reason.
+    pub half_storage: Result<(), String>,
 }
+
+/// How a device stores and computes the half-precision target, as `concord info` shows it
+/// (the `fp16` detail).
+pub(crate) const FP16_NATIVE: &str = "native (cl_khr_fp16)";
+pub(crate) const FP16_STORAGE_ONLY: &str =
+    "storage only (vload_half/vstore_half, arithmetic in f32; no cl_khr_fp16)";
+
+/// The smallest kernel that stores f16 the way the opencl-fp16 kernels do; a device on
+/// which it does not build cannot run the target at all.
+const HALF_STORAGE_CHECK: &str = "\
+__kernel void half_storage_check(__global const half* src, __global half* dst) {
+    const size_t i = get_global_id(0);
+    vstore_half_rte(vload_half(i, src) * 2.0f, i, dst);
+}
+";
 
 impl Unavailable {
     pub fn into_availability(self) -> Availability {
@@ -232,7 +254,17 @@ pub fn open(discovery: &Discovery) -> Result<Device, ClError> {
         .details
         .get("platform")
         .is_some_and(|p| p.contains("Portable Computing Language"));
+    let half_storage = match context.build_program(HALF_STORAGE_CHECK, "") {
+        Ok(_) => Ok(()),
+        Err(cl::BuildError::Api(e)) => Err(format!("building a vload_half kernel: {e}")),
+        Err(cl::BuildError::Compile { error, log }) => Err(format!(
+            "a kernel using vload_half/vstore_half_rte does not build ({error}): {}",
+            log.trim()
+        )),
+    };
     Ok(Device {
+        fp16_arithmetic: extensions.split_whitespace().any(|e| e == "cl_khr_fp16"),
+        half_storage,
         context,
         info,
         id: id as usize,
@@ -250,8 +282,8 @@ pub fn open(discovery: &Discovery) -> Result<Device, ClError> {
 }
 
 /// The device to run on: among the devices `selection` matches (all when there is none), a
-/// GPU over an accelerator over a CPU, fp16-capable first within a kind, so that the
-/// probe's fp16 answer is the chosen device's. A selection matching no device is an error
+/// GPU over an accelerator over a CPU, native half arithmetic (`cl_khr_fp16`) first within
+/// a kind. A selection matching no device is an error
 /// naming every device with its index.
 pub(crate) fn choose(
     devices: &[DeviceInfo],
@@ -263,7 +295,11 @@ pub(crate) fn choose(
             Some("accelerator") => 1,
             _ => 2,
         };
-        (kind, !d.fp16)
+        let native_half = d
+            .details
+            .get("fp16")
+            .is_some_and(|f| f.as_str() == FP16_NATIVE);
+        (kind, !native_half)
     };
     let candidates =
         (0..devices.len()).filter(|&i| selection.map_or(true, |s| s.matches(&devices[i])));
@@ -305,7 +341,10 @@ fn describe(platform: cl_platform_id, platform_name: &str, id: cl_device_id) -> 
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
-    let fp16 = extensions.split_whitespace().any(|e| e == "cl_khr_fp16");
+    // Every OpenCL device stores half through vload_half/vstore_half (core since 1.0);
+    // only the arithmetic needs cl_khr_fp16. The chosen device's answer is checked by
+    // building a kernel when it is opened (`open`), and the probe reports that.
+    let fp16_native = extensions.split_whitespace().any(|e| e == "cl_khr_fp16");
     let device_type = cl::device_u64(id, dev::CL_DEVICE_TYPE).unwrap_or(0);
     let kind = if device_type & dev::CL_DEVICE_TYPE_GPU != 0 {
         "gpu"
@@ -339,12 +378,21 @@ fn describe(platform: cl_platform_id, platform_name: &str, id: cl_device_id) -> 
         details.insert("global_memory_mib".into(), (bytes >> 20).to_string());
     }
     details.insert("extensions".into(), extensions);
+    details.insert(
+        "fp16".into(),
+        if fp16_native {
+            FP16_NATIVE
+        } else {
+            FP16_STORAGE_ONLY
+        }
+        .into(),
+    );
     DeviceInfo {
         name: text(dev::CL_DEVICE_NAME),
         vendor: text(dev::CL_DEVICE_VENDOR),
         driver_version: text(dev::CL_DRIVER_VERSION),
         compute_capability: None,
-        fp16,
+        fp16: true,
         details,
     }
 }
@@ -442,6 +490,32 @@ mod tests {
             Some(DeviceSelection::Name("gfx:90a".into()))
         );
         assert_eq!(DeviceSelection::parse("  "), None);
+    }
+
+    #[test]
+    fn native_half_arithmetic_ranks_first_within_a_kind() {
+        let mut devices = vec![
+            device(
+                "0:0",
+                ("Portable Computing Language", "pocl"),
+                "cpu-a",
+                "cpu",
+            ),
+            device("1:0", ("Other", "other"), "cpu-b", "cpu"),
+        ];
+        devices[0]
+            .details
+            .insert("fp16".into(), FP16_STORAGE_ONLY.into());
+        devices[1].details.insert("fp16".into(), FP16_NATIVE.into());
+        assert_eq!(choose(&devices, None), Ok(1));
+        devices[1]
+            .details
+            .insert("fp16".into(), FP16_STORAGE_ONLY.into());
+        assert_eq!(
+            choose(&devices, None),
+            Ok(0),
+            "a tie keeps the listed order"
+        );
     }
 
     #[test]

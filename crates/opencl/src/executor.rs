@@ -15,9 +15,18 @@ use std::sync::{Arc, OnceLock};
 /// OpenCL device memory, f32 storage and compute: the OpenCL executor's default target.
 pub const OPENCL: Target = Target::new("opencl");
 
-/// OpenCL device memory, f16 storage, f32 accumulation; needs `cl_khr_fp16` (else
-/// [`OPENCL`] runs instead).
+/// OpenCL device memory, f16 storage, f32 arithmetic. Runs on every device where a
+/// `vload_half`/`vstore_half` kernel builds (else [`OPENCL`] runs instead); on a device
+/// without `cl_khr_fp16` the build says, as a note, that it is slower than [`OPENCL`].
 pub const OPENCL_FP16: Target = Target::new("opencl-fp16");
+
+/// What storage-only fp16 costs, as measured on PoCL 3.1 by
+/// `cargo run -p concord-opencl --example fp16_cost` (both targets in one run, the kernels'
+/// device time per forward from the profile, median of 20; README "Speed" has the whole
+/// figures); part of the note a build on such a device gets.
+const STORAGE_ONLY_COST: &str = "measured on PoCL 3.1, mobilenet_v2_like at 224², batch 1: \
+     198 ms of kernel time per forward with opencl-fp16 vs 120 ms with opencl, 1.65x; \
+     resnet18_like 1.90x";
 
 /// The OpenCL executor. Cheap to create: nothing is loaded until the first probe or
 /// prepare. Everything it caches (the device context, built programs) belongs to this
@@ -138,9 +147,20 @@ impl Executor for OpenClExecutor {
         match self.discovery() {
             Err(unavailable) => unavailable.clone().into_availability(),
             Ok(discovery) => match self.runtime() {
-                Ok(_) => Availability::Available {
-                    devices: discovery.devices.clone(),
-                },
+                Ok(runtime) => {
+                    let mut devices = discovery.devices.clone();
+                    // The chosen device's fp16 answer is the storage check's, made when it
+                    // was opened: a device on which a vload_half kernel does not build
+                    // cannot run opencl-fp16 at all.
+                    if let (Some(chosen), Err(why)) = (
+                        devices.get_mut(discovery.chosen),
+                        &runtime.device.half_storage,
+                    ) {
+                        chosen.fp16 = false;
+                        chosen.details.insert("fp16".into(), format!("none: {why}"));
+                    }
+                    Availability::Available { devices }
+                }
                 Err(unavailable) => unavailable.into_availability(),
             },
         }
@@ -148,6 +168,22 @@ impl Executor for OpenClExecutor {
 
     fn targets(&self) -> Vec<TargetSpec> {
         target_specs()
+    }
+
+    fn notes(&self, target: &Target) -> Vec<String> {
+        let Ok(runtime) = self.runtime() else {
+            return Vec::new();
+        };
+        let device = &runtime.device;
+        if *target != OPENCL_FP16 || device.fp16_arithmetic || device.half_storage.is_err() {
+            return Vec::new();
+        }
+        vec![format!(
+            "device `{}` has no native half arithmetic (no cl_khr_fp16): opencl-fp16 runs \
+             storage-only, f16 in device memory converted to f32 for every operation, so it \
+             halves the memory but is slower than opencl, not faster ({STORAGE_ONLY_COST})",
+            device.info.name
+        )]
     }
 
     fn supports(&self, graph: &Graph, node: &Node, target: &Target) -> Support {

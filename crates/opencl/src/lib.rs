@@ -8,9 +8,12 @@
 //!
 //! Targets, declared here as data ([`OPENCL`], [`OPENCL_FP16`]): `opencl` (f32 storage and
 //! compute) and `opencl-fp16` (f16 storage through `vload_half`/`vstore_half`, f32
-//! accumulation; needs the fp16 capability, else `opencl` runs instead). The probe reports
-//! fp16 only for devices with `cl_khr_fp16`, and `concord_core::resolve_target` decides from
-//! that; this crate never re-decides it.
+//! arithmetic; needs the fp16 capability, else `opencl` runs instead). Half *storage* is
+//! core OpenCL, so the probe reports fp16 for every device on which a `vload_half` kernel
+//! builds (checked when the device is opened), and `concord_core::resolve_target` decides
+//! from that; this crate never re-decides it. A device without `cl_khr_fp16` runs the
+//! target storage-only, and the executor's `notes` tell every build on it that this is
+//! slower than `opencl`, with the measured cost.
 //!
 //! Invariants:
 //! - Executors report, the planner decides: `supports` answers per node with a reason, and

@@ -2,7 +2,9 @@
 //! - the OpenCL library is missing (OPENCL_DYLIB_PATH pointing nowhere), checked in a child
 //!   process so the variable cannot leak into other tests and cl3's once-only library load
 //!   starts fresh;
-//! - the device has no fp16: asking for opencl-fp16 runs opencl (f32) and says so;
+//! - opencl-fp16 runs as asked wherever f16 storage builds (with a note saying it is slower
+//!   than opencl on a device without half arithmetic), and where it does not, opencl (f32)
+//!   runs instead and says so;
 //! - and, on a device that is present, the f16-storage target itself, prepared directly
 //!   through the executor contract.
 
@@ -145,9 +147,38 @@ fn library_missing_child() {
     println!("child: library-missing scenario passed");
 }
 
+/// How the chosen device runs opencl-fp16, as the probe says.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum HalfHere {
+    /// No f16 at all (a vload_half kernel does not build): opencl runs instead.
+    None,
+    /// f16 storage, f32 arithmetic: runs as asked, with a note saying it is slower.
+    StorageOnly,
+    /// cl_khr_fp16.
+    Native,
+}
+
+fn half_here(here: &OpenClHere) -> HalfHere {
+    let OpenClHere::Available = here else {
+        return HalfHere::None;
+    };
+    let concord::Availability::Available { devices } = common::shared_executor().probe() else {
+        return HalfHere::None;
+    };
+    let chosen = devices
+        .iter()
+        .find(|d| d.details.get("selected").map(String::as_str) == Some("yes"))
+        .expect("the probe marks the chosen device");
+    match (chosen.fp16, chosen.details.get("fp16").map(String::as_str)) {
+        (false, _) => HalfHere::None,
+        (true, Some(f)) if f.starts_with("native") => HalfHere::Native,
+        (true, _) => HalfHere::StorageOnly,
+    }
+}
+
 #[test]
-fn fp16_target_without_fp16_falls_back_to_f32_and_says_so() {
-    let here = opencl_here("fp16_target_without_fp16_falls_back_to_f32_and_says_so");
+fn fp16_target_runs_where_storage_allows_and_says_what_it_costs() {
+    let here = opencl_here("fp16_target_runs_where_storage_allows_and_says_what_it_costs");
     let graph = common::mobilenet_v2_like(32, 0.25, 10);
     let input = common::image(32, 3);
     let reference = NetBuilder::from_graph(graph.clone())
@@ -156,24 +187,21 @@ fn fp16_target_without_fp16_falls_back_to_f32_and_says_so() {
         .expect("reference builds")
         .forward([("input", input.clone())])
         .expect("reference runs");
-    let net = NetBuilder::from_graph(graph)
-        .registry(common::shared_registry())
-        .backend(concord::backends::OPENCL)
-        .target(concord::targets::OPENCL_FP16)
-        .fallback(FallbackPolicy::Allow)
-        .overrides(Overrides::default())
+    let builder = |policy| {
+        NetBuilder::from_graph(graph.clone())
+            .registry(common::shared_registry())
+            .backend(concord::backends::OPENCL)
+            .target(concord::targets::OPENCL_FP16)
+            .fallback(policy)
+            .overrides(Overrides::default())
+    };
+    let net = builder(FallbackPolicy::Allow)
         .build()
         .expect("builds under Allow");
     let placement = net.placement();
-    let device_has_fp16 = match &here {
-        OpenClHere::Available => match common::shared_executor().probe() {
-            concord::Availability::Available { devices } => devices.iter().any(|d| d.fp16),
-            _ => false,
-        },
-        OpenClHere::Unavailable { .. } => false,
-    };
-    match (&here, device_has_fp16) {
-        (OpenClHere::Available, false) => {
+    let half = half_here(&here);
+    match (&here, half) {
+        (OpenClHere::Available, HalfHere::None) => {
             let notice = placement
                 .notices
                 .iter()
@@ -190,29 +218,69 @@ fn fp16_target_without_fp16_falls_back_to_f32_and_says_so() {
                     .all(|n| n.executor == "opencl" && n.target == concord::targets::OPENCL),
                 "{placement}"
             );
-            println!("the device has no cl_khr_fp16: opencl-fp16 fell back to opencl and said so");
+            let denied = builder(FallbackPolicy::Deny)
+                .build()
+                .expect_err("Deny refuses a device without f16 storage");
+            assert!(denied.to_string().contains("fp16"), "{denied}");
+            println!("the device stores no f16: opencl-fp16 fell back to opencl and said so");
         }
-        (OpenClHere::Available, true) => {
+        (OpenClHere::Available, HalfHere::StorageOnly | HalfHere::Native) => {
             assert!(placement.notices.is_empty(), "{placement}");
-            assert!(placement
-                .nodes
-                .iter()
-                .all(|n| n.target == concord::targets::OPENCL_FP16));
-            println!("the device has cl_khr_fp16: opencl-fp16 ran as asked");
+            assert!(
+                placement
+                    .nodes
+                    .iter()
+                    .all(|n| n.executor == "opencl" && n.target == concord::targets::OPENCL_FP16),
+                "{placement}"
+            );
+            // Running as asked is no fallback: Deny and CONCORD_REQUIRE=opencl-fp16 let it
+            // through, and the note travels with the placement either way.
+            let denied = builder(FallbackPolicy::Deny).build().expect("Deny builds");
+            let required = builder(FallbackPolicy::Allow)
+                .overrides(Overrides {
+                    require: vec!["opencl-fp16".into()],
+                    ..Overrides::default()
+                })
+                .build()
+                .expect("CONCORD_REQUIRE=opencl-fp16 builds");
+            for p in [placement, denied.placement(), required.placement()] {
+                assert_eq!(p.notes, placement.notes, "{p}");
+            }
+            if half == HalfHere::Native {
+                assert!(placement.notes.is_empty(), "{placement}");
+                println!("the device has cl_khr_fp16: opencl-fp16 ran as asked");
+            } else {
+                assert_eq!(placement.notes.len(), 1, "{placement}");
+                let note = &placement.notes[0];
+                assert_eq!(note.on, "opencl/opencl-fp16");
+                for said in ["no native half arithmetic", "slower than opencl", "ms"] {
+                    assert!(
+                        note.text.contains(said),
+                        "the note lacks `{said}`: {}",
+                        note.text
+                    );
+                }
+                assert!(placement.to_string().contains(&note.text), "{placement}");
+                println!(
+                    "storage-only opencl-fp16 ran as asked, noting: {}",
+                    note.text
+                );
+            }
         }
         (OpenClHere::Unavailable { cause, .. }, _) => {
             assert!(
                 placement.notices.iter().any(|n| n.cause == *cause),
                 "{placement}"
             );
+            assert!(placement.notes.is_empty(), "{placement}");
             assert!(placement.nodes.iter().all(|n| n.executor == "cpu"));
         }
     }
     let out = net.forward([("input", input)]).expect("forward");
-    let ran_as = if device_has_fp16 {
-        concord::targets::OPENCL_FP16
-    } else {
+    let ran_as = if half == HalfHere::None {
         concord::targets::OPENCL
+    } else {
+        concord::targets::OPENCL_FP16
     };
     assert_within_model_level(
         out.get("output").expect("output"),
@@ -239,8 +307,7 @@ fn fp16_storage_target_prepared_directly_tracks_the_reference() {
         }
         OpenClHere::Available => {
             // The executor stores f16 through vload_half/vstore_half, which every OpenCL
-            // device has, so the target can be checked here even where the planner would
-            // not choose it (no cl_khr_fp16).
+            // device has, with or without cl_khr_fp16.
             let prepared = executor
                 .prepare(&graph, &concord::targets::OPENCL_FP16)
                 .expect("prepares for opencl-fp16");

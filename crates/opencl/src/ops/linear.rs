@@ -505,7 +505,9 @@ pub(super) fn gemm(b: &mut Builder, node: &Node, attrs: &Gemm) -> Result<(), OpE
     };
     let dtype = b.dtype(a)?;
     let variant = b.storage(dtype).variant();
-    let bias = match optional_input(node, 2) {
+    // As in the reference (and onnxruntime), C is not read at all when beta is 0, so an
+    // infinite or NaN C (an f16-stored 1e5 is inf) does not turn the output into NaN.
+    let bias = match optional_input(node, 2).filter(|_| attrs.beta != 0.0) {
         Some(c) => {
             let cd = b.shape(c)?.dims().to_vec();
             let (cm, cn) = match cd.len() {

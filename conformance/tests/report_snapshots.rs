@@ -663,7 +663,7 @@ fn unsupported_never_outweighs_a_pass_and_errors_come_from_passes_only() {
             .rows
             .iter()
             .find(|r| r.label == label)
-            .unwrap_or_else(|| panic!("no row {label}"));
+            .expect("the matrix has a row for every op of the records");
         row.cells[column].clone()
     };
     let columns: Vec<String> = m.columns.iter().map(|c| c.title()).collect();
@@ -727,7 +727,7 @@ fn printed_summary_snapshot() {
     // unavailable, and the failures; the skips after them.
     let position = |needle: &str| {
         text.find(needle)
-            .unwrap_or_else(|| panic!("no `{needle}` in\n{text}"))
+            .expect("the summary holds every heading looked for")
     };
     assert!(text.starts_with("conformance: FAIL — 32 trials"));
     assert!(position("unavailable here (2):") < position("failures (3):"));

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 const ADDRESS_LIMIT_KIB: u64 = 4 * 1024 * 1024;
 
 /// How long one execution may print nothing before it counts as a hang (`--timeout`).
-const DEFAULT_TIMEOUT_S: u64 = 20;
+const DEFAULT_TIMEOUT_S: u64 = 30;
 
 /// The most crash files one run writes (the same crash found again and again is kept once:
 /// see [`Crash::signature`]).
@@ -169,9 +169,15 @@ fn worker(flags: &Flags) -> Result<bool, String> {
     quiet_panics();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+    let plant = planted_fault();
     let mut index = start;
     while count.map_or(true, |c| index < start + c) {
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if let Some((what, at)) = &plant {
+                if *at == index {
+                    plant_fault(what);
+                }
+            }
             let (_, bytes) = corpus.mutant(seed, index);
             execute(&bytes)
         }));
@@ -185,6 +191,27 @@ fn worker(flags: &Flags) -> Result<bool, String> {
         index += 1;
     }
     Ok(true)
+}
+
+/// `CONCORD_FUZZ_PLANT=panic@K|abort@K|hang@K`: the worker fails that way at mutant K
+/// instead of running it. Only for the fuzzer's own test, which proves the supervisor
+/// catches each kind of crash.
+fn planted_fault() -> Option<(String, u64)> {
+    let plant = std::env::var("CONCORD_FUZZ_PLANT").ok()?;
+    let (what, at) = plant.split_once('@')?;
+    Some((what.to_string(), at.parse().ok()?))
+}
+
+#[allow(clippy::panic)]
+fn plant_fault(what: &str) {
+    match what {
+        "panic" => panic!("planted panic"),
+        "abort" => std::process::abort(),
+        "hang" => loop {
+            std::thread::sleep(Duration::from_secs(1));
+        },
+        _ => {}
+    }
 }
 
 fn write_mutant(flags: &Flags) -> Result<bool, String> {
@@ -413,7 +440,7 @@ fn run(flags: &Flags) -> Result<bool, String> {
     let crash_dir = flags.get("crash-dir").map(PathBuf::from);
     let corpus = flags.corpus()?;
     println!(
-        "seed {seed} (replay with CONCORD_FUZZ_SEED={seed}); corpus: {} models ({} golden dir {}, node tests {})",
+        "seed {seed} (replay with CONCORD_FUZZ_SEED={seed}); corpus: {} models, {} op types (golden: {}; node tests: {})",
         corpus.seeds.len(),
         corpus.op_types.len(),
         flags.golden().display(),

@@ -146,10 +146,11 @@ const OPSETS: &[i64] = &[
 /// mutations of the encoded model.
 pub fn mutant(corpus: &Corpus, pick: usize, rng: &mut Rng) -> Vec<u8> {
     let mut model = corpus.seeds[pick].model.clone();
-    let count = 1 + rng.below(4);
-    let mut bytes_too = rng.one_in(12);
+    // Mostly one or two mutations, so that most mutants still get past the reader.
+    let count = if rng.one_in(4) { 1 + rng.below(4) } else { 1 + rng.below(2) };
+    let mut bytes_too = rng.one_in(25);
     for _ in 0..count {
-        if rng.one_in(16) {
+        if rng.one_in(40) {
             bytes_too = true;
         } else {
             mutate_model(&mut model, corpus, rng);
@@ -250,7 +251,7 @@ fn mutate_opsets(model: &mut ModelProto, rng: &mut Rng) {
         _ => {
             if let Some(o) = model.opset_import.first_mut() {
                 o.version = if rng.one_in(3) {
-                    o.version + rng.below(3) as i64 - 1
+                    o.version.wrapping_add(rng.below(3) as i64 - 1)
                 } else {
                     *rng.pick(OPSETS).unwrap_or(&13)
                 };

@@ -1,21 +1,16 @@
-//! A small deterministic generator (SplitMix64): the fuzzer needs reproducible streams
-//! from a seed, not statistical quality.
+//! The fuzzer's random choices: a seeded ChaCha8 stream (rand_chacha, as the CLI's random
+//! inputs use) with the few draws the mutators need.
 
-/// SplitMix64: each `next` a 64-bit value; the same seed always gives the same stream.
+use rand::{Rng as _, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// A reproducible stream of choices: the same seed always makes the same ones.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub struct Rng(ChaCha8Rng);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        Rng(ChaCha8Rng::seed_from_u64(seed))
     }
 
     /// A value in `0..n` (0 when `n` is 0).
@@ -23,7 +18,7 @@ impl Rng {
         if n == 0 {
             0
         } else {
-            (self.next() % n as u64) as usize
+            self.0.gen_range(0..n)
         }
     }
 
@@ -34,11 +29,10 @@ impl Rng {
 
     /// A value in [0, 1).
     pub fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+        self.0.gen::<f64>()
     }
 
-    /// One element of a non-empty slice (the first of an empty one is never asked for:
-    /// callers check).
+    /// One element of a slice, `None` when it is empty.
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
         items.get(self.below(items.len()))
     }

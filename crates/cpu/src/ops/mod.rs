@@ -3,6 +3,7 @@
 pub(crate) mod algebra;
 mod attention;
 mod control;
+pub use control::MAX_LOOP_ITERATIONS;
 mod conv;
 mod deform;
 mod elementwise;

@@ -230,7 +230,10 @@ fn exec_one(args: &[String]) -> Result<bool, String> {
         return Err(USAGE.to_string());
     };
     let bytes = std::fs::read(file).map_err(|e| format!("{file}: {e}"))?;
-    quiet_panics();
+    // With RUST_BACKTRACE set, a panic prints where it happened, as Rust's own hook does.
+    if std::env::var_os("RUST_BACKTRACE").is_none() {
+        quiet_panics();
+    }
     match std::panic::catch_unwind(|| execute(&bytes)) {
         Ok(outcome) => {
             println!("{outcome}");

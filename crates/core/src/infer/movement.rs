@@ -203,7 +203,14 @@ fn slice(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
     };
     let axes: Option<Vec<usize>> = match axes {
         Some(Some(a)) => Some(axes_in_rank(&a, rank)?),
-        Some(None) => count.map(|n| (0..n).collect()),
+        Some(None) => match count {
+            Some(n) if n > rank => {
+                return Err(OpError::Shape(format!(
+                    "Slice without axes slices the first {n} axes, but the input has rank {rank}"
+                )))
+            }
+            n => n.map(|n| (0..n).collect()),
+        },
         None => None,
     };
     let mut out = data.shape.to_vec();

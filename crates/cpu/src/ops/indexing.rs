@@ -409,14 +409,14 @@ fn nd_offsets(
             data.shape()
         )));
     }
-    let slice: usize = ddims[batch_dims + q..].iter().product();
+    let slice = numel(&ddims[batch_dims + q..])?;
     let d_strides = strides(ddims);
     let tuples = match indices.len().checked_div(q) {
         Some(t) => t,
         // q = 0: every index tuple is empty and names the whole of data.
         None => numel(&idims[..idims.len() - 1])?,
     };
-    let per_batch = tuples / idims[..batch_dims].iter().product::<usize>().max(1);
+    let per_batch = tuples / numel(&idims[..batch_dims])?.max(1);
     let mut offsets = Vec::with_capacity(tuples);
     for t in 0..tuples {
         let batch = t / per_batch.max(1);
@@ -770,8 +770,9 @@ fn top_k(
         .ok()
         .filter(|&k| k <= n)
         .ok_or_else(|| OpError::Shape(format!("TopK: K = {k} for an axis of extent {n}")))?;
-    let outer: usize = dims[..axis].iter().product();
-    let inner: usize = dims[axis + 1..].iter().product();
+    // An empty input may still have extents whose product overflows.
+    let outer = numel(&dims[..axis])?;
+    let inner = numel(&dims[axis + 1..])?;
     let keys = x.to_f64_vec();
     let exact = x.to_i128_vec();
     // Ascending order of two elements; NaN above every number.

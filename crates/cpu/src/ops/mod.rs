@@ -172,7 +172,7 @@ pub(crate) fn run_op_scheduled(
         Family::Recurrent => recurrent::run(op, inputs, num_outputs)?,
         Family::LinearAlgebra => algebra::run(op, inputs)?,
         Family::ControlFlow => control::run(op, subgraphs, inputs, num_outputs, budget)?,
-        Family::Sampling => vec![sampling::run(op, inputs)?],
+        Family::Sampling => vec![sampling::run(op, inputs, budget)?],
         Family::Signal => vec![signal::run(op, inputs)?],
         Family::Random => vec![random::run(op, inputs)?],
     };

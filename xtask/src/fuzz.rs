@@ -20,11 +20,10 @@ pub fn run(args: &[String]) -> Result<()> {
         match arg.as_str() {
             "--minutes" => {
                 let value = it.next().context("--minutes needs a number")?;
-                minutes = Some(
-                    value
-                        .parse()
-                        .with_context(|| format!("--minutes {value:?}: expected a whole number"))?,
-                );
+                minutes =
+                    Some(value.parse().with_context(|| {
+                        format!("--minutes {value:?}: expected a whole number")
+                    })?);
             }
             "--seed" => seed = Some(it.next().context("--seed needs a number")?.clone()),
             other => bail!("unknown argument `{other}` (usage: fuzz --minutes N [--seed S])"),

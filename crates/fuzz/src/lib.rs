@@ -21,9 +21,7 @@
 pub mod mutate;
 pub mod rng;
 
-use concord::{
-    DType, Dim, ExecutorRegistry, FallbackPolicy, NetBuilder, Overrides, Shape, Tensor,
-};
+use concord::{DType, Dim, ExecutorRegistry, FallbackPolicy, NetBuilder, Overrides, Shape, Tensor};
 use concord_onnx::proto::ModelProto;
 use prost::Message;
 use rng::Rng;
@@ -67,8 +65,7 @@ impl Corpus {
             collect_onnx(dir, &mut paths)?;
         }
         if let Some(dir) = node_tests {
-            let entries =
-                std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
             for entry in entries.flatten() {
                 let model = entry.path().join("model.onnx");
                 if model.is_file() {
@@ -286,7 +283,10 @@ mod tests {
             error_kind("Graph(Node { node: \"a(b\", op: \"Relu\", source: Shape(\"x\") })"),
             "Graph::Node::Shape"
         );
-        assert_eq!(error_kind("Onnx(Decode(DecodeError { x }))"), "Onnx::Decode::DecodeError");
+        assert_eq!(
+            error_kind("Onnx(Decode(DecodeError { x }))"),
+            "Onnx::Decode::DecodeError"
+        );
         assert_eq!(error_kind("\"text\""), "Other");
     }
 }

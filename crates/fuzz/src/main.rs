@@ -221,7 +221,10 @@ fn write_mutant(flags: &Flags) -> Result<bool, String> {
     let corpus = flags.corpus()?;
     let (pick, bytes) = corpus.mutant(seed, index);
     std::fs::write(out, bytes).map_err(|e| format!("{out}: {e}"))?;
-    println!("{out}: mutant {index} of seed {seed}, from {}", corpus.seeds[pick].path.display());
+    println!(
+        "{out}: mutant {index} of seed {seed}, from {}",
+        corpus.seeds[pick].path.display()
+    );
     Ok(true)
 }
 
@@ -253,7 +256,9 @@ fn limited(args: &[String]) -> Command {
     let mut command = Command::new("sh");
     command
         .arg("-c")
-        .arg(format!("ulimit -v {ADDRESS_LIMIT_KIB} && exec \"$0\" \"$@\""))
+        .arg(format!(
+            "ulimit -v {ADDRESS_LIMIT_KIB} && exec \"$0\" \"$@\""
+        ))
         .arg(exe)
         .args(args)
         .env_remove("CONCORD_FALLBACK")
@@ -325,7 +330,11 @@ impl Watched {
 
 /// The last line of a child's stderr worth showing (an abort's message), cut short.
 fn tail(stderr: &str) -> String {
-    let line = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let line = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
     line.chars().take(300).collect()
 }
 
@@ -388,7 +397,10 @@ fn replay_all(args: &[String], timeout: Duration) -> Result<bool, String> {
             }
         }
     }
-    println!("replayed {} regression models, {failed} crashed", files.len());
+    println!(
+        "replayed {} regression models, {failed} crashed",
+        files.len()
+    );
     Ok(failed == 0)
 }
 
@@ -488,8 +500,14 @@ fn run(flags: &Flags) -> Result<bool, String> {
                     if let Some(detail) = outcome.strip_prefix("panic ") {
                         // The worker caught it and goes on; a new one is not needed.
                         record(
-                            &corpus, seed, next - 1, "panic", detail.to_string(),
-                            crash_dir.as_deref(), &mut crashes, &mut seen,
+                            &corpus,
+                            seed,
+                            next - 1,
+                            "panic",
+                            detail.to_string(),
+                            crash_dir.as_deref(),
+                            &mut crashes,
+                            &mut seen,
                         );
                     } else {
                         *outcomes.entry(outcome.to_string()).or_default() += 1;
@@ -497,12 +515,19 @@ fn run(flags: &Flags) -> Result<bool, String> {
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     let stderr = watched.kill();
-                    break Some(("hang", format!("no outcome after {timeout:?} {}", tail(&stderr))));
+                    break Some((
+                        "hang",
+                        format!("no outcome after {timeout:?} {}", tail(&stderr)),
+                    ));
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     let (death, stderr) = watched.finish();
                     break death.map(|d| {
-                        let kind = if d.contains("signal") { "signal" } else { "exit" };
+                        let kind = if d.contains("signal") {
+                            "signal"
+                        } else {
+                            "exit"
+                        };
                         (kind, format!("{d}: {}", tail(&stderr)))
                     });
                 }
@@ -513,7 +538,13 @@ fn run(flags: &Flags) -> Result<bool, String> {
             executions += 1;
             next += 1;
             record(
-                &corpus, seed, next - 1, kind, detail, crash_dir.as_deref(), &mut crashes,
+                &corpus,
+                seed,
+                next - 1,
+                kind,
+                detail,
+                crash_dir.as_deref(),
+                &mut crashes,
                 &mut seen,
             );
         }

@@ -4,8 +4,9 @@
 use crate::rng::Rng;
 use crate::Corpus;
 use concord_onnx::proto::{
-    tensor_shape_proto, type_proto, AttributeProto, AttributeType, GraphProto, ModelProto, NodeProto, OperatorSetIdProto,
-    StringStringEntryProto, TensorProto, TensorShapeProto, ValueInfoProto,
+    tensor_shape_proto, type_proto, AttributeProto, AttributeType, GraphProto, ModelProto,
+    NodeProto, OperatorSetIdProto, StringStringEntryProto, TensorProto, TensorShapeProto,
+    ValueInfoProto,
 };
 use prost::Message;
 
@@ -138,8 +139,34 @@ const DATA_TYPES: &[i32] = &[
 
 /// Opset versions, inside the range Concord reads and outside it.
 const OPSETS: &[i64] = &[
-    -1, 0, 1, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29, 1000, i64::MAX,
+    -1,
+    0,
+    1,
+    6,
+    7,
+    8,
+    9,
+    10,
+    11,
+    12,
+    13,
+    14,
+    16,
+    17,
+    18,
+    19,
+    20,
+    21,
+    22,
+    23,
+    24,
+    25,
+    26,
+    27,
+    28,
+    29,
+    1000,
+    i64::MAX,
 ];
 
 /// A mutant of seed `pick`: one to four structural mutations, then, now and again, byte
@@ -147,7 +174,11 @@ const OPSETS: &[i64] = &[
 pub fn mutant(corpus: &Corpus, pick: usize, rng: &mut Rng) -> Vec<u8> {
     let mut model = corpus.seeds[pick].model.clone();
     // Mostly one or two mutations, so that most mutants still get past the reader.
-    let count = if rng.one_in(4) { 1 + rng.below(4) } else { 1 + rng.below(2) };
+    let count = if rng.one_in(4) {
+        1 + rng.below(4)
+    } else {
+        1 + rng.below(2)
+    };
     let mut bytes_too = rng.one_in(25);
     for _ in 0..count {
         if rng.one_in(40) {
@@ -241,7 +272,11 @@ fn mutate_opsets(model: &mut ModelProto, rng: &mut Rng) {
     match rng.below(6) {
         0 => model.opset_import.clear(),
         1 => model.opset_import.push(OperatorSetIdProto {
-            domain: if rng.one_in(2) { String::new() } else { "ai.onnx".to_string() },
+            domain: if rng.one_in(2) {
+                String::new()
+            } else {
+                "ai.onnx".to_string()
+            },
             version: *rng.pick(OPSETS).unwrap_or(&13),
         }),
         2 => model.opset_import.push(OperatorSetIdProto {
@@ -391,8 +426,7 @@ fn mutate_nodes(graph: &mut GraphProto, corpus: &Corpus, rng: &mut Rng) {
                 }
             }
             if rng.one_in(2) {
-                if let (Some(out), Some(first)) = (graph.output.first_mut(), node.output.first())
-                {
+                if let (Some(out), Some(first)) = (graph.output.first_mut(), node.output.first()) {
                     out.name = first.clone();
                 }
             }
@@ -629,7 +663,11 @@ fn mutate_tensor(t: &mut TensorProto, rng: &mut Rng) {
             match rng.below(4) {
                 0 => t.float_data = (0..1 + rng.below(8)).map(|_| random_float(rng)).collect(),
                 1 => t.int64_data = (0..1 + rng.below(8)).map(|_| random_int(rng)).collect(),
-                2 => t.int32_data = (0..1 + rng.below(8)).map(|_| rng.below(9) as i32 - 4).collect(),
+                2 => {
+                    t.int32_data = (0..1 + rng.below(8))
+                        .map(|_| rng.below(9) as i32 - 4)
+                        .collect()
+                }
                 _ => t.double_data = vec![f64::NAN; 1 + rng.below(4)],
             }
             if rng.one_in(2) {

@@ -473,12 +473,13 @@ fn squeeze(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
         Some(axes_f) => match const_axes(&axes_f, 1, "axes")? {
             Some(axes) => axes_in_rank(&axes, rank)?,
             None => {
-                let n = axes_count(&axes_f)?
-                    .filter(|&n| n <= rank)
-                    .ok_or(OpError::NotConstant {
-                        index: 1,
-                        name: "axes",
-                    })?;
+                let n =
+                    axes_count(&axes_f)?
+                        .filter(|&n| n <= rank)
+                        .ok_or(OpError::NotConstant {
+                            index: 1,
+                            name: "axes",
+                        })?;
                 return Ok(OutputFact::new(data.dtype, vec![Dim::Unknown; rank - n]));
             }
         },

@@ -138,7 +138,7 @@ pub(crate) fn run_op_scheduled(
             Op::GlobalMaxPool => pool::global_pool(inputs, None)?,
             Op::GlobalLpPool { p } => pool::global_pool(inputs, Some(*p))?,
             Op::LpPool(attrs, p) => pool::lp_pool(attrs, *p, inputs)?,
-            Op::Resize(attrs) => resize::resize(attrs, inputs)?,
+            Op::Resize(attrs) => resize::resize(attrs, inputs, budget)?,
             Op::ConvTranspose(attrs) => conv::conv_transpose(attrs, inputs, budget)?,
             Op::MaxUnpool {
                 kernel_shape,

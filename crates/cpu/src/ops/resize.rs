@@ -100,10 +100,9 @@ pub(crate) fn resize(
         next[axis] = out_len;
         budget.check_tensor(DType::F64, &next)?;
         let per_index = std::mem::size_of::<Tap>() + std::mem::size_of::<bool>();
-        budget.check_bytes(
-            out_len.checked_mul(per_index).map(|b| b as u64),
-            || format!("Resize's {out_len} taps along axis {axis}"),
-        )?;
+        budget.check_bytes(out_len.checked_mul(per_index).map(|b| b as u64), || {
+            format!("Resize's {out_len} taps along axis {axis}")
+        })?;
         let span = ResizeAxis::new(dims[axis], out_len, scale).with_roi(roi);
         let flags = extrapolated(attrs, &span);
         if flags.contains(&true) {

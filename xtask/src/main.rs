@@ -6,6 +6,7 @@
 
 mod adapters;
 mod conformance;
+mod fuzz;
 mod golden;
 mod gpu_bundle;
 mod oclgrind;
@@ -86,6 +87,15 @@ const COMMANDS: &[Command] = &[
                   GPU-shaped and the CPU-device kernels, and the padded MaxPool with its \
                   uninitialized-value check; any Oclgrind report fails the run",
         run: oclgrind::run,
+    },
+    Command {
+        name: "fuzz",
+        usage: "fuzz --minutes N [--seed S]",
+        summary: "run the structure-aware fuzzer (crates/fuzz, release build) for N minutes on \
+                  the golden and ONNX node-test models: replays crates/fuzz/regressions first, \
+                  prints executions, executions/s, outcomes by kind and crashes, and writes \
+                  each crash's mutant into crates/fuzz/regressions",
+        run: fuzz::run,
     },
     Command {
         name: "help",

@@ -17,7 +17,7 @@ mod runner;
 
 pub use accumulation::{accumulation, Accumulation};
 pub use executor::{CpuExecutor, CpuPartition, CPU};
-pub use ops::{run_op, run_op_within};
+pub use ops::{run_op, run_op_within, MAX_LOOP_ITERATIONS};
 pub use runner::{ReferenceExecutor, RunOutputs};
 
 use concord_core::fold::Evaluator;

@@ -467,3 +467,33 @@ fn a_subgraph_that_cannot_be_scheduled_is_refused_when_the_partition_is_prepared
         assert!(message.contains(needle), "{message} does not name {needle}");
     }
 }
+
+#[test]
+fn a_loop_past_the_iteration_limit_is_an_error_not_a_hang() {
+    // A body that allocates nothing, so the memory budget never stops it: only the
+    // iteration limit does, with an error naming it.
+    let forever = Op::Loop {
+        body: Box::new(subgraph(
+            &[("i", DType::I64), ("cond_in", DType::Bool)],
+            vec![Node::new("keep", Op::Identity, &["cond_in"], &["cond_out"])],
+            &["cond_out"],
+        )),
+        captures: 0,
+    };
+    let trips = Tensor::scalar_i64(1 << 62);
+    let cond = flag(true);
+    let inputs = [Some(&trips), Some(&cond)];
+    match run_op(&forever, &inputs, 0) {
+        Err(e) => {
+            let text = e.to_string();
+            assert!(
+                text.contains(&format!(
+                    "more than {} iterations",
+                    concord_cpu::MAX_LOOP_ITERATIONS
+                )) && text.contains("4611686018427387904"),
+                "{text}"
+            );
+        }
+        Ok(out) => panic!("a Loop of 2^62 iterations returned {out:?}"),
+    }
+}

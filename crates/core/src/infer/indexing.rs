@@ -410,9 +410,21 @@ fn space_depth(
             format_sym(x.shape)
         )));
     }
-    let b2 = blocksize * blocksize;
+    // A blocksize from the model may be anything: an extent it scales past usize is an
+    // error, not an overflow.
+    let too_large = |what: String| {
+        OpError::Shape(format!(
+            "{op}: {what} with blocksize {blocksize} overflows a 64-bit extent"
+        ))
+    };
+    let b2 = blocksize
+        .checked_mul(blocksize)
+        .ok_or_else(|| too_large("blocksize²".to_string()))?;
     let scale = |d: &Dim, up: bool| match d {
-        Dim::Fixed(n) if up => Ok(Dim::Fixed(n * blocksize)),
+        Dim::Fixed(n) if up => n
+            .checked_mul(blocksize)
+            .map(Dim::Fixed)
+            .ok_or_else(|| too_large(format!("extent {n}"))),
         Dim::Fixed(n) if n % blocksize == 0 => Ok(Dim::Fixed(n / blocksize)),
         Dim::Fixed(n) => Err(OpError::Shape(format!(
             "{op}: extent {n} is not a multiple of blocksize {blocksize}"
@@ -426,7 +438,10 @@ fn space_depth(
             )))
         }
         Dim::Fixed(c) if to_space => Dim::Fixed(c / b2),
-        Dim::Fixed(c) => Dim::Fixed(c * b2),
+        Dim::Fixed(c) => Dim::Fixed(
+            c.checked_mul(b2)
+                .ok_or_else(|| too_large(format!("channels {c}")))?,
+        ),
         _ => Dim::Unknown,
     };
     let dims = vec![

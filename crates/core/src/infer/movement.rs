@@ -197,13 +197,20 @@ fn slice(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
         None => Some(None),
     };
     // The number of sliced axes, from whichever operand tells it.
-    let count = starts
-        .as_ref()
-        .map(|s| s.len())
-        .or_else(|| fixed_len(&starts_f));
+    let count = match starts.as_ref() {
+        Some(s) => Some(s.len()),
+        None => fixed_len(&starts_f)?,
+    };
     let axes: Option<Vec<usize>> = match axes {
         Some(Some(a)) => Some(axes_in_rank(&a, rank)?),
-        Some(None) => count.map(|n| (0..n).collect()),
+        Some(None) => match count {
+            Some(n) if n > rank => {
+                return Err(OpError::Shape(format!(
+                    "Slice without axes slices the first {n} axes, but the input has rank {rank}"
+                )))
+            }
+            n => n.map(|n| (0..n).collect()),
+        },
         None => None,
     };
     let mut out = data.shape.to_vec();
@@ -300,7 +307,7 @@ fn reshape(allowzero: bool, inputs: &[Option<ValueFact>]) -> Result<OutputFact, 
     let data = required(inputs, 0, "data")?;
     let shape_f = required(inputs, 1, "shape")?;
     let Some(spec) = const_ints(&shape_f, 1, "shape")? else {
-        let n = fixed_len(&shape_f).ok_or(OpError::NotConstant {
+        let n = fixed_len(&shape_f)?.ok_or(OpError::NotConstant {
             index: 1,
             name: "shape",
         })?;
@@ -466,12 +473,13 @@ fn squeeze(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
         Some(axes_f) => match const_axes(&axes_f, 1, "axes")? {
             Some(axes) => axes_in_rank(&axes, rank)?,
             None => {
-                let n = axes_count(&axes_f)
-                    .filter(|&n| n <= rank)
-                    .ok_or(OpError::NotConstant {
-                        index: 1,
-                        name: "axes",
-                    })?;
+                let n =
+                    axes_count(&axes_f)?
+                        .filter(|&n| n <= rank)
+                        .ok_or(OpError::NotConstant {
+                            index: 1,
+                            name: "axes",
+                        })?;
                 return Ok(OutputFact::new(data.dtype, vec![Dim::Unknown; rank - n]));
             }
         },
@@ -514,7 +522,7 @@ fn unsqueeze(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
     let axes_f = required(inputs, 1, "axes")?;
     let rank = data.shape.len();
     let Some(axes) = const_axes(&axes_f, 1, "axes")? else {
-        let n = axes_count(&axes_f).ok_or(OpError::NotConstant {
+        let n = axes_count(&axes_f)?.ok_or(OpError::NotConstant {
             index: 1,
             name: "axes",
         })?;
@@ -638,7 +646,7 @@ fn expand(inputs: &[Option<ValueFact>]) -> Result<OutputFact, OpError> {
     let data = required(inputs, 0, "input")?;
     let shape_f = required(inputs, 1, "shape")?;
     let Some(spec) = const_ints(&shape_f, 1, "shape")? else {
-        let n = fixed_len(&shape_f).ok_or(OpError::NotConstant {
+        let n = fixed_len(&shape_f)?.ok_or(OpError::NotConstant {
             index: 1,
             name: "shape",
         })?;
@@ -698,18 +706,28 @@ fn const_axes(
 }
 
 /// How many axes an `axes` operand (1-D or a scalar) holds, when known.
-fn axes_count(fact: &ValueFact) -> Option<usize> {
+fn axes_count(fact: &ValueFact) -> Result<Option<usize>, OpError> {
     match fact.shape {
-        [] => Some(1),
+        [] => Ok(Some(1)),
         _ => fixed_len(fact),
     }
 }
 
-/// The length of a 1-D operand, when fixed.
-fn fixed_len(fact: &ValueFact) -> Option<usize> {
+/// The most elements a non-constant 1-D operand that becomes a rank or an axis count
+/// (Reshape's and Expand's `shape`, Slice's `starts`, Squeeze's and Unsqueeze's `axes`) may
+/// declare: its length sizes the inferred output's dims before any value is known, so a
+/// declared extent of 2^31 must be an error, not a vector of 2^31 dims.
+pub const MAX_OPERAND_RANK: usize = 1 << 12;
+
+/// The length of a 1-D operand, when fixed; an error over [`MAX_OPERAND_RANK`].
+fn fixed_len(fact: &ValueFact) -> Result<Option<usize>, OpError> {
     match fact.shape {
-        [Dim::Fixed(n)] => Some(*n),
-        _ => None,
+        [Dim::Fixed(n)] if *n > MAX_OPERAND_RANK => Err(OpError::Shape(format!(
+            "a 1-D operand that gives a rank or an axis count declares {n} elements, over \
+             the {MAX_OPERAND_RANK} a rank may have"
+        ))),
+        [Dim::Fixed(n)] => Ok(Some(*n)),
+        _ => Ok(None),
     }
 }
 

@@ -93,7 +93,7 @@ impl RecurrentDims {
             None => rr.shape[2].clone(),
         };
         let gates = r.cell.gates();
-        let rows = times(&hidden, gates);
+        let rows = times(&hidden, gates)?;
         let same_dtype = |f: &ValueFact, index: usize, input: &'static str| {
             if f.dtype == x.dtype {
                 Ok(())
@@ -129,7 +129,7 @@ impl RecurrentDims {
                 &b,
                 3,
                 "B",
-                &[directions.clone(), times(&hidden, 2 * gates)],
+                &[directions.clone(), times(&hidden, 2 * gates)?],
             )?;
         }
         if let Some(lens) = optional(inputs, 4) {
@@ -161,7 +161,7 @@ impl RecurrentDims {
         if r.cell == RecurrentCell::Lstm {
             if let Some(p) = optional(inputs, 7) {
                 same_dtype(&p, 7, "P")?;
-                check_shape(name, &p, 7, "P", &[directions.clone(), times(&hidden, 3)])?;
+                check_shape(name, &p, 7, "P", &[directions.clone(), times(&hidden, 3)?])?;
             }
         } else if inputs.len() > 6 {
             return Err(OpError::Shape(format!(
@@ -179,11 +179,16 @@ impl RecurrentDims {
     }
 }
 
-/// `d · k` where `d` is known, else unknown.
-fn times(d: &Dim, k: usize) -> Dim {
+/// `d · k` where `d` is known, else unknown; a product past usize (a `hidden_size` from
+/// the model may be anything) is an error.
+fn times(d: &Dim, k: usize) -> Result<Dim, OpError> {
     match d {
-        Dim::Fixed(n) => Dim::Fixed(n * k),
-        _ => Dim::Unknown,
+        Dim::Fixed(n) => n.checked_mul(k).map(Dim::Fixed).ok_or_else(|| {
+            OpError::Shape(format!(
+                "a hidden size of {n} times {k} gates overflows a 64-bit extent"
+            ))
+        }),
+        _ => Ok(Dim::Unknown),
     }
 }
 

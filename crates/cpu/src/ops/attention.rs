@@ -325,7 +325,16 @@ fn attention(
     let past_k = read_past(past_key, 4, "past_key")?;
     let past_len = past_k.as_ref().map_or(0, |p| p.seq);
     let k = concat_past(past_k, k, "past_key")?;
-    let v = concat_past(read_past(past_value, 5, "past_value")?, v, "past_value")?;
+    let past_v = read_past(past_value, 5, "past_value")?;
+    let past_v_len = past_v.as_ref().map_or(0, |p| p.seq);
+    if past_v_len != past_len {
+        // K and V were checked to share a sequence length; their pasts must too, or the
+        // values would not line up with the keys they weight.
+        return Err(shape_error(format!(
+            "past_key has sequence length {past_len} and past_value {past_v_len}: they must agree"
+        )));
+    }
+    let v = concat_past(past_v, v, "past_value")?;
 
     let (batch, hq, sq, total, dv) = (q.batch, q.heads, q.seq, k.seq, v.size);
     let group = hq / k.heads;

@@ -117,6 +117,13 @@ fn present<'a>(inputs: &[Option<&'a Tensor>], start: usize) -> Result<Vec<&'a Te
         .collect()
 }
 
+/// The most iterations one Loop runs. A Loop whose trip count `M` or whose condition lets
+/// it go on past this many is an error naming the limit instead of a run that never ends in
+/// practice (a trip count of 2^62 with a body that allocates nothing would not trip the
+/// memory budget). Real models' loops (decoding steps, boxes, sequence positions) stay far
+/// below it.
+pub const MAX_LOOP_ITERATIONS: i64 = 1 << 20;
+
 fn run_loop(
     op: &Op,
     body_run: &Subgraph,
@@ -173,6 +180,13 @@ fn run_loop(
     let mut scanned_bytes = Some(0u64);
     let mut iteration = 0i64;
     while cond && max_trips.map_or(true, |m| iteration < m) {
+        if iteration == MAX_LOOP_ITERATIONS {
+            return Err(OpError::Unsupported(format!(
+                "Loop would run more than {MAX_LOOP_ITERATIONS} iterations (M = {}, cond still \
+                 true after {iteration}): over the reference executor's iteration limit",
+                max_trips.map_or("absent".to_string(), |m| m.to_string())
+            )));
+        }
         let iteration_num = Tensor::scalar_i64(iteration);
         let cond_in = Tensor::from_parts(Shape::scalar(), TensorData::Bool(vec![cond]))?;
         let mut bound: Vec<&Tensor> = vec![&iteration_num, &cond_in];

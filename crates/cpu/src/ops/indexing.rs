@@ -409,14 +409,14 @@ fn nd_offsets(
             data.shape()
         )));
     }
-    let slice: usize = ddims[batch_dims + q..].iter().product();
+    let slice = numel(&ddims[batch_dims + q..])?;
     let d_strides = strides(ddims);
     let tuples = match indices.len().checked_div(q) {
         Some(t) => t,
         // q = 0: every index tuple is empty and names the whole of data.
         None => numel(&idims[..idims.len() - 1])?,
     };
-    let per_batch = tuples / idims[..batch_dims].iter().product::<usize>().max(1);
+    let per_batch = tuples / numel(&idims[..batch_dims])?.max(1);
     let mut offsets = Vec::with_capacity(tuples);
     for t in 0..tuples {
         let batch = t / per_batch.max(1);
@@ -654,13 +654,20 @@ fn depth_to_space(
     let x = required(inputs, 0, "input")?;
     let (n, c, h, w) = nchw(x, "DepthToSpace")?;
     let b = blocksize;
-    if b == 0 || c % (b * b) != 0 {
+    // The blocksize comes from the model: products past usize are errors, not overflows.
+    let scaled = [b.checked_mul(b), h.checked_mul(b), w.checked_mul(b)];
+    let [Some(b2), Some(oh), Some(ow)] = scaled else {
+        return Err(OpError::Shape(format!(
+            "DepthToSpace: blocksize {b} scales {h}x{w} past a 64-bit extent"
+        )));
+    };
+    if b == 0 || c % b2 != 0 {
         return Err(OpError::Shape(format!(
             "DepthToSpace: channels {c} are not a multiple of blocksize² ({b}²)"
         )));
     }
-    let oc = c / (b * b);
-    let out_dims = vec![n, oc, h * b, w * b];
+    let oc = c / b2;
+    let out_dims = vec![n, oc, oh, ow];
     let mut sources = Vec::with_capacity(x.len());
     for_each_coord(&out_dims, |_, o| {
         let (ni, ci, y, xx) = (o[0], o[1], o[2], o[3]);
@@ -690,7 +697,12 @@ fn space_to_depth(
             "SpaceToDepth: spatial dims {h}x{w} are not multiples of blocksize {b}"
         )));
     }
-    let out_dims = vec![n, c * b * b, h / b, w / b];
+    let Some(oc) = b.checked_mul(b).and_then(|b2| c.checked_mul(b2)) else {
+        return Err(OpError::Shape(format!(
+            "SpaceToDepth: {c} channels times blocksize² ({b}²) pass a 64-bit extent"
+        )));
+    };
+    let out_dims = vec![n, oc, h / b, w / b];
     let mut sources = Vec::with_capacity(x.len());
     for_each_coord(&out_dims, |_, o| {
         let (ni, oc, hi, wi) = (o[0], o[1], o[2], o[3]);
@@ -758,8 +770,9 @@ fn top_k(
         .ok()
         .filter(|&k| k <= n)
         .ok_or_else(|| OpError::Shape(format!("TopK: K = {k} for an axis of extent {n}")))?;
-    let outer: usize = dims[..axis].iter().product();
-    let inner: usize = dims[axis + 1..].iter().product();
+    // An empty input may still have extents whose product overflows.
+    let outer = numel(&dims[..axis])?;
+    let inner = numel(&dims[axis + 1..])?;
     let keys = x.to_f64_vec();
     let exact = x.to_i128_vec();
     // Ascending order of two elements; NaN above every number.

@@ -3,6 +3,7 @@
 pub(crate) mod algebra;
 mod attention;
 mod control;
+pub use control::MAX_LOOP_ITERATIONS;
 mod conv;
 mod deform;
 mod elementwise;
@@ -137,7 +138,7 @@ pub(crate) fn run_op_scheduled(
             Op::GlobalMaxPool => pool::global_pool(inputs, None)?,
             Op::GlobalLpPool { p } => pool::global_pool(inputs, Some(*p))?,
             Op::LpPool(attrs, p) => pool::lp_pool(attrs, *p, inputs)?,
-            Op::Resize(attrs) => resize::resize(attrs, inputs)?,
+            Op::Resize(attrs) => resize::resize(attrs, inputs, budget)?,
             Op::ConvTranspose(attrs) => conv::conv_transpose(attrs, inputs, budget)?,
             Op::MaxUnpool {
                 kernel_shape,
@@ -171,7 +172,7 @@ pub(crate) fn run_op_scheduled(
         Family::Recurrent => recurrent::run(op, inputs, num_outputs)?,
         Family::LinearAlgebra => algebra::run(op, inputs)?,
         Family::ControlFlow => control::run(op, subgraphs, inputs, num_outputs, budget)?,
-        Family::Sampling => vec![sampling::run(op, inputs)?],
+        Family::Sampling => vec![sampling::run(op, inputs, budget)?],
         Family::Signal => vec![signal::run(op, inputs)?],
         Family::Random => vec![random::run(op, inputs)?],
     };

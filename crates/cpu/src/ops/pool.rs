@@ -357,7 +357,9 @@ impl Windows {
             let mut padded = 1usize;
             for ((table, &o), &stride) in per_axis.iter().zip(&position).zip(&input_strides) {
                 let (coords, inside) = &table[o];
-                padded *= inside;
+                // A window of more than 2^64 padded taps (huge kernels under SAME padding)
+                // saturates: its average's divisor is then beyond any sum's precision anyway.
+                padded = padded.saturating_mul(*inside);
                 partial = partial
                     .iter()
                     .flat_map(|&base| coords.iter().map(move |&i| base + i * stride))
@@ -398,17 +400,49 @@ impl Windows {
 }
 
 /// For each output coordinate of one axis: the input coordinates its taps read, and how
-/// many of its taps lie inside the padded input.
+/// many of its taps lie inside the padded input. Both come from the window's bounds, not
+/// from visiting every tap: a kernel of 2^40 taps (valid under SAME padding, which pads it
+/// to fit) costs no more than the input it reads.
 fn axis_taps(axis: &Axis) -> Vec<(Vec<usize>, usize)> {
+    if axis.dilation == 0 {
+        // Not produced by `resolve`; visiting the taps is exact for it.
+        return (0..axis.output)
+            .map(|o| {
+                let coords = (0..axis.kernel)
+                    .filter_map(|t| axis.input_coord(o, t))
+                    .collect();
+                let inside = (0..axis.kernel)
+                    .filter(|&t| axis.inside_padded(o, t))
+                    .count();
+                (coords, inside)
+            })
+            .collect();
+    }
+    let (s, d, k) = (
+        axis.stride as u128,
+        axis.dilation as u128,
+        axis.kernel as u128,
+    );
+    let pad_begin = axis.pad_begin as u128;
+    let input_end = pad_begin + axis.input as u128;
+    let padded_end = input_end + axis.pad_end as u128;
+    // How many taps t in [0, k) have base + t·d < limit.
+    let below = |base: u128, limit: u128| {
+        if base >= limit {
+            0
+        } else {
+            k.min((limit - base).div_ceil(d))
+        }
+    };
     (0..axis.output)
         .map(|o| {
-            let coords = (0..axis.kernel)
-                .filter_map(|t| axis.input_coord(o, t))
+            let base = o as u128 * s;
+            let first = pad_begin.saturating_sub(base).div_ceil(d);
+            let last = below(base, input_end);
+            let coords = (first..last.max(first))
+                .map(|t| (base + t * d - pad_begin) as usize)
                 .collect();
-            let inside = (0..axis.kernel)
-                .filter(|&t| axis.inside_padded(o, t))
-                .count();
-            (coords, inside)
+            (coords, below(base, padded_end) as usize)
         })
         .collect()
 }

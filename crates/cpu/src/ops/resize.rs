@@ -30,10 +30,14 @@ use super::spatial::checked_product;
 use super::{expect_float, i64_operand, optional, required};
 use concord_core::op::{CoordinateTransform, Resize, ResizeMode};
 use concord_core::resize::{antialias_taps, extrapolated, resize_axis_taps, ResizeAxis};
-use concord_core::{DType, OpError, Shape, Tensor};
+use concord_core::{DType, MemoryBudget, OpError, Shape, Tensor};
 
 /// Resize on inputs X, roi? (read by tf_crop_and_resize only), scales?, sizes?.
-pub(crate) fn resize(attrs: &Resize, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+pub(crate) fn resize(
+    attrs: &Resize,
+    inputs: &[Option<&Tensor>],
+    budget: MemoryBudget,
+) -> Result<Tensor, OpError> {
     let x = required(inputs, 0, "X")?;
     expect_float(x, 0, "X")?;
     let scales = optional(inputs, 2).filter(|t| !t.is_empty());
@@ -89,6 +93,16 @@ pub(crate) fn resize(attrs: &Resize, inputs: &[Option<&Tensor>]) -> Result<Tenso
     // overwritten once every axis is resized, so what the taps read there does not matter.
     let mut outside: Vec<(usize, Vec<bool>)> = Vec::new();
     for (axis, (&(out_len, scale), &roi)) in plan.iter().zip(&rois).enumerate() {
+        // The values after this axis (an intermediate that may be larger than the output,
+        // when another axis shrinks later) and this axis's taps and flags, one per output
+        // index even when the output is empty, are checked against the budget first.
+        let mut next = dims.clone();
+        next[axis] = out_len;
+        budget.check_tensor(DType::F64, &next)?;
+        let per_index = std::mem::size_of::<Tap>() + std::mem::size_of::<bool>();
+        budget.check_bytes(out_len.checked_mul(per_index).map(|b| b as u64), || {
+            format!("Resize's {out_len} taps along axis {axis}")
+        })?;
         let span = ResizeAxis::new(dims[axis], out_len, scale).with_roi(roi);
         let flags = extrapolated(attrs, &span);
         if flags.contains(&true) {

@@ -24,13 +24,17 @@ use super::gemm::expect_same_dtype;
 use super::spatial::checked_product;
 use super::{expect_float, i64_operand, required};
 use concord_core::op::{RoiAlign, RoiAlignMode, RoiCoordinates};
-use concord_core::{OpError, Shape, Tensor};
+use concord_core::{MemoryBudget, OpError, Shape, Tensor};
 
 /// One bilinear sample: four (flat position in the H×W plane, weight) corners.
 type Sample = [(usize, f64); 4];
 
 /// Runs RoiAlign on X (N, C, H, W), rois (R, 4) of [x1, y1, x2, y2] and batch_indices (R).
-pub(crate) fn roi_align(attrs: &RoiAlign, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+pub(crate) fn roi_align(
+    attrs: &RoiAlign,
+    inputs: &[Option<&Tensor>],
+    budget: MemoryBudget,
+) -> Result<Tensor, OpError> {
     let x = required(inputs, 0, "X")?;
     let rois = required(inputs, 1, "rois")?;
     let indices = required(inputs, 2, "batch_indices")?;
@@ -72,13 +76,7 @@ pub(crate) fn roi_align(attrs: &RoiAlign, inputs: &[Option<&Tensor>]) -> Result<
                     x.shape()
                 ))
             })?;
-        let bins = region_samples(attrs, corners, scale, h, w).ok_or_else(|| {
-            OpError::Shape(format!(
-                "RoiAlign: region {r} ({corners:?}, sampling_ratio {}) needs more samples per \
-                 bin than this machine can hold",
-                attrs.sampling_ratio
-            ))
-        })?;
+        let bins = region_samples(attrs, corners, scale, h, w, budget, r)?;
         for ch in 0..c {
             let image = &xs[(b * c + ch) * plane..(b * c + ch + 1) * plane];
             let at = (r * c + ch) * oh * ow;
@@ -113,16 +111,18 @@ fn roi_align_shapes(x: &Tensor, rois: &Tensor, indices: &Tensor) -> OpError {
     ))
 }
 
-/// The samples of every bin of one region, row-major over the bins, each bin with the count
-/// its average divides by (samples on its grid, at least 1); None when they do not fit in
-/// memory (an adaptive grid over a huge region, a huge sampling_ratio).
+/// The samples of every bin of one region (`r`), row-major over the bins, each bin with the
+/// count its average divides by (samples on its grid, at least 1); an error when they do not
+/// fit in the memory budget (an adaptive grid over a huge region, a huge sampling_ratio).
 fn region_samples(
     attrs: &RoiAlign,
     corners: &[f64],
     scale: f64,
     h: usize,
     w: usize,
-) -> Option<Vec<(Vec<Sample>, usize)>> {
+    budget: MemoryBudget,
+    r: usize,
+) -> Result<Vec<(Vec<Sample>, usize)>, OpError> {
     let shift = match attrs.coordinates {
         RoiCoordinates::HalfPixel => 0.5,
         RoiCoordinates::OutputHalfPixel => 0.0,
@@ -155,14 +155,25 @@ fn region_samples(
     };
     let grid_h = grid(attrs.sampling_ratio, roi_h, oh);
     let grid_w = grid(attrs.sampling_ratio, roi_w, ow);
-    let per_bin = grid_h.checked_mul(grid_w)?;
+    // Every sample of the region is held at once: their bytes are checked against the
+    // budget before any is made.
+    let per_bin = grid_h.checked_mul(grid_w);
+    let total = oh.checked_mul(ow).and_then(|b| per_bin?.checked_mul(b));
+    let bytes = total
+        .and_then(|t| t.checked_mul(std::mem::size_of::<Sample>()))
+        .map(|b| b as u64);
+    budget.check_bytes(bytes, || {
+        format!(
+            "RoiAlign's samples of region {r} ({corners:?}, sampling_ratio {}, {oh}x{ow} bins)",
+            attrs.sampling_ratio
+        )
+    })?;
+    let per_bin = per_bin.unwrap_or(0);
     let count = per_bin.max(1);
-    let mut bins = Vec::new();
-    bins.try_reserve_exact(oh.checked_mul(ow)?).ok()?;
+    let mut bins = Vec::with_capacity(oh * ow);
     for ph in 0..oh {
         for pw in 0..ow {
-            let mut samples = Vec::new();
-            samples.try_reserve_exact(per_bin).ok()?;
+            let mut samples = Vec::with_capacity(per_bin);
             for iy in 0..grid_h {
                 let y = start_h + ph as f64 * bin_h + (iy as f64 + 0.5) * bin_h / grid_h as f64;
                 for ix in 0..grid_w {
@@ -173,7 +184,7 @@ fn region_samples(
             bins.push((samples, count));
         }
     }
-    Some(bins)
+    Ok(bins)
 }
 
 /// The four corners of a bilinear sample at (y, x) of an H×W plane: positions within

@@ -15,9 +15,13 @@
 
 use super::{expect_float, i64_operand, required};
 use concord_core::op::{GridPadding, GridSampleMode, Op};
-use concord_core::{OpError, Shape, Tensor};
+use concord_core::{MemoryBudget, OpError, Shape, Tensor};
 
-pub(crate) fn run(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+pub(crate) fn run(
+    op: &Op,
+    inputs: &[Option<&Tensor>],
+    budget: MemoryBudget,
+) -> Result<Tensor, OpError> {
     match op {
         Op::GridSample {
             mode,
@@ -25,7 +29,7 @@ pub(crate) fn run(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError
             align_corners,
         } => grid_sample(*mode, *padding_mode, *align_corners, inputs),
         Op::AffineGrid { align_corners } => affine_grid(*align_corners, inputs),
-        Op::RoiAlign(attrs) => super::roi::roi_align(attrs, inputs),
+        Op::RoiAlign(attrs) => super::roi::roi_align(attrs, inputs, budget),
         Op::MaxRoiPool {
             pooled_shape,
             spatial_scale,

@@ -198,9 +198,11 @@ impl Profiler {
                         0.0
                     },
                     bytes: *bytes,
-                    fused_into: (*kind == "node")
-                        .then(|| state.fused_into.get(name).cloned())
-                        .flatten(),
+                    fused_into: if *kind == "node" {
+                        state.fused_into.get(name).cloned()
+                    } else {
+                        None
+                    },
                 }
             })
             .collect();

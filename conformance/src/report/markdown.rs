@@ -4,7 +4,7 @@
 //! from the self-test's deliberate ones), as a markdown page for a pull request or a CI
 //! summary.
 
-use super::{sci, Cell, Column, Counts, Matrix, SkipCause, Status, Summary};
+use super::{sci, Cell, Column, Counts, Matrix, NoticeEntry, SkipCause, Status, Summary};
 use std::fmt::Write;
 
 /// Renders the matrix page.
@@ -152,20 +152,7 @@ pub fn matrix_markdown(matrix: &Matrix, summary: &Summary) -> String {
     if real.is_empty() {
         let _ = writeln!(out, "No fallback notice was raised.");
     } else {
-        let _ = writeln!(
-            out,
-            "| trials | raised under | notice | first trial |\n| ---: | --- | --- | --- |"
-        );
-        for n in &real {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | `{}` |",
-                n.trials,
-                cell_text(&n.raised_under.join(", ")),
-                cell_text(&n.notice),
-                n.first_trial
-            );
-        }
+        notice_table(&mut out, &real);
     }
     if !deliberate.is_empty() {
         let _ = writeln!(
@@ -173,22 +160,27 @@ pub fn matrix_markdown(matrix: &Matrix, summary: &Summary) -> String {
             "\n## Deliberate notices (fallback/ self-test trials)\n"
         );
         let _ = writeln!(out, "{DELIBERATE_NOTE}\n");
-        let _ = writeln!(
-            out,
-            "| trials | raised under | notice | first trial |\n| ---: | --- | --- | --- |"
-        );
-        for n in &deliberate {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | `{}` |",
-                n.trials,
-                cell_text(&n.raised_under.join(", ")),
-                cell_text(&n.notice),
-                n.first_trial
-            );
-        }
+        notice_table(&mut out, &deliberate);
     }
     out
+}
+
+/// One table of fallback notices: trials, where they were raised, the notice, the first trial.
+fn notice_table(out: &mut String, notices: &[&NoticeEntry]) {
+    let _ = writeln!(
+        out,
+        "| trials | raised under | notice | first trial |\n| ---: | --- | --- | --- |"
+    );
+    for n in notices {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | `{}` |",
+            n.trials,
+            cell_text(&n.raised_under.join(", ")),
+            cell_text(&n.notice),
+            n.first_trial
+        );
+    }
 }
 
 /// What the totals' columns mean.

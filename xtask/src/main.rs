@@ -8,6 +8,7 @@ mod adapters;
 mod conformance;
 mod fuzz;
 mod golden;
+mod mutants;
 mod gpu_bundle;
 mod oclgrind;
 mod onnx_node_tests;
@@ -96,6 +97,17 @@ const COMMANDS: &[Command] = &[
                   prints executions, executions/s, outcomes by kind and crashes, and writes \
                   each crash's mutant into crates/fuzz/regressions",
         run: fuzz::run,
+    },
+    Command {
+        name: "mutants",
+        usage: "mutants [--list] [--file GLOB]... [--shard K/N] [--timeout SECS] [-- ARGS]",
+        summary: "mutation testing of the reference's kernels: runs cargo-mutants (pinned, \
+                  installed into target/tools) in place over crates/cpu/src/ops (--file: \
+                  globs under it) with concord-cpu's tests and conformance binary (node \
+                  tests included) as the test command; output in target/mutants/, \
+                  caught / missed / timeout / unviable per file at the end; ARGS go to \
+                  cargo-mutants. Not in CI: slow",
+        run: mutants::run,
     },
     Command {
         name: "help",

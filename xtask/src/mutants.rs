@@ -109,8 +109,10 @@ pub fn run(args: &[String]) -> Result<()> {
         command.args(["--timeout", timeout]);
     }
     command.args(&extra);
-    // After `--`, arguments go to every test binary: skip the self-comparing property trials.
-    command.args(["--", "--skip", "prop/"]);
+    // cargo-mutants hands what follows its own `--` to `cargo test`, and cargo what follows a
+    // second `--` to every test binary: skip the self-comparing property trials. (With one
+    // `--`, cargo itself rejects `--skip` and every mutant would count as caught.)
+    command.args(["--", "--", "--skip", "prop/"]);
     match node_tests_dir(&root) {
         Some(dir) => {
             println!("xtask mutants: ONNX node tests from {}", dir.display());

@@ -1,6 +1,6 @@
 //! Cast, Identity, Dropout and Constant kernels: rounding of f32 → f16 (ties to even,
-//! overflow, subnormals), truncation to i64 and its refusals, bool conversions, and the
-//! inference-only behaviour of Dropout.
+//! overflow, subnormals), truncation to i64 and its refusals, integer-to-integer wrapping,
+//! bool conversions, and the inference-only behaviour of Dropout.
 
 mod movement_support;
 
@@ -127,6 +127,28 @@ fn casts_from_bool_and_i64() {
     assert_eq!(
         f16_bits(&cast(DType::F16, &i).expect("cast")),
         vec![0x7C00, 0xC200, 0x7C00]
+    );
+}
+
+#[test]
+fn integer_to_narrower_integer_wraps() {
+    // Integer to integer keeps the low bits (numpy's astype, two's complement): 300 mod 256
+    // = 44; -1 is 0xFF = 255 in u8; 200 is 0xC8 = 200 - 256 = -56 in i8; 65_536 + 7 = 7 in
+    // u16 (65_536 is one full turn of 16 bits).
+    let i = i64s(&[2], &[300, -1]);
+    assert_same(
+        &cast(DType::U8, &i).expect("cast"),
+        &Tensor::from_vec([2], vec![44u8, 255]).expect("tensor"),
+    );
+    let i = i64s(&[1], &[200]);
+    assert_same(
+        &cast(DType::I8, &i).expect("cast"),
+        &Tensor::from_vec([1], vec![-56i8]).expect("tensor"),
+    );
+    let i = i64s(&[1], &[65_543]);
+    assert_same(
+        &cast(DType::U16, &i).expect("cast"),
+        &Tensor::from_vec([1], vec![7u16]).expect("tensor"),
     );
 }
 

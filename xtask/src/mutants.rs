@@ -224,7 +224,10 @@ fn print_summary(out: &Path) -> Result<()> {
             }
         }
     }
-    println!("\nxtask mutants: {mutants} mutants tested ({})", out.display());
+    println!(
+        "\nxtask mutants: {mutants} mutants tested ({})",
+        out.display()
+    );
     println!(
         "  {:<44} {:>7} {:>7} {:>7} {:>8}",
         "file", KINDS[0], KINDS[1], KINDS[2], KINDS[3]

@@ -1,6 +1,7 @@
 //! Cast, Identity, Dropout and Constant kernels: rounding of f32 → f16 (ties to even,
-//! overflow, subnormals), truncation to i64 and its refusals, integer-to-integer wrapping,
-//! bool conversions, and the inference-only behaviour of Dropout.
+//! overflow, subnormals), truncation to i64, i8 and u8 and its refusals at both ends of each
+//! range, integer-to-integer wrapping, bool conversions, and the inference-only behaviour of
+//! Dropout.
 
 mod movement_support;
 
@@ -128,6 +129,40 @@ fn casts_from_bool_and_i64() {
         f16_bits(&cast(DType::F16, &i).expect("cast")),
         vec![0x7C00, 0xC200, 0x7C00]
     );
+}
+
+#[test]
+fn float_to_narrow_integers_keeps_both_ends_of_the_range() {
+    // i8 holds -128..=127 and u8 0..=255 (two's complement and unsigned 8-bit widths), so
+    // the ends convert exactly, as do values that truncate toward zero onto them; -0.9
+    // truncates to -0, which is 0 in u8.
+    let x = f32s(&[4], &[-128.0, 127.0, -128.9, 127.9]);
+    assert_same(
+        &cast(DType::I8, &x).expect("cast"),
+        &Tensor::from_vec([4], vec![-128i8, 127, -128, 127]).expect("tensor"),
+    );
+    let x = f32s(&[3], &[0.0, 255.0, -0.9]);
+    assert_same(
+        &cast(DType::U8, &x).expect("cast"),
+        &Tensor::from_vec([3], vec![0u8, 255, 0]).expect("tensor"),
+    );
+}
+
+#[test]
+fn float_to_narrow_integers_refuses_one_past_either_end() {
+    // One past either end of i8 (-129, 128) or u8 (-1, 256) has no value of that type; ONNX
+    // leaves the result undefined and the reference refuses it (see ops/movement/cast.rs).
+    for (to, bad) in [
+        (DType::I8, -129.0),
+        (DType::I8, 128.0),
+        (DType::U8, -1.0),
+        (DType::U8, 256.0),
+    ] {
+        let x = f32s(&[2], &[0.0, bad]);
+        let e = cast(to, &x).expect_err("no value in the type");
+        assert!(matches!(e, OpError::Unsupported(_)), "{to} {bad}: {e:?}");
+        assert_mentions(&e, &["element 1"]);
+    }
 }
 
 #[test]

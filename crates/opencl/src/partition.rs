@@ -3,8 +3,9 @@
 //! uploads the weights and, when every input shape is fixed, builds the execution plan and
 //! one workspace, so the first
 //! forward only runs. `run(&self)` takes a workspace from the plan's pool (making one when
-//! every workspace is busy), uploads the inputs, enqueues the kernels on the workspace's
-//! own queue, downloads the outputs and gives the workspace back.
+//! every workspace is busy), enqueues the uploads, the kernels and the downloads on the
+//! workspace's own queue without waiting between them, waits once, and gives the workspace
+//! back.
 
 use crate::cl::{as_bytes, as_bytes_mut, Event, Scope};
 use crate::error::{device_error, OpenClError};

@@ -192,7 +192,9 @@ fn bench_models() -> Vec<BenchModel> {
     let manifest = common::load_manifest();
     // One export per architecture: the variants at older opsets are the same network.
     for case in manifest.cases.iter().filter(|c| {
-        c.model.starts_with("exported/") && !c.name.contains("_opset") && !c.name.contains("_dynamic")
+        c.model.starts_with("exported/")
+            && !c.name.contains("_opset")
+            && !c.name.contains("_dynamic")
     }) {
         match golden_model(case) {
             Ok(m) => models.push(m),
@@ -213,7 +215,10 @@ impl OrtTimer {
     fn start(python: &Path, model: &BenchModel, threads: usize) -> Result<Self, String> {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/ort_timer.py");
         let mut command = Command::new(python);
-        command.arg(&script).arg(&model.onnx).arg(threads.to_string());
+        command
+            .arg(&script)
+            .arg(&model.onnx)
+            .arg(threads.to_string());
         for (name, npy) in &model.npy {
             command.arg(format!("{name}={}", npy.display()));
         }
@@ -367,7 +372,8 @@ fn measure(model: &BenchModel, opencl: bool, ort: Option<(&Path, usize)>, rounds
             .and_then(|_| contender.time(1, &model.inputs));
         match timed {
             Ok(one) => {
-                per_round[column] = (ROUND.as_nanos() / one.as_nanos().max(1)).clamp(1, 10_000) as u64
+                per_round[column] =
+                    (ROUND.as_nanos() / one.as_nanos().max(1)).clamp(1, 10_000) as u64
             }
             Err(e) => {
                 notes.push(format!("{} failed: {e}", COLUMNS[column]));
@@ -504,7 +510,11 @@ fn models(c: &mut Criterion) {
     let filter = filter();
     let models: Vec<BenchModel> = bench_models()
         .into_iter()
-        .filter(|m| filter.as_ref().map_or(true, |f| m.name.contains(f.as_str())))
+        .filter(|m| {
+            filter
+                .as_ref()
+                .map_or(true, |f| m.name.contains(f.as_str()))
+        })
         .collect();
     for model in models
         .iter()

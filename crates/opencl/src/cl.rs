@@ -788,7 +788,9 @@ pub fn as_bytes<T: HostElement>(values: &[T]) -> &[u8] {
     // SAFETY: HostElement is sealed to f32, f16 (a transparent u16), i64 and u8: no padding,
     // so every byte of the slice is initialised; u8 needs no alignment; the length is the
     // slice's size in bytes and the borrow is the slice's.
-    unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values)) }
+    unsafe {
+        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+    }
 }
 
 /// The bytes of a slice of plain numbers, for a transfer to write.

@@ -13,16 +13,16 @@ use crate::executor::Runtime;
 use crate::fuse::{fuse, FusedNode};
 use crate::ops;
 use crate::plan::{
-    shape_key, to_storage_bytes, Builder, ExecPlan, InputSpec, Loc, NodeSteps,
-    OutputSpec, Storage, WeightStore, Workspace,
+    shape_key, to_storage_bytes, Builder, ExecPlan, InputSpec, Loc, NodeSteps, OutputSpec, Storage,
+    WeightStore, Workspace,
 };
 use concord_core::infer::{infer_op, ValueFact};
 use concord_core::{
     DType, Error, Graph, MemoryBudget, OpError, PreparedPartition, ProfileSink, Schedule, Shape,
     StepValues, Target, Tensor, TensorData,
 };
-use half::slice::HalfFloatSliceExt;
 use half::f16;
+use half::slice::HalfFloatSliceExt;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -292,7 +292,15 @@ impl OpenClPartition {
         let timeline = {
             let (uploads, downloads, status) = (&uploads[..], &mut downloads[..], &mut status);
             ws.queue.scope(move |scope| {
-                self.enqueue(plan, ws, scope, uploads, downloads, status, profile.is_some())
+                self.enqueue(
+                    plan,
+                    ws,
+                    scope,
+                    uploads,
+                    downloads,
+                    status,
+                    profile.is_some(),
+                )
             })?
         };
         if let Some(sink) = profile {
@@ -458,9 +466,9 @@ impl OpenClPartition {
         for (steps, node_events) in plan.nodes.iter().zip(&timeline.nodes) {
             let mut time = Duration::ZERO;
             for event in node_events {
-                time += event
-                    .device_time()
-                    .map_err(|e| OpenClError::from(e).at_step(&steps.node, steps.op, "profiling"))?;
+                time += event.device_time().map_err(|e| {
+                    OpenClError::from(e).at_step(&steps.node, steps.op, "profiling")
+                })?;
             }
             sink.record_on(&steps.node, "opencl", time);
             for fused in &steps.fused {

@@ -22,7 +22,7 @@ use opencl3::platform::platform as plat;
 use opencl3::program as prog;
 use opencl3::types::{
     cl_command_queue, cl_context, cl_device_id, cl_event, cl_int, cl_kernel, cl_mem,
-    cl_platform_id, cl_program, cl_uint, CL_BLOCKING,
+    cl_platform_id, cl_program, cl_uint, CL_BLOCKING, CL_NON_BLOCKING,
 };
 use std::ffi::{c_void, CString};
 use std::fmt;
@@ -657,6 +657,151 @@ impl Queue {
     pub fn finish(&self) -> Result<(), ClError> {
         fault_point(CallKind::Finish)?;
         check("clFinish", cq::finish(self.raw))
+    }
+
+    /// Runs `f` with a [`Scope`] whose transfers do not wait: they borrow host memory for
+    /// `'host`, which outlives this call, and this call waits for the queue before it
+    /// returns (also when `f` fails or panics), so no command outlives the memory it reads
+    /// or writes. A forward enqueues its uploads, kernels and downloads in one scope and
+    /// waits once, at its end, instead of once per transfer.
+    pub fn scope<'host, R>(&self, f: impl FnOnce(&Scope<'_, 'host>) -> R) -> R {
+        /// Waits for the queue when dropped, so the wait also happens while unwinding.
+        struct Drain<'q>(&'q Queue);
+        impl Drop for Drain<'_> {
+            fn drop(&mut self) {
+                // Not a fault point: this wait is what keeps the borrowed host memory alive
+                // for the commands, so it always reaches the driver. A failure here means
+                // the device is lost; nothing it ran can still be running.
+                let _ = cq::finish(self.0.raw);
+            }
+        }
+        let _drain = Drain(self);
+        f(&Scope {
+            queue: self,
+            _host: std::marker::PhantomData,
+        })
+    }
+}
+
+/// Commands on one queue that borrow host memory for `'host` and do not wait for it (see
+/// [`Queue::scope`]).
+#[derive(Debug)]
+pub struct Scope<'q, 'host> {
+    queue: &'q Queue,
+    /// Invariant in `'host`, so a scope cannot be made to accept memory that lives shorter
+    /// than the wait at the scope's end.
+    _host: std::marker::PhantomData<&'host mut &'host ()>,
+}
+
+impl<'host> Scope<'_, 'host> {
+    /// Enqueues a copy of `data` into the start of `buffer`, without waiting for it.
+    pub fn write(&self, buffer: &Buffer, data: &'host [u8]) -> Result<Option<Event>, ClError> {
+        if data.is_empty() {
+            return Ok(None);
+        }
+        if data.len() > buffer.bytes.max(8) {
+            return Err(ClError::new("clEnqueueWriteBuffer", -30));
+        }
+        fault_point(CallKind::Write)?;
+        // SAFETY: a non-blocking write of `data.len()` bytes into a buffer at least that
+        // large (checked above); `data` is borrowed for 'host, which outlives the scope,
+        // and the scope waits for the queue before it ends.
+        let r = unsafe {
+            cq::enqueue_write_buffer(
+                self.queue.raw,
+                buffer.raw,
+                CL_NON_BLOCKING,
+                0,
+                data.len(),
+                data.as_ptr().cast::<c_void>(),
+                0,
+                ptr::null(),
+            )
+        };
+        Ok(Some(Event(check("clEnqueueWriteBuffer", r)?)))
+    }
+
+    /// Enqueues a copy of the start of `buffer` into `out`, without waiting for it: `out`
+    /// holds the bytes once the scope has ended.
+    pub fn read(&self, buffer: &Buffer, out: &'host mut [u8]) -> Result<Option<Event>, ClError> {
+        if out.is_empty() {
+            return Ok(None);
+        }
+        if out.len() > buffer.bytes.max(8) {
+            return Err(ClError::new("clEnqueueReadBuffer", -30));
+        }
+        fault_point(CallKind::Read)?;
+        // SAFETY: a non-blocking read into a slice no larger than the buffer (checked
+        // above), exclusively borrowed for 'host, which outlives the scope; the scope waits
+        // for the queue before it ends, so nothing reads the slice while the copy runs.
+        let r = unsafe {
+            cq::enqueue_read_buffer(
+                self.queue.raw,
+                buffer.raw,
+                CL_NON_BLOCKING,
+                0,
+                out.len(),
+                out.as_mut_ptr().cast::<c_void>(),
+                0,
+                ptr::null(),
+            )
+        };
+        Ok(Some(Event(check("clEnqueueReadBuffer", r)?)))
+    }
+
+    /// Enqueues a kernel, as [`Queue::launch`].
+    pub fn launch(
+        &self,
+        kernel: &Kernel,
+        global: &[usize],
+        local: Option<&[usize]>,
+    ) -> Result<Option<Event>, ClError> {
+        self.queue.launch(kernel, global, local)
+    }
+
+    /// Waits for every command enqueued so far (a fault point, unlike the scope's own wait
+    /// at its end).
+    pub fn finish(&self) -> Result<(), ClError> {
+        self.queue.finish()
+    }
+}
+
+/// Element types whose slices are copied to and from device buffers as raw bytes: plain
+/// numbers without padding, for which every bit pattern is a valid value.
+pub trait HostElement: Copy + sealed::Sealed {}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for i64 {}
+    impl Sealed for u8 {}
+}
+
+impl HostElement for f32 {}
+impl HostElement for half::f16 {}
+impl HostElement for i64 {}
+impl HostElement for u8 {}
+
+/// The bytes of a slice of plain numbers, as a transfer reads them.
+pub fn as_bytes<T: HostElement>(values: &[T]) -> &[u8] {
+    // SAFETY: HostElement is sealed to f32, f16 (a transparent u16), i64 and u8: no padding,
+    // so every byte of the slice is initialised; u8 needs no alignment; the length is the
+    // slice's size in bytes and the borrow is the slice's.
+    unsafe {
+        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+    }
+}
+
+/// The bytes of a slice of plain numbers, for a transfer to write.
+pub fn as_bytes_mut<T: HostElement>(values: &mut [T]) -> &mut [u8] {
+    // SAFETY: as in `as_bytes`, and every bit pattern is a valid f32, f16, i64 or u8, so any
+    // bytes written through the view leave valid values; the borrow is exclusive.
+    unsafe {
+        std::slice::from_raw_parts_mut(
+            values.as_mut_ptr().cast::<u8>(),
+            std::mem::size_of_val(values),
+        )
     }
 }
 

@@ -22,6 +22,11 @@
 //!   one [`OpenClExecutor`]; a prepared partition owns its weights and plans, and each run
 //!   borrows a workspace (queue, buffers, kernel objects with their arguments) that no other
 //!   run touches, because `clSetKernelArg` is not thread-safe.
+//! - A forward waits for the device once: its uploads, kernels, status word and downloads
+//!   are enqueued without waiting inside [`cl::Queue::scope`], which borrows the host memory
+//!   they copy from and into and waits for the queue before it returns. Transfers copy
+//!   straight from the input tensors' memory and into the output tensors' own where the
+//!   device storage is the dtype's (f32 on `opencl`, f16, i64), with no staging copy.
 //! - No panics on device errors: opencl3's panicking wrappers are not used; every OpenCL
 //!   call goes through [`cl`], whose errors carry the call and the CL error name.
 //! - `unsafe` is allowed in this crate only, each block with a `// SAFETY:` comment.

@@ -3,26 +3,30 @@
 //! uploads the weights and, when every input shape is fixed, builds the execution plan and
 //! one workspace, so the first
 //! forward only runs. `run(&self)` takes a workspace from the plan's pool (making one when
-//! every workspace is busy), uploads the inputs, enqueues the kernels on the workspace's
-//! own queue, downloads the outputs and gives the workspace back.
+//! every workspace is busy), enqueues the uploads, the kernels and the downloads on the
+//! workspace's own queue without waiting between them, waits once, and gives the workspace
+//! back.
 
+use crate::cl::{as_bytes, as_bytes_mut, Event, Scope};
 use crate::error::{device_error, OpenClError};
 use crate::executor::Runtime;
 use crate::fuse::{fuse, FusedNode};
 use crate::ops;
 use crate::plan::{
-    from_storage_bytes, shape_key, to_storage_bytes, Builder, ExecPlan, InputSpec, Loc, NodeSteps,
-    OutputSpec, Storage, WeightStore, Workspace,
+    shape_key, to_storage_bytes, Builder, ExecPlan, InputSpec, Loc, NodeSteps, OutputSpec, Storage,
+    WeightStore, Workspace,
 };
 use concord_core::infer::{infer_op, ValueFact};
 use concord_core::{
-    Error, Graph, MemoryBudget, OpError, PreparedPartition, ProfileSink, Schedule, Shape,
-    StepValues, Target, Tensor,
+    DType, Error, Graph, MemoryBudget, OpError, PreparedPartition, ProfileSink, Schedule, Shape,
+    StepValues, Target, Tensor, TensorData,
 };
+use half::f16;
+use half::slice::HalfFloatSliceExt;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A partition prepared for the OpenCL device.
 #[derive(Debug)]
@@ -257,82 +261,53 @@ impl OpenClPartition {
         inputs: &BTreeMap<String, Tensor>,
         profile: Option<&dyn ProfileSink>,
     ) -> Result<Vec<Tensor>, Error> {
-        let transfer_error = |what: &str, e: OpenClError| e.in_partition(what);
+        // The inputs' bytes as the device stores them: the tensors' own memory where the
+        // storage is theirs, else a converted copy. Made before the queue's scope, which
+        // borrows them until the forward's one wait.
+        let mut uploads = Vec::with_capacity(plan.inputs.len());
         for spec in &plan.inputs {
             let tensor = inputs.get(&spec.name).ok_or_else(|| Error::InvalidInput {
                 name: spec.name.clone(),
                 detail: "the OpenCL partition needs it and it was not given".into(),
             })?;
-            let started = Instant::now();
-            let bytes =
-                to_storage_bytes(tensor, spec.storage).map_err(|e| Error::InvalidInput {
-                    name: spec.name.clone(),
-                    detail: e.to_string(),
-                })?;
-            let slot = ws
-                .slots
-                .get(spec.slot)
-                .ok_or_else(|| device_error(format!("input slot {} is missing", spec.slot)))?;
-            ws.queue
-                .write(slot, &bytes)
-                .map_err(|e| transfer_error(&format!("uploading `{}`", spec.name), e.into()))?;
-            if let Some(sink) = profile {
-                sink.record_transfer(&spec.name, bytes.len() as u64, started.elapsed());
-            }
+            let upload = Upload::of(tensor, spec.storage).map_err(|e| Error::InvalidInput {
+                name: spec.name.clone(),
+                detail: e.to_string(),
+            })?;
+            uploads.push(upload);
         }
-        if plan.needs_status {
-            ws.queue
-                .write(&ws.status, &0i32.to_ne_bytes())
-                .map_err(|e| transfer_error("clearing the status word", e.into()))?;
-        }
-        // Profiled, each node's time is the device time of its kernels, read from their
-        // events once the queue is done: no wait between nodes, so the device runs the
-        // forward as it does unprofiled.
-        let mut events: Vec<Vec<crate::cl::Event>> = Vec::new();
-        for (steps, kernels) in plan.nodes.iter().zip(&ws.kernels) {
-            let mut node_events = Vec::new();
-            for (launch, kernel) in steps.launches.iter().zip(kernels) {
-                let event = ws
-                    .queue
-                    .launch(kernel, &launch.global, launch.local.as_deref())
-                    .map_err(|e| {
-                        OpenClError::from(e).at_step(
-                            &steps.node,
-                            steps.op,
-                            &format!("kernel {}", launch.kernel),
-                        )
-                    })?;
-                if profile.is_some() {
-                    node_events.extend(event);
+        // Where each device output lands: host memory of the output tensor's own type where
+        // the storage is the dtype's, so the download is the only copy.
+        let mut downloads: Vec<Option<HostValues>> = plan
+            .outputs
+            .iter()
+            .map(|spec| match spec {
+                OutputSpec::Host(_) => None,
+                OutputSpec::Device { storage, shape, .. } => {
+                    Some(HostValues::zeroed(*storage, shape.numel()))
                 }
-            }
-            if profile.is_some() {
-                events.push(node_events);
-            }
-        }
+            })
+            .collect();
+        let mut status = [0u8; 4];
+        let timeline = {
+            let (uploads, downloads, status) = (&uploads[..], &mut downloads[..], &mut status);
+            ws.queue.scope(move |scope| {
+                self.enqueue(
+                    plan,
+                    ws,
+                    scope,
+                    uploads,
+                    downloads,
+                    status,
+                    profile.is_some(),
+                )
+            })?
+        };
         if let Some(sink) = profile {
-            ws.queue
-                .finish()
-                .map_err(|e| OpenClError::from(e).in_partition("waiting for the kernels"))?;
-            for (steps, node_events) in plan.nodes.iter().zip(&events) {
-                let mut time = Duration::ZERO;
-                for event in node_events {
-                    time += event.device_time().map_err(|e| {
-                        OpenClError::from(e).at_step(&steps.node, steps.op, "profiling")
-                    })?;
-                }
-                sink.record_on(&steps.node, "opencl", time);
-                for fused in &steps.fused {
-                    sink.record_fused(fused, &steps.node, "opencl");
-                }
-            }
+            self.record_profile(plan, &uploads, &downloads, &timeline, sink)?;
         }
         if plan.needs_status {
-            let mut word = [0u8; 4];
-            ws.queue
-                .read(&ws.status, &mut word)
-                .map_err(|e| transfer_error("reading the status word", e.into()))?;
-            match i32::from_ne_bytes(word) {
+            match i32::from_ne_bytes(status) {
                 0 => {}
                 1 => {
                     return Err(device_error(
@@ -352,37 +327,271 @@ impl OpenClPartition {
             }
         }
         let mut outputs = Vec::with_capacity(plan.outputs.len());
-        for (spec, name) in plan.outputs.iter().zip(&self.graph.outputs) {
-            match spec {
-                OutputSpec::Host(t) => outputs.push(t.clone()),
-                OutputSpec::Device {
-                    loc,
-                    dtype,
-                    storage,
-                    shape,
-                } => {
-                    let started = Instant::now();
-                    let mut bytes = vec![0u8; shape.numel() * storage.size()];
-                    let buffer = match loc {
-                        Loc::Slot(s) => ws
-                            .slots
-                            .get(*s)
-                            .ok_or_else(|| device_error(format!("output slot {s} is missing")))?,
-                        Loc::Const(b) => b,
-                    };
-                    ws.queue
-                        .read(buffer, &mut bytes)
-                        .map_err(|e| transfer_error(&format!("downloading `{name}`"), e.into()))?;
-                    let tensor = from_storage_bytes(&bytes, *storage, *dtype, shape.clone())
-                        .map_err(|e| device_error(format!("output `{name}`: {e}")))?;
-                    if let Some(sink) = profile {
-                        sink.record_transfer(name, bytes.len() as u64, started.elapsed());
-                    }
-                    outputs.push(tensor);
+        for ((spec, name), values) in plan.outputs.iter().zip(&self.graph.outputs).zip(downloads) {
+            match (spec, values) {
+                (OutputSpec::Host(t), _) => outputs.push(t.clone()),
+                (
+                    OutputSpec::Device {
+                        dtype,
+                        storage,
+                        shape,
+                        ..
+                    },
+                    Some(values),
+                ) => outputs.push(
+                    values
+                        .into_tensor(*storage, *dtype, shape.clone())
+                        .map_err(|e| device_error(format!("output `{name}`: {e}")))?,
+                ),
+                (OutputSpec::Device { .. }, None) => {
+                    return Err(device_error(format!(
+                        "output `{name}` has no host memory to land in"
+                    )))
                 }
             }
         }
         Ok(outputs)
+    }
+
+    /// Enqueues one forward on the workspace's queue without waiting between commands:
+    /// the uploads, the status word's reset, every kernel, the status word and the
+    /// downloads; then waits once. The commands' events come back when profiling.
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue<'host>(
+        &self,
+        plan: &ExecPlan,
+        ws: &Workspace,
+        scope: &Scope<'_, 'host>,
+        uploads: &'host [Upload<'_>],
+        downloads: &'host mut [Option<HostValues>],
+        status: &'host mut [u8; 4],
+        profiling: bool,
+    ) -> Result<Timeline, Error> {
+        let transfer_error = |what: &str, e: OpenClError| e.in_partition(what);
+        let mut timeline = Timeline::default();
+        for (spec, upload) in plan.inputs.iter().zip(uploads) {
+            let slot = ws
+                .slots
+                .get(spec.slot)
+                .ok_or_else(|| device_error(format!("input slot {} is missing", spec.slot)))?;
+            let event = scope
+                .write(slot, upload.bytes())
+                .map_err(|e| transfer_error(&format!("uploading `{}`", spec.name), e.into()))?;
+            if profiling {
+                timeline.uploads.push(event);
+            }
+        }
+        if plan.needs_status {
+            scope
+                .write(&ws.status, &STATUS_CLEAR)
+                .map_err(|e| transfer_error("clearing the status word", e.into()))?;
+        }
+        // Profiled, each node's time is the device time of its kernels, read from their
+        // events once the queue is done: no wait between nodes, so the device runs the
+        // forward as it does unprofiled.
+        for (steps, kernels) in plan.nodes.iter().zip(&ws.kernels) {
+            let mut node_events = Vec::new();
+            for (launch, kernel) in steps.launches.iter().zip(kernels) {
+                let event = scope
+                    .launch(kernel, &launch.global, launch.local.as_deref())
+                    .map_err(|e| {
+                        OpenClError::from(e).at_step(
+                            &steps.node,
+                            steps.op,
+                            &format!("kernel {}", launch.kernel),
+                        )
+                    })?;
+                if profiling {
+                    node_events.extend(event);
+                }
+            }
+            if profiling {
+                timeline.nodes.push(node_events);
+            }
+        }
+        if plan.needs_status {
+            scope
+                .read(&ws.status, status)
+                .map_err(|e| transfer_error("reading the status word", e.into()))?;
+        }
+        for ((spec, name), values) in plan
+            .outputs
+            .iter()
+            .zip(&self.graph.outputs)
+            .zip(downloads.iter_mut())
+        {
+            let (OutputSpec::Device { loc, .. }, Some(values)) = (spec, values) else {
+                continue;
+            };
+            let buffer = match loc {
+                Loc::Slot(s) => ws
+                    .slots
+                    .get(*s)
+                    .ok_or_else(|| device_error(format!("output slot {s} is missing")))?,
+                Loc::Const(b) => b,
+            };
+            let event = scope
+                .read(buffer, values.bytes_mut())
+                .map_err(|e| transfer_error(&format!("downloading `{name}`"), e.into()))?;
+            if profiling {
+                timeline.downloads.push(event);
+            }
+        }
+        scope
+            .finish()
+            .map_err(|e| OpenClError::from(e).in_partition("waiting for the forward"))?;
+        Ok(timeline)
+    }
+
+    /// Hands a profiled forward's device times to the sink: each node's kernels, each
+    /// upload and download.
+    fn record_profile(
+        &self,
+        plan: &ExecPlan,
+        uploads: &[Upload<'_>],
+        downloads: &[Option<HostValues>],
+        timeline: &Timeline,
+        sink: &dyn ProfileSink,
+    ) -> Result<(), Error> {
+        let device_time = |event: &Option<crate::cl::Event>, what: &str| {
+            event.as_ref().map_or(Ok(Duration::ZERO), |e| {
+                e.device_time()
+                    .map_err(|e| OpenClError::from(e).in_partition(what))
+            })
+        };
+        for ((spec, upload), event) in plan.inputs.iter().zip(uploads).zip(&timeline.uploads) {
+            let time = device_time(event, "profiling an upload")?;
+            sink.record_transfer(&spec.name, upload.bytes().len() as u64, time);
+        }
+        for (steps, node_events) in plan.nodes.iter().zip(&timeline.nodes) {
+            let mut time = Duration::ZERO;
+            for event in node_events {
+                time += event.device_time().map_err(|e| {
+                    OpenClError::from(e).at_step(&steps.node, steps.op, "profiling")
+                })?;
+            }
+            sink.record_on(&steps.node, "opencl", time);
+            for fused in &steps.fused {
+                sink.record_fused(fused, &steps.node, "opencl");
+            }
+        }
+        let downloaded = self
+            .graph
+            .outputs
+            .iter()
+            .zip(downloads)
+            .filter_map(|(name, values)| Some((name, values.as_ref()?)));
+        for ((name, values), event) in downloaded.zip(&timeline.downloads) {
+            let time = device_time(event, "profiling a download")?;
+            sink.record_transfer(name, values.byte_len() as u64, time);
+        }
+        Ok(())
+    }
+}
+
+/// What clears the status word at the start of a forward.
+static STATUS_CLEAR: [u8; 4] = [0; 4];
+
+/// A profiled forward's events: each upload's, each node's kernels', each download's.
+#[derive(Debug, Default)]
+struct Timeline {
+    uploads: Vec<Option<Event>>,
+    nodes: Vec<Vec<Event>>,
+    downloads: Vec<Option<Event>>,
+}
+
+/// An input's bytes in device storage: the tensor's own memory when the storage is its
+/// dtype's, else a converted copy.
+#[derive(Debug)]
+enum Upload<'t> {
+    Borrowed(&'t [u8]),
+    Half(Vec<f16>),
+    Converted(Vec<u8>),
+}
+
+impl<'t> Upload<'t> {
+    fn of(tensor: &'t Tensor, storage: Storage) -> Result<Self, OpError> {
+        Ok(match (tensor.data(), storage) {
+            (TensorData::F32(v), Storage::F32) => Upload::Borrowed(as_bytes(v)),
+            (TensorData::F16(v), Storage::F16) => Upload::Borrowed(as_bytes(v)),
+            (TensorData::I64(v), Storage::I64) => Upload::Borrowed(as_bytes(v)),
+            (TensorData::F32(v), Storage::F16) => {
+                // Round to nearest even, as `to_storage_bytes` does, but a slice at a time.
+                let mut half = vec![f16::ZERO; v.len()];
+                half.convert_from_f32_slice(v);
+                Upload::Half(half)
+            }
+            _ => Upload::Converted(to_storage_bytes(tensor, storage)?),
+        })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Upload::Borrowed(b) => b,
+            Upload::Half(h) => as_bytes(h),
+            Upload::Converted(b) => b,
+        }
+    }
+}
+
+/// A device output's values on the host, in the element type its storage has.
+#[derive(Debug)]
+enum HostValues {
+    F32(Vec<f32>),
+    F16(Vec<f16>),
+    I64(Vec<i64>),
+    U8(Vec<u8>),
+}
+
+impl HostValues {
+    fn zeroed(storage: Storage, len: usize) -> Self {
+        match storage {
+            Storage::F32 => HostValues::F32(vec![0.0; len]),
+            Storage::F16 => HostValues::F16(vec![f16::ZERO; len]),
+            Storage::I64 => HostValues::I64(vec![0; len]),
+            Storage::U8 => HostValues::U8(vec![0; len]),
+        }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        match self {
+            HostValues::F32(v) => as_bytes_mut(v),
+            HostValues::F16(v) => as_bytes_mut(v),
+            HostValues::I64(v) => as_bytes_mut(v),
+            HostValues::U8(v) => as_bytes_mut(v),
+        }
+    }
+
+    fn byte_len(&self) -> usize {
+        match self {
+            HostValues::F32(v) => std::mem::size_of_val(&v[..]),
+            HostValues::F16(v) => std::mem::size_of_val(&v[..]),
+            HostValues::I64(v) => std::mem::size_of_val(&v[..]),
+            HostValues::U8(v) => v.len(),
+        }
+    }
+
+    /// The output tensor; the values become its data where the dtype is the storage's.
+    fn into_tensor(self, storage: Storage, dtype: DType, shape: Shape) -> Result<Tensor, OpError> {
+        let data = match (self, dtype) {
+            (HostValues::F32(v), DType::F32) => TensorData::F32(v),
+            (HostValues::F16(v), DType::F16) => TensorData::F16(v),
+            (HostValues::F16(v), DType::F32) => {
+                let mut wide = vec![0.0f32; v.len()];
+                v.convert_to_f32_slice(&mut wide);
+                TensorData::F32(wide)
+            }
+            (HostValues::I64(v), DType::I64) => TensorData::I64(v),
+            (HostValues::U8(v), DType::Bool) => {
+                TensorData::Bool(v.iter().map(|&b| b != 0).collect())
+            }
+            (_, dtype) => {
+                return Err(OpError::Unsupported(format!(
+                    "device storage {storage:?} does not hold {dtype} values"
+                )))
+            }
+        };
+        Tensor::from_parts(shape, data)
     }
 }
 
@@ -412,14 +621,9 @@ impl PreparedPartition for OpenClPartition {
                 .first_runs
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let result = self
-                .execute(&plan, &ws, inputs, profile)
-                .and_then(|outputs| {
-                    ws.queue
-                        .finish()
-                        .map_err(|e| OpenClError::from(e).in_partition("finishing a first run"))?;
-                    Ok(outputs)
-                });
+            // `execute` waits for the queue, so the first run's kernels have been compiled
+            // and run when the turn ends.
+            let result = self.execute(&plan, &ws, inputs, profile);
             if result.is_ok() {
                 plan.warmed.store(true, Ordering::Release);
             }

@@ -12,7 +12,7 @@ use concord_core::{DType, Error, MemoryBudget, OpError, Shape, Target, Tensor};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-pub use concord_core::storage::{from_storage_bytes, to_storage_bytes, Storage};
+pub use concord_core::storage::{to_storage_bytes, Storage};
 
 /// Where a value lives on the device during a run.
 #[derive(Clone, Debug)]

@@ -264,6 +264,7 @@ fn limited(args: &[String]) -> Command {
         .env_remove("CONCORD_FALLBACK")
         .env_remove("CONCORD_REQUIRE")
         .env_remove("CONCORD_MEMORY_LIMIT")
+        .env_remove("CONCORD_TIME_LIMIT")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

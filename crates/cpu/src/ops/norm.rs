@@ -408,6 +408,11 @@ fn mean_variance(axes: &[i64], inputs: &[Option<&Tensor>]) -> Result<Tensor, OpE
     expect_float(x, 0, "X")?;
     let rank = x.rank();
     let axes = concord_core::shape::normalize_axes(axes, rank)?;
+    if x.is_empty() {
+        // Nothing to normalise; the kept axes' product, which sizes the sums below, is
+        // bounded by the element count only when there are elements.
+        return Ok(x.clone());
+    }
     let dims = x.dims();
     let strides = x.shape().strides();
     // The cell of each element: its coordinates on the kept axes.

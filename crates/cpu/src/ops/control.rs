@@ -360,9 +360,9 @@ fn empty_output(
 /// The slice of `x` at `index` along `axis`, that axis removed.
 fn take(x: &Tensor, axis: usize, index: usize) -> Result<Tensor, OpError> {
     let dims = x.dims();
-    let outer: usize = dims[..axis].iter().product();
+    // `index` is below the axis's extent, so an empty x has no slice elements to take.
+    let (outer, inner) = super::walk_extents(dims, axis);
     let extent = dims[axis];
-    let inner: usize = dims[axis + 1..].iter().product();
     let mut sources = Vec::with_capacity(outer * inner);
     for o in 0..outer {
         let base = (o * extent + index) * inner;
@@ -394,8 +394,8 @@ fn stack(parts: &[Tensor], axis: usize, k: usize) -> Result<Tensor, OpError> {
     }
     let dims = first.dims();
     let numel = first.len();
-    let outer: usize = dims[..axis].iter().product();
-    let inner: usize = dims[axis..].iter().product();
+    let outer = super::walk_product(dims, &dims[..axis]);
+    let inner = super::walk_product(dims, &dims[axis..]);
     let data: Vec<&TensorData> = parts.iter().map(Tensor::data).collect();
     let joined = TensorData::concat(first.dtype(), &data)?;
     let mut sources = Vec::with_capacity(numel * parts.len());

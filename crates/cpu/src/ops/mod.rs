@@ -191,6 +191,32 @@ pub(crate) fn run_op_scheduled(
     Ok(outputs)
 }
 
+/// The products of the axes before and after `axis` of an existing tensor's `dims`, for a
+/// walk over its own elements as (outer, `dims[axis]`, inner) whose output is sized by the
+/// tensor's length, not by these. With elements, each product is at most the length, so it
+/// fits; an empty tensor may have dims whose partial products do not (`[2^40, 2^40, 0]`), and
+/// walking its 2^80 empty blocks would be a hang even where the product did not overflow, so
+/// an empty tensor walks nothing: (0, 0).
+pub(crate) fn walk_extents(dims: &[usize], axis: usize) -> (usize, usize) {
+    if dims.contains(&0) {
+        return (0, 0);
+    }
+    (
+        dims[..axis].iter().product(),
+        dims[axis + 1..].iter().product(),
+    )
+}
+
+/// The product of `dims` of an existing tensor (a part of its shape) for a walk over its own
+/// elements: 0 when any of the tensor's `all` dims is 0 (see [`walk_extents`]).
+pub(crate) fn walk_product(all: &[usize], dims: &[usize]) -> usize {
+    if all.contains(&0) {
+        0
+    } else {
+        dims.iter().product()
+    }
+}
+
 /// The error of a family's router handed an op of another family (the op table and the
 /// router disagree).
 pub(crate) fn not_in_family(op: &Op) -> OpError {

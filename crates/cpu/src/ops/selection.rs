@@ -195,12 +195,9 @@ pub(crate) fn unique(
         None => (1, x.len(), 1, None),
         Some(a) => {
             let a = concord_core::shape::normalize_axis(a, dims.len())?;
-            (
-                dims[..a].iter().product::<usize>(),
-                dims[a],
-                dims[a + 1..].iter().product::<usize>(),
-                Some(a),
-            )
+            // An empty X compares no elements: its slices are all equal and empty.
+            let (outer, inner) = super::walk_extents(dims, a);
+            (outer, dims[a], inner, Some(a))
         }
     };
     let keys = match x.to_i128_vec() {

@@ -12,6 +12,15 @@ pub enum Error {
     /// The graph is invalid or an op failed.
     #[error(transparent)]
     Graph(#[from] concord_core::Error),
+    /// The forward ran past its time limit ([`crate::NetBuilder::time_limit`]) between two
+    /// partitions (inside a reference partition it is [`concord_core::OpError::TimeLimit`]
+    /// at the node); names the partition that was about to start.
+    #[error("before the {executor} partition producing {outputs}: {source}")]
+    TimeLimit {
+        executor: String,
+        outputs: String,
+        source: concord_core::OpError,
+    },
     /// `forward` got an input name the model does not have.
     #[error("unknown input `{name}`: the model's inputs are {}", expected.join(", "))]
     UnknownInput { name: String, expected: Vec<String> },

@@ -58,9 +58,9 @@ pub use concord_cpu::CpuExecutor;
 pub mod executor {
     pub use concord_core::placement::FallbackCause;
     pub use concord_core::{
-        resolve_target, Availability, Capability, DType, DeviceInfo, Dim, Error, Executor, Graph,
-        MemoryBudget, Node, Op, OpError, PreparedPartition, ProfileSink, Schedule, Shape, Step,
-        StepValues, Support, Target, TargetSpec, Tensor, TensorData, ValueInfo,
+        resolve_target, Availability, Capability, DType, Deadline, DeviceInfo, Dim, Error,
+        Executor, Graph, MemoryBudget, Node, Op, OpError, PreparedPartition, ProfileSink, Schedule,
+        Shape, Step, StepValues, Support, Target, TargetSpec, Tensor, TensorData, ValueInfo,
     };
 }
 

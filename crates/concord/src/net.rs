@@ -6,13 +6,14 @@ use crate::planner::{plan, Overrides, PlannedPartition, Preferences};
 use crate::profile::{ForwardRecorder, Profile, Profiler};
 use crate::registry::ExecutorRegistry;
 use concord_core::{
-    Backend, Dim, Executor, FallbackPolicy, Graph, MemoryBudget, Placement, ProfileSink, Target,
-    Tensor, ValueInfo,
+    Backend, Deadline, Dim, Executor, FallbackPolicy, Graph, MemoryBudget, Placement, ProfileSink,
+    Target, Tensor, ValueInfo,
 };
 use concord_cpu::ReferenceEvaluator;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 /// A model ready to run. Share it (`Arc<Net>` or `&Net`) and call [`Net::forward`] from as
 /// many threads as you like, or [`Net::forward_async`] to run on the net's worker pool.
@@ -31,6 +32,7 @@ struct NetInner {
     placement: Placement,
     profiler: Option<Profiler>,
     memory: MemoryBudget,
+    time_limit: Option<Duration>,
 }
 
 /// A forward running on the net's worker pool; [`Pending::wait`] returns its outputs.
@@ -69,6 +71,7 @@ pub struct NetBuilder {
     registry: ExecutorRegistry,
     profiling: bool,
     memory_limit: Option<u64>,
+    time_limit: Option<Duration>,
 }
 
 /// Named outputs of one forward, in the model's output order.
@@ -121,6 +124,11 @@ impl Net {
     /// model's declared shapes should check them against too.
     pub fn memory_budget(&self) -> MemoryBudget {
         self.inner.memory
+    }
+
+    /// The time limit of each forward ([`NetBuilder::time_limit`]), None when unlimited.
+    pub fn time_limit(&self) -> Option<Duration> {
+        self.inner.time_limit
     }
 
     /// Per-node and per-transfer times since the last [`Net::reset_profile`] (the first,
@@ -196,8 +204,16 @@ impl NetInner {
         inputs: BTreeMap<String, Tensor>,
         profile: Option<&dyn ProfileSink>,
     ) -> Result<Outputs, Error> {
+        let deadline = self.time_limit.map(Deadline::starting_now);
         let mut values: HashMap<String, Tensor> = inputs.into_iter().collect();
         for partition in &self.partitions {
+            concord_core::deadline::check(deadline, || "the forward".to_string()).map_err(
+                |source| Error::TimeLimit {
+                    executor: partition.executor.clone(),
+                    outputs: partition.outputs.join(", "),
+                    source,
+                },
+            )?;
             let mut operands = BTreeMap::new();
             for (name, last_reader) in &partition.inputs {
                 let tensor = if *last_reader {
@@ -213,7 +229,7 @@ impl NetInner {
                 })?;
                 operands.insert(name.clone(), tensor);
             }
-            let results = partition.prepared.run(&operands, profile)?;
+            let results = partition.prepared.run_until(&operands, profile, deadline)?;
             if results.len() != partition.outputs.len() {
                 return Err(Error::Contract {
                     executor: partition.executor.clone(),
@@ -342,6 +358,7 @@ impl NetBuilder {
             registry: ExecutorRegistry::with_builtins(),
             profiling: false,
             memory_limit: None,
+            time_limit: None,
         }
     }
 
@@ -411,6 +428,32 @@ impl NetBuilder {
         self
     }
 
+    /// The most wall-clock time one forward may take, and the build's constant folding:
+    /// past it, the run stops with an error naming the node, op and limit
+    /// ([`concord_core::OpError::TimeLimit`]) instead of running on (a Loop whose state
+    /// grows each iteration, a RoiAlign or DFT asked for hours of work on small data).
+    /// The reference executor checks it before every node, subgraph nodes (every Loop
+    /// iteration) included, and inside long kernel loops; other executors' partitions are
+    /// checked between partitions. Without it, `CONCORD_TIME_LIMIT` decides (`30s`,
+    /// `500ms`, `2m`), else there is no limit. See [`concord_core::deadline`].
+    pub fn time_limit(mut self, limit: Duration) -> Self {
+        self.time_limit = Some(limit);
+        self
+    }
+
+    /// The time limit this builder's net is held to (see [`NetBuilder::time_limit`]),
+    /// None for none.
+    pub fn time_limit_setting(&self) -> Result<Option<Duration>, Error> {
+        match self.time_limit {
+            Some(limit) => Ok(Some(limit)),
+            None => concord_core::deadline::time_limit_from_env().map_err(|_| Error::Environment {
+                variable: concord_core::deadline::TIME_LIMIT_ENV,
+                value: std::env::var(concord_core::deadline::TIME_LIMIT_ENV).unwrap_or_default(),
+                expected: "a duration: a number with ms, s, m or h (30s, 500ms, 2m)",
+            }),
+        }
+    }
+
     /// The budget this builder's net is held to (see [`NetBuilder::memory_limit`]).
     pub fn memory_budget(&self) -> Result<MemoryBudget, Error> {
         match self.memory_limit {
@@ -431,12 +474,14 @@ impl NetBuilder {
     /// the caller's input values happens here, not at the first forward.
     pub fn build(self) -> Result<Net, Error> {
         let memory = self.memory_budget()?;
+        let time_limit = self.time_limit_setting()?;
         let mut graph = match self.source {
             Source::File(path) => concord_onnx::load_file_within(&path, memory.limit())?,
             Source::Bytes(bytes) => concord_onnx::load(&bytes)?,
             Source::Graph(graph) => *graph,
         };
-        graph.fold_constants(&ReferenceEvaluator::within(memory))?;
+        let folding = time_limit.map(Deadline::starting_now);
+        graph.fold_constants(&ReferenceEvaluator::within(memory).until(folding))?;
         let overrides = match self.overrides {
             Some(o) => o,
             None => Overrides::from_env()?,
@@ -470,6 +515,7 @@ impl NetBuilder {
                 placement: planned.placement,
                 profiler,
                 memory,
+                time_limit,
             }),
             pool: OnceLock::new(),
         })

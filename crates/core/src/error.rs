@@ -38,6 +38,17 @@ pub enum OpError {
         bytes: Option<u64>,
         limit: u64,
     },
+    /// A run that went past its time limit ([`crate::deadline`]): `what` says what was
+    /// running when it was found (a node about to start, a kernel's loop).
+    #[error(
+        "{what} ran past the time limit of {limit:?} ({elapsed:?} elapsed; raise it with NetBuilder::time_limit or {})",
+        crate::deadline::TIME_LIMIT_ENV
+    )]
+    TimeLimit {
+        what: String,
+        elapsed: std::time::Duration,
+        limit: std::time::Duration,
+    },
     /// A type that inference alone cannot find but folding may (a subgraph output whose
     /// rank needs an evaluated operand, an If branch that types only when its condition is
     /// known): inference without an evaluator leaves the node untyped instead of failing.

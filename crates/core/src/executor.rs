@@ -2,6 +2,7 @@
 //! questions (name, probe, targets, supports) and does one thing (prepare). It never
 //! decides fallback: the planner in the facade does, for every executor alike.
 
+use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::graph::{Graph, Node};
 use crate::memory::MemoryBudget;
@@ -92,6 +93,20 @@ pub trait PreparedPartition: Send + Sync + fmt::Debug {
         inputs: &BTreeMap<String, Tensor>,
         profile: Option<&dyn ProfileSink>,
     ) -> Result<Vec<Tensor>, Error>;
+
+    /// [`PreparedPartition::run`] for a forward with a time limit: a partition that can
+    /// stop part-way should check `deadline` between nodes and in long kernel loops, and
+    /// return [`crate::OpError::TimeLimit`] naming the node past it. The net calls this
+    /// one; the default ignores the deadline (the net still checks it between partitions).
+    fn run_until(
+        &self,
+        inputs: &BTreeMap<String, Tensor>,
+        profile: Option<&dyn ProfileSink>,
+        deadline: Option<Deadline>,
+    ) -> Result<Vec<Tensor>, Error> {
+        let _ = deadline;
+        self.run(inputs, profile)
+    }
 }
 
 /// What a backend implements. See docs/backend-authors.md.

@@ -21,7 +21,10 @@
 //! - Every allocation sized by a model or an input is checked, with checked arithmetic,
 //!   against a [`MemoryBudget`] before it is made; executors receive the net's budget in
 //!   [`Executor::prepare_within`], and one over it is [`OpError::MemoryBudget`].
+//! - A run may carry a [`Deadline`] (a net's time limit): partitions receive it in
+//!   [`PreparedPartition::run_until`], and one past it is [`OpError::TimeLimit`].
 
+pub mod deadline;
 pub mod dtype;
 pub mod einsum;
 pub mod error;
@@ -40,6 +43,7 @@ pub mod target;
 pub mod tensor;
 pub mod text;
 
+pub use deadline::Deadline;
 pub use dtype::DType;
 pub use error::{Error, OpError, Result};
 pub use executor::{Availability, DeviceInfo, Executor, PreparedPartition, ProfileSink, Support};

@@ -46,16 +46,24 @@ impl Shape {
         self.0.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
     }
 
-    /// Number of elements. Callers hold shapes whose tensors exist, so the product fits.
+    /// Number of elements. Callers hold shapes whose tensors exist, so the product fits
+    /// when no dim is 0; with a 0 it is 0 even where the other dims' product would not fit
+    /// (an empty tensor may have a 2^63 axis).
     pub fn numel(&self) -> usize {
+        if self.0.contains(&0) {
+            return 0;
+        }
         self.0.iter().product()
     }
 
-    /// Row-major element strides.
+    /// Row-major element strides. A tensor that exists with elements has strides that
+    /// fit (each is at most its element count); an empty one may have dims whose trailing
+    /// products do not (`[0, 2^40, 2^40]`), and those strides saturate at `usize::MAX`:
+    /// they address no element, so no caller reads through them.
     pub fn strides(&self) -> Vec<usize> {
         let mut strides = vec![1usize; self.0.len()];
         for axis in (0..self.0.len().saturating_sub(1)).rev() {
-            strides[axis] = strides[axis + 1] * self.0[axis + 1];
+            strides[axis] = strides[axis + 1].saturating_mul(self.0[axis + 1]);
         }
         strides
     }

@@ -2,6 +2,7 @@
 //! storage), every op supported, partitions run by [`ReferenceExecutor`].
 
 use crate::runner::ReferenceExecutor;
+use concord_core::Deadline;
 use concord_core::{
     Availability, DType, DeviceInfo, Error, Executor, Graph, MemoryBudget, Node, PreparedPartition,
     ProfileSink, ScheduleTree, Support, Target, TargetSpec, Tensor,
@@ -119,11 +120,17 @@ impl PreparedPartition for CpuPartition {
         inputs: &BTreeMap<String, Tensor>,
         profile: Option<&dyn ProfileSink>,
     ) -> Result<Vec<Tensor>, Error> {
-        ReferenceExecutor::within(self.budget).run_scheduled(
-            &self.graph,
-            &self.schedules,
-            inputs,
-            profile,
-        )
+        self.run_until(inputs, profile, None)
+    }
+
+    fn run_until(
+        &self,
+        inputs: &BTreeMap<String, Tensor>,
+        profile: Option<&dyn ProfileSink>,
+        deadline: Option<Deadline>,
+    ) -> Result<Vec<Tensor>, Error> {
+        ReferenceExecutor::within(self.budget)
+            .until(deadline)
+            .run_scheduled(&self.graph, &self.schedules, inputs, profile)
     }
 }

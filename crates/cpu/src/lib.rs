@@ -21,19 +21,30 @@ pub use ops::{run_op, run_op_within, MAX_LOOP_ITERATIONS};
 pub use runner::{ReferenceExecutor, RunOutputs};
 
 use concord_core::fold::Evaluator;
-use concord_core::{MemoryBudget, Op, OpError, Tensor};
+use concord_core::{Deadline, MemoryBudget, Op, OpError, Tensor};
 
 /// The reference kernels as a constant-folding evaluator, within a [`MemoryBudget`]
-/// (the machine's default unless [`ReferenceEvaluator::within`] says otherwise).
+/// (the machine's default unless [`ReferenceEvaluator::within`] says otherwise) and, when
+/// given one, a [`Deadline`] for the whole fold ([`ReferenceEvaluator::until`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ReferenceEvaluator {
     budget: MemoryBudget,
+    deadline: Option<Deadline>,
 }
 
 impl ReferenceEvaluator {
     /// An evaluator whose kernels' outputs are checked against `budget` before they run.
     pub fn within(budget: MemoryBudget) -> Self {
-        ReferenceEvaluator { budget }
+        ReferenceEvaluator {
+            budget,
+            deadline: None,
+        }
+    }
+
+    /// This evaluator with a deadline (None: none), checked before every node it
+    /// evaluates and inside long kernel loops.
+    pub fn until(self, deadline: Option<Deadline>) -> Self {
+        ReferenceEvaluator { deadline, ..self }
     }
 }
 
@@ -44,6 +55,7 @@ impl Evaluator for ReferenceEvaluator {
         inputs: &[Option<&Tensor>],
         num_outputs: usize,
     ) -> Result<Vec<Tensor>, OpError> {
-        run_op_within(op, inputs, num_outputs, self.budget)
+        concord_core::deadline::check(self.deadline, || "constant folding".to_string())?;
+        ops::run_op_scheduled(op, &[], inputs, num_outputs, self.budget, self.deadline)
     }
 }

@@ -4,7 +4,7 @@
 //! one [`ScheduleTree`], and go to the node that runs them.
 
 use crate::ops::run_op_scheduled;
-use concord_core::{Error, Graph, MemoryBudget, ProfileSink, ScheduleTree, Step, Tensor};
+use concord_core::{Deadline, Error, Graph, MemoryBudget, ProfileSink, ScheduleTree, Step, Tensor};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -12,11 +12,12 @@ use std::time::Instant;
 /// Named output tensors of one run, in the graph's output order.
 pub type RunOutputs = Vec<(String, Tensor)>;
 
-/// The reference executor. Holds no state but its memory budget: every run is
-/// independent, so one instance may be shared by any number of threads.
+/// The reference executor. Holds no state but its memory budget and its runs' deadline:
+/// every run is independent, so one instance may be shared by any number of threads.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ReferenceExecutor {
     budget: MemoryBudget,
+    deadline: Option<Deadline>,
 }
 
 impl ReferenceExecutor {
@@ -28,7 +29,17 @@ impl ReferenceExecutor {
     /// A runner whose every node's outputs are checked against `budget` before its kernel
     /// runs.
     pub fn within(budget: MemoryBudget) -> Self {
-        ReferenceExecutor { budget }
+        ReferenceExecutor {
+            budget,
+            deadline: None,
+        }
+    }
+
+    /// This runner with a deadline (None: none): every node, subgraph nodes included, is
+    /// checked against it before it runs, and long kernel loops check it as they go; past
+    /// it is [`concord_core::OpError::TimeLimit`] naming the node.
+    pub fn until(self, deadline: Option<Deadline>) -> Self {
+        ReferenceExecutor { deadline, ..self }
     }
 
     /// Runs `graph` on `inputs`, which the caller has validated, in topological order.
@@ -65,7 +76,7 @@ impl ReferenceExecutor {
         schedules
             .schedule()
             .walk_host(inputs, &graph.initializers, |step, operands| {
-                run_step(graph, schedules, step, operands, profile, self.budget)
+                run_step(graph, schedules, step, operands, profile, self.limits())
             })
     }
 
@@ -91,7 +102,7 @@ impl ReferenceExecutor {
                 let operands: Vec<Option<&Tensor>> =
                     operands.iter().map(|o| o.map(|t| t.as_ref())).collect();
                 Ok(
-                    run_step(graph, schedules, step, &operands, None, self.budget)?
+                    run_step(graph, schedules, step, &operands, None, self.limits())?
                         .into_iter()
                         .map(Cow::Owned)
                         .collect(),
@@ -100,17 +111,21 @@ impl ReferenceExecutor {
         )?;
         Ok(outputs.into_iter().map(Cow::into_owned).collect())
     }
+
+    fn limits(&self) -> (MemoryBudget, Option<Deadline>) {
+        (self.budget, self.deadline)
+    }
 }
 
 /// Runs the node of one schedule step, handing a control-flow node its subgraphs'
-/// schedules.
+/// schedules, once the deadline (if any) is checked.
 fn run_step(
     graph: &Graph,
     schedules: &ScheduleTree,
     step: &Step,
     operands: &[Option<&Tensor>],
     profile: Option<&dyn ProfileSink>,
-    budget: MemoryBudget,
+    (budget, deadline): (MemoryBudget, Option<Deadline>),
 ) -> Result<Vec<Tensor>, Error> {
     let node = graph.nodes.get(step.node).ok_or_else(|| {
         Error::InvalidGraph(format!(
@@ -118,6 +133,8 @@ fn run_step(
             step.node
         ))
     })?;
+    concord_core::deadline::check(deadline, || "the run, reaching this node,".to_string())
+        .map_err(|e| Error::at_node(node, e))?;
     let started = profile.map(|_| Instant::now());
     let results = run_op_scheduled(
         &node.op,
@@ -125,6 +142,7 @@ fn run_step(
         operands,
         node.outputs.len(),
         budget,
+        deadline,
     )
     .map_err(|e| Error::at_node(node, e))?;
     if let (Some(sink), Some(started)) = (profile, started) {

@@ -165,6 +165,59 @@ fn nms_ties_thresholds_and_limits() {
 }
 
 #[test]
+fn nms_orders_nan_scores_after_every_number() {
+    let op = Op::NonMaxSuppression {
+        center_point_box: false,
+    };
+    // Eight disjoint unit boxes along x, so no IoU suppresses any: the output is the
+    // candidate order alone.
+    let scores = [
+        0.3,
+        0.9,
+        f32::NAN,
+        0.5,
+        f32::NAN,
+        f32::NEG_INFINITY,
+        0.1,
+        f32::NAN,
+    ];
+    let n = scores.len();
+    let corners: Vec<f32> = (0..n)
+        .flat_map(|i| [0.0, 2.0 * i as f32, 1.0, 2.0 * i as f32 + 1.0])
+        .collect();
+    let boxes = f32s(&[1, n, 4], &corners);
+    let scores = f32s(&[1, 1, n], &scores);
+    let max = i64s(&[1], &[100]);
+    let iou = f32s(&[1], &[0.5]);
+    let selected = |threshold: Option<f32>| -> Vec<i64> {
+        let threshold = threshold.map(|t| f32s(&[1], &[t]));
+        let inputs = [
+            Some(&boxes),
+            Some(&scores),
+            Some(&max),
+            Some(&iou),
+            threshold.as_ref(),
+        ];
+        match run(&op, &inputs, 1) {
+            Ok(v) => v[0]
+                .to_i64_vec()
+                .unwrap_or_default()
+                .chunks(3)
+                .map(|row| row[2])
+                .collect(),
+            Err(e) => panic!("{e}"),
+        }
+    };
+    // Without a score_threshold every box is a candidate: the spec's descending scores
+    // (-∞ last among the numbers), then the NaN scores in index order. (onnxruntime 1.23
+    // gives 6, 2, 3, 0, 1, 5, 4, 7 here: NaN breaks its queue's order; see selection.rs.)
+    assert_eq!(selected(None), vec![1, 3, 0, 6, 5, 2, 4, 7]);
+    // A NaN score is not greater than any threshold: dropped, as onnxruntime drops it
+    // (it selects 1, 3, 0, 6 here).
+    assert_eq!(selected(Some(0.0)), vec![1, 3, 0, 6]);
+}
+
+#[test]
 fn unique_outputs() {
     // X = [2, 1, 1, 3, 4, 3].
     let x = f32s(&[6], &[2.0, 1.0, 1.0, 3.0, 4.0, 3.0]);

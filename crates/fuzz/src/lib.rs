@@ -5,8 +5,8 @@
 //! values and kinds, dims, dtypes, initializer data, node inputs and outputs, op types,
 //! opsets, subgraphs, and byte flips of the encoded model as one mutator among many),
 //! re-encodes them and drives each mutant through the reader, the planner and the reference
-//! executor ([`execute`]) under a small memory budget, with inputs made from the declared
-//! input shapes.
+//! executor ([`execute`]) under a small memory budget and a time limit, with inputs made
+//! from the declared input shapes.
 //!
 //! Invariants:
 //! - Mutant `i` of seed `s` is a pure function of `(s, i)` and the corpus (the same files,
@@ -30,6 +30,14 @@ use std::path::{Path, PathBuf};
 /// The memory budget every execution is held to: nothing a mutant declares may allocate
 /// more than this at once.
 pub const MEMORY_LIMIT: u64 = 256 * 1024 * 1024;
+
+/// The time limit every execution is held to (`NetBuilder::time_limit`, for the build's
+/// folding and for the forward): well under the supervisor's 30 s watchdog, so a mutant
+/// that asks for minutes of work on small data (a Loop whose state grows, a RoiAlign of
+/// millions of samples per bin) ends in a typed `TimeLimit` error, not a hang. A hang is
+/// then what the limit cannot stop: work between two of its checks, or outside the
+/// reference's run (reading, planning).
+pub const TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The most elements one generated input may have (a declared shape larger than this is
 /// an outcome of its own, not an allocation).
@@ -140,7 +148,8 @@ impl std::fmt::Display for Outcome {
     }
 }
 
-/// Reads, plans and runs `bytes` on the reference executor under [`MEMORY_LIMIT`], with
+/// Reads, plans and runs `bytes` on the reference executor under [`MEMORY_LIMIT`] and
+/// [`TIME_LIMIT`], with
 /// inputs made from the declared input shapes (symbolic dims as [`SYMBOLIC_EXTENT`]) and
 /// values drawn from a generator seeded by the bytes themselves.
 pub fn execute(bytes: &[u8]) -> Outcome {
@@ -149,6 +158,7 @@ pub fn execute(bytes: &[u8]) -> Outcome {
         .overrides(Overrides::default())
         .fallback(FallbackPolicy::Allow)
         .memory_limit(MEMORY_LIMIT)
+        .time_limit(TIME_LIMIT)
         .build();
     let net = match built {
         Ok(net) => net,

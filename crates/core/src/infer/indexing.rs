@@ -27,9 +27,11 @@ pub(super) fn infer(
             expect_dtype(&shape, 0, "input", &[DType::I64])?;
             let dims = match shape.value.and_then(|t| t.to_i64_vec()) {
                 Some(v) => dims_of(&v, "ConstantOfShape", "input")?,
-                None => match shape.shape {
-                    [Dim::Fixed(n)] => vec![Dim::Unknown; *n],
-                    _ => {
+                // Only the operand's length is known: that many unknown dims, the length
+                // capped like every rank an operand gives.
+                None => match super::movement::fixed_len(&shape)? {
+                    Some(n) => vec![Dim::Unknown; n],
+                    None => {
                         return Err(OpError::NotConstant {
                             index: 0,
                             name: "input",

@@ -714,13 +714,13 @@ fn axes_count(fact: &ValueFact) -> Result<Option<usize>, OpError> {
 }
 
 /// The most elements a non-constant 1-D operand that becomes a rank or an axis count
-/// (Reshape's and Expand's `shape`, Slice's `starts`, Squeeze's and Unsqueeze's `axes`) may
-/// declare: its length sizes the inferred output's dims before any value is known, so a
+/// (Reshape's and Expand's `shape`, Slice's `starts`, Squeeze's and Unsqueeze's `axes`,
+/// ConstantOfShape's `input`, Col2Im's `image_shape` and `block_shape`) may declare: its length sizes the inferred output's dims before any value is known, so a
 /// declared extent of 2^31 must be an error, not a vector of 2^31 dims.
 pub const MAX_OPERAND_RANK: usize = 1 << 12;
 
 /// The length of a 1-D operand, when fixed; an error over [`MAX_OPERAND_RANK`].
-fn fixed_len(fact: &ValueFact) -> Result<Option<usize>, OpError> {
+pub(super) fn fixed_len(fact: &ValueFact) -> Result<Option<usize>, OpError> {
     match fact.shape {
         [Dim::Fixed(n)] if *n > MAX_OPERAND_RANK => Err(OpError::Shape(format!(
             "a 1-D operand that gives a rank or an axis count declares {n} elements, over \

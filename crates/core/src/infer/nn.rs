@@ -7,6 +7,7 @@
 //! that cannot be computed is [`Dim::Unknown`], except where the output provably equals the
 //! input extent (a stride-1 "same" window, a scale of exactly 1), which keeps its name.
 
+use super::movement::MAX_OPERAND_RANK;
 use super::{expect_dtype, optional, required, OutputFact, ValueFact};
 use crate::dtype::DType;
 use crate::error::OpError;
@@ -394,6 +395,16 @@ fn col2im(
     let block_values = extents(&block, "block_shape")?;
     let rank = match (&image_values, &image.shape[0], &block.shape[0]) {
         (Some(v), _, _) => v.len(),
+        // Only an operand's length is known: it sizes the output's unknown dims, so it is
+        // capped like every rank an operand gives.
+        (None, Dim::Fixed(r), _) | (None, _, Dim::Fixed(r)) if *r > MAX_OPERAND_RANK => {
+            return Err(OpError::Shape(format!(
+                "Col2Im: image_shape {} and block_shape {} give a rank of {r}, over the \
+                 {MAX_OPERAND_RANK} a rank may have",
+                format_sym(image.shape),
+                format_sym(block.shape)
+            )))
+        }
         (None, Dim::Fixed(r), _) | (None, _, Dim::Fixed(r)) => *r,
         _ => {
             return Err(OpError::NotConstant {

@@ -9,7 +9,7 @@ use super::{optional, required};
 use crate::runner::ReferenceExecutor;
 use concord_core::infer::{condition_value, infer_on_tensors, scan_axis, subgraph_error};
 use concord_core::{
-    Dim, Graph, MemoryBudget, Op, OpError, ScheduleTree, Shape, Tensor, TensorData,
+    Deadline, Dim, Graph, MemoryBudget, Op, OpError, ScheduleTree, Shape, Tensor, TensorData,
 };
 use std::borrow::Cow;
 
@@ -21,6 +21,7 @@ pub(crate) fn run(
     inputs: &[Option<&Tensor>],
     num_outputs: usize,
     budget: MemoryBudget,
+    deadline: Option<Deadline>,
 ) -> Result<Vec<Tensor>, OpError> {
     let expected = op.subgraphs().len();
     if !subgraphs.is_empty() && subgraphs.len() != expected {
@@ -44,7 +45,8 @@ pub(crate) fn run(
             } else {
                 (else_branch, 1, "else_branch")
             };
-            let outputs = Subgraph::new(branch, prepared(k), what, budget)?.run(&captures)?;
+            let outputs =
+                Subgraph::new(branch, prepared(k), what, budget, deadline)?.run(&captures)?;
             if outputs.len() != num_outputs {
                 return Err(OpError::Shape(format!(
                     "{what} produced {} outputs, the node declares {num_outputs}",
@@ -54,11 +56,11 @@ pub(crate) fn run(
             Ok(outputs)
         }
         Op::Loop { body, captures } => {
-            let body_run = Subgraph::new(body, prepared(0), "body", budget)?;
+            let body_run = Subgraph::new(body, prepared(0), "body", budget, deadline)?;
             run_loop(op, &body_run, *captures, inputs, num_outputs)
         }
         Op::Scan { body, .. } => {
-            let body_run = Subgraph::new(body, prepared(0), "body", budget)?;
+            let body_run = Subgraph::new(body, prepared(0), "body", budget, deadline)?;
             run_scan(op, &body_run, inputs, num_outputs)
         }
         other => Err(super::not_in_family(other)),
@@ -72,6 +74,9 @@ struct Subgraph<'g> {
     schedules: Cow<'g, ScheduleTree>,
     what: &'static str,
     budget: MemoryBudget,
+    /// The outer run's deadline: the subgraph's nodes are checked against it like the
+    /// outer graph's, so a Loop stops at the first body node past it.
+    deadline: Option<Deadline>,
 }
 
 impl<'g> Subgraph<'g> {
@@ -80,6 +85,7 @@ impl<'g> Subgraph<'g> {
         prepared: Option<&'g ScheduleTree>,
         what: &'static str,
         budget: MemoryBudget,
+        deadline: Option<Deadline>,
     ) -> Result<Self, OpError> {
         let schedules = match prepared {
             Some(tree) => Cow::Borrowed(tree),
@@ -92,6 +98,7 @@ impl<'g> Subgraph<'g> {
             schedules,
             what,
             budget,
+            deadline,
         })
     }
 
@@ -105,6 +112,7 @@ impl<'g> Subgraph<'g> {
             )));
         }
         ReferenceExecutor::within(self.budget)
+            .until(self.deadline)
             .run_bound(self.graph, &self.schedules, inputs)
             .map_err(|e| subgraph_error(self.what, e))
     }
@@ -187,6 +195,8 @@ fn run_loop(
                 max_trips.map_or("absent".to_string(), |m| m.to_string())
             )));
         }
+        // The body's nodes check the deadline too; this covers a body without nodes.
+        concord_core::deadline::check(body_run.deadline, || format!("Loop iteration {iteration}"))?;
         let iteration_num = Tensor::scalar_i64(iteration);
         let cond_in = Tensor::from_parts(Shape::scalar(), TensorData::Bool(vec![cond]))?;
         let mut bound: Vec<&Tensor> = vec![&iteration_num, &cond_in];
@@ -350,9 +360,9 @@ fn empty_output(
 /// The slice of `x` at `index` along `axis`, that axis removed.
 fn take(x: &Tensor, axis: usize, index: usize) -> Result<Tensor, OpError> {
     let dims = x.dims();
-    let outer: usize = dims[..axis].iter().product();
+    // `index` is below the axis's extent, so an empty x has no slice elements to take.
+    let (outer, inner) = super::walk_extents(dims, axis);
     let extent = dims[axis];
-    let inner: usize = dims[axis + 1..].iter().product();
     let mut sources = Vec::with_capacity(outer * inner);
     for o in 0..outer {
         let base = (o * extent + index) * inner;
@@ -384,8 +394,8 @@ fn stack(parts: &[Tensor], axis: usize, k: usize) -> Result<Tensor, OpError> {
     }
     let dims = first.dims();
     let numel = first.len();
-    let outer: usize = dims[..axis].iter().product();
-    let inner: usize = dims[axis..].iter().product();
+    let outer = super::walk_product(dims, &dims[..axis]);
+    let inner = super::walk_product(dims, &dims[axis..]);
     let data: Vec<&TensorData> = parts.iter().map(Tensor::data).collect();
     let joined = TensorData::concat(first.dtype(), &data)?;
     let mut sources = Vec::with_capacity(numel * parts.len());

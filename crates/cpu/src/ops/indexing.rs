@@ -259,11 +259,9 @@ fn cumulative(
     };
     let axis = normalize_axis(*axis, x.rank())?;
     let dims = x.dims();
-    let (outer, n, inner) = (
-        dims[..axis].iter().product::<usize>(),
-        dims[axis],
-        dims[axis + 1..].iter().product::<usize>(),
-    );
+    // The output is sized by the input's length; an empty input walks nothing.
+    let (outer, inner) = super::walk_extents(dims, axis);
+    let n = dims[axis];
     let order: Vec<usize> = if reverse {
         (0..n).rev().collect()
     } else {

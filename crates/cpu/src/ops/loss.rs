@@ -64,7 +64,13 @@ pub(crate) fn run(
 /// (N, C, D) of a rank ≥ 2 input, D the product of the dims after C.
 fn split(op: &str, x: &Tensor) -> Result<(usize, usize, usize), OpError> {
     match x.dims() {
-        [n, c, rest @ ..] => Ok((*n, *c, rest.iter().product())),
+        // The trailing dims size the output (N, d1…) even when C is 0, so their product
+        // is checked rather than taken from the input's length.
+        [n, c, rest @ ..] => Ok((
+            *n,
+            *c,
+            super::spatial::checked_product(rest, &format!("{op}: input 0's trailing dims"))?,
+        )),
         _ => Err(OpError::Shape(format!(
             "{op}: input 0 has shape {}; it needs rank 2 or more (N, C, d1…)",
             x.shape()

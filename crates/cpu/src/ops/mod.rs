@@ -29,7 +29,7 @@ mod spatial;
 
 use concord_core::infer::infer_on_tensors;
 use concord_core::op::Family;
-use concord_core::{DType, MemoryBudget, Op, OpError, ScheduleTree, Shape, Tensor};
+use concord_core::{DType, Deadline, MemoryBudget, Op, OpError, ScheduleTree, Shape, Tensor};
 
 /// Runs one op on concrete inputs (None for omitted optional inputs), returning exactly
 /// `num_outputs` tensors, within the machine's default [`MemoryBudget`]. An If, Loop or
@@ -51,7 +51,7 @@ pub fn run_op_within(
     num_outputs: usize,
     budget: MemoryBudget,
 ) -> Result<Vec<Tensor>, OpError> {
-    run_op_scheduled(op, &[], inputs, num_outputs, budget)
+    run_op_scheduled(op, &[], inputs, num_outputs, budget, None)
 }
 
 /// The one gate every reference kernel's output allocation passes: the op's outputs are
@@ -112,18 +112,22 @@ fn bytes_of(width: usize, dims: &[usize]) -> Option<u64> {
 }
 
 /// [`run_op`] with the schedules of the op's subgraphs made beforehand (one per
-/// [`Op::subgraphs`], in order), or none (empty), to be made for this run.
+/// [`Op::subgraphs`], in order), or none (empty), to be made for this run, and the run's
+/// deadline, if it has one: control flow hands it to its subgraphs' nodes, and the kernels
+/// that can run long on small data (RoiAlign, DFT, STFT, the pools) check it in their
+/// outer loop.
 pub(crate) fn run_op_scheduled(
     op: &Op,
     subgraphs: &[ScheduleTree],
     inputs: &[Option<&Tensor>],
     num_outputs: usize,
     budget: MemoryBudget,
+    deadline: Option<Deadline>,
 ) -> Result<Vec<Tensor>, OpError> {
     check_outputs_fit(op, inputs, num_outputs, budget)?;
     let outputs = match op.family() {
         Family::Pool if matches!(op, Op::MaxPool(_)) => match op {
-            Op::MaxPool(attrs) => pool::max_pool(attrs, inputs, num_outputs)?,
+            Op::MaxPool(attrs) => pool::max_pool(attrs, inputs, num_outputs, deadline)?,
             other => return Err(not_in_family(other)),
         },
         Family::Linear if matches!(op, Op::CausalConvWithState { .. }) => {
@@ -133,11 +137,11 @@ pub(crate) fn run_op_scheduled(
             Op::Conv(attrs) => conv::conv(attrs, inputs, budget)?,
             Op::Gemm(attrs) => gemm::gemm(attrs, inputs)?,
             Op::MatMul => gemm::matmul(inputs)?,
-            Op::AveragePool(attrs) => pool::average_pool(attrs, inputs)?,
+            Op::AveragePool(attrs) => pool::average_pool(attrs, inputs, deadline)?,
             Op::GlobalAveragePool => pool::global_average_pool(inputs)?,
             Op::GlobalMaxPool => pool::global_pool(inputs, None)?,
             Op::GlobalLpPool { p } => pool::global_pool(inputs, Some(*p))?,
-            Op::LpPool(attrs, p) => pool::lp_pool(attrs, *p, inputs)?,
+            Op::LpPool(attrs, p) => pool::lp_pool(attrs, *p, inputs, deadline)?,
             Op::Resize(attrs) => resize::resize(attrs, inputs, budget)?,
             Op::ConvTranspose(attrs) => conv::conv_transpose(attrs, inputs, budget)?,
             Op::MaxUnpool {
@@ -171,9 +175,9 @@ pub(crate) fn run_op_scheduled(
         Family::Indexing => indexing::run(op, inputs, num_outputs)?,
         Family::Recurrent => recurrent::run(op, inputs, num_outputs)?,
         Family::LinearAlgebra => algebra::run(op, inputs)?,
-        Family::ControlFlow => control::run(op, subgraphs, inputs, num_outputs, budget)?,
-        Family::Sampling => vec![sampling::run(op, inputs, budget)?],
-        Family::Signal => vec![signal::run(op, inputs)?],
+        Family::ControlFlow => control::run(op, subgraphs, inputs, num_outputs, budget, deadline)?,
+        Family::Sampling => vec![sampling::run(op, inputs, budget, deadline)?],
+        Family::Signal => vec![signal::run(op, inputs, budget, deadline)?],
         Family::Random => vec![random::run(op, inputs)?],
     };
     if outputs.len() != num_outputs {
@@ -185,6 +189,32 @@ pub(crate) fn run_op_scheduled(
         )));
     }
     Ok(outputs)
+}
+
+/// The products of the axes before and after `axis` of an existing tensor's `dims`, for a
+/// walk over its own elements as (outer, `dims[axis]`, inner) whose output is sized by the
+/// tensor's length, not by these. With elements, each product is at most the length, so it
+/// fits; an empty tensor may have dims whose partial products do not (`[2^40, 2^40, 0]`), and
+/// walking its 2^80 empty blocks would be a hang even where the product did not overflow, so
+/// an empty tensor walks nothing: (0, 0).
+pub(crate) fn walk_extents(dims: &[usize], axis: usize) -> (usize, usize) {
+    if dims.contains(&0) {
+        return (0, 0);
+    }
+    (
+        dims[..axis].iter().product(),
+        dims[axis + 1..].iter().product(),
+    )
+}
+
+/// The product of `dims` of an existing tensor (a part of its shape) for a walk over its own
+/// elements: 0 when any of the tensor's `all` dims is 0 (see [`walk_extents`]).
+pub(crate) fn walk_product(all: &[usize], dims: &[usize]) -> usize {
+    if all.contains(&0) {
+        0
+    } else {
+        dims.iter().product()
+    }
 }
 
 /// The error of a family's router handed an op of another family (the op table and the

@@ -57,13 +57,15 @@ struct AxisView {
 }
 
 impl AxisView {
-    /// Splits `shape` around `axis` (already normalised, so `axis < rank`).
+    /// Splits `shape` around `axis` (already normalised, so `axis < rank`); an empty
+    /// shape walks nothing ([`super::walk_extents`]).
     fn around(shape: &Shape, axis: usize) -> Self {
         let dims = shape.dims();
+        let (outer, inner) = super::walk_extents(dims, axis);
         AxisView {
-            outer: dims[..axis].iter().product(),
+            outer,
             n: dims[axis],
-            inner: dims[axis + 1..].iter().product(),
+            inner,
         }
     }
 
@@ -305,7 +307,7 @@ fn group_norm(
         )));
     }
     let (n, c) = (dims[0], dims[1]);
-    let spatial: usize = dims[2..].iter().product();
+    let spatial = super::walk_product(dims, &dims[2..]);
     let g = groups.unwrap_or(c);
     if g == 0 || c % g != 0 {
         return Err(OpError::Attribute {
@@ -319,6 +321,10 @@ fn group_norm(
     let plen = if per_group { g } else { c };
     let scale = param(inputs, 1, "scale", op, plen)?;
     let bias = param(inputs, 2, "B", op, plen)?;
+    if x.is_empty() {
+        // Nothing to normalise, and N alone may be 2^62 blocks of nothing.
+        return Ok(x.clone());
+    }
     let v = x.to_f64_vec();
     let mut out = vec![0.0; v.len()];
     let cg = c / g;
@@ -352,7 +358,7 @@ fn rms_normalization(
     let x = required(inputs, 0, "X")?;
     expect_float(x, 0, "X")?;
     let axis = resolve_axis("RMSNormalization", axis, x)?;
-    let inner: usize = x.dims()[axis..].iter().product();
+    let inner = super::walk_product(x.dims(), &x.dims()[axis..]);
     let scale_t = required(inputs, 1, "scale")?;
     let scale_shape = Shape::from(&x.dims()[axis..]);
     let scale_map = broadcast_map(&scale_shape, scale_t.shape())?;
@@ -408,6 +414,11 @@ fn mean_variance(axes: &[i64], inputs: &[Option<&Tensor>]) -> Result<Tensor, OpE
     expect_float(x, 0, "X")?;
     let rank = x.rank();
     let axes = concord_core::shape::normalize_axes(axes, rank)?;
+    if x.is_empty() {
+        // Nothing to normalise; the kept axes' product, which sizes the sums below, is
+        // bounded by the element count only when there are elements.
+        return Ok(x.clone());
+    }
     let dims = x.dims();
     let strides = x.shape().strides();
     // The cell of each element: its coordinates on the kept axes.
@@ -463,7 +474,11 @@ fn lrn(
         )));
     }
     let (n, c) = (dims[0], dims[1]);
-    let spatial: usize = dims[2..].iter().product();
+    if x.is_empty() {
+        // Nothing to normalise, and N alone may be 2^62 blocks of nothing.
+        return Ok(x.clone());
+    }
+    let spatial = super::walk_product(dims, &dims[2..]);
     let before = (size - 1) / 2;
     let after = size - 1 - before;
     let v = x.to_f64_vec();

@@ -3,7 +3,8 @@
 //!
 //! The window of every output position is worked out once per call (the input offsets it
 //! reads inside one channel plane, and how many of its taps lie inside the padded input)
-//! and then applied to every (batch, channel) plane.
+//! and then applied to every (batch, channel) plane. Both walks check the run's deadline
+//! as they go: a huge kernel over a small input makes few outputs of many taps each.
 //!
 //! Padding semantics, matching the ONNX reference implementation and onnxruntime:
 //! - padded cells never take part in a max, and never add to a sum;
@@ -21,8 +22,9 @@
 
 use super::spatial::{advance, checked_product, resolve, Axis, WindowAttrs};
 use super::{expect_float, i64_operand, optional, required};
+use concord_core::deadline::Ticker;
 use concord_core::op::{max_unpool_extents, Pool};
-use concord_core::{DType, OpError, Shape, Tensor, TensorData};
+use concord_core::{DType, Deadline, OpError, Shape, Tensor, TensorData};
 use half::f16;
 
 /// MaxPool: Y, and with `num_outputs` 2 the Indices of each maximum (i64, Y's shape): its
@@ -34,12 +36,13 @@ pub(crate) fn max_pool(
     attrs: &Pool,
     inputs: &[Option<&Tensor>],
     num_outputs: usize,
+    deadline: Option<Deadline>,
 ) -> Result<Vec<Tensor>, OpError> {
     let x = required(inputs, 0, "X")?;
     if !matches!(x.dtype(), DType::I8 | DType::U8) {
         expect_float(x, 0, "X")?;
     }
-    let windows = Windows::new(attrs, x.shape(), "MaxPool")?;
+    let windows = Windows::new(attrs, x.shape(), "MaxPool", deadline)?;
     // A window entirely in the padding has no element: the lowest finite value of the type.
     let empty_window = match x.dtype() {
         DType::F16 => f16::MIN.to_f64(),
@@ -60,7 +63,7 @@ pub(crate) fn max_pool(
             }
         });
         best.map_or(-1.0, |b| b as f64)
-    });
+    })?;
     // `apply` walks the planes in order, one window after another.
     let windows_per_plane = windows.starts.len() - 1;
     let spatial = &x.dims()[2..];
@@ -225,7 +228,12 @@ fn lp_norm(values: impl Iterator<Item = f64>, p: i64) -> f64 {
 }
 
 /// LpPool: the p-norm of each window; padded cells are zeros and add nothing.
-pub(crate) fn lp_pool(attrs: &Pool, p: i64, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+pub(crate) fn lp_pool(
+    attrs: &Pool,
+    p: i64,
+    inputs: &[Option<&Tensor>],
+    deadline: Option<Deadline>,
+) -> Result<Tensor, OpError> {
     let x = required(inputs, 0, "X")?;
     expect_float(x, 0, "X")?;
     if p < 1 {
@@ -234,17 +242,21 @@ pub(crate) fn lp_pool(attrs: &Pool, p: i64, inputs: &[Option<&Tensor>]) -> Resul
             detail: format!("LpPool: p must be at least 1, got {p}"),
         });
     }
-    let windows = Windows::new(attrs, x.shape(), "LpPool")?;
+    let windows = Windows::new(attrs, x.shape(), "LpPool", deadline)?;
     let y = windows.apply(&x.to_f64_vec(), |plane, offsets, _| {
         lp_norm(offsets.iter().map(|&i| plane[i]), p)
-    });
+    })?;
     Tensor::from_f64(x.dtype(), Shape::new(windows.output_shape), y)
 }
 
-pub(crate) fn average_pool(attrs: &Pool, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+pub(crate) fn average_pool(
+    attrs: &Pool,
+    inputs: &[Option<&Tensor>],
+    deadline: Option<Deadline>,
+) -> Result<Tensor, OpError> {
     let x = required(inputs, 0, "X")?;
     expect_float(x, 0, "X")?;
-    let windows = Windows::new(attrs, x.shape(), "AveragePool")?;
+    let windows = Windows::new(attrs, x.shape(), "AveragePool", deadline)?;
     let include_pad = attrs.count_include_pad;
     let y = windows.apply(&x.to_f64_vec(), |plane, offsets, padded_taps| {
         if offsets.is_empty() {
@@ -257,7 +269,7 @@ pub(crate) fn average_pool(attrs: &Pool, inputs: &[Option<&Tensor>]) -> Result<T
             offsets.len()
         };
         sum / divisor as f64
-    });
+    })?;
     Tensor::from_f64(x.dtype(), Shape::new(windows.output_shape), y)
 }
 
@@ -299,10 +311,17 @@ struct Windows {
     padded_taps: Vec<usize>,
     input_plane: usize,
     output_shape: Vec<usize>,
+    op: &'static str,
+    deadline: Option<Deadline>,
 }
 
 impl Windows {
-    fn new(attrs: &Pool, x: &Shape, op: &str) -> Result<Windows, OpError> {
+    fn new(
+        attrs: &Pool,
+        x: &Shape,
+        op: &'static str,
+        deadline: Option<Deadline>,
+    ) -> Result<Windows, OpError> {
         if x.rank() < 3 {
             return Err(OpError::Shape(format!(
                 "{op} needs X of rank 3 or more (N, C, spatial…), got X {x}"
@@ -348,7 +367,9 @@ impl Windows {
         starts.push(0);
         let mut position = vec![0usize; axes.len()];
         let mut partial: Vec<usize> = Vec::new();
+        let mut ticker = Ticker::new(deadline);
         for p in 0..output_plane {
+            ticker.tick(|| format!("{op}'s window {p} of {output_plane}"))?;
             if p > 0 {
                 advance(&mut position, &out_spatial);
             }
@@ -375,12 +396,18 @@ impl Windows {
             padded_taps,
             input_plane,
             output_shape,
+            op,
+            deadline,
         })
     }
 
     /// Applies `reduce(plane, window offsets, padded taps)` to every window of every
-    /// (batch, channel) plane of `x`, in output order.
-    fn apply(&self, x: &[f64], reduce: impl Fn(&[f64], &[usize], usize) -> f64) -> Vec<f64> {
+    /// (batch, channel) plane of `x`, in output order; an error once past the deadline.
+    fn apply(
+        &self,
+        x: &[f64],
+        reduce: impl Fn(&[f64], &[usize], usize) -> f64,
+    ) -> Result<Vec<f64>, OpError> {
         let windows: Vec<(&[usize], usize)> = self
             .starts
             .windows(2)
@@ -388,14 +415,14 @@ impl Windows {
             .map(|(se, &padded)| (&self.offsets[se[0]..se[1]], padded))
             .collect();
         let mut y = Vec::with_capacity(x.len() / self.input_plane.max(1) * windows.len());
-        for plane in x.chunks_exact(self.input_plane) {
-            y.extend(
-                windows
-                    .iter()
-                    .map(|&(offsets, padded)| reduce(plane, offsets, padded)),
-            );
+        let mut ticker = Ticker::new(self.deadline);
+        for (p, plane) in x.chunks_exact(self.input_plane).enumerate() {
+            for (w, &(offsets, padded)) in windows.iter().enumerate() {
+                ticker.tick(|| format!("{}'s window {w} of plane {p}", self.op))?;
+                y.push(reduce(plane, offsets, padded));
+            }
         }
-        y
+        Ok(y)
     }
 }
 

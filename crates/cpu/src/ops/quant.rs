@@ -92,7 +92,7 @@ fn scale_indices(
         ),
     })?;
     let dims = x.dims();
-    let (n, inner) = (dims[axis], dims[axis + 1..].iter().product::<usize>());
+    let (n, inner) = (dims[axis], super::walk_extents(dims, axis).1);
     if block_size == 0 {
         if scale.dims() != [n] {
             return Err(OpError::Shape(format!(
@@ -288,7 +288,7 @@ fn minus_zero_point(
                 )));
             };
             let n = t.dims()[ax];
-            let inner: usize = t.dims()[ax + 1..].iter().product();
+            let inner = super::walk_extents(t.dims(), ax).1;
             for (j, e) in out.iter_mut().enumerate() {
                 *e -= zv[(j / inner.max(1)) % n.max(1)] as f64;
             }

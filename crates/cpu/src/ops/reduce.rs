@@ -275,8 +275,8 @@ fn arg_reduce(attrs: &ArgReduce, largest: bool, data: &Tensor) -> Result<Tensor,
             data.shape()
         )));
     }
-    let outer: usize = dims[..axis].iter().product();
-    let inner: usize = dims[axis + 1..].iter().product();
+    // The axis has elements, so an empty input has no outer or inner block: nothing to pick.
+    let (outer, inner) = super::walk_extents(dims, axis);
     // Integers are compared exactly; floats widen to f64 exactly.
     let exact = data.to_i128_vec();
     let keys: Vec<f64> = if exact.is_some() {

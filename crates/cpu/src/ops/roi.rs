@@ -23,17 +23,21 @@ use super::elementwise::nan_max;
 use super::gemm::expect_same_dtype;
 use super::spatial::checked_product;
 use super::{expect_float, i64_operand, required};
+use concord_core::deadline::Ticker;
 use concord_core::op::{RoiAlign, RoiAlignMode, RoiCoordinates};
-use concord_core::{MemoryBudget, OpError, Shape, Tensor};
+use concord_core::{Deadline, MemoryBudget, OpError, Shape, Tensor};
 
 /// One bilinear sample: four (flat position in the H×W plane, weight) corners.
 type Sample = [(usize, f64); 4];
 
 /// Runs RoiAlign on X (N, C, H, W), rois (R, 4) of [x1, y1, x2, y2] and batch_indices (R).
+/// A bin may hold millions of samples on a few output elements, so the bin loops check
+/// `deadline`.
 pub(crate) fn roi_align(
     attrs: &RoiAlign,
     inputs: &[Option<&Tensor>],
     budget: MemoryBudget,
+    deadline: Option<Deadline>,
 ) -> Result<Tensor, OpError> {
     let x = required(inputs, 0, "X")?;
     let rois = required(inputs, 1, "rois")?;
@@ -66,6 +70,7 @@ pub(crate) fn roi_align(
     let boxes = rois.to_f64_vec();
     let scale = f64::from(attrs.spatial_scale);
     let mut out = vec![0.0f64; out_len];
+    let mut ticker = Ticker::new(deadline);
     for (r, (corners, &batch)) in boxes.chunks_exact(4).zip(&batch_indices).enumerate() {
         let b = usize::try_from(batch)
             .ok()
@@ -76,11 +81,12 @@ pub(crate) fn roi_align(
                     x.shape()
                 ))
             })?;
-        let bins = region_samples(attrs, corners, scale, h, w, budget, r)?;
+        let bins = region_samples(attrs, corners, scale, (h, w), budget, r, &mut ticker)?;
         for ch in 0..c {
             let image = &xs[(b * c + ch) * plane..(b * c + ch + 1) * plane];
             let at = (r * c + ch) * oh * ow;
             for (bin, (samples, count)) in bins.iter().enumerate() {
+                ticker.tick(|| format!("RoiAlign's bin {bin} of region {r}, channel {ch}"))?;
                 let terms = samples
                     .iter()
                     .map(|s| s.map(|(pos, weight)| weight * image[pos]));
@@ -118,10 +124,10 @@ fn region_samples(
     attrs: &RoiAlign,
     corners: &[f64],
     scale: f64,
-    h: usize,
-    w: usize,
+    (h, w): (usize, usize),
     budget: MemoryBudget,
     r: usize,
+    ticker: &mut Ticker,
 ) -> Result<Vec<(Vec<Sample>, usize)>, OpError> {
     let shift = match attrs.coordinates {
         RoiCoordinates::HalfPixel => 0.5,
@@ -153,8 +159,13 @@ fn region_samples(
             }
         }
     };
-    let grid_h = grid(attrs.sampling_ratio, roi_h, oh);
-    let grid_w = grid(attrs.sampling_ratio, roi_w, ow);
+    let mut grid_h = grid(attrs.sampling_ratio, roi_h, oh);
+    let mut grid_w = grid(attrs.sampling_ratio, roi_w, ow);
+    if grid_h == 0 || grid_w == 0 {
+        // No samples: the other axis's grid, however large (a saturated adaptive one),
+        // must not be walked for nothing.
+        (grid_h, grid_w) = (0, 0);
+    }
     // Every sample of the region is held at once: their bytes are checked against the
     // budget before any is made.
     let per_bin = grid_h.checked_mul(grid_w);
@@ -173,6 +184,7 @@ fn region_samples(
     let mut bins = Vec::with_capacity(oh * ow);
     for ph in 0..oh {
         for pw in 0..ow {
+            ticker.tick(|| format!("RoiAlign's samples of bin ({ph}, {pw}) of region {r}"))?;
             let mut samples = Vec::with_capacity(per_bin);
             for iy in 0..grid_h {
                 let y = start_h + ph as f64 * bin_h + (iy as f64 + 0.5) * bin_h / grid_h as f64;

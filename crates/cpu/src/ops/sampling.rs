@@ -15,12 +15,13 @@
 
 use super::{expect_float, i64_operand, required};
 use concord_core::op::{GridPadding, GridSampleMode, Op};
-use concord_core::{MemoryBudget, OpError, Shape, Tensor};
+use concord_core::{Deadline, MemoryBudget, OpError, Shape, Tensor};
 
 pub(crate) fn run(
     op: &Op,
     inputs: &[Option<&Tensor>],
     budget: MemoryBudget,
+    deadline: Option<Deadline>,
 ) -> Result<Tensor, OpError> {
     match op {
         Op::GridSample {
@@ -29,7 +30,7 @@ pub(crate) fn run(
             align_corners,
         } => grid_sample(*mode, *padding_mode, *align_corners, inputs),
         Op::AffineGrid { align_corners } => affine_grid(*align_corners, inputs),
-        Op::RoiAlign(attrs) => super::roi::roi_align(attrs, inputs, budget),
+        Op::RoiAlign(attrs) => super::roi::roi_align(attrs, inputs, budget, deadline),
         Op::MaxRoiPool {
             pooled_shape,
             spatial_scale,

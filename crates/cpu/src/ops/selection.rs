@@ -6,7 +6,12 @@
 //! suppressed when its IoU with a selected box is strictly greater than the threshold, a
 //! score must be strictly greater than score_threshold, and the IoU is computed in f32
 //! from the corners (or centre ± half extents) exactly as onnxruntime does, so threshold
-//! decisions agree bit for bit. Unique compares floats by value (-0 equals 0; NaNs are
+//! decisions agree bit for bit. A NaN score is never greater than a score_threshold, so
+//! with one it is dropped (as in onnxruntime); without one, NaN-score candidates come after
+//! every number, in index order. onnxruntime 1.23 has no order there: its priority queue
+//! compares with `<`, which NaN breaks, and a NaN among the scores can put a lower score
+//! before a higher one ([0.9, NaN, 0.5, NaN, 0.7] selects 4, 0, 2, 1, 3), so the spec's
+//! descending order of the real scores is what is kept. Unique compares floats by value (-0 equals 0; NaNs are
 //! equal to each other and sort after every number) and integers exactly; Y's elements are
 //! copied from X unchanged.
 
@@ -123,12 +128,9 @@ pub(crate) fn non_max_suppression(
                 let mut candidates: Vec<usize> = (0..spatial)
                     .filter(|&i| score_threshold.map_or(true, |t| class_scores[i] > t))
                     .collect();
-                // Highest score first, ties to the lower index (a stable sort keeps them).
-                candidates.sort_by(|&i, &j| {
-                    class_scores[j]
-                        .partial_cmp(&class_scores[i])
-                        .unwrap_or(Ordering::Equal)
-                });
+                // Highest score first, ties to the lower index (a stable sort keeps them),
+                // NaN after every number: a total order, which the sort requires.
+                candidates.sort_by(|&i, &j| descending_nan_last(class_scores[i], class_scores[j]));
                 let mut selected: Vec<(usize, [f32; 4])> = Vec::new();
                 for i in candidates {
                     let corners_i = corners(batch * spatial + i);
@@ -147,6 +149,16 @@ pub(crate) fn non_max_suppression(
     }
     let count = rows.len() / 3;
     Tensor::from_parts(Shape::new([count, 3]), TensorData::I64(rows))
+}
+
+/// NonMaxSuppression's candidate order of two scores: the higher first, NaN after every
+/// number (-∞ included), equal scores (and -0 and 0, and two NaNs) equal.
+fn descending_nan_last(a: f32, b: f32) -> Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        // Neither is NaN, so `partial_cmp` always answers; Equal is never taken.
+        (false, false) => b.partial_cmp(&a).unwrap_or(Ordering::Equal),
+        (a_nan, b_nan) => a_nan.cmp(&b_nan),
+    }
 }
 
 /// The values of one tensor, compared as Unique compares them.
@@ -183,12 +195,9 @@ pub(crate) fn unique(
         None => (1, x.len(), 1, None),
         Some(a) => {
             let a = concord_core::shape::normalize_axis(a, dims.len())?;
-            (
-                dims[..a].iter().product::<usize>(),
-                dims[a],
-                dims[a + 1..].iter().product::<usize>(),
-                Some(a),
-            )
+            // An empty X compares no elements: its slices are all equal and empty.
+            let (outer, inner) = super::walk_extents(dims, a);
+            (outer, dims[a], inner, Some(a))
         }
     };
     let keys = match x.to_i128_vec() {

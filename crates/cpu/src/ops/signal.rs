@@ -3,13 +3,27 @@
 //!
 //! DFT sums every term directly (no fast transform), with each twiddle angle reduced
 //! exactly as `2π·(k·n mod L)/L` so that long signals lose no accuracy to large angles.
+//!
+//! The twiddle tables and the f64 outputs are sized by `dft_length` and the operands'
+//! values, which the output gate (`check_outputs_fit`) does not always see (an empty
+//! output with a `dft_length` of 10^9), so each kernel checks its own scratch against the
+//! memory budget, returns an empty output before making any, and checks the run's deadline
+//! once per output element (each sums up to `dft_length` terms).
 
+use super::spatial::checked_product;
 use super::{optional, required};
+use concord_core::deadline::Ticker;
 use concord_core::op::{Op, WindowKind};
-use concord_core::{DType, OpError, Shape, Tensor};
+use concord_core::{DType, Deadline, MemoryBudget, OpError, Shape, Tensor};
 use std::f64::consts::PI;
 
-pub(crate) fn run(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+pub(crate) fn run(
+    op: &Op,
+    inputs: &[Option<&Tensor>],
+    budget: MemoryBudget,
+    deadline: Option<Deadline>,
+) -> Result<Tensor, OpError> {
+    let limits = Limits { budget, deadline };
     match op {
         Op::Window {
             kind,
@@ -20,11 +34,53 @@ pub(crate) fn run(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError
             axis,
             inverse,
             onesided,
-        } => dft(*axis, *inverse, *onesided, inputs),
-        Op::Stft { onesided } => stft(*onesided, inputs),
-        Op::MelWeightMatrix { dtype } => mel_weight_matrix(*dtype, inputs),
+        } => dft(*axis, *inverse, *onesided, inputs, limits),
+        Op::Stft { onesided } => stft(*onesided, inputs, limits),
+        Op::MelWeightMatrix { dtype } => mel_weight_matrix(*dtype, inputs, budget),
         other => Err(super::not_in_family(other)),
     }
+}
+
+/// What a transform's scratch and loops are held to.
+#[derive(Clone, Copy)]
+struct Limits {
+    budget: MemoryBudget,
+    deadline: Option<Deadline>,
+}
+
+impl Limits {
+    /// Checks that `tables` twiddle tables of `length` entries each (cos and sin) and an
+    /// f64 output of `out_len` elements fit in the budget, for `op`.
+    fn check_scratch(self, op: &str, length: usize, out_len: usize) -> Result<(), OpError> {
+        let elements = length.checked_mul(2).and_then(|t| t.checked_add(out_len));
+        let bytes = elements.and_then(|e| e.checked_mul(8)).map(|b| b as u64);
+        self.budget
+            .check_bytes(bytes, || {
+                format!(
+                    "{op}'s twiddle tables of {length} entries and f64 output of {out_len} \
+                     elements"
+                )
+            })
+            .map(|_| ())
+    }
+}
+
+/// A shape of `dims` with `axis` replaced by `extent` and the last axis by `parts`, and its
+/// element count, checked.
+fn transformed(
+    dims: &[usize],
+    axis: usize,
+    extent: usize,
+    parts: usize,
+    op: &str,
+) -> Result<(Vec<usize>, usize), OpError> {
+    let mut shape = dims.to_vec();
+    shape[axis] = extent;
+    if let Some(last) = shape.last_mut() {
+        *last = parts;
+    }
+    let len = checked_product(&shape, op)?;
+    Ok((shape, len))
 }
 
 /// The single integer of a one-element i32/i64 input.
@@ -85,6 +141,7 @@ fn dft(
     inverse: bool,
     onesided: bool,
     inputs: &[Option<&Tensor>],
+    limits: Limits,
 ) -> Result<Tensor, OpError> {
     let x = required(inputs, 0, "input")?;
     if !x.dtype().is_float() {
@@ -125,7 +182,7 @@ fn dft(
     let axis = resolved as usize;
     let n_in = dims[axis];
     if onesided && inverse {
-        return irfft(x, axis, parts, inputs);
+        return irfft(x, axis, parts, inputs, limits);
     }
     let length = match optional(inputs, 1) {
         Some(t) => {
@@ -137,6 +194,13 @@ fn dft(
         None => n_in,
     };
     let k_out = if onesided { length / 2 + 1 } else { length };
+    let (shape, out_len) = transformed(dims, axis, k_out, 2, "DFT output shape")?;
+    if out_len == 0 {
+        return Tensor::from_f64(x.dtype(), Shape::new(shape), Vec::new());
+    }
+    limits.check_scratch("DFT", length, out_len)?;
+    // The output is not empty, so neither is the input outside `axis` (and the last): these
+    // products are bounded by the output's length.
     let outer: usize = dims[..axis].iter().product();
     let inner: usize = dims[axis + 1..rank - 1].iter().product();
     let values = x.to_f64_vec();
@@ -150,10 +214,12 @@ fn dft(
             (angle.cos(), angle.sin())
         })
         .unzip();
-    let mut out = vec![0.0; outer * k_out * inner * 2];
+    let mut out = vec![0.0; out_len];
+    let mut ticker = Ticker::new(limits.deadline);
     for o in 0..outer {
         for i in 0..inner {
             for k in 0..k_out {
+                ticker.tick(|| format!("DFT's output bin {k} of {k_out}"))?;
                 let (mut re, mut im) = (0.0, 0.0);
                 for n in 0..used {
                     let at = ((o * n_in + n) * inner + i) * parts;
@@ -169,9 +235,6 @@ fn dft(
             }
         }
     }
-    let mut shape = dims.to_vec();
-    shape[axis] = k_out;
-    shape[rank - 1] = 2;
     Tensor::from_f64(x.dtype(), Shape::new(shape), out)
 }
 
@@ -186,6 +249,7 @@ fn irfft(
     axis: usize,
     parts: usize,
     inputs: &[Option<&Tensor>],
+    limits: Limits,
 ) -> Result<Tensor, OpError> {
     let dims = x.dims();
     let rank = dims.len();
@@ -211,6 +275,12 @@ fn irfft(
             )))
         }
     };
+    let (shape, out_len) = transformed(dims, axis, length, 1, "IRFFT output shape")?;
+    if out_len == 0 {
+        return Tensor::from_f64(x.dtype(), Shape::new(shape), Vec::new());
+    }
+    limits.check_scratch("DFT (IRFFT)", length, out_len)?;
+    // The output is not empty: these products are bounded by its length.
     let outer: usize = dims[..axis].iter().product();
     let inner: usize = dims[axis + 1..rank - 1].iter().product();
     let values = x.to_f64_vec();
@@ -234,10 +304,12 @@ fn irfft(
         let (re, im) = (values[at], values[at + 1]);
         (re, if conj { -im } else { im })
     };
-    let mut out = vec![0.0; outer * length * inner];
+    let mut out = vec![0.0; out_len];
+    let mut ticker = Ticker::new(limits.deadline);
     for o in 0..outer {
         for i in 0..inner {
             for n in 0..length {
+                ticker.tick(|| format!("IRFFT's output sample {n} of {length}"))?;
                 let mut re = 0.0;
                 for k in 0..length {
                     let (xr, xi) = bin(o, i, k);
@@ -248,13 +320,10 @@ fn irfft(
             }
         }
     }
-    let mut shape = dims.to_vec();
-    shape[axis] = length;
-    shape[rank - 1] = 1;
     Tensor::from_f64(x.dtype(), Shape::new(shape), out)
 }
 
-fn stft(onesided: bool, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+fn stft(onesided: bool, inputs: &[Option<&Tensor>], limits: Limits) -> Result<Tensor, OpError> {
     let x = required(inputs, 0, "signal")?;
     if !x.dtype().is_float() {
         return Err(OpError::DType {
@@ -317,6 +386,12 @@ fn stft(onesided: bool, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     }
     let frames = (len - frame) / step + 1;
     let bins = if onesided { frame / 2 + 1 } else { frame };
+    let out_shape = vec![batch, frames, bins, 2];
+    let out_len = checked_product(&out_shape, "STFT output shape")?;
+    if out_len == 0 {
+        return Tensor::from_f64(x.dtype(), Shape::new(out_shape), Vec::new());
+    }
+    limits.check_scratch("STFT", frame, out_len)?;
     let values = x.to_f64_vec();
     let (cos, sin): (Vec<f64>, Vec<f64>) = (0..frame)
         .map(|m| {
@@ -324,10 +399,12 @@ fn stft(onesided: bool, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
             (angle.cos(), angle.sin())
         })
         .unzip();
-    let mut out = vec![0.0; batch * frames * bins * 2];
+    let mut out = vec![0.0; out_len];
+    let mut ticker = Ticker::new(limits.deadline);
     for b in 0..batch {
         for f in 0..frames {
             for k in 0..bins {
+                ticker.tick(|| format!("STFT's bin {k} of frame {f}"))?;
                 let (mut re, mut im) = (0.0, 0.0);
                 for n in 0..frame {
                     let w = window.as_ref().map_or(1.0, |(_, w)| w[n]);
@@ -344,7 +421,7 @@ fn stft(onesided: bool, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
             }
         }
     }
-    Tensor::from_f64(x.dtype(), Shape::new(vec![batch, frames, bins, 2]), out)
+    Tensor::from_f64(x.dtype(), Shape::new(out_shape), out)
 }
 
 /// The mel scale: mel(f) = 2595·log10(1 + f/700).
@@ -393,7 +470,11 @@ fn positive(
 /// spectrogram bin floor((dft_length + 1)·hz / sample_rate), and filter m rises linearly
 /// from its left point to 1 at its centre and falls to 0 at its right point; a filter whose
 /// left point is its centre is 1 there. The output is (dft_length/2 + 1, num_mel_bins).
-fn mel_weight_matrix(dtype: DType, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
+fn mel_weight_matrix(
+    dtype: DType,
+    inputs: &[Option<&Tensor>],
+    budget: MemoryBudget,
+) -> Result<Tensor, OpError> {
     let mel_bins = positive(inputs, 0, "num_mel_bins")?;
     let dft_length = positive(inputs, 1, "dft_length")?;
     let sample_rate = positive(inputs, 2, "sample_rate")?;
@@ -418,6 +499,10 @@ fn mel_weight_matrix(dtype: DType, inputs: &[Option<&Tensor>]) -> Result<Tensor,
         OpError::Shape(format!(
             "MelWeightMatrix: {spectrogram_bins} × {mel_bins} elements is too many"
         ))
+    })?;
+    // The f64 output and the filter edges (fewer than the output's elements).
+    budget.check_bytes(len.checked_mul(16).map(|b| b as u64), || {
+        format!("MelWeightMatrix's {spectrogram_bins}x{mel_bins} f64 output and edges")
     })?;
     let points = mel_bins + 2;
     let (low_mel, high_mel) = (hz_to_mel(lower), hz_to_mel(upper));

@@ -98,6 +98,18 @@ pub(super) fn split(
         None => equal_sizes(extent, num_outputs)?,
     };
 
+    if data.is_empty() {
+        // Every part is empty too; the strides of an empty input may not fit an i64.
+        return sizes
+            .into_iter()
+            .map(|size| {
+                let mut dims = data.dims().to_vec();
+                dims[axis] = size;
+                Tensor::from_parts(Shape(dims), data.data().gather(&[])?)
+            })
+            .collect();
+    }
+    // The input has elements, so its strides fit its length, and an i64.
     let strides: Vec<i64> = data.shape().strides().iter().map(|&s| s as i64).collect();
     let axis_stride = strides[axis];
     let mut outputs = Vec::with_capacity(sizes.len());

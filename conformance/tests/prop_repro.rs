@@ -327,7 +327,10 @@ fn an_authors_failing_seed_lands_in_the_authors_crate_and_the_shipped_seeds_repl
     // belong in `conformance/regressions/` of the author's crate, and the suite's own
     // regressions/ (cargo's read-only copy, for a registry dependency) is only read.
     let (root, mut config) = scratch("author-seeds");
-    let author = root.join("toy-backend").join("conformance").join("regressions");
+    let author = root
+        .join("toy-backend")
+        .join("conformance")
+        .join("regressions");
     config.author_regressions = Some(author.clone());
     let files = prop::regression_files(&config, "Conv");
     assert_eq!(files.written, author.join("Conv.txt"));
@@ -336,7 +339,10 @@ fn an_authors_failing_seed_lands_in_the_authors_crate_and_the_shipped_seeds_repl
         prop::regression_file(&config.conformance_dir, "Conv")
     );
     let shipped_dir = config.conformance_dir.join("regressions");
-    assert!(!shipped_dir.exists(), "the scratch data has no regressions/");
+    assert!(
+        !shipped_dir.exists(),
+        "the scratch data has no regressions/"
+    );
 
     let s = suite(Planted::new("plusone", Fault::PlusOne), config.clone());
     let Outcome::Fail { message, .. } = prop::run(&s, "Conv", &concord::targets::CPU) else {
@@ -373,7 +379,10 @@ fn an_authors_failing_seed_lands_in_the_authors_crate_and_the_shipped_seeds_repl
         prop::run(&again, "Conv", &concord::targets::CPU),
         Outcome::Fail { .. }
     ));
-    assert!(!files.written.exists(), "a replayed shipped seed was copied");
+    assert!(
+        !files.written.exists(),
+        "a replayed shipped seed was copied"
+    );
     assert_eq!(
         std::fs::read_to_string(&files.shipped).expect("shipped file"),
         persisted,

@@ -11,6 +11,9 @@
 //!   whose test binary is running, so `conformance/myexec.toml` means the file beside the
 //!   author's Cargo.toml. By default the expectations are read from there; an executor with
 //!   no expectations file is told so before the first trial, and under `CI` the run fails.
+//!   Seeds of failing property cases are persisted in the author's
+//!   `conformance/regressions/` (and replayed after the ones the suite ships), so the suite
+//!   never writes into its own directory for an author's executor.
 
 use crate::error::SuiteError;
 use crate::expectations::Expectations;
@@ -113,8 +116,10 @@ impl<F> Conformance<F> {
     }
 
     /// Reads the expectations file this crate ships for the executor
-    /// (`expectations/<executor>.toml` in the suite's data): what Concord's own executors
-    /// use. A backend author keeps theirs in their own crate instead.
+    /// (`expectations/<executor>.toml` in the suite's data), and persists failing property
+    /// seeds in the suite's own `regressions/`: what Concord's own executors use. A backend
+    /// author keeps both in their own crate instead (by default `conformance/<executor>.toml`
+    /// and `conformance/regressions/<op>.txt`).
     pub fn concord_expectations(mut self) -> Self {
         self.settings.expectations = Some(Choice::Shipped);
         self
@@ -173,6 +178,12 @@ impl Settings {
             None => ExpectationsSource::AuthorCrate(author.to_path_buf()),
             Some(Choice::Shipped) => ExpectationsSource::Shipped,
             Some(Choice::File(p)) => ExpectationsSource::File(author.join(p)),
+        };
+        // Concord's own executors keep their property seeds with the suite's data; an
+        // author's go beside their expectations file, never into the dependency's copy.
+        suite.author_regressions = match &self.expectations {
+            Some(Choice::Shipped) => None,
+            _ => Some(author.join("conformance").join("regressions")),
         };
         suite.tolerance_overrides = self.tolerances.as_ref().map(|p| author.join(p));
         suite.min_executed = self.min_executed;
@@ -377,6 +388,10 @@ mod tests {
             Some(PathBuf::from("/author/target/reports"))
         );
         assert_eq!(config.suite.min_executed, Some(7));
+        assert_eq!(
+            config.suite.author_regressions,
+            Some(PathBuf::from("/author/conformance/regressions"))
+        );
         // An absolute path stays as it is.
         let absolute = Settings {
             expectations: Some(Choice::File("/elsewhere/x.toml".into())),
@@ -406,6 +421,19 @@ mod tests {
             ExpectationsSource::Shipped.path_for(Path::new("/suite"), "cpu"),
             (PathBuf::from("/suite/expectations/cpu.toml"), false)
         );
+        // Property seeds go to the author's crate too; Concord's own executors
+        // (`concord_expectations`) keep theirs in the suite's regressions/.
+        assert_eq!(
+            config.suite.author_regressions,
+            Some(PathBuf::from("/author/conformance/regressions"))
+        );
+        let own = Settings {
+            expectations: Some(Choice::Shipped),
+            ..Settings::default()
+        }
+        .resolve(Path::new("/author"));
+        assert_eq!(own.suite.expectations, ExpectationsSource::Shipped);
+        assert_eq!(own.suite.author_regressions, None);
     }
 
     #[test]

@@ -38,6 +38,12 @@ pub struct SuiteConfig {
     pub prop_min_executed: usize,
     /// Where failing property cases are written as standalone repros.
     pub repro_dir: PathBuf,
+    /// Where the seeds of failing property cases are persisted, one `<op>.txt` per op, for
+    /// an executor that is not Concord's own: the author's directory
+    /// (`conformance/regressions/` of their crate, see [`crate::Conformance`]), replayed
+    /// after the seeds this crate ships in `conformance_dir/regressions/`, which are only
+    /// read. `None`: the shipped directory itself, read and written (Concord's executors).
+    pub author_regressions: Option<PathBuf>,
     /// Where the executor's expectations file is (see [`crate::config`]).
     pub expectations: ExpectationsSource,
     /// The author's tolerance levels and overrides, added to the shipped table.
@@ -72,8 +78,9 @@ impl SuiteConfig {
     /// directory wherever cargo keeps it: a checkout, a git checkout or the registry cache),
     /// unless `CONCORD_CONFORMANCE_DIR` / `CONCORD_GOLDEN_DIR` point elsewhere (a GPU bundle
     /// without the source tree). Expectations come from the shipped files, as `concord
-    /// conform` reads them for Concord's executors; the test harness points them at the
-    /// author's crate instead ([`crate::Conformance`]).
+    /// conform` reads them for Concord's executors, and failing property seeds are persisted
+    /// in the shipped regressions/; the test harness points both at the author's crate
+    /// instead ([`crate::Conformance`]).
     pub fn from_env() -> SuiteConfig {
         let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
         let conformance_dir = std::env::var_os("CONCORD_CONFORMANCE_DIR")
@@ -99,6 +106,7 @@ impl SuiteConfig {
             prop_cases,
             prop_min_executed,
             repro_dir,
+            author_regressions: None,
             expectations: ExpectationsSource::Shipped,
             tolerance_overrides: None,
             min_executed: None,

@@ -1,7 +1,8 @@
 //! The failure path of the property trials, driven by planted-fault executors: a wrong
-//! Conv is caught, shrunk to the smallest Conv there is, persisted, and written out as a
-//! repro whose files decode and whose replay shows the same error; declined cases never
-//! count as passes.
+//! Conv is caught, shrunk to the smallest Conv there is, persisted (in the suite's
+//! regressions/ for Concord's own executors, in the author's crate for anyone else's), and
+//! written out as a repro whose files decode and whose replay shows the same error;
+//! declined cases never count as passes.
 
 // A test reports a broken expectation by panicking with what it found.
 #![allow(clippy::panic)]
@@ -318,6 +319,89 @@ fn a_wrong_conv_is_shrunk_persisted_and_written_out_as_a_repro() {
     if std::env::var_os("CONCORD_KEEP_REPRO").is_none() {
         let _ = std::fs::remove_dir_all(&root);
     }
+}
+
+#[test]
+fn an_authors_failing_seed_lands_in_the_authors_crate_and_the_shipped_seeds_replay() {
+    // An executor configured as a backend author's is (Conformance's default): its seeds
+    // belong in `conformance/regressions/` of the author's crate, and the suite's own
+    // regressions/ (cargo's read-only copy, for a registry dependency) is only read.
+    let (root, mut config) = scratch("author-seeds");
+    let author = root
+        .join("toy-backend")
+        .join("conformance")
+        .join("regressions");
+    config.author_regressions = Some(author.clone());
+    let files = prop::regression_files(&config, "Conv");
+    assert_eq!(files.written, author.join("Conv.txt"));
+    assert_eq!(
+        files.shipped,
+        prop::regression_file(&config.conformance_dir, "Conv")
+    );
+    let shipped_dir = config.conformance_dir.join("regressions");
+    assert!(
+        !shipped_dir.exists(),
+        "the scratch data has no regressions/"
+    );
+
+    let s = suite(Planted::new("plusone", Fault::PlusOne), config.clone());
+    let Outcome::Fail { message, .. } = prop::run(&s, "Conv", &concord::targets::CPU) else {
+        panic!("a Conv that adds 1.0 must fail its property trial");
+    };
+    // The seed is in the author's file, which the message names; nothing was written into
+    // the suite's data.
+    let persisted = std::fs::read_to_string(&files.written).unwrap_or_else(|e| {
+        panic!(
+            "the seed was not persisted in {}: {e}
+{message}",
+            files.written.display()
+        )
+    });
+    assert!(
+        persisted.lines().any(|l| l.starts_with("cc ")),
+        "{persisted}"
+    );
+    assert!(
+        message.contains(&files.written.display().to_string()),
+        "{message}"
+    );
+    assert!(!shipped_dir.exists(), "the suite wrote into its own data");
+
+    // The same seed shipped with the suite instead replays for the author's executor, with
+    // no new cases, and is not copied into the author's file.
+    let mut replay_only = config.clone();
+    replay_only.prop_cases = 0;
+    std::fs::create_dir_all(&shipped_dir).expect("shipped regressions dir");
+    std::fs::write(&files.shipped, &persisted).expect("ship the seed");
+    std::fs::remove_file(&files.written).expect("remove the author's seed");
+    let again = suite(Planted::new("plusone", Fault::PlusOne), replay_only.clone());
+    assert!(matches!(
+        prop::run(&again, "Conv", &concord::targets::CPU),
+        Outcome::Fail { .. }
+    ));
+    assert!(
+        !files.written.exists(),
+        "a replayed shipped seed was copied"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&files.shipped).expect("shipped file"),
+        persisted,
+        "the shipped file changed"
+    );
+
+    // The author's own seed replays too; with neither file, zero new cases find nothing.
+    std::fs::remove_file(&files.shipped).expect("remove the shipped seed");
+    std::fs::write(&files.written, &persisted).expect("restore the author's seed");
+    assert!(matches!(
+        prop::run(&again, "Conv", &concord::targets::CPU),
+        Outcome::Fail { .. }
+    ));
+    std::fs::remove_file(&files.written).expect("remove the author's seed");
+    assert!(matches!(
+        prop::run(&again, "Conv", &concord::targets::CPU),
+        Outcome::Pass { .. }
+    ));
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 #[test]

@@ -18,7 +18,11 @@
 //!    `ORT_DYLIB_PATH` set and the suite's reports written to target/adapters-report/<adapter>/.
 //!    The suite reads the ONNX node-test data from `CONCORD_ONNX_NODE_TESTS`, set to
 //!    target/onnx-node-tests (where `cargo xtask onnx-node-tests` writes it) unless already
-//!    set: named explicitly, as a backend author outside this checkout would name it.
+//!    set: named explicitly, as a backend author outside this checkout would name it. The
+//!    command refuses to start, before building, when that directory holds no data.
+//!
+//! Any step that fails (a test binary's non-zero exit included) ends the command with an
+//! error, so `cargo xtask adapters` exits non-zero: .ci/run runs it as a gate.
 //!
 //! `--adapter NAME` runs one adapter; arguments after `--` go to the test binaries (a
 //! trial filter such as `onnxruntime/onnxruntime/op/Conv`).
@@ -74,6 +78,24 @@ pub fn run(args: &[String]) -> Result<()> {
     let manifest = root.join(WORKSPACE).join("Cargo.toml");
     let started = Instant::now();
 
+    let node_tests = match std::env::var_os(NODE_TESTS_ENV).filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => root.join(NODE_TESTS_DIR),
+    };
+    println!("xtask adapters: ONNX node tests {}", node_tests.display());
+    // Without the data each adapter's run would fail its floor only after the build (the
+    // node/ trials count towards it); say why now, before minutes of compiling.
+    let stamp = node_tests.join(crate::onnx_node_tests::STAMP_FILE);
+    if !stamp.is_file() {
+        bail!(
+            "no ONNX node-test data in {} (its {} is missing): run `cargo xtask \
+             onnx-node-tests` first (.ci/run does, before this step), or point \
+             {NODE_TESTS_ENV} at the data",
+            node_tests.display(),
+            crate::onnx_node_tests::STAMP_FILE
+        );
+    }
+
     let library = match std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()) {
         Some(path) => {
             println!(
@@ -88,11 +110,6 @@ pub fn run(args: &[String]) -> Result<()> {
         }
     };
     println!("xtask adapters: onnxruntime library {}", library.display());
-    let node_tests = match std::env::var_os(NODE_TESTS_ENV).filter(|v| !v.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => root.join(NODE_TESTS_DIR),
-    };
-    println!("xtask adapters: ONNX node tests {}", node_tests.display());
 
     step("cargo fmt --check (adapters/)", || {
         let mut command = cargo(&root);

@@ -74,8 +74,9 @@ const NODE_SOURCE: Source = Source {
 const DEFAULT_SOURCE: Source = NODE_SOURCE;
 /// Where the tests end up by default: one test_* directory per node test.
 const DATA_DIR: &str = "target/onnx-node-tests";
-/// The stamp inside DATA_DIR; conformance/src/node_tests.rs reads the same name.
-const STAMP_FILE: &str = "concord-onnx-version.txt";
+/// The stamp inside DATA_DIR; conformance/src/node_tests.rs reads the same name (and so
+/// does `cargo xtask adapters`, to refuse to start without the data).
+pub(crate) const STAMP_FILE: &str = "concord-onnx-version.txt";
 /// The draft list `--write-list` writes, and the empty list its run is judged by.
 const DRAFT_FILE: &str = "target/onnx-node-draft.toml";
 const EMPTY_LIST_FILE: &str = "target/onnx-node-empty-list.toml";

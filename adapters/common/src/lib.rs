@@ -150,6 +150,28 @@ pub fn short(message: &str) -> String {
     }
 }
 
+/// Reports a partition the engine ran as one unit: its time under the partition's name,
+/// and, when the run succeeded, each of its nodes attributed to the engine with no time of
+/// its own (neither engine times single nodes through these APIs, so a per-node split of
+/// the partition's time would be invented). The per-node entries are what says which
+/// executor ran each node (the suite's `fallback/placement_honesty`); the partition entry
+/// carries the time.
+pub fn record_partition(
+    sink: &dyn ProfileSink,
+    engine: &str,
+    partition: &str,
+    nodes: &[String],
+    ran: bool,
+    elapsed: Duration,
+) {
+    sink.record_on(partition, engine, elapsed);
+    if ran {
+        for node in nodes {
+            sink.record_on(node, engine, Duration::ZERO);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,27 +262,5 @@ mod tests {
     fn short_keeps_the_first_line() {
         assert_eq!(short("\n  first \nsecond"), "first");
         assert_eq!(short(&"x".repeat(500)).chars().count(), 401);
-    }
-}
-
-/// Reports a partition the engine ran as one unit: its time under the partition's name,
-/// and, when the run succeeded, each of its nodes attributed to the engine with no time of
-/// its own (neither engine times single nodes through these APIs, so a per-node split of
-/// the partition's time would be invented). The per-node entries are what says which
-/// executor ran each node (the suite's `fallback/placement_honesty`); the partition entry
-/// carries the time.
-pub fn record_partition(
-    sink: &dyn ProfileSink,
-    engine: &str,
-    partition: &str,
-    nodes: &[String],
-    ran: bool,
-    elapsed: Duration,
-) {
-    sink.record_on(partition, engine, elapsed);
-    if ran {
-        for node in nodes {
-            sink.record_on(node, engine, Duration::ZERO);
-        }
     }
 }

@@ -222,10 +222,16 @@ impl TractPartition {
         }
         // A state of our own rather than `plan.run`, so that the values the run gave the
         // partition's symbols can be read back: a Shape-like output may come back as a
-        // symbolic expression in them (see `output_tensor`).
+        // symbolic expression in them (see `output_tensor`). `SimpleState::run` clears
+        // them (its `reset_turn`) before it returns, so the steps are taken one by one
+        // and the symbols read between the run and the outputs. (`run` also resolves the
+        // symbols of op states with an initial tensor fact first: only tract's
+        // transformer KV caches have one, and an ONNX model never contains them.)
         let mut state = self.plan.spawn().map_err(|e| format!("{e:#}"))?;
-        let outputs = state.run(feeds).map_err(|e| format!("{e:#}"))?;
-        let symbols = &state.turn_state.resolved_symbols;
+        state.set_inputs(feeds).map_err(|e| format!("{e:#}"))?;
+        state.exec().map_err(|e| format!("{e:#}"))?;
+        let symbols = state.turn_state.resolved_symbols.clone();
+        let outputs = state.outputs().map_err(|e| format!("{e:#}"))?;
         if outputs.len() != self.outputs.len() {
             return Err(format!(
                 "tract returned {} outputs, the partition has {}",
@@ -237,7 +243,7 @@ impl TractPartition {
             .iter()
             .zip(&self.outputs)
             .map(|(value, name)| {
-                output_tensor(value, symbols).map_err(|e| format!("output `{name}`: {e}"))
+                output_tensor(value, &symbols).map_err(|e| format!("output `{name}`: {e}"))
             })
             .collect()
     }

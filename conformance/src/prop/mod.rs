@@ -5,15 +5,22 @@
 //! conformance/cases/ — one strategy per op family (`nn`, `elementwise`, `movement`), with
 //! values given as a fill and a seed so that cases stay small and shrink by shape and
 //! attribute. A trial runs `SuiteConfig::prop_cases` cases through
-//! [`Suite::check_op_case`]; seeds of past failures in conformance/regressions/<op>.txt
-//! replay first. A failure is shrunk to a minimal case and written out as a standalone
-//! repro ([`crate::repro`]) with the one command that replays it.
+//! [`Suite::check_op_case`]; seeds of past failures replay first. A failure is shrunk to a
+//! minimal case, its seed persisted, and written out as a standalone repro
+//! ([`crate::repro`]) with the one command that replays it.
+//!
+//! Seeds live in two places ([`RegressionFiles`]): the ones this crate ships
+//! (conformance/regressions/<op>.txt, replayed on every executor), and, for an executor that
+//! is not Concord's own, the author's `conformance/regressions/<op>.txt` beside their
+//! expectations file. A new failure of an author's executor is persisted in the author's
+//! file; the shipped one is only read (for a registry dependency it is cargo's read-only
+//! copy). Concord's own executors read and write the shipped file.
 //!
 //! Every run searches anew: the run's seed ([`run_seed`]) is drawn at random, printed once,
 //! and mixed with the op's name, so each run generates other cases. `CONCORD_PROP_SEED=<n>`
 //! fixes it, which replays a run's generated cases exactly; a failure's message names the
-//! seed, and its shrunk case is persisted besides (regressions/), so it replays on every
-//! later run whatever the seed.
+//! seed, and its shrunk case is persisted besides, so it replays on every later run
+//! whatever the seed.
 //!
 //! A trial must execute at least [`SuiteConfig::prop_min_executed`] cases (or all it asked
 //! for, if fewer): an executor that declines so many that proptest gives up fails rather
@@ -30,12 +37,14 @@ mod nn;
 use crate::case::{stable_seed, OpCase};
 use crate::compare::Comparison;
 use crate::outcome::Outcome;
-use crate::suite::Suite;
+use crate::suite::{Suite, SuiteConfig};
 use concord::Target;
 use proptest::strategy::BoxedStrategy;
 use proptest::test_runner::{
-    Config, FileFailurePersistence, RngSeed, TestCaseError, TestError, TestRunner,
+    Config, FailurePersistence, FileFailurePersistence, PersistedSeed, RngSeed, TestCaseError,
+    TestError, TestRunner,
 };
+use std::any::Any;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -211,11 +220,34 @@ pub fn strategy(op: &str) -> Option<BoxedStrategy<OpCase>> {
         .or_else(|| movement::strategy(op))
 }
 
-/// The file holding the persisted failure seeds of `op`'s trial.
+/// The file of `op`'s persisted failure seeds that this crate ships, in the suite's data
+/// (`conformance_dir`): replayed by every executor's trial.
 pub fn regression_file(conformance_dir: &Path, op: &str) -> PathBuf {
     conformance_dir
         .join("regressions")
         .join(format!("{op}.txt"))
+}
+
+/// Where the property trial of one op reads and persists failure seeds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegressionFiles {
+    /// The seeds this crate ships ([`regression_file`]), read by every executor's trial
+    /// and written only by Concord's own executors' (then it is [`Self::written`] too).
+    pub shipped: PathBuf,
+    /// Where a new failure's seed is appended (created with its directory when missing),
+    /// and read as well: the author's `<op>.txt` when [`SuiteConfig::author_regressions`]
+    /// is set, else the shipped file.
+    pub written: PathBuf,
+}
+
+/// The regression files of `op`'s trial under `config`.
+pub fn regression_files(config: &SuiteConfig, op: &str) -> RegressionFiles {
+    let shipped = regression_file(&config.conformance_dir, op);
+    let written = match &config.author_regressions {
+        Some(dir) => dir.join(format!("{op}.txt")),
+        None => shipped.clone(),
+    };
+    RegressionFiles { shipped, written }
 }
 
 /// Runs the property trial of `op` on `target`.
@@ -235,7 +267,7 @@ pub fn run(suite: &Suite, op: &str, target: &Target) -> Outcome {
             }
         }
     };
-    let regressions = regression_file(&suite.config.conformance_dir, op);
+    let regressions = regression_files(&suite.config, op);
     let mut runner = TestRunner::new(runner_config(
         suite.config.prop_cases,
         &regressions,
@@ -306,17 +338,14 @@ pub fn run(suite: &Suite, op: &str, target: &Target) -> Outcome {
 }
 
 /// The proptest configuration of one trial: `cases` new cases after the persisted ones,
-/// failures persisted to `regressions`, and the run's seed mixed with the op's name (so
-/// the ops of one run draw different cases, and one op draws the same under one seed).
-fn runner_config(cases: u32, regressions: &Path, op: &str, seed: u64) -> Config {
+/// failures persisted as `regressions` says, and the run's seed mixed with the op's name
+/// (so the ops of one run draw different cases, and one op draws the same under one seed).
+fn runner_config(cases: u32, regressions: &RegressionFiles, op: &str, seed: u64) -> Config {
     let defaults = Config::default();
     let rng_seed = RngSeed::Fixed(stable_seed("prop", op, seed as usize));
-    // FileFailurePersistence takes a `&'static str`; one short path per trial is leaked,
-    // a few hundred bytes per suite run.
-    let path: &'static str = Box::leak(regressions.to_string_lossy().into_owned().into_boxed_str());
     Config {
         cases,
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(path))),
+        failure_persistence: Some(Box::new(SeedFiles::new(regressions))),
         // An executor that declines most cases of an op still gets to run the ones it
         // takes; one that declines all of them is found out after this many tries.
         max_global_rejects: cases.saturating_mul(4).saturating_add(32),
@@ -328,6 +357,72 @@ fn runner_config(cases: u32, regressions: &Path, op: &str, seed: u64) -> Config 
         verbose: 0,
         source_file: None,
         ..defaults
+    }
+}
+
+/// Proptest's persistence over [`RegressionFiles`]: seeds are loaded from the shipped file
+/// (if it is not the written one) and then the written one, and saved to the written one
+/// only, in proptest's own file format.
+#[derive(Clone, Debug, PartialEq)]
+struct SeedFiles {
+    /// The shipped file, when only read.
+    read_only: Option<FileFailurePersistence>,
+    written: FileFailurePersistence,
+}
+
+impl SeedFiles {
+    fn new(files: &RegressionFiles) -> SeedFiles {
+        // FileFailurePersistence takes a `&'static str`; one or two short paths per trial
+        // are leaked, a few hundred bytes per suite run.
+        let leak = |path: &Path| -> &'static str {
+            Box::leak(path.to_string_lossy().into_owned().into_boxed_str())
+        };
+        SeedFiles {
+            read_only: (files.shipped != files.written)
+                .then(|| FileFailurePersistence::Direct(leak(&files.shipped))),
+            written: FileFailurePersistence::Direct(leak(&files.written)),
+        }
+    }
+}
+
+impl FailurePersistence for SeedFiles {
+    fn load_persisted_failures2(&self, source_file: Option<&'static str>) -> Vec<PersistedSeed> {
+        let mut seeds = self
+            .read_only
+            .map(|f| f.load_persisted_failures2(source_file))
+            .unwrap_or_default();
+        for seed in self.written.load_persisted_failures2(source_file) {
+            // A seed the author copied from the shipped file replays once.
+            if !seeds.contains(&seed) {
+                seeds.push(seed);
+            }
+        }
+        seeds
+    }
+
+    fn save_persisted_failure2(
+        &mut self,
+        source_file: Option<&'static str>,
+        seed: PersistedSeed,
+        shrunken_value: &dyn std::fmt::Debug,
+    ) {
+        self.written
+            .save_persisted_failure2(source_file, seed, shrunken_value);
+    }
+
+    fn box_clone(&self) -> Box<dyn FailurePersistence> {
+        Box::new(self.clone())
+    }
+
+    fn eq(&self, other: &dyn FailurePersistence) -> bool {
+        other
+            .as_any()
+            .downcast_ref::<SeedFiles>()
+            .is_some_and(|o| o == self)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 }
 
@@ -388,7 +483,7 @@ fn failure(
     target: &Target,
     minimal: &OpCase,
     why: &str,
-    regressions: &Path,
+    regressions: &RegressionFiles,
     seed: u64,
 ) -> Outcome {
     let mut notices = Vec::new();
@@ -438,8 +533,8 @@ fn failure(
         }
     }
     message.push_str(&format!(
-        "the failing case is persisted in {} and replays first on every run; {SEED_VARIABLE}={seed} replays this run's generated cases",
-        regressions.display()
+        "new failing seeds are persisted in {} (commit it with the fix or the expectations entry) and replay first on every run; {SEED_VARIABLE}={seed} replays this run's generated cases",
+        regressions.written.display()
     ));
     Outcome::Fail {
         message,
@@ -453,7 +548,11 @@ mod tests {
 
     /// The trial's seed; None if it were left to proptest (it never is).
     fn fixed_seed(op: &str, run: u64) -> Option<u64> {
-        match runner_config(24, Path::new("unused.txt"), op, run).rng_seed {
+        let unused = RegressionFiles {
+            shipped: PathBuf::from("unused.txt"),
+            written: PathBuf::from("unused.txt"),
+        };
+        match runner_config(24, &unused, op, run).rng_seed {
             RngSeed::Fixed(seed) => Some(seed),
             RngSeed::Random => None,
         }

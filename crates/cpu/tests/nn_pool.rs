@@ -511,6 +511,25 @@ fn pool_errors_name_what_is_wrong() {
         |e| matches!(e, OpError::Shape(_)),
         &["[4, 4]"],
     );
+    // An empty spatial axis, even with pads that would give every window a padded tap, is
+    // refused before any window is made (`Windows::apply` walks planes of the input).
+    let empty = f32s(&[1, 1, 0], &[]);
+    for op in [
+        Op::MaxPool(Pool {
+            pads: vec![1, 1],
+            ..pool(&[1])
+        }),
+        Op::AveragePool(Pool {
+            pads: vec![1, 1],
+            ..pool(&[1])
+        }),
+    ] {
+        check_error(
+            run(&op, &[Some(&empty)]),
+            |e| matches!(e, OpError::Shape(_)),
+            &["has extent 0"],
+        );
+    }
     let xi = i64s(&[1, 1, 2], &[1, 2]);
     check_error(
         run(&Op::GlobalAveragePool, &[Some(&xi)]),

@@ -48,6 +48,11 @@ pub struct RunArgs {
     /// of physical memory, the cgroup limit and the address-space limit.
     #[arg(long, value_name = "BYTES")]
     pub memory_limit: Option<String>,
+    /// The longest one forward may run (a number with ms, s, m or h; a bare number is
+    /// seconds), checked between nodes and in long kernel loops; default:
+    /// CONCORD_TIME_LIMIT, else none.
+    #[arg(long, value_name = "DURATION")]
+    pub time_limit: Option<String>,
 }
 
 pub fn run(args: RunArgs) -> Result<(), String> {
@@ -106,6 +111,16 @@ pub fn run(args: RunArgs) -> Result<(), String> {
             )
         })?;
         builder = builder.memory_limit(bytes);
+    }
+    if let Some(limit) = &args.time_limit {
+        let duration =
+            concord::internals::core::deadline::parse_duration(limit).ok_or_else(|| {
+                format!(
+                    "--time-limit `{}`: expected a duration (a number with ms, s, m or h)",
+                    concord::text::elide_middle(limit, 64)
+                )
+            })?;
+        builder = builder.time_limit(duration);
     }
     let net = builder
         .build()

@@ -439,6 +439,45 @@ fn an_npy_larger_than_the_limit_is_refused_before_it_is_read() {
 }
 
 #[test]
+fn time_limit_flag_stops_a_forward_past_it_and_leaves_one_within_it_alone() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/golden");
+    let model = root.join("exported/torch_resnet/model.onnx");
+    let input = format!(
+        "image={}",
+        root.join("cases/torch_resnet/inputs/image.npy").display()
+    );
+    let model = model.display().to_string();
+    let out = temp_dir("time_limit_out");
+    let out = out.display().to_string();
+    let run = |limit: &str| {
+        concord_limited(&[
+            "run",
+            &model,
+            "--input",
+            &input,
+            "--output-dir",
+            &out,
+            "--time-limit",
+            limit,
+        ])
+    };
+    // A limit of zero: the forward is past it at the first check after it starts (between
+    // partitions or before a node), whatever the machine's speed.
+    let stopped = assert_one_line_exit_1(&run("0s"), &["ran past the time limit of 0ns"]);
+    assert!(stopped.contains("CONCORD_TIME_LIMIT"), "{stopped}");
+    let within = run("1h");
+    assert!(
+        within.status.success(),
+        "{}",
+        String::from_utf8_lossy(&within.stderr)
+    );
+    assert_one_line_exit_1(
+        &run("soon"),
+        &["--time-limit `soon`", "expected a duration"],
+    );
+}
+
+#[test]
 fn a_model_path_that_never_ends_is_refused_before_it_is_read() {
     // A device that reads forever.
     assert_one_line_exit_1(

@@ -307,7 +307,6 @@ fn group_norm(
         )));
     }
     let (n, c) = (dims[0], dims[1]);
-    let spatial = super::walk_product(dims, &dims[2..]);
     let g = groups.unwrap_or(c);
     if g == 0 || c % g != 0 {
         return Err(OpError::Attribute {
@@ -325,6 +324,8 @@ fn group_norm(
         // Nothing to normalise, and N alone may be 2^62 blocks of nothing.
         return Ok(x.clone());
     }
+    // X has elements, so this product is bounded by its length.
+    let spatial: usize = dims[2..].iter().product();
     let v = x.to_f64_vec();
     let mut out = vec![0.0; v.len()];
     let cg = c / g;
@@ -478,7 +479,8 @@ fn lrn(
         // Nothing to normalise, and N alone may be 2^62 blocks of nothing.
         return Ok(x.clone());
     }
-    let spatial = super::walk_product(dims, &dims[2..]);
+    // X has elements, so this product is bounded by its length.
+    let spatial: usize = dims[2..].iter().product();
     let before = (size - 1) / 2;
     let after = size - 1 - before;
     let v = x.to_f64_vec();

@@ -49,7 +49,7 @@ struct Limits {
 }
 
 impl Limits {
-    /// Checks that `tables` twiddle tables of `length` entries each (cos and sin) and an
+    /// Checks that the two twiddle tables (cos and sin) of `length` entries each and an
     /// f64 output of `out_len` elements fit in the budget, for `op`.
     fn check_scratch(self, op: &str, length: usize, out_len: usize) -> Result<(), OpError> {
         let elements = length.checked_mul(2).and_then(|t| t.checked_add(out_len));

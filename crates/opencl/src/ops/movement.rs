@@ -1,11 +1,12 @@
 //! Data movement (kernels/movement.cl and cast.cl). Reshape, Flatten, Squeeze, Unsqueeze,
-//! Identity and Dropout move nothing: their output is another name for the input's
-//! buffer. Transpose, Slice, Expand, Concat and Split are strided copies; Pad, Gather and
-//! Cast have their own kernels.
+//! Identity, Dropout and a Transpose that moves only axes of extent 1 move nothing: their
+//! output is another name for the input's buffer. Transpose, Slice, Expand, Concat and
+//! Split are strided copies over the fewest axes that visit the same elements (see
+//! [`coalesce`]); Pad, Gather and Cast have their own kernels.
 
 use super::{broadcast_strides, input, optional_input, output};
 use crate::plan::StorageDefines;
-use crate::plan::{i32_arg, int8, strides_of, Arg, Builder, Loc, Storage};
+use crate::plan::{coalesce, i32_arg, int8, strides_of, Arg, Builder, Loc, Storage};
 use crate::programs::Family;
 use concord_core::shape::normalize_axis;
 use concord_core::{DType, Node, Op, OpError, Tensor, TensorData};
@@ -55,6 +56,10 @@ fn copy_nd(
         return Ok(());
     }
     let program = b.program(Family::Movement, storage.bits_variant())?;
+    let (dims, strides) = coalesce(dims, &[ss, ds]);
+    let (ss, ds) = (&strides[0], &strides[1]);
+    // A copy that is flat on both sides needs no index arithmetic (rank 0).
+    let rank = if ss == &[1] && ds == &[1] { 0 } else { dims.len() };
     let dims64: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
     let offset = |v: i64| {
         i32::try_from(v).map_err(|_| {
@@ -69,7 +74,7 @@ fn copy_nd(
             Arg::Buf(src),
             Arg::Buf(dst),
             Arg::I32(i32_arg(n, "element count")?),
-            Arg::I32(dims.len() as i32),
+            Arg::I32(rank as i32),
             Arg::Int8(int8(&dims64)?),
             Arg::Int8(int8(ss)?),
             Arg::Int8(int8(ds)?),
@@ -94,6 +99,12 @@ fn transpose(b: &mut Builder, node: &Node, perm: Option<&[i64]>) -> Result<(), O
     let in_strides = strides_of(&in_dims);
     let out_dims = b.shape(y)?.dims().to_vec();
     let ss: Vec<i64> = perm.iter().map(|&p| in_strides[p]).collect();
+    // A transpose that moves only axes of extent 1 keeps every element where it is: its
+    // output is another name for its input, as a Reshape's is.
+    let (_, flat) = coalesce(&out_dims, &[&ss, &strides_of(&out_dims)]);
+    if flat.iter().all(|s| s[..] == [1]) {
+        return b.alias(y, x);
+    }
     let storage = b.storage(b.dtype(x)?);
     let src = b.input(x)?;
     let dst = b.alloc(y)?;

@@ -32,7 +32,10 @@ pub enum Activation {
     HardSwish,
     /// `(x · (erf(x / divisor) + 1)) · scale`, each step rounded to f32: the erf GELU as
     /// PyTorch exports it (divisor √2, scale 0.5).
-    GeluErf { divisor: f32, scale: f32 },
+    GeluErf {
+        divisor: f32,
+        scale: f32,
+    },
 }
 
 /// What a fused kernel does after its main computation: add a bias, add a residual, then

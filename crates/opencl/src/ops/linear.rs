@@ -614,6 +614,14 @@ pub(super) fn matmul(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> 
     };
     let [a0, a1] = strides(pa, m * k);
     let [b0, b1] = strides(pb, k * n);
+    // B without batch dims (a weight) meets every batch of A alike: A's batches are then
+    // more rows of one GEMM ([17, 1, 32] × [32, 96] is 17 × 32 by 32 × 96, not 17 GEMMs of
+    // one row), each output element summed over k exactly as before.
+    let (m, out_batch, [a0, a1]) = if pb == [1, 1] {
+        (m * out_batch[0] * out_batch[1], [1, 1], [0, 0])
+    } else {
+        (m, out_batch, [a0, a1])
+    };
     let dtype = b.dtype(a)?;
     let variant = b.storage(dtype).variant();
     // A fused bias ([1, …, 1, N], checked when it was fused) is read along the columns of

@@ -59,7 +59,11 @@ fn copy_nd(
     let (dims, strides) = coalesce(dims, &[ss, ds]);
     let (ss, ds) = (&strides[0], &strides[1]);
     // A copy that is flat on both sides needs no index arithmetic (rank 0).
-    let rank = if ss == &[1] && ds == &[1] { 0 } else { dims.len() };
+    let rank = if ss == &[1] && ds == &[1] {
+        0
+    } else {
+        dims.len()
+    };
     let dims64: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
     let offset = |v: i64| {
         i32::try_from(v).map_err(|_| {

@@ -118,59 +118,62 @@ fn golden_cases_on_opencl_with_the_gemm_the_device_would_not_pick() {
 }
 
 /// The fusions of a transformer block (a MatMul's bias, residual and erf GELU) proved
-/// catchable: with each wrong fusion planted in the OpenCL executor, torchvision_vit's
-/// logits are out of the case's tolerance, element values wrong with the right shape (the
-/// unplanted executor passes the same case in `golden_cases_on_opencl`). Without an OpenCL
-/// runtime the planted executor is never used, and the outputs (from the reference) match.
+/// catchable: with each wrong fusion planted in the OpenCL executor, the outputs of
+/// transformer_encoder_block and of torchvision_vit are out of the case's tolerance,
+/// element values wrong with the right shape (the unplanted executor passes the same cases
+/// in `golden_cases_on_opencl`). Without an OpenCL runtime the planted executor is never
+/// used, and the outputs (from the reference) match.
 #[test]
-fn a_planted_wrong_fusion_is_caught_by_the_vit_case() {
-    let test = "a_planted_wrong_fusion_is_caught_by_the_vit_case";
+fn a_planted_wrong_fusion_is_caught_by_the_transformer_cases() {
+    let test = "a_planted_wrong_fusion_is_caught_by_the_transformer_cases";
     let here = opencl_here(test);
     let manifest = load_manifest();
-    let Some(case) = manifest.cases.iter().find(|c| c.name == "torchvision_vit") else {
-        panic!("{test}: the golden manifest has no torchvision_vit case");
-    };
-    let tolerance = &manifest.tolerances[&case.tolerance];
-    for fault in [
-        FusionFault::GeluScaleDropped,
-        FusionFault::MatMulBiasDropped,
-        FusionFault::GemmResidualDropped,
-    ] {
-        let executor = OpenClExecutor::with_options(OpenClOptions {
-            planted_fusion_fault: Some(fault),
-            ..OpenClOptions::default()
-        });
-        let net = NetBuilder::from_onnx_file(golden_dir().join(&case.model))
-            .registry(ExecutorRegistry::with_builtins().with(Arc::new(executor)))
-            .backend(concord::backends::OPENCL)
-            .fallback(FallbackPolicy::Allow)
-            .overrides(Overrides::default())
-            .build()
-            .unwrap_or_else(|e| panic!("{test}: {fault:?}: build failed: {e}"));
-        let outputs = net
-            .forward(read_inputs(&case.inputs).unwrap_or_else(|e| panic!("{test}: {e}")))
-            .unwrap_or_else(|e| panic!("{test}: {fault:?}: forward failed: {e}"));
-        for (name, file) in &case.outputs {
-            let expected = read_npy(&golden_dir().join(file)).unwrap_or_else(|e| panic!("{e}"));
-            let Some(actual) = outputs.get(name) else {
-                panic!("{test}: {fault:?}: output {name} missing");
-            };
-            let verdict = compare(actual, &expected, tolerance);
-            match &here {
-                OpenClHere::Available => match verdict {
-                    Err(m) if m.contains("out of tolerance") => {
-                        println!("{test}: {fault:?} caught: {m}")
-                    }
-                    other => panic!(
-                        "{test}: {fault:?} planted, but torchvision_vit's {name} gave {other:?} \
-                         instead of values out of tolerance"
+    for case_name in ["transformer_encoder_block", "torchvision_vit"] {
+        let Some(case) = manifest.cases.iter().find(|c| c.name == case_name) else {
+            panic!("{test}: the golden manifest has no {case_name} case");
+        };
+        let tolerance = &manifest.tolerances[&case.tolerance];
+        for fault in [
+            FusionFault::GeluScaleDropped,
+            FusionFault::MatMulBiasDropped,
+            FusionFault::GemmResidualDropped,
+        ] {
+            let executor = OpenClExecutor::with_options(OpenClOptions {
+                planted_fusion_fault: Some(fault),
+                ..OpenClOptions::default()
+            });
+            let net = NetBuilder::from_onnx_file(golden_dir().join(&case.model))
+                .registry(ExecutorRegistry::with_builtins().with(Arc::new(executor)))
+                .backend(concord::backends::OPENCL)
+                .fallback(FallbackPolicy::Allow)
+                .overrides(Overrides::default())
+                .build()
+                .unwrap_or_else(|e| panic!("{test}: {case_name}, {fault:?}: build failed: {e}"));
+            let outputs = net
+                .forward(read_inputs(&case.inputs).unwrap_or_else(|e| panic!("{test}: {e}")))
+                .unwrap_or_else(|e| panic!("{test}: {case_name}, {fault:?}: forward failed: {e}"));
+            for (name, file) in &case.outputs {
+                let expected = read_npy(&golden_dir().join(file)).unwrap_or_else(|e| panic!("{e}"));
+                let Some(actual) = outputs.get(name) else {
+                    panic!("{test}: {case_name}, {fault:?}: output {name} missing");
+                };
+                let verdict = compare(actual, &expected, tolerance);
+                match &here {
+                    OpenClHere::Available => match verdict {
+                        Err(m) if m.contains("out of tolerance") => {
+                            println!("{test}: {case_name}: {fault:?} caught: {m}")
+                        }
+                        other => panic!(
+                            "{test}: {fault:?} planted, but {case_name}'s {name} gave \
+                             {other:?} instead of values out of tolerance"
+                        ),
+                    },
+                    OpenClHere::Unavailable { .. } => assert!(
+                        verdict.is_ok(),
+                        "{test}: {case_name}, {fault:?}: the reference fallback's {name} does \
+                         not match: {verdict:?}"
                     ),
-                },
-                OpenClHere::Unavailable { .. } => assert!(
-                    verdict.is_ok(),
-                    "{test}: {fault:?}: the reference fallback's {name} does not match: \
-                     {verdict:?}"
-                ),
+                }
             }
         }
     }

@@ -195,7 +195,18 @@ fn absorb_next(
                 .flatten()
                 .find(|n| **n != value)
                 .cloned();
-            let head_is_matmul = matches!(head.node.op, Op::MatMul);
+            // A MatMul with a vector B has no column axis in its output for the bias to
+            // run along (its last axis is A's rows).
+            let b_rank = head
+                .node
+                .inputs
+                .get(1)
+                .and_then(|b| b.as_deref())
+                .and_then(|b| {
+                    let info = graph.values.get(b).map(|v| v.shape.len());
+                    info.or_else(|| graph.initializers.get(b).map(|t| t.dims().len()))
+                });
+            let head_is_matmul = matches!(head.node.op, Op::MatMul) && b_rank >= Some(2);
             match other {
                 // The residual must exist when the head runs, i.e. be made before it.
                 Some(other)

@@ -136,7 +136,7 @@ pub enum GemmKernel {
 /// The environment variable that forces a GEMM kernel family when the options leave it
 /// [`GemmKernel::Auto`]: `auto`, `local-tiled` or `register-blocked` (the CPU-device
 /// kernels: register-blocked GEMM, shifted and row convs, depthwise_s1/rows, padded
-/// MaxPool). For checking a kernel family on a device that would not pick it.
+/// MaxPool, copy_runs). For checking a kernel family on a device that would not pick it.
 pub const GEMM_VAR: &str = "CONCORD_OPENCL_GEMM";
 
 impl GemmKernel {

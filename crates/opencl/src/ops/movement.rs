@@ -6,7 +6,7 @@
 
 use super::{broadcast_strides, input, optional_input, output};
 use crate::plan::StorageDefines;
-use crate::plan::{coalesce, i32_arg, int8, strides_of, Arg, Builder, Loc, Storage};
+use crate::plan::{coalesce, i32_arg, int8, strides_of, Arg, Builder, GemmKernel, Loc, Storage};
 use crate::programs::Family;
 use concord_core::shape::normalize_axis;
 use concord_core::{DType, Node, Op, OpError, Tensor, TensorData};
@@ -38,6 +38,10 @@ pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
     }
 }
 
+/// The shortest innermost axis that copy_runs walks in a loop; shorter ones leave too
+/// little per work-item to pay for the lost parallelism.
+const COPY_RUN_MIN: usize = 8;
+
 /// A strided copy: for every coordinate of `dims`, dst[dst_off + c·ds] = src[src_off + c·ss].
 #[allow(clippy::too_many_arguments)]
 fn copy_nd(
@@ -64,12 +68,41 @@ fn copy_nd(
     } else {
         dims.len()
     };
-    let dims64: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
     let offset = |v: i64| {
         i32::try_from(v).map_err(|_| {
             OpError::Unsupported(format!("offset {v} exceeds the kernels' 32-bit indexing"))
         })
     };
+    // On CPU devices a real permutation or strided copy walks its innermost axis in a loop
+    // (copy_runs): the per-element index arithmetic, not the bytes, is what such a copy
+    // costs there. On a GPU neighbouring work-items should touch neighbouring elements.
+    let inner = dims.last().copied().unwrap_or(1);
+    if rank >= 2 && inner >= COPY_RUN_MIN && b.gemm == GemmKernel::RegisterBlocked {
+        let outer = rank - 1;
+        let runs = n / inner;
+        let dims64: Vec<i64> = dims[..outer].iter().map(|&d| d as i64).collect();
+        b.launch_1d(
+            &program,
+            "copy_runs",
+            runs,
+            vec![
+                Arg::Buf(src),
+                Arg::Buf(dst),
+                Arg::I32(i32_arg(runs, "run count")?),
+                Arg::I32(outer as i32),
+                Arg::Int8(int8(&dims64)?),
+                Arg::Int8(int8(&ss[..outer])?),
+                Arg::Int8(int8(&ds[..outer])?),
+                Arg::I32(offset(src_off)?),
+                Arg::I32(offset(dst_off)?),
+                Arg::I32(i32_arg(inner, "run length")?),
+                Arg::I32(offset(ss[outer])?),
+                Arg::I32(offset(ds[outer])?),
+            ],
+        );
+        return Ok(());
+    }
+    let dims64: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
     b.launch_1d(
         &program,
         "copy_nd",

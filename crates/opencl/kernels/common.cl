@@ -75,9 +75,18 @@ inline float nan_min(float a, float b) { return (isnan(a) || isnan(b)) ? NAN : (
 
 // The fused epilogue's activation, by the U_* op codes that concord-core's op table
 // generates (prepended to every program): 0 none, Relu, Clip(a, b), LeakyRelu(a),
-// HardSigmoid(a, b), HardSwish.
+// HardSigmoid(a, b), HardSwish, and U_GELU for the erf GELU as PyTorch exports it,
+// (v · (erf(v / a) + 1)) · b, rounded to float after each step as its five nodes are (erf
+// in acc_t, as the unary kernel computes it).
 inline float activate(float v, int act, float a, float b) {
     switch (act) {
+    case U_GELU: {
+        const float t = v / a;
+        const float e = (float)erf((acc_t)t);
+        const float s = e + 1.0f;
+        const float m = v * s;
+        return m * b;
+    }
     case U_RELU: return (v > 0.0f || isnan(v)) ? v : 0.0f;
     case U_CLIP: return nan_min(nan_max(v, a), b);
     case U_LEAKY_RELU: return v < 0.0f ? a * v : v;
@@ -92,6 +101,13 @@ inline float activate(float v, int act, float a, float b) {
 inline float16 activate16(float16 v, int act, float a, float b) {
     const float16 zero = 0.0f, one = 1.0f, nan16 = NAN;
     switch (act) {
+    case U_GELU: {
+        // Lane by lane through activate(), so that erf runs in acc_t exactly as there.
+        float t[16];
+        vstore16(v, 0, t);
+        for (int j = 0; j < 16; ++j) t[j] = activate(t[j], act, a, b);
+        return vload16(0, t);
+    }
     case U_RELU: return select(zero, v, (v > zero) | isnan(v));
     case U_CLIP: {
         const float16 va = a, vb = b;

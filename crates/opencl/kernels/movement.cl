@@ -1,6 +1,7 @@
 // movement.cl: data movement that only moves bits, built per element size (ELEM is uchar,
 // ushort, uint or ulong), so one build serves every dtype of that size: Transpose, Slice,
-// Expand, Concat and Split are strided copies; Pad and Gather have their own kernels.
+// Expand, Concat and Split are strided copies (copy_nd, or copy_runs on CPU devices); Pad
+// and Gather have their own kernels.
 
 // For every index of the iteration space `dims` (rank ≤ 8): dst[dst_off + Σ c·ds] =
 // src[src_off + Σ c·ss]. Strides may be negative (Slice with negative steps) or 0 (Expand).
@@ -12,6 +13,22 @@ __kernel void copy_nd(__global const ELEM* src, __global ELEM* dst, int n, int r
     int is = i, id = i;
     if (rank > 0) offsets2(i, rank, dims, ss, ds, &is, &id);
     dst[dst_off + id] = src[src_off + is];
+}
+
+// copy_nd with the iteration space's last axis walked in a loop (the CPU-device kernels):
+// one work-item per run of `inner` elements, whose start is found from the outer axes
+// (`dims`, `ss`, `ds`), its elements `ss_in` and `ds_in` apart, so the index arithmetic is
+// paid once per run instead of once per element.
+__kernel void copy_runs(__global const ELEM* src, __global ELEM* dst, int runs, int rank,
+                        int8 dims, int8 ss, int8 ds, int src_off, int dst_off, int inner,
+                        int ss_in, int ds_in) {
+    int r = get_global_id(0);
+    if (r >= runs) return;
+    int is = r, id = r;
+    offsets2(r, rank, dims, ss, ds, &is, &id);
+    __global const ELEM* s = src + src_off + is;
+    __global ELEM* d = dst + dst_off + id;
+    for (int j = 0; j < inner; ++j) d[j * ds_in] = s[j * ss_in];
 }
 
 // Constant Pad: the output element at coordinate c comes from the input at c - begin when

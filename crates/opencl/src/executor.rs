@@ -48,6 +48,10 @@ pub struct OpenClOptions {
     /// [`DeviceSelection`]); a selection matching no device leaves the executor
     /// unavailable, with every device listed.
     pub device: Option<DeviceSelection>,
+    /// A deliberately wrong fusion, planted by a test to prove that a named case catches
+    /// it; `None` in every real use.
+    #[doc(hidden)]
+    pub planted_fusion_fault: Option<crate::fuse::FusionFault>,
 }
 
 /// What a prepared partition shares with the executor: the device and the programs.

@@ -1,6 +1,14 @@
 //! Fusion at prepare time: a convolution absorbs the BatchNormalization after it (folded
 //! into its weights and bias on the host, in f64), a same-shape residual Add, and a
-//! pointwise activation, so that a ResNet or MobileNet block is one kernel per conv.
+//! pointwise activation, so that a ResNet or MobileNet block is one kernel per conv. A
+//! MatMul absorbs the Add of a constant bias along its last axis (a transformer's
+//! projection, exported as MatMul + Add); a MatMul or Gemm absorbs a residual Add, a
+//! pointwise activation, and the erf GELU as PyTorch exports it (Div, Erf, Add, Mul, Mul),
+//! so that an encoder layer's MLP is two GEMM launches.
+//!
+//! Every fused kernel rounds as the nodes it replaces do on f32 storage: the epilogue adds
+//! the bias and the residual to the rounded product in the graph's order, and the GELU
+//! rounds after each of its five steps.
 //!
 //! A value is only fused away when exactly one node reads it and it is not a partition
 //! output; the fused nodes are still reported to the profile (with zero time, theirs being
@@ -22,14 +30,37 @@ pub enum Activation {
     LeakyRelu(f32),
     HardSigmoid(f32, f32),
     HardSwish,
+    /// `(x · (erf(x / divisor) + 1)) · scale`, each step rounded to f32: the erf GELU as
+    /// PyTorch exports it (divisor √2, scale 0.5).
+    GeluErf {
+        divisor: f32,
+        scale: f32,
+    },
 }
 
-/// What a fused kernel does after its main computation: add a residual, then activate.
+/// What a fused kernel does after its main computation: add a bias, add a residual, then
+/// activate.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Epilogue {
+    /// A constant of shape [1, …, 1, N] added along the output's last axis (MatMul only;
+    /// a Conv's bias is its own input).
+    pub bias: Option<String>,
     /// A value of the output's shape added before the activation.
     pub residual: Option<String>,
     pub activation: Activation,
+}
+
+/// A deliberately wrong fusion, which a test plants (through
+/// `OpenClOptions::planted_fusion_fault`) to prove that a named golden case catches it by
+/// value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FusionFault {
+    /// The fused GELU drops its final `· 0.5`.
+    GeluScaleDropped,
+    /// A MatMul's fused bias is never added.
+    MatMulBiasDropped,
+    /// A MatMul's or Gemm's fused residual is never added.
+    GemmResidualDropped,
 }
 
 /// A node of the fused partition.
@@ -53,15 +84,21 @@ impl Activation {
             Activation::LeakyRelu(a) => (code(Unary::LeakyRelu { alpha: a }), a, 0.0),
             Activation::HardSigmoid(a, b) => (code(Unary::HardSigmoid { alpha: a, beta: b }), a, b),
             Activation::HardSwish => (code(Unary::HardSwish), 0.0, 0.0),
+            // The U_GELU code, which only fused epilogues use on OpenCL (a Gelu node has no
+            // kernel): the divisor and the scale are its two parameters.
+            Activation::GeluErf { divisor, scale } => {
+                (code(Unary::Gelu { tanh: false }), divisor, scale)
+            }
         }
     }
 }
 
 impl FusedNode {
-    /// Every value the node reads, the residual included.
+    /// Every value the node reads, the bias and the residual included.
     pub fn reads(&self) -> impl Iterator<Item = &str> {
         self.node
             .present_inputs()
+            .chain(self.epilogue.bias.as_deref())
             .chain(self.epilogue.residual.as_deref())
     }
 }
@@ -80,13 +117,41 @@ pub fn fuse(graph: &mut Graph) -> Vec<FusedNode> {
     let outputs: HashSet<String> = graph.outputs.iter().cloned().collect();
     let mut i = 0;
     while i < nodes.len() {
-        if matches!(nodes[i].node.op, Op::Conv(_)) {
+        match nodes[i].node.op {
             // Each absorption removes the consumer, so keep trying until none applies.
-            while absorb_next(graph, &mut nodes, i, &outputs) {}
+            Op::Conv(_) => while absorb_next(graph, &mut nodes, i, &outputs) {},
+            Op::MatMul | Op::Gemm(_) => {
+                while absorb_next(graph, &mut nodes, i, &outputs)
+                    || absorb_gelu(graph, &mut nodes, i, &outputs)
+                {}
+            }
+            _ => {}
         }
         i += 1;
     }
     nodes
+}
+
+/// Plants `fault` in every MatMul and Gemm it applies to.
+pub fn plant(nodes: &mut [FusedNode], fault: FusionFault) {
+    for fused in nodes
+        .iter_mut()
+        .filter(|f| matches!(f.node.op, Op::MatMul | Op::Gemm(_)))
+    {
+        let epilogue = &mut fused.epilogue;
+        match fault {
+            FusionFault::GeluScaleDropped => {
+                if let Activation::GeluErf { divisor, .. } = epilogue.activation {
+                    epilogue.activation = Activation::GeluErf {
+                        divisor,
+                        scale: 1.0,
+                    };
+                }
+            }
+            FusionFault::MatMulBiasDropped => epilogue.bias = None,
+            FusionFault::GemmResidualDropped => epilogue.residual = None,
+        }
+    }
 }
 
 /// Tries to absorb the single consumer of node `i`'s output; true when it did.
@@ -130,13 +195,34 @@ fn absorb_next(
                 .flatten()
                 .find(|n| **n != value)
                 .cloned();
+            // A MatMul with a vector B has no column axis in its output for the bias to
+            // run along (its last axis is A's rows).
+            let b_rank = head
+                .node
+                .inputs
+                .get(1)
+                .and_then(|b| b.as_deref())
+                .and_then(|b| {
+                    let info = graph.values.get(b).map(|v| v.shape.len());
+                    info.or_else(|| graph.initializers.get(b).map(|t| t.dims().len()))
+                });
+            let head_is_matmul = matches!(head.node.op, Op::MatMul) && b_rank >= Some(2);
             match other {
-                // The residual must exist when the conv runs, i.e. be made before it.
+                // The residual must exist when the head runs, i.e. be made before it.
                 Some(other)
                     if same_known_shape(graph, &value, &other)
                         && !nodes[i..].iter().any(|n| n.node.outputs.contains(&other)) =>
                 {
                     nodes[i].epilogue.residual = Some(other);
+                    true
+                }
+                // A bias comes before any residual, as the kernels add them.
+                Some(other)
+                    if head_is_matmul
+                        && head.epilogue.bias.is_none()
+                        && is_row_bias(graph, &value, &other) =>
+                {
+                    nodes[i].epilogue.bias = Some(other);
                     true
                 }
                 _ => false,
@@ -165,6 +251,156 @@ fn absorb_next(
     nodes[i].fused.extend(inner);
     nodes.remove(j);
     true
+}
+
+/// Absorbs the erf GELU that reads node `i`'s output `x` as PyTorch exports it:
+/// `Div(x, d) → Erf → Add(·, 1) → Mul(x, ·) → Mul(·, s)` (either operand order of the Add
+/// and the Muls, d and s scalar constants), its four inner values read by the next step
+/// only. True when it did.
+fn absorb_gelu(
+    graph: &Graph,
+    nodes: &mut Vec<FusedNode>,
+    i: usize,
+    outputs: &HashSet<String>,
+) -> bool {
+    if nodes[i].epilogue.activation != Activation::None || nodes[i].node.outputs.len() != 1 {
+        return false;
+    }
+    let x = nodes[i].node.outputs[0].clone();
+    if outputs.contains(&x) {
+        return false;
+    }
+    // The single reader of `value` (a node after `i`, reading it once), when the value is
+    // not a partition output.
+    let only_reader = |nodes: &[FusedNode], value: &str| -> Option<usize> {
+        if outputs.contains(value) {
+            return None;
+        }
+        let mut readers = (0..nodes.len()).filter(|&j| nodes[j].reads().any(|r| r == value));
+        let j = readers.next()?;
+        let reads = nodes[j].reads().filter(|r| *r == value).count();
+        (readers.next().is_none() && reads == 1 && j > i).then_some(j)
+    };
+    // The other operand when one of `a`, `b` is `value`.
+    let other = |(a, b): (&str, &str), value: &str| -> Option<String> {
+        if a == value && b != value {
+            Some(b.to_string())
+        } else if b == value && a != value {
+            Some(a.to_string())
+        } else {
+            None
+        }
+    };
+    // x is read by the Div and by the first Mul, and by nothing else.
+    let x_readers: Vec<usize> = (0..nodes.len())
+        .filter(|&j| nodes[j].reads().any(|r| r == x))
+        .collect();
+    let x_reads: usize = nodes
+        .iter()
+        .map(|n| n.reads().filter(|r| *r == x).count())
+        .sum();
+    if x_readers.len() != 2 || x_reads != 2 || x_readers.iter().any(|&j| j <= i) {
+        return false;
+    }
+    let Some(div) = x_readers
+        .iter()
+        .copied()
+        .find(|&j| binary(&nodes[j].node, Binary::Div).is_some_and(|(a, _)| a == x))
+    else {
+        return false;
+    };
+    let Some((_, d)) = binary(&nodes[div].node, Binary::Div) else {
+        return false;
+    };
+    let Some(divisor) = scalar_constant(graph, d) else {
+        return false;
+    };
+    let t = nodes[div].node.outputs[0].clone();
+    let Some(erf) = only_reader(nodes, &t) else {
+        return false;
+    };
+    if !matches!(nodes[erf].node.op, Op::Unary(Unary::Erf)) || !input_is(&nodes[erf].node, 0, &t) {
+        return false;
+    }
+    let Some(e) = nodes[erf].node.outputs.first().cloned() else {
+        return false;
+    };
+    let Some(add) = only_reader(nodes, &e) else {
+        return false;
+    };
+    let one = binary(&nodes[add].node, Binary::Add).and_then(|ab| other(ab, &e));
+    if one.and_then(|c| scalar_constant(graph, &c)) != Some(1.0) {
+        return false;
+    }
+    let s = nodes[add].node.outputs[0].clone();
+    let Some(mul) = only_reader(nodes, &s) else {
+        return false;
+    };
+    if binary(&nodes[mul].node, Binary::Mul).and_then(|ab| other(ab, &s)) != Some(x.clone()) {
+        return false;
+    }
+    let m = nodes[mul].node.outputs[0].clone();
+    let Some(last) = only_reader(nodes, &m) else {
+        return false;
+    };
+    let Some(scale) = binary(&nodes[last].node, Binary::Mul)
+        .and_then(|ab| other(ab, &m))
+        .and_then(|c| scalar_constant(graph, &c))
+    else {
+        return false;
+    };
+    let y = nodes[last].node.outputs[0].clone();
+    // The GELU must not change the shape (a scalar constant of higher rank would).
+    if !same_known_shape(graph, &x, &y) || x_readers.iter().all(|&j| j != mul) {
+        return false;
+    }
+    nodes[i].node.outputs = vec![y];
+    nodes[i].epilogue.activation = Activation::GeluErf { divisor, scale };
+    let mut absorbed = [div, erf, add, mul, last];
+    for &j in &absorbed {
+        let name = nodes[j].node.name.clone();
+        let inner = nodes[j].fused.clone();
+        nodes[i].fused.push(name);
+        nodes[i].fused.extend(inner);
+    }
+    absorbed.sort_unstable();
+    for &j in absorbed.iter().rev() {
+        nodes.remove(j);
+    }
+    true
+}
+
+/// The two operands of `node` when it is the binary `op` with one output.
+fn binary(node: &Node, op: Binary) -> Option<(&str, &str)> {
+    match (&node.op, node.inputs.as_slice(), node.outputs.as_slice()) {
+        (Op::Binary(o), [Some(a), Some(b)], [_]) if *o == op => Some((a, b)),
+        _ => None,
+    }
+}
+
+/// The value of a one-element f32 constant.
+fn scalar_constant(graph: &Graph, name: &str) -> Option<f32> {
+    match graph.initializers.get(name)?.data() {
+        TensorData::F32(v) if v.len() == 1 => Some(v[0]),
+        _ => None,
+    }
+}
+
+/// Whether `bias` is a constant of shape [1, …, 1, N] that adds along the last axis of
+/// `value` (N its last extent) without broadcasting `value` to a larger shape.
+fn is_row_bias(graph: &Graph, value: &str, bias: &str) -> bool {
+    let (Some(v), Some(t)) = (graph.values.get(value), graph.initializers.get(bias)) else {
+        return false;
+    };
+    let dims = t.dims();
+    let Some(concord_core::Dim::Fixed(n)) = v.shape.last() else {
+        return false;
+    };
+    v.dtype == t.dtype()
+        && !dims.is_empty()
+        && dims.len() <= v.shape.len()
+        && dims.last() == Some(n)
+        && dims[..dims.len() - 1].iter().all(|&d| d == 1)
 }
 
 fn input_is(node: &Node, index: usize, value: &str) -> bool {

@@ -71,5 +71,7 @@ mod programs;
 pub use device::{DeviceSelection, DEFAULT_LIBRARY, DEVICE_VAR, DYLIB_PATH_VAR};
 pub use error::OpenClError;
 pub use executor::{OpenClExecutor, OpenClOptions, OPENCL, OPENCL_FP16};
+#[doc(hidden)]
+pub use fuse::FusionFault;
 pub use partition::OpenClPartition;
 pub use plan::{GemmKernel, GEMM_VAR};

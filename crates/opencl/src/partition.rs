@@ -53,7 +53,10 @@ impl OpenClPartition {
         budget: MemoryBudget,
     ) -> Result<Self, Error> {
         let mut graph = partition.clone();
-        let nodes = fuse(&mut graph);
+        let mut nodes = fuse(&mut graph);
+        if let Some(fault) = runtime.options.planted_fusion_fault {
+            crate::fuse::plant(&mut nodes, fault);
+        }
         let schedule = Schedule::from_steps(
             nodes.iter().enumerate().map(|(i, fused)| {
                 StepValues::of_node(i, &fused.node).with_read(fused.epilogue.residual.as_deref())

@@ -136,7 +136,7 @@ pub enum GemmKernel {
 /// The environment variable that forces a GEMM kernel family when the options leave it
 /// [`GemmKernel::Auto`]: `auto`, `local-tiled` or `register-blocked` (the CPU-device
 /// kernels: register-blocked GEMM, shifted and row convs, depthwise_s1/rows, padded
-/// MaxPool). For checking a kernel family on a device that would not pick it.
+/// MaxPool, copy_runs). For checking a kernel family on a device that would not pick it.
 pub const GEMM_VAR: &str = "CONCORD_OPENCL_GEMM";
 
 impl GemmKernel {
@@ -547,6 +547,50 @@ pub fn strides_of(dims: &[usize]) -> Vec<i64> {
         .collect()
 }
 
+/// An iteration space with fewer axes that visits the same offsets in the same order:
+/// axes of extent 1 are dropped, and an axis is merged into the next inner one where every
+/// operand steps over it as one run (stride = inner stride × inner extent). Strided copies
+/// and broadcasting kernels then divide once per remaining axis instead of once per axis
+/// of the value (a [1, C, H, W] × [1, C, 1, 1] product becomes [C, H·W]). Returns the
+/// dims and each operand's strides; an empty space (every extent 1) is one axis of 1.
+pub fn coalesce(dims: &[usize], strides: &[&[i64]]) -> (Vec<usize>, Vec<Vec<i64>>) {
+    let mut out_dims: Vec<usize> = Vec::with_capacity(dims.len());
+    let mut out_strides: Vec<Vec<i64>> = vec![Vec::with_capacity(dims.len()); strides.len()];
+    for (axis, &d) in dims.iter().enumerate() {
+        if d == 1 {
+            continue;
+        }
+        let mergeable = out_dims.last().is_some() && {
+            strides.iter().zip(&out_strides).all(|(s, o)| {
+                // The previous kept axis (outer) steps over this one as one run.
+                o.last().copied() == Some(s[axis] * d as i64)
+            })
+        };
+        if mergeable {
+            if let Some(last) = out_dims.last_mut() {
+                *last *= d;
+            }
+            for (s, o) in strides.iter().zip(out_strides.iter_mut()) {
+                if let Some(last) = o.last_mut() {
+                    *last = s[axis];
+                }
+            }
+        } else {
+            out_dims.push(d);
+            for (s, o) in strides.iter().zip(out_strides.iter_mut()) {
+                o.push(s[axis]);
+            }
+        }
+    }
+    if out_dims.is_empty() {
+        out_dims.push(1);
+        for o in &mut out_strides {
+            o.push(0);
+        }
+    }
+    (out_dims, out_strides)
+}
+
 impl ExecPlan {
     /// A fresh workspace: slot buffers, a queue and one kernel object per launch with every
     /// argument bound. A failure names what was being made (and the node, for its kernels);
@@ -622,4 +666,29 @@ pub fn shape_key(inputs: &BTreeMap<String, Tensor>, names: &[String]) -> Vec<Vec
         .iter()
         .map(|n| inputs.get(n).map(|t| t.dims().to_vec()).unwrap_or_default())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::coalesce;
+
+    #[test]
+    fn coalesce_drops_unit_axes_and_merges_runs() {
+        // A [1, C, H, W] × [1, C, 1, 1] broadcast: the operand repeats over H·W.
+        let (dims, s) = coalesce(&[1, 8, 4, 5], &[&[160, 20, 5, 1], &[8, 1, 0, 0]]);
+        assert_eq!(dims, vec![8, 20]);
+        assert_eq!(s, vec![vec![20, 1], vec![1, 0]]);
+        // A transpose that only moves an axis of extent 1 is a flat copy.
+        let (dims, s) = coalesce(&[17, 1, 32], &[&[32, 544, 1], &[32, 32, 1]]);
+        assert_eq!(dims, vec![544]);
+        assert_eq!(s, vec![vec![1], vec![1]]);
+        // A real transpose keeps its axes.
+        let (dims, s) = coalesce(&[3, 4], &[&[1, 3], &[4, 1]]);
+        assert_eq!(dims, vec![3, 4]);
+        assert_eq!(s, vec![vec![1, 3], vec![4, 1]]);
+        // Nothing but unit axes: one element.
+        let (dims, s) = coalesce(&[1, 1], &[&[1, 1]]);
+        assert_eq!(dims, vec![1]);
+        assert_eq!(s, vec![vec![0]]);
+    }
 }

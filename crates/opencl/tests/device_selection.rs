@@ -157,6 +157,7 @@ fn child(scenario: &str) {
         OpenClExecutor::with_options(OpenClOptions {
             device: DeviceSelection::parse("0:0"),
             gemm: concord_opencl::GemmKernel::LocalTiled,
+            ..OpenClOptions::default()
         })
         .probe(),
         Availability::Available { .. }

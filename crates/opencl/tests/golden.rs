@@ -15,7 +15,7 @@ mod common;
 
 use common::{compare, golden_dir, load_manifest, opencl_here, read_inputs, read_npy, OpenClHere};
 use concord::{ExecutorRegistry, FallbackPolicy, NetBuilder, Overrides};
-use concord_opencl::{GemmKernel, OpenClExecutor, OpenClOptions};
+use concord_opencl::{FusionFault, GemmKernel, OpenClExecutor, OpenClOptions};
 use std::sync::Arc;
 
 /// A node that is expected to fall back to the reference, and why.
@@ -115,6 +115,68 @@ fn golden_cases_on_opencl_with_the_gemm_the_device_would_not_pick() {
         "golden_cases_on_opencl_with_the_gemm_the_device_would_not_pick",
         registry,
     );
+}
+
+/// The fusions of a transformer block (a MatMul's bias, residual and erf GELU) proved
+/// catchable: with each wrong fusion planted in the OpenCL executor, the outputs of
+/// transformer_encoder_block and of torchvision_vit are out of the case's tolerance,
+/// element values wrong with the right shape (the unplanted executor passes the same cases
+/// in `golden_cases_on_opencl`). Without an OpenCL runtime the planted executor is never
+/// used, and the outputs (from the reference) match.
+#[test]
+fn a_planted_wrong_fusion_is_caught_by_the_transformer_cases() {
+    let test = "a_planted_wrong_fusion_is_caught_by_the_transformer_cases";
+    let here = opencl_here(test);
+    let manifest = load_manifest();
+    for case_name in ["transformer_encoder_block", "torchvision_vit"] {
+        let Some(case) = manifest.cases.iter().find(|c| c.name == case_name) else {
+            panic!("{test}: the golden manifest has no {case_name} case");
+        };
+        let tolerance = &manifest.tolerances[&case.tolerance];
+        for fault in [
+            FusionFault::GeluScaleDropped,
+            FusionFault::MatMulBiasDropped,
+            FusionFault::GemmResidualDropped,
+        ] {
+            let executor = OpenClExecutor::with_options(OpenClOptions {
+                planted_fusion_fault: Some(fault),
+                ..OpenClOptions::default()
+            });
+            let net = NetBuilder::from_onnx_file(golden_dir().join(&case.model))
+                .registry(ExecutorRegistry::with_builtins().with(Arc::new(executor)))
+                .backend(concord::backends::OPENCL)
+                .fallback(FallbackPolicy::Allow)
+                .overrides(Overrides::default())
+                .build()
+                .unwrap_or_else(|e| panic!("{test}: {case_name}, {fault:?}: build failed: {e}"));
+            let outputs = net
+                .forward(read_inputs(&case.inputs).unwrap_or_else(|e| panic!("{test}: {e}")))
+                .unwrap_or_else(|e| panic!("{test}: {case_name}, {fault:?}: forward failed: {e}"));
+            for (name, file) in &case.outputs {
+                let expected = read_npy(&golden_dir().join(file)).unwrap_or_else(|e| panic!("{e}"));
+                let Some(actual) = outputs.get(name) else {
+                    panic!("{test}: {case_name}, {fault:?}: output {name} missing");
+                };
+                let verdict = compare(actual, &expected, tolerance);
+                match &here {
+                    OpenClHere::Available => match verdict {
+                        Err(m) if m.contains("out of tolerance") => {
+                            println!("{test}: {case_name}: {fault:?} caught: {m}")
+                        }
+                        other => panic!(
+                            "{test}: {fault:?} planted, but {case_name}'s {name} gave \
+                             {other:?} instead of values out of tolerance"
+                        ),
+                    },
+                    OpenClHere::Unavailable { .. } => assert!(
+                        verdict.is_ok(),
+                        "{test}: {case_name}, {fault:?}: the reference fallback's {name} does \
+                         not match: {verdict:?}"
+                    ),
+                }
+            }
+        }
+    }
 }
 
 /// Whether the device the OpenCL executor selects is a CPU (false without one).

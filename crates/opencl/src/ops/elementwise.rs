@@ -3,7 +3,7 @@
 
 use super::{broadcast_strides, input, optional_input, output};
 use crate::plan::StorageDefines;
-use crate::plan::{i32_arg, int8, Arg, Builder, Storage};
+use crate::plan::{coalesce, i32_arg, int8, Arg, Builder, Storage};
 use crate::programs::Family;
 use concord_core::op::{Binary, Unary};
 use concord_core::{DType, Node, Op, OpError};
@@ -44,16 +44,21 @@ fn binary(b: &mut Builder, node: &Node, op: Binary) -> Result<(), OpError> {
     let out = b.shape(y)?.clone();
     let (sa, sb) = (b.shape(a_name)?.clone(), b.shape(b_name)?.clone());
     let n = out.numel();
-    let (rank, sa, sb) = if sa == out && sb == out {
+    // Broadcast index arithmetic over the fewest axes that visit the same elements; none
+    // when both operands are read flat.
+    let (dims, strides) = coalesce(
+        out.dims(),
+        &[
+            &broadcast_strides(sa.dims(), out.dims()),
+            &broadcast_strides(sb.dims(), out.dims()),
+        ],
+    );
+    let (rank, sa, sb) = if strides.iter().all(|s| s[..] == [1]) {
         (0, [0; 8], [0; 8])
     } else {
-        (
-            out.rank(),
-            int8(&broadcast_strides(sa.dims(), out.dims()))?,
-            int8(&broadcast_strides(sb.dims(), out.dims()))?,
-        )
+        (dims.len(), int8(&strides[0])?, int8(&strides[1])?)
     };
-    let dims: Vec<i64> = out.dims().iter().map(|&d| d as i64).collect();
+    let dims: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
     let program = b.program(Family::Elementwise, storage.variant())?;
     let a = b.input(a_name)?;
     let bb = b.input(b_name)?;

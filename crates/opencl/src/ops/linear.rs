@@ -478,7 +478,8 @@ pub(super) fn conv(b: &mut Builder, fused: &FusedNode, attrs: &Conv) -> Result<(
     launch_gemm(b, variant, call)
 }
 
-pub(super) fn gemm(b: &mut Builder, node: &Node, attrs: &Gemm) -> Result<(), OpError> {
+pub(super) fn gemm(b: &mut Builder, fused: &FusedNode, attrs: &Gemm) -> Result<(), OpError> {
+    let node = &fused.node;
     let (a, bn, y) = (input(node, 0, "A")?, input(node, 1, "B")?, output(node)?);
     let ad = b.shape(a)?.dims().to_vec();
     let bd = b.shape(bn)?.dims().to_vec();
@@ -531,6 +532,7 @@ pub(super) fn gemm(b: &mut Builder, node: &Node, attrs: &Gemm) -> Result<(), OpE
         }
         None => None,
     };
+    let epilogue = fused_epilogue(b, fused, y)?;
     let al = b.input(a)?;
     let bl = b.input(bn)?;
     let yl = b.alloc(y)?;
@@ -550,13 +552,14 @@ pub(super) fn gemm(b: &mut Builder, node: &Node, attrs: &Gemm) -> Result<(), OpE
         bias,
         alpha: attrs.alpha,
         beta: attrs.beta,
-        epilogue: (None, Activation::None),
+        epilogue,
         conv: None,
     };
     launch_gemm(b, variant, call)
 }
 
-pub(super) fn matmul(b: &mut Builder, node: &Node) -> Result<(), OpError> {
+pub(super) fn matmul(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> {
+    let node = &fused.node;
     let (a, bn, y) = (input(node, 0, "A")?, input(node, 1, "B")?, output(node)?);
     let mut ad = b.shape(a)?.dims().to_vec();
     let mut bd = b.shape(bn)?.dims().to_vec();
@@ -611,8 +614,32 @@ pub(super) fn matmul(b: &mut Builder, node: &Node) -> Result<(), OpError> {
     };
     let [a0, a1] = strides(pa, m * k);
     let [b0, b1] = strides(pb, k * n);
+    // B without batch dims (a weight) meets every batch of A alike: A's batches are then
+    // more rows of one GEMM ([17, 1, 32] × [32, 96] is 17 × 32 by 32 × 96, not 17 GEMMs of
+    // one row), each output element summed over k exactly as before.
+    let (m, out_batch, [a0, a1]) = if pb == [1, 1] {
+        (m * out_batch[0] * out_batch[1], [1, 1], [0, 0])
+    } else {
+        (m, out_batch, [a0, a1])
+    };
     let dtype = b.dtype(a)?;
     let variant = b.storage(dtype).variant();
+    // A fused bias ([1, …, 1, N], checked when it was fused) is read along the columns of
+    // every row and batch.
+    let bias = match &fused.epilogue.bias {
+        Some(name) => {
+            let dims = b.shape(name)?.dims().to_vec();
+            if dims.last() != Some(&n) || dims.iter().rev().skip(1).any(|&d| d != 1) {
+                return Err(OpError::Shape(format!(
+                    "MatMul: the fused bias `{name}` of shape {dims:?} does not add along \
+                     the output's last axis ({n})"
+                )));
+            }
+            Some((b.input(name)?, [0, 1, 0]))
+        }
+        None => None,
+    };
+    let epilogue = fused_epilogue(b, fused, y)?;
     let al = b.input(a)?;
     let bl = b.input(bn)?;
     let yl = b.alloc(y)?;
@@ -629,13 +656,37 @@ pub(super) fn matmul(b: &mut Builder, node: &Node) -> Result<(), OpError> {
         sb: [n as i64, 1, b0, b1],
         batch: out_batch[0] * out_batch[1],
         batch1: out_batch[1],
-        bias: None,
+        bias,
         alpha: 1.0,
         beta: 1.0,
-        epilogue: (None, Activation::None),
+        epilogue,
         conv: None,
     };
     launch_gemm(b, variant, call)
+}
+
+/// The residual (checked to have the output's shape) and the activation a MatMul or Gemm
+/// absorbed.
+fn fused_epilogue(
+    b: &mut Builder,
+    fused: &FusedNode,
+    y: &str,
+) -> Result<(Option<Loc>, Activation), OpError> {
+    let residual = match &fused.epilogue.residual {
+        Some(r) => {
+            let out = b.shape(y)?;
+            if b.shape(r)? != out {
+                return Err(OpError::Shape(format!(
+                    "{}: the fused residual `{r}` has shape {}, the output {out}",
+                    fused.node.op.name(),
+                    b.shape(r)?
+                )));
+            }
+            Some(b.input(r)?)
+        }
+        None => None,
+    };
+    Ok((residual, fused.epilogue.activation))
 }
 
 /// What the register-blocked conv path needs from `conv`.

@@ -268,8 +268,8 @@ pub fn build(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> {
     let node = &fused.node;
     match &node.op {
         Op::Conv(attrs) => linear::conv(b, fused, attrs),
-        Op::Gemm(attrs) => linear::gemm(b, node, attrs),
-        Op::MatMul => linear::matmul(b, node),
+        Op::Gemm(attrs) => linear::gemm(b, fused, attrs),
+        Op::MatMul => linear::matmul(b, fused),
         Op::Binary(_) | Op::Unary(_) | Op::Clip | Op::Where => elementwise::build(b, node),
         Op::Softmax { .. } | Op::LayerNormalization { .. } | Op::BatchNormalization { .. } => {
             norm::build(b, node)

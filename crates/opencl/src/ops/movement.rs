@@ -1,11 +1,12 @@
 //! Data movement (kernels/movement.cl and cast.cl). Reshape, Flatten, Squeeze, Unsqueeze,
-//! Identity and Dropout move nothing: their output is another name for the input's
-//! buffer. Transpose, Slice, Expand, Concat and Split are strided copies; Pad, Gather and
-//! Cast have their own kernels.
+//! Identity, Dropout and a Transpose that moves only axes of extent 1 move nothing: their
+//! output is another name for the input's buffer. Transpose, Slice, Expand, Concat and
+//! Split are strided copies over the fewest axes that visit the same elements (see
+//! [`coalesce`]); Pad, Gather and Cast have their own kernels.
 
 use super::{broadcast_strides, input, optional_input, output};
 use crate::plan::StorageDefines;
-use crate::plan::{i32_arg, int8, strides_of, Arg, Builder, Loc, Storage};
+use crate::plan::{coalesce, i32_arg, int8, strides_of, Arg, Builder, GemmKernel, Loc, Storage};
 use crate::programs::Family;
 use concord_core::shape::normalize_axis;
 use concord_core::{DType, Node, Op, OpError, Tensor, TensorData};
@@ -37,6 +38,10 @@ pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
     }
 }
 
+/// The shortest innermost axis that copy_runs walks in a loop; shorter ones leave too
+/// little per work-item to pay for the lost parallelism.
+const COPY_RUN_MIN: usize = 8;
+
 /// A strided copy: for every coordinate of `dims`, dst[dst_off + c·ds] = src[src_off + c·ss].
 #[allow(clippy::too_many_arguments)]
 fn copy_nd(
@@ -55,12 +60,49 @@ fn copy_nd(
         return Ok(());
     }
     let program = b.program(Family::Movement, storage.bits_variant())?;
-    let dims64: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+    let (dims, strides) = coalesce(dims, &[ss, ds]);
+    let (ss, ds) = (&strides[0], &strides[1]);
+    // A copy that is flat on both sides needs no index arithmetic (rank 0).
+    let rank = if ss == &[1] && ds == &[1] {
+        0
+    } else {
+        dims.len()
+    };
     let offset = |v: i64| {
         i32::try_from(v).map_err(|_| {
             OpError::Unsupported(format!("offset {v} exceeds the kernels' 32-bit indexing"))
         })
     };
+    // On CPU devices a real permutation or strided copy walks its innermost axis in a loop
+    // (copy_runs): the per-element index arithmetic, not the bytes, is what such a copy
+    // costs there. On a GPU neighbouring work-items should touch neighbouring elements.
+    let inner = dims.last().copied().unwrap_or(1);
+    if rank >= 2 && inner >= COPY_RUN_MIN && b.gemm == GemmKernel::RegisterBlocked {
+        let outer = rank - 1;
+        let runs = n / inner;
+        let dims64: Vec<i64> = dims[..outer].iter().map(|&d| d as i64).collect();
+        b.launch_1d(
+            &program,
+            "copy_runs",
+            runs,
+            vec![
+                Arg::Buf(src),
+                Arg::Buf(dst),
+                Arg::I32(i32_arg(runs, "run count")?),
+                Arg::I32(outer as i32),
+                Arg::Int8(int8(&dims64)?),
+                Arg::Int8(int8(&ss[..outer])?),
+                Arg::Int8(int8(&ds[..outer])?),
+                Arg::I32(offset(src_off)?),
+                Arg::I32(offset(dst_off)?),
+                Arg::I32(i32_arg(inner, "run length")?),
+                Arg::I32(offset(ss[outer])?),
+                Arg::I32(offset(ds[outer])?),
+            ],
+        );
+        return Ok(());
+    }
+    let dims64: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
     b.launch_1d(
         &program,
         "copy_nd",
@@ -69,7 +111,7 @@ fn copy_nd(
             Arg::Buf(src),
             Arg::Buf(dst),
             Arg::I32(i32_arg(n, "element count")?),
-            Arg::I32(dims.len() as i32),
+            Arg::I32(rank as i32),
             Arg::Int8(int8(&dims64)?),
             Arg::Int8(int8(ss)?),
             Arg::Int8(int8(ds)?),
@@ -94,6 +136,12 @@ fn transpose(b: &mut Builder, node: &Node, perm: Option<&[i64]>) -> Result<(), O
     let in_strides = strides_of(&in_dims);
     let out_dims = b.shape(y)?.dims().to_vec();
     let ss: Vec<i64> = perm.iter().map(|&p| in_strides[p]).collect();
+    // A transpose that moves only axes of extent 1 keeps every element where it is: its
+    // output is another name for its input, as a Reshape's is.
+    let (_, flat) = coalesce(&out_dims, &[&ss, &strides_of(&out_dims)]);
+    if flat.iter().all(|s| s[..] == [1]) {
+        return b.alias(y, x);
+    }
     let storage = b.storage(b.dtype(x)?);
     let src = b.input(x)?;
     let dst = b.alloc(y)?;

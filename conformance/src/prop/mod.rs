@@ -164,8 +164,6 @@ pub const REFERENCE_ONLY: &[&str] = &[
     "LRN",
     "Attention",
     "RotaryEmbedding",
-    "LSTM",
-    "GRU",
     "RNN",
     "Einsum",
     "Det",

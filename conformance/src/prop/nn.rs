@@ -1,6 +1,7 @@
 //! Property strategies for the nn family: Conv (groups, depthwise, strides, pads,
 //! dilations, auto_pad, 1-D to 3-D), Gemm, MatMul, MaxPool, AveragePool,
-//! GlobalAveragePool and Resize.
+//! GlobalAveragePool, Resize, and the recurrent GRU and LSTM (directions, layouts, clip,
+//! linear_before_reset, input_forget, initial states, peepholes).
 //!
 //! Conv and the pools draw their value recipe first. proptest shrinks a tuple one element
 //! at a time, in order, and never goes back to an earlier one: with the recipe last, the
@@ -28,6 +29,8 @@ pub(super) fn strategy(op: &str) -> Option<BoxedStrategy<OpCase>> {
         "AveragePool" => pool(PoolKind::Average).boxed(),
         "GlobalAveragePool" => global_average_pool().boxed(),
         "Resize" => resize().boxed(),
+        "GRU" => recurrent("GRU").boxed(),
+        "LSTM" => recurrent("LSTM").boxed(),
         _ => return None,
     })
 }
@@ -405,4 +408,95 @@ fn resize() -> impl Strategy<Value = OpCase> {
 enum Target {
     Scales(f64, f64),
     Sizes(usize, usize),
+}
+
+/// GRU or LSTM with ONNX's default activations: any direction and layout, with or without
+/// bias, initial states, peepholes and clip, GRU's linear_before_reset and LSTM's
+/// input_forget, weights given at run time or as constants, and every output or only some.
+fn recurrent(op: &'static str) -> impl Strategy<Value = OpCase> {
+    let lstm = op == "LSTM";
+    (
+        (extent(1..=4, 5), 1usize..=3, extent(1..=5, 5), extent(1..=5, 5)),
+        select(&["forward", "reverse", "bidirectional"][..]),
+        (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
+        (any::<bool>(), any::<bool>(), any::<bool>()),
+        prop_oneof![3 => Just(None), 1 => select(&[0.5, 3.0][..]).prop_map(Some)],
+        1usize..=3,
+        recipe(const { &[UNIFORM, super::gen::f32s("normal", None)] }),
+        seed(),
+    )
+        .prop_map(
+            move |(
+                (seq, batch, input, hidden),
+                direction,
+                (batch_major, bias, initial_h, initial_c),
+                (peepholes, gate_option, runtime_weights),
+                clip,
+                outputs,
+                values,
+                seed,
+            )| {
+                let gates = if lstm { 4 } else { 3 };
+                let dirs = if direction == "bidirectional" { 2 } else { 1 };
+                let mut attrs = Attrs::new();
+                attrs.insert("hidden_size".into(), AttributeValue::Int(hidden as i64));
+                if direction != "forward" {
+                    attrs.insert("direction".into(), AttributeValue::Str(direction.into()));
+                }
+                if batch_major {
+                    attrs.insert("layout".into(), AttributeValue::Int(1));
+                }
+                if let Some(c) = clip {
+                    attrs.insert("clip".into(), AttributeValue::Float(c));
+                }
+                if gate_option {
+                    let name = if lstm {
+                        "input_forget"
+                    } else {
+                        "linear_before_reset"
+                    };
+                    attrs.insert(name.into(), AttributeValue::Int(1));
+                }
+                let x = if batch_major {
+                    vec![batch, seq, input]
+                } else {
+                    vec![seq, batch, input]
+                };
+                let state = if batch_major {
+                    vec![batch, dirs, hidden]
+                } else {
+                    vec![dirs, batch, hidden]
+                };
+                let weights = !runtime_weights;
+                let mut inputs = vec![
+                    data("x", values, x, seed, false),
+                    data("w", values, vec![dirs, gates * hidden, input], seed + 1, weights),
+                    data("r", values, vec![dirs, gates * hidden, hidden], seed + 2, weights),
+                ];
+                let wanted = [
+                    (bias, data("b", values, vec![dirs, 2 * gates * hidden], seed + 3, weights)),
+                    // sequence_lens: always omitted here.
+                    (false, omitted()),
+                    (initial_h, data("initial_h", values, state.clone(), seed + 5, false)),
+                    (
+                        lstm && initial_c,
+                        data("initial_c", values, state.clone(), seed + 6, false),
+                    ),
+                    (
+                        lstm && peepholes,
+                        data("p", values, vec![dirs, 3 * hidden], seed + 7, weights),
+                    ),
+                ];
+                // Optional inputs up to the last present one; those before it that are
+                // absent are written as omitted.
+                let last = wanted.iter().rposition(|(present, _)| *present);
+                if let Some(last) = last {
+                    for (present, spec) in wanted.into_iter().take(last + 1) {
+                        inputs.push(if present { spec } else { omitted() });
+                    }
+                }
+                let outputs = outputs.min(if lstm { 3 } else { 2 });
+                case(op, 14, attrs, inputs, outputs)
+            },
+        )
 }

@@ -9,6 +9,7 @@ mod linear;
 mod movement;
 mod norm;
 mod pool;
+mod recurrent;
 mod reduce;
 mod resize;
 
@@ -57,6 +58,8 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
         | Op::CausalConvWithState { .. }
         | Op::SwiGLU { .. }
         | Op::LinearAttention { .. } => false,
+        // GRU and LSTM have kernels; RNN is declined below with the reason.
+        Op::Recurrent(_) => true,
         op => !matches!(
             op.family(),
             Family::Indexing
@@ -74,6 +77,11 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
     }
     if !device_row {
         return Err(format!("{} has no OpenCL kernel", node.op.name()));
+    }
+    // What the recurrent kernels leave out (RNN, sequence_lens, other activations) is named
+    // before the general operand checks, which would only say "i32" of sequence_lens.
+    if let Op::Recurrent(r) = &node.op {
+        recurrent::check(graph, node, r)?;
     }
     let names = operand_names(&node.op);
     for &index in host_operands(&node.op) {
@@ -186,6 +194,7 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
             float("Resize")?;
             resize::check(attrs)
         }
+        Op::Recurrent(_) => Ok(()),
         Op::Pad { mode } => {
             if *mode == PadMode::Constant {
                 Ok(())
@@ -279,6 +288,7 @@ pub fn build(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> {
             reduce::build(b, node)
         }
         Op::Resize(attrs) => resize::build(b, node, attrs),
+        Op::Recurrent(r) => recurrent::build(b, node, r),
         op if op.family() == Family::Movement => movement::build(b, node),
         // `supports` declines every op without a kernel, so this is a planner bug.
         other => Err(OpError::Unsupported(format!(

@@ -1,6 +1,7 @@
 //! Property strategies for the nn family: Conv (groups, depthwise, strides, pads,
 //! dilations, auto_pad, 1-D to 3-D), Gemm, MatMul, MaxPool, AveragePool,
-//! GlobalAveragePool, Resize, and the recurrent GRU and LSTM (directions, layouts, clip,
+//! GlobalAveragePool, Resize, ConvTranspose (groups, strides, dilations, pads, output
+//! padding, 1-D to 3-D), and the recurrent GRU and LSTM (directions, layouts, clip,
 //! linear_before_reset, input_forget, initial states, peepholes).
 //!
 //! Conv and the pools draw their value recipe first. proptest shrinks a tuple one element
@@ -11,7 +12,7 @@
 //! against values where every error shows.
 
 use super::gen::{
-    auto_pad, case, data, dims, extent, ints, literal, omitted, recipe, seed, spatial_rank, window,
+    auto_pad, case, data, dims, extent, extents, ints, literal, omitted, recipe, seed, spatial_rank, window,
     window_attributes, Attrs, Recipe, Window, ACCUMULATING, UNIFORM,
 };
 use crate::case::{AttributeValue, OpCase};
@@ -29,6 +30,7 @@ pub(super) fn strategy(op: &str) -> Option<BoxedStrategy<OpCase>> {
         "AveragePool" => pool(PoolKind::Average).boxed(),
         "GlobalAveragePool" => global_average_pool().boxed(),
         "Resize" => resize().boxed(),
+        "ConvTranspose" => conv_transpose().boxed(),
         "GRU" => recurrent("GRU").boxed(),
         "LSTM" => recurrent("LSTM").boxed(),
         _ => return None,
@@ -497,6 +499,92 @@ fn recurrent(op: &'static str) -> impl Strategy<Value = OpCase> {
                 }
                 let outputs = outputs.min(if lstm { 3 } else { 2 });
                 case(op, 14, attrs, inputs, outputs)
+            },
+        )
+}
+
+/// One spatial axis of a ConvTranspose case: input extent, kernel, stride, dilation, the
+/// two pads (at most half the dilated kernel each, so the output is never empty) and the
+/// output padding (below the stride, as ONNX requires).
+#[derive(Clone, Copy, Debug)]
+struct TransposedWindow {
+    input: usize,
+    kernel: usize,
+    stride: usize,
+    dilation: usize,
+    pads: (usize, usize),
+    output_padding: usize,
+}
+
+fn transposed_window() -> impl Strategy<Value = TransposedWindow> + Clone {
+    (1usize..=5, 1usize..=3, 1usize..=3, 1usize..=2)
+        .prop_flat_map(|(input, kernel, stride, dilation)| {
+            let reach = (kernel - 1) * dilation / 2;
+            (0..=reach, 0..=reach, 0..stride).prop_map(move |(begin, end, output_padding)| {
+                TransposedWindow {
+                    input,
+                    kernel,
+                    stride,
+                    dilation,
+                    pads: (begin, end),
+                    output_padding,
+                }
+            })
+        })
+}
+
+/// ConvTranspose: 1-D to 3-D, groups, strides, dilations, asymmetric pads and output
+/// padding, with and without bias, weights constant or given at run time.
+fn conv_transpose() -> impl Strategy<Value = OpCase> {
+    (
+        recipe(ACCUMULATING),
+        spatial_rank(),
+        uniform3(transposed_window()),
+        (1usize..=2, 1usize..=2, 1usize..=3, extent(1..=3, 7)),
+        (any::<bool>(), any::<bool>()),
+        seed(),
+    )
+        .prop_map(
+            |(
+                values,
+                rank,
+                windows,
+                (batch, group, in_per_group, out_per_group),
+                (bias, runtime_weights),
+                seed,
+            )| {
+                let windows = &windows[..rank];
+                let channels = group * in_per_group;
+                let maps = group * out_per_group;
+                let mut x = vec![batch, channels];
+                x.extend(windows.iter().map(|w| w.input));
+                let mut w = vec![channels, out_per_group];
+                w.extend(windows.iter().map(|w| w.kernel));
+                let list = |f: &dyn Fn(&TransposedWindow) -> usize| -> Vec<usize> {
+                    windows.iter().map(f).collect()
+                };
+                let mut attrs = Attrs::new();
+                attrs.insert("kernel_shape".into(), extents(&list(&|w| w.kernel)));
+                attrs.insert("strides".into(), extents(&list(&|w| w.stride)));
+                attrs.insert("dilations".into(), extents(&list(&|w| w.dilation)));
+                let mut pads = list(&|w| w.pads.0);
+                pads.extend(list(&|w| w.pads.1));
+                attrs.insert("pads".into(), extents(&pads));
+                attrs.insert(
+                    "output_padding".into(),
+                    extents(&list(&|w| w.output_padding)),
+                );
+                if group != 1 {
+                    attrs.insert("group".into(), AttributeValue::Int(group as i64));
+                }
+                let mut inputs = vec![
+                    data("x", values, x, seed, false),
+                    data("w", values, w, seed + 1, !runtime_weights),
+                ];
+                if bias {
+                    inputs.push(data("b", values, vec![maps], seed + 2, !runtime_weights));
+                }
+                case("ConvTranspose", 17, attrs, inputs, 1)
             },
         )
 }

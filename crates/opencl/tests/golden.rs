@@ -62,6 +62,11 @@ const EXPECTED_FALLBACKS: &[ExpectedFallback] = &[
         op: "Mul",
         reason: "is f64; the OpenCL kernels handle f32, f16, i64 and bool",
     },
+    ExpectedFallback {
+        case: "range_float",
+        op: "Range",
+        reason: "input 0 (start) must be a constant",
+    },
     // What the GRU and LSTM kernels leave to the reference.
     ExpectedFallback {
         case: "gru_linear_before_reset",

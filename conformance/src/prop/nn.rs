@@ -412,7 +412,24 @@ enum Target {
     Sizes(usize, usize),
 }
 
-/// GRU or LSTM with ONNX's default activations: any direction and layout, with or without
+/// The recurrent activation functions with the alpha and beta a case gives them (None: the
+/// function takes none), bounded so that the state stays in a range where every function
+/// is defined.
+const RNN_ACTIVATIONS: &[(&str, Option<f64>, Option<f64>)] = &[
+    ("Sigmoid", None, None),
+    ("Tanh", None, None),
+    ("Relu", None, None),
+    ("Affine", Some(0.5), Some(0.25)),
+    ("LeakyRelu", Some(0.1), None),
+    ("ThresholdedRelu", Some(0.2), None),
+    ("ScaledTanh", Some(0.8), Some(1.5)),
+    ("HardSigmoid", Some(0.3), Some(0.4)),
+    ("Elu", Some(0.7), None),
+    ("Softsign", None, None),
+    ("Softplus", None, None),
+];
+
+/// GRU or LSTM with ONNX's default activations or any others: any direction and layout, with or without
 /// bias, initial states, peepholes and clip, GRU's linear_before_reset and LSTM's
 /// input_forget, weights given at run time or as constants, and every output or only some.
 fn recurrent(op: &'static str) -> impl Strategy<Value = OpCase> {
@@ -423,6 +440,10 @@ fn recurrent(op: &'static str) -> impl Strategy<Value = OpCase> {
         (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
         (any::<bool>(), any::<bool>(), any::<bool>()),
         prop_oneof![3 => Just(None), 1 => select(&[0.5, 3.0][..]).prop_map(Some)],
+        prop_oneof![
+            3 => Just(None),
+            1 => proptest::collection::vec(select(RNN_ACTIVATIONS), 6).prop_map(Some)
+        ],
         1usize..=3,
         recipe(const { &[UNIFORM, super::gen::f32s("normal", None)] }),
         seed(),
@@ -434,6 +455,7 @@ fn recurrent(op: &'static str) -> impl Strategy<Value = OpCase> {
                 (batch_major, bias, initial_h, initial_c),
                 (peepholes, gate_option, runtime_weights),
                 clip,
+                activations,
                 outputs,
                 values,
                 seed,
@@ -450,6 +472,22 @@ fn recurrent(op: &'static str) -> impl Strategy<Value = OpCase> {
                 }
                 if let Some(c) = clip {
                     attrs.insert("clip".into(), AttributeValue::Float(c));
+                }
+                if let Some(chosen) = activations {
+                    // Each direction's functions (GRU f, g; LSTM f, g, h), with an alpha and
+                    // a beta by position (the k-th function takes the k-th value, as
+                    // onnxruntime reads them; 0 for a function that takes none).
+                    let functions = if lstm { 3 } else { 2 };
+                    let chosen = &chosen[..functions * dirs];
+                    attrs.insert(
+                        "activations".into(),
+                        AttributeValue::Strs(chosen.iter().map(|a| a.0.to_string()).collect()),
+                    );
+                    let takes = |i: usize| -> Vec<f64> {
+                        chosen.iter().map(|a| [a.1, a.2][i].unwrap_or(0.0)).collect()
+                    };
+                    attrs.insert("activation_alpha".into(), AttributeValue::Floats(takes(0)));
+                    attrs.insert("activation_beta".into(), AttributeValue::Floats(takes(1)));
                 }
                 if gate_option {
                     let name = if lstm {

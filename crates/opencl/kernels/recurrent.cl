@@ -1,4 +1,5 @@
-// recurrent.cl: GRU and LSTM with ONNX's default activations. One work-group per
+// recurrent.cl: GRU and LSTM with any of ONNX's activation functions (`acts`: kind, alpha
+// and beta of each function, per direction). One work-group per
 // (direction, batch entry) walks the whole sequence: its work-items share the hidden rows
 // (item j takes rows j, j + L, …), and barriers separate the steps, so a forward is one
 // launch however long the sequence. The state lives in a scratch buffer of acc_t (double
@@ -26,7 +27,27 @@
 // Scratch rows per work-group (see rnn_scratch_rows in ops/recurrent.rs).
 #define SCRATCH_ROWS 5
 
-inline acc_t rnn_sigmoid(acc_t x) { return 1 / (1 + exp(-x)); }
+// The activation functions, by their position in concord-core's RnnActivationKind::ALL
+// (Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu,
+// Softsign, Softplus), with the reference's NaN behaviour: Relu of NaN is 0, a clamp keeps
+// NaN.
+inline acc_t rnn_act(acc_t x, __global const float* acts, int which) {
+    const int kind = (int)acts[3 * which];
+    const acc_t a = acts[3 * which + 1], b = acts[3 * which + 2];
+    switch (kind) {
+    case 0: return x > 0 ? x : 0;
+    case 1: return tanh(x);
+    case 2: return 1 / (1 + exp(-x));
+    case 3: return a * x + b;
+    case 4: return x >= 0 ? x : a * x;
+    case 5: return x > a ? x : 0;
+    case 6: return a * tanh(b * x);
+    case 7: { const acc_t v = a * x + b; return v < 0 ? 0 : (v > 1 ? 1 : v); }
+    case 8: return x >= 0 ? x : a * expm1(x);
+    case 9: return x / (1 + fabs(x));
+    default: return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+    }
+}
 
 // Clamps a gate's pre-activation to [-clip, clip]; a NaN stays NaN, as in the reference.
 inline acc_t rnn_clip(acc_t v, int flags, float clip) {
@@ -74,14 +95,15 @@ inline acc_t rnn_bias(CTPTR B, long at, int flags) {
 
 // mode: 0 forward, 1 reverse, 2 bidirectional (direction 1 walks in reverse).
 __kernel void gru(CTPTR X, CTPTR W, CTPTR R, CTPTR B, CTPTR H0, TPTR Y, TPTR YH,
-                  __global acc_t* S, int seq, int batch, int input, int hidden, int dirs,
-                  int mode, int flags, float clip) {
+                  __global acc_t* S, __global const float* acts, int seq, int batch,
+                  int input, int hidden, int dirs, int mode, int flags, float clip) {
     const int lid = get_local_id(0), L = get_local_size(0);
     const int group = get_group_id(1);
     if (group >= dirs * batch) return;
     const int d = group / batch, n = group - d * batch;
     const int reverse = mode == 1 || (mode == 2 && d == 1);
     const int gh = 3 * hidden;
+    const int fa = 2 * d, ga = 2 * d + 1;
     __global acc_t* h = S + (long)group * SCRATCH_ROWS * hidden;
     __global acc_t* next = h + hidden;
     __global acc_t* scaled = next + hidden;
@@ -98,19 +120,19 @@ __kernel void gru(CTPTR X, CTPTR W, CTPTR R, CTPTR B, CTPTR H0, TPTR Y, TPTR YH,
         const long xb = rnn_x_at(t, n, seq, batch, input, flags);
         for (int j = lid; j < hidden; j += L) {
             const long jz = j, jr = hidden + j, jh = 2 * hidden + j;
-            const acc_t z = rnn_sigmoid(rnn_clip(
+            const acc_t z = rnn_act(rnn_clip(
                 rnn_dot_x(W, wrow + jz, input, X, xb) + rnn_dot_h(R, wrow + jz, hidden, h)
                     + rnn_bias(B, bw + jz, flags) + rnn_bias(B, br + jz, flags),
-                flags, clip));
-            const acc_t r = rnn_sigmoid(rnn_clip(
+                flags, clip), acts, fa);
+            const acc_t r = rnn_act(rnn_clip(
                 rnn_dot_x(W, wrow + jr, input, X, xb) + rnn_dot_h(R, wrow + jr, hidden, h)
                     + rnn_bias(B, bw + jr, flags) + rnn_bias(B, br + jr, flags),
-                flags, clip));
+                flags, clip), acts, fa);
             const acc_t xh = rnn_dot_x(W, wrow + jh, input, X, xb) + rnn_bias(B, bw + jh, flags);
             if (flags & LINEAR_BEFORE_RESET) {
                 const acc_t rec =
                     r * (rnn_dot_h(R, wrow + jh, hidden, h) + rnn_bias(B, br + jh, flags));
-                const acc_t cand = tanh(rnn_clip(xh + rec, flags, clip));
+                const acc_t cand = rnn_act(rnn_clip(xh + rec, flags, clip), acts, ga);
                 next[j] = (1 - z) * cand + z * h[j];
             } else {
                 scaled[j] = r * h[j];
@@ -125,7 +147,7 @@ __kernel void gru(CTPTR X, CTPTR W, CTPTR R, CTPTR B, CTPTR H0, TPTR Y, TPTR YH,
                 const long jh = 2 * hidden + j;
                 const acc_t rec =
                     rnn_dot_h(R, wrow + jh, hidden, scaled) + rnn_bias(B, br + jh, flags);
-                const acc_t cand = tanh(rnn_clip(xs[j] + rec, flags, clip));
+                const acc_t cand = rnn_act(rnn_clip(xs[j] + rec, flags, clip), acts, ga);
                 next[j] = (1 - zs[j]) * cand + zs[j] * h[j];
             }
         }
@@ -147,14 +169,16 @@ __kernel void gru(CTPTR X, CTPTR W, CTPTR R, CTPTR B, CTPTR H0, TPTR Y, TPTR YH,
 
 // LSTM gates i, o, f, c are W's row blocks 0 to 3; peepholes P hold i, o, f.
 __kernel void lstm(CTPTR X, CTPTR W, CTPTR R, CTPTR B, CTPTR H0, CTPTR C0, CTPTR P, TPTR Y,
-                   TPTR YH, TPTR YC, __global acc_t* S, int seq, int batch, int input,
-                   int hidden, int dirs, int mode, int flags, float clip) {
+                   TPTR YH, TPTR YC, __global acc_t* S, __global const float* acts, int seq,
+                   int batch, int input, int hidden, int dirs, int mode, int flags,
+                   float clip) {
     const int lid = get_local_id(0), L = get_local_size(0);
     const int group = get_group_id(1);
     if (group >= dirs * batch) return;
     const int d = group / batch, n = group - d * batch;
     const int reverse = mode == 1 || (mode == 2 && d == 1);
     const int gh = 4 * hidden;
+    const int fa = 3 * d, ga = 3 * d + 1, ha = 3 * d + 2;
     __global acc_t* h = S + (long)group * SCRATCH_ROWS * hidden;
     __global acc_t* next = h + hidden;
     __global acc_t* c = next + hidden;
@@ -174,31 +198,31 @@ __kernel void lstm(CTPTR X, CTPTR W, CTPTR R, CTPTR B, CTPTR H0, CTPTR C0, CTPTR
             const acc_t po = (flags & HAS_P) ? (acc_t)LD(P, pb + hidden + j) : 0;
             const acc_t pf = (flags & HAS_P) ? (acc_t)LD(P, pb + 2 * hidden + j) : 0;
             const acc_t cj = c[j];
-            const acc_t i = rnn_sigmoid(rnn_clip(
+            const acc_t i = rnn_act(rnn_clip(
                 rnn_dot_x(W, wrow + ji, input, X, xb) + rnn_dot_h(R, wrow + ji, hidden, h)
                     + rnn_bias(B, bw + ji, flags) + rnn_bias(B, br + ji, flags) + pi * cj,
-                flags, clip));
+                flags, clip), acts, fa);
             acc_t f;
             if (flags & INPUT_FORGET) {
                 f = 1 - i;
             } else {
-                f = rnn_sigmoid(rnn_clip(
+                f = rnn_act(rnn_clip(
                     rnn_dot_x(W, wrow + jf, input, X, xb) + rnn_dot_h(R, wrow + jf, hidden, h)
                         + rnn_bias(B, bw + jf, flags) + rnn_bias(B, br + jf, flags) + pf * cj,
-                    flags, clip));
+                    flags, clip), acts, fa);
             }
-            const acc_t cand = tanh(rnn_clip(
+            const acc_t cand = rnn_act(rnn_clip(
                 rnn_dot_x(W, wrow + jc, input, X, xb) + rnn_dot_h(R, wrow + jc, hidden, h)
                     + rnn_bias(B, bw + jc, flags) + rnn_bias(B, br + jc, flags),
-                flags, clip));
+                flags, clip), acts, ga);
             const acc_t cell = f * cj + i * cand;
-            const acc_t o = rnn_sigmoid(rnn_clip(
+            const acc_t o = rnn_act(rnn_clip(
                 rnn_dot_x(W, wrow + jo, input, X, xb) + rnn_dot_h(R, wrow + jo, hidden, h)
                     + rnn_bias(B, bw + jo, flags) + rnn_bias(B, br + jo, flags) + po * cell,
-                flags, clip));
+                flags, clip), acts, fa);
             // Row j's cell state is read and written by this work-item only.
             c[j] = cell;
-            next[j] = o * tanh(cell);
+            next[j] = o * rnn_act(cell, acts, ha);
         }
         barrier(CLK_GLOBAL_MEM_FENCE);
         for (int j = lid; j < hidden; j += L) {

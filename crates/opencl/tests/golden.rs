@@ -79,11 +79,6 @@ const EXPECTED_FALLBACKS: &[ExpectedFallback] = &[
         reason: "LSTM with sequence_lens is not implemented on OpenCL",
     },
     ExpectedFallback {
-        case: "lstm_reverse_input_forget_clip",
-        op: "LSTM",
-        reason: "LSTM with activations [HardSigmoid, Tanh, Softsign] is not implemented",
-    },
-    ExpectedFallback {
         case: "maxpool_indices_unpool",
         op: "MaxPool",
         reason: "MaxPool's Indices output (its second) has no OpenCL kernel",

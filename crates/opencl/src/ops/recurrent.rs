@@ -1,16 +1,17 @@
 //! GRU and LSTM (kernels/recurrent.cl): one launch per node, one work-group per
 //! (direction, batch entry) walking the whole sequence with barriers between steps, its
 //! state in a scratch slot of 8-byte elements (the kernels' acc_t, double where the device
-//! has fp64). Directions, `layout`, `clip`, `linear_before_reset`, `input_forget`,
-//! initial states and peepholes are implemented; `sequence_lens`, RNN and activations
-//! other than ONNX's defaults are declined by [`check`], so those nodes run on the
-//! reference and the placement says why.
+//! has fp64). Directions, `layout`, every activation function with its alpha and beta,
+//! `clip`, `linear_before_reset`, `input_forget`, initial states and peepholes are
+//! implemented; `sequence_lens` and RNN are declined by [`check`], so those nodes run on
+//! the reference and the placement says why.
 
 use super::{input, optional_input};
 use crate::plan::{i32_arg, Arg, Builder, StorageDefines};
 use crate::programs::Family;
-use concord_core::op::{Recurrent, RecurrentCell, RnnDirection};
-use concord_core::{DType, Graph, Node, OpError, Shape};
+use concord_core::op::{Recurrent, RecurrentCell, RnnActivationKind, RnnDirection};
+use concord_core::storage::Storage;
+use concord_core::{DType, Graph, Node, OpError, Shape, Tensor};
 
 /// Scratch rows of `hidden` elements per work-group: h, the next h, and three rows of
 /// intermediates (kernels/recurrent.cl's SCRATCH_ROWS).
@@ -43,21 +44,6 @@ pub(super) fn check(graph: &Graph, node: &Node, r: &Recurrent) -> Result<(), Str
         return Err(format!(
             "{name} with sequence_lens is not implemented on OpenCL (every batch entry \
              walking the whole sequence is)"
-        ));
-    }
-    let defaults = r.cell.default_activations();
-    let default = r
-        .activations
-        .chunks(defaults.len().max(1))
-        .all(|chunk| chunk.iter().map(|a| a.kind).eq(defaults.iter().copied()));
-    if !default {
-        let names: Vec<&str> = r.activations.iter().map(|a| a.kind.name()).collect();
-        let wanted: Vec<&str> = defaults.iter().map(|k| k.name()).collect();
-        return Err(format!(
-            "{name} with activations [{}] is not implemented on OpenCL (the defaults, [{}] \
-             per direction, are)",
-            names.join(", "),
-            wanted.join(", ")
         ));
     }
     let float = node
@@ -204,6 +190,34 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
             None => scratch.clone(),
         });
     }
+    // The activation table the kernels read: per function of each direction, its kind (its
+    // position in RnnActivationKind::ALL), alpha and beta; always f32, whatever the target.
+    let functions = r.cell.functions();
+    if r.activations.len() != functions * dirs {
+        return Err(OpError::Attribute {
+            name: "activations",
+            detail: format!(
+                "{name} with {dirs} direction(s) takes {} activations, the node has {}",
+                functions * dirs,
+                r.activations.len()
+            ),
+        });
+    }
+    let mut table = Vec::with_capacity(3 * r.activations.len());
+    for a in &r.activations {
+        let kind = RnnActivationKind::ALL
+            .iter()
+            .position(|row| row.0 == a.kind)
+            .ok_or_else(|| {
+                OpError::Unsupported(format!(
+                    "{name}: activation {} has no code in the OpenCL kernels",
+                    a.kind.name()
+                ))
+            })?;
+        table.extend([kind as f32, a.alpha, a.beta]);
+    }
+    let table = Tensor::from_f32([table.len()], table).map_err(|e| OpError::Shape(e.to_string()))?;
+    let acts = b.constant(&format!("{}::activations", node.name), &table, Storage::F32)?;
     let mode = match r.direction {
         RnnDirection::Forward => 0,
         RnnDirection::Reverse => 1,
@@ -216,6 +230,7 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
     args.extend(results.into_iter().map(Arg::Buf));
     args.extend([
         Arg::Buf(scratch),
+        Arg::Buf(acts),
         Arg::I32(i32_arg(seq, "sequence length")?),
         Arg::I32(i32_arg(batch, "batch size")?),
         Arg::I32(i32_arg(input_size, "input size")?),

@@ -12,8 +12,8 @@
 //! against values where every error shows.
 
 use super::gen::{
-    auto_pad, case, data, dims, extent, extents, ints, literal, omitted, recipe, seed, spatial_rank, window,
-    window_attributes, Attrs, Recipe, Window, ACCUMULATING, UNIFORM,
+    auto_pad, case, data, dims, extent, extents, ints, literal, omitted, recipe, seed,
+    spatial_rank, window, window_attributes, Attrs, Recipe, Window, ACCUMULATING, UNIFORM,
 };
 use crate::case::{AttributeValue, OpCase};
 use proptest::array::uniform3;
@@ -435,7 +435,12 @@ const RNN_ACTIVATIONS: &[(&str, Option<f64>, Option<f64>)] = &[
 fn recurrent(op: &'static str) -> impl Strategy<Value = OpCase> {
     let lstm = op == "LSTM";
     (
-        (extent(1..=4, 5), 1usize..=3, extent(1..=5, 5), extent(1..=5, 5)),
+        (
+            extent(1..=4, 5),
+            1usize..=3,
+            extent(1..=5, 5),
+            extent(1..=5, 5),
+        ),
         select(&["forward", "reverse", "bidirectional"][..]),
         (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
         (any::<bool>(), any::<bool>(), any::<bool>()),
@@ -484,7 +489,10 @@ fn recurrent(op: &'static str) -> impl Strategy<Value = OpCase> {
                         AttributeValue::Strs(chosen.iter().map(|a| a.0.to_string()).collect()),
                     );
                     let takes = |i: usize| -> Vec<f64> {
-                        chosen.iter().map(|a| [a.1, a.2][i].unwrap_or(0.0)).collect()
+                        chosen
+                            .iter()
+                            .map(|a| [a.1, a.2][i].unwrap_or(0.0))
+                            .collect()
                     };
                     attrs.insert("activation_alpha".into(), AttributeValue::Floats(takes(0)));
                     attrs.insert("activation_beta".into(), AttributeValue::Floats(takes(1)));
@@ -510,14 +518,38 @@ fn recurrent(op: &'static str) -> impl Strategy<Value = OpCase> {
                 let weights = !runtime_weights;
                 let mut inputs = vec![
                     data("x", values, x, seed, false),
-                    data("w", values, vec![dirs, gates * hidden, input], seed + 1, weights),
-                    data("r", values, vec![dirs, gates * hidden, hidden], seed + 2, weights),
+                    data(
+                        "w",
+                        values,
+                        vec![dirs, gates * hidden, input],
+                        seed + 1,
+                        weights,
+                    ),
+                    data(
+                        "r",
+                        values,
+                        vec![dirs, gates * hidden, hidden],
+                        seed + 2,
+                        weights,
+                    ),
                 ];
                 let wanted = [
-                    (bias, data("b", values, vec![dirs, 2 * gates * hidden], seed + 3, weights)),
+                    (
+                        bias,
+                        data(
+                            "b",
+                            values,
+                            vec![dirs, 2 * gates * hidden],
+                            seed + 3,
+                            weights,
+                        ),
+                    ),
                     // sequence_lens: always omitted here.
                     (false, omitted()),
-                    (initial_h, data("initial_h", values, state.clone(), seed + 5, false)),
+                    (
+                        initial_h,
+                        data("initial_h", values, state.clone(), seed + 5, false),
+                    ),
                     (
                         lstm && initial_c,
                         data("initial_c", values, state.clone(), seed + 6, false),
@@ -555,8 +587,8 @@ struct TransposedWindow {
 }
 
 fn transposed_window() -> impl Strategy<Value = TransposedWindow> + Clone {
-    (1usize..=5, 1usize..=3, 1usize..=3, 1usize..=2)
-        .prop_flat_map(|(input, kernel, stride, dilation)| {
+    (1usize..=5, 1usize..=3, 1usize..=3, 1usize..=2).prop_flat_map(
+        |(input, kernel, stride, dilation)| {
             let reach = (kernel - 1) * dilation / 2;
             (0..=reach, 0..=reach, 0..stride).prop_map(move |(begin, end, output_padding)| {
                 TransposedWindow {
@@ -568,7 +600,8 @@ fn transposed_window() -> impl Strategy<Value = TransposedWindow> + Clone {
                     output_padding,
                 }
             })
-        })
+        },
+    )
 }
 
 /// ConvTranspose: 1-D to 3-D, groups, strides, dilations, asymmetric pads and output

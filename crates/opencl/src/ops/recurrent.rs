@@ -112,15 +112,16 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
     let w = expect(b, 1, "W", &[dirs, gates * hidden, input_size])?;
     let rw = expect(b, 2, "R", &[dirs, gates * hidden, hidden])?;
     let mut flags = 0;
-    let mut optional = |b: &Builder, index: usize, what: &'static str, want: &[usize], bit| {
-        match optional_input(node, index) {
+    let mut optional =
+        |b: &Builder, index: usize, what: &'static str, want: &[usize], bit| match optional_input(
+            node, index,
+        ) {
             Some(_) => {
                 flags |= bit;
                 expect(b, index, what, want).map(Some)
             }
             None => Ok(None),
-        }
-    };
+        };
     let bias = optional(b, 3, "B", &[dirs, 2 * gates * hidden], HAS_B)?;
     let h0 = optional(b, 5, "initial_h", &state, HAS_H0)?;
     let (c0, peep) = if lstm {
@@ -216,14 +217,21 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
             })?;
         table.extend([kind as f32, a.alpha, a.beta]);
     }
-    let table = Tensor::from_f32([table.len()], table).map_err(|e| OpError::Shape(e.to_string()))?;
+    let table =
+        Tensor::from_f32([table.len()], table).map_err(|e| OpError::Shape(e.to_string()))?;
     let acts = b.constant(&format!("{}::activations", node.name), &table, Storage::F32)?;
     let mode = match r.direction {
         RnnDirection::Forward => 0,
         RnnDirection::Reverse => 1,
         RnnDirection::Bidirectional => 2,
     };
-    let mut args = vec![Arg::Buf(xl), Arg::Buf(wl), Arg::Buf(rl), Arg::Buf(bl), Arg::Buf(h0l)];
+    let mut args = vec![
+        Arg::Buf(xl),
+        Arg::Buf(wl),
+        Arg::Buf(rl),
+        Arg::Buf(bl),
+        Arg::Buf(h0l),
+    ];
     if lstm {
         args.extend([Arg::Buf(c0l), Arg::Buf(pl)]);
     }

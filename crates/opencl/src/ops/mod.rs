@@ -81,7 +81,7 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
     if !device_row {
         return Err(format!("{} has no OpenCL kernel", node.op.name()));
     }
-    // What the recurrent kernels leave out (RNN, sequence_lens, other activations) is named
+    // What the recurrent kernels leave out (RNN, sequence_lens) is named
     // before the general operand checks, which would only say "i32" of sequence_lens.
     if let Op::Recurrent(r) = &node.op {
         recurrent::check(graph, node, r)?;

@@ -32,7 +32,8 @@ pub struct OpCase {
     /// Default-domain opset of the model (default 17).
     #[serde(default = "default_opset")]
     pub opset: i64,
-    /// Attributes in ONNX spelling: integers, floats, strings, lists of integers or floats,
+    /// Attributes in ONNX spelling: integers, floats, strings, lists of integers, floats or
+    /// strings,
     /// or a tensor written as a table `{ dtype, shape, values }`.
     #[serde(default)]
     pub attributes: BTreeMap<String, AttributeValue>,
@@ -64,6 +65,7 @@ pub enum AttributeValue {
     Str(String),
     Ints(Vec<i64>),
     Floats(Vec<f64>),
+    Strs(Vec<String>),
     Tensor(TensorSpec),
 }
 
@@ -277,6 +279,10 @@ impl AttributeValue {
                 a.r#type = concord_onnx::proto::AttributeType::Floats as i32;
                 a.floats = v.iter().map(|&x| x as f32).collect();
                 a
+            }
+            AttributeValue::Strs(v) => {
+                let names: Vec<&str> = v.iter().map(String::as_str).collect();
+                attrs::strings(name, &names)
             }
             AttributeValue::Tensor(spec) => {
                 let dtype = parse_dtype(&spec.dtype)

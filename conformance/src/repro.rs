@@ -407,6 +407,7 @@ fn attribute_value(v: &AttributeValue) -> toml::Value {
         AttributeValue::Str(s) => s.clone().into(),
         AttributeValue::Ints(v) => v.clone().into(),
         AttributeValue::Floats(v) => v.clone().into(),
+        AttributeValue::Strs(v) => v.clone().into(),
         AttributeValue::Tensor(t) => {
             let mut table = toml::Table::new();
             table.insert("dtype".into(), t.dtype.clone().into());

@@ -1,6 +1,8 @@
 //! Property strategies for the nn family: Conv (groups, depthwise, strides, pads,
 //! dilations, auto_pad, 1-D to 3-D), Gemm, MatMul, MaxPool, AveragePool,
-//! GlobalAveragePool and Resize.
+//! GlobalAveragePool, Resize, ConvTranspose (groups, strides, dilations, pads, output
+//! padding, 1-D to 3-D), and the recurrent GRU and LSTM (directions, layouts, clip,
+//! linear_before_reset, input_forget, initial states, peepholes).
 //!
 //! Conv and the pools draw their value recipe first. proptest shrinks a tuple one element
 //! at a time, in order, and never goes back to an earlier one: with the recipe last, the
@@ -10,8 +12,8 @@
 //! against values where every error shows.
 
 use super::gen::{
-    auto_pad, case, data, dims, extent, ints, literal, omitted, recipe, seed, spatial_rank, window,
-    window_attributes, Attrs, Recipe, Window, ACCUMULATING, UNIFORM,
+    auto_pad, case, data, dims, extent, extents, ints, literal, omitted, recipe, seed,
+    spatial_rank, window, window_attributes, Attrs, Recipe, Window, ACCUMULATING, UNIFORM,
 };
 use crate::case::{AttributeValue, OpCase};
 use proptest::array::uniform3;
@@ -28,6 +30,9 @@ pub(super) fn strategy(op: &str) -> Option<BoxedStrategy<OpCase>> {
         "AveragePool" => pool(PoolKind::Average).boxed(),
         "GlobalAveragePool" => global_average_pool().boxed(),
         "Resize" => resize().boxed(),
+        "ConvTranspose" => conv_transpose().boxed(),
+        "GRU" => recurrent("GRU").boxed(),
+        "LSTM" => recurrent("LSTM").boxed(),
         _ => return None,
     })
 }
@@ -405,4 +410,252 @@ fn resize() -> impl Strategy<Value = OpCase> {
 enum Target {
     Scales(f64, f64),
     Sizes(usize, usize),
+}
+
+/// The recurrent activation functions with the alpha and beta a case gives them (None: the
+/// function takes none), bounded so that the state stays in a range where every function
+/// is defined.
+const RNN_ACTIVATIONS: &[(&str, Option<f64>, Option<f64>)] = &[
+    ("Sigmoid", None, None),
+    ("Tanh", None, None),
+    ("Relu", None, None),
+    ("Affine", Some(0.5), Some(0.25)),
+    ("LeakyRelu", Some(0.1), None),
+    ("ThresholdedRelu", Some(0.2), None),
+    ("ScaledTanh", Some(0.8), Some(1.5)),
+    ("HardSigmoid", Some(0.3), Some(0.4)),
+    ("Elu", Some(0.7), None),
+    ("Softsign", None, None),
+    ("Softplus", None, None),
+];
+
+/// GRU or LSTM with ONNX's default activations or any others: any direction and layout, with or without
+/// bias, initial states, peepholes and clip, GRU's linear_before_reset and LSTM's
+/// input_forget, weights given at run time or as constants, and every output or only some.
+fn recurrent(op: &'static str) -> impl Strategy<Value = OpCase> {
+    let lstm = op == "LSTM";
+    (
+        (
+            extent(1..=4, 5),
+            1usize..=3,
+            extent(1..=5, 5),
+            extent(1..=5, 5),
+        ),
+        select(&["forward", "reverse", "bidirectional"][..]),
+        (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
+        (any::<bool>(), any::<bool>(), any::<bool>()),
+        prop_oneof![3 => Just(None), 1 => select(&[0.5, 3.0][..]).prop_map(Some)],
+        prop_oneof![
+            3 => Just(None),
+            1 => proptest::collection::vec(select(RNN_ACTIVATIONS), 6).prop_map(Some)
+        ],
+        1usize..=3,
+        recipe(const { &[UNIFORM, super::gen::f32s("normal", None)] }),
+        seed(),
+    )
+        .prop_map(
+            move |(
+                (seq, batch, input, hidden),
+                direction,
+                (batch_major, bias, initial_h, initial_c),
+                (peepholes, gate_option, runtime_weights),
+                clip,
+                activations,
+                outputs,
+                values,
+                seed,
+            )| {
+                let gates = if lstm { 4 } else { 3 };
+                let dirs = if direction == "bidirectional" { 2 } else { 1 };
+                let mut attrs = Attrs::new();
+                attrs.insert("hidden_size".into(), AttributeValue::Int(hidden as i64));
+                if direction != "forward" {
+                    attrs.insert("direction".into(), AttributeValue::Str(direction.into()));
+                }
+                if batch_major {
+                    attrs.insert("layout".into(), AttributeValue::Int(1));
+                }
+                if let Some(c) = clip {
+                    attrs.insert("clip".into(), AttributeValue::Float(c));
+                }
+                if let Some(chosen) = activations {
+                    // Each direction's functions (GRU f, g; LSTM f, g, h), with an alpha and
+                    // a beta by position (the k-th function takes the k-th value, as
+                    // onnxruntime reads them; 0 for a function that takes none).
+                    let functions = if lstm { 3 } else { 2 };
+                    let chosen = &chosen[..functions * dirs];
+                    attrs.insert(
+                        "activations".into(),
+                        AttributeValue::Strs(chosen.iter().map(|a| a.0.to_string()).collect()),
+                    );
+                    let takes = |i: usize| -> Vec<f64> {
+                        chosen
+                            .iter()
+                            .map(|a| [a.1, a.2][i].unwrap_or(0.0))
+                            .collect()
+                    };
+                    attrs.insert("activation_alpha".into(), AttributeValue::Floats(takes(0)));
+                    attrs.insert("activation_beta".into(), AttributeValue::Floats(takes(1)));
+                }
+                if gate_option {
+                    let name = if lstm {
+                        "input_forget"
+                    } else {
+                        "linear_before_reset"
+                    };
+                    attrs.insert(name.into(), AttributeValue::Int(1));
+                }
+                let x = if batch_major {
+                    vec![batch, seq, input]
+                } else {
+                    vec![seq, batch, input]
+                };
+                let state = if batch_major {
+                    vec![batch, dirs, hidden]
+                } else {
+                    vec![dirs, batch, hidden]
+                };
+                let weights = !runtime_weights;
+                let mut inputs = vec![
+                    data("x", values, x, seed, false),
+                    data(
+                        "w",
+                        values,
+                        vec![dirs, gates * hidden, input],
+                        seed + 1,
+                        weights,
+                    ),
+                    data(
+                        "r",
+                        values,
+                        vec![dirs, gates * hidden, hidden],
+                        seed + 2,
+                        weights,
+                    ),
+                ];
+                let wanted = [
+                    (
+                        bias,
+                        data(
+                            "b",
+                            values,
+                            vec![dirs, 2 * gates * hidden],
+                            seed + 3,
+                            weights,
+                        ),
+                    ),
+                    // sequence_lens: always omitted here.
+                    (false, omitted()),
+                    (
+                        initial_h,
+                        data("initial_h", values, state.clone(), seed + 5, false),
+                    ),
+                    (
+                        lstm && initial_c,
+                        data("initial_c", values, state.clone(), seed + 6, false),
+                    ),
+                    (
+                        lstm && peepholes,
+                        data("p", values, vec![dirs, 3 * hidden], seed + 7, weights),
+                    ),
+                ];
+                // Optional inputs up to the last present one; those before it that are
+                // absent are written as omitted.
+                let last = wanted.iter().rposition(|(present, _)| *present);
+                if let Some(last) = last {
+                    for (present, spec) in wanted.into_iter().take(last + 1) {
+                        inputs.push(if present { spec } else { omitted() });
+                    }
+                }
+                let outputs = outputs.min(if lstm { 3 } else { 2 });
+                case(op, 14, attrs, inputs, outputs)
+            },
+        )
+}
+
+/// One spatial axis of a ConvTranspose case: input extent, kernel, stride, dilation, the
+/// two pads (at most half the dilated kernel each, so the output is never empty) and the
+/// output padding (below the stride, as ONNX requires).
+#[derive(Clone, Copy, Debug)]
+struct TransposedWindow {
+    input: usize,
+    kernel: usize,
+    stride: usize,
+    dilation: usize,
+    pads: (usize, usize),
+    output_padding: usize,
+}
+
+fn transposed_window() -> impl Strategy<Value = TransposedWindow> + Clone {
+    (1usize..=5, 1usize..=3, 1usize..=3, 1usize..=2).prop_flat_map(
+        |(input, kernel, stride, dilation)| {
+            let reach = (kernel - 1) * dilation / 2;
+            (0..=reach, 0..=reach, 0..stride).prop_map(move |(begin, end, output_padding)| {
+                TransposedWindow {
+                    input,
+                    kernel,
+                    stride,
+                    dilation,
+                    pads: (begin, end),
+                    output_padding,
+                }
+            })
+        },
+    )
+}
+
+/// ConvTranspose: 1-D to 3-D, groups, strides, dilations, asymmetric pads and output
+/// padding, with and without bias, weights constant or given at run time.
+fn conv_transpose() -> impl Strategy<Value = OpCase> {
+    (
+        recipe(ACCUMULATING),
+        spatial_rank(),
+        uniform3(transposed_window()),
+        (1usize..=2, 1usize..=2, 1usize..=3, extent(1..=3, 7)),
+        (any::<bool>(), any::<bool>()),
+        seed(),
+    )
+        .prop_map(
+            |(
+                values,
+                rank,
+                windows,
+                (batch, group, in_per_group, out_per_group),
+                (bias, runtime_weights),
+                seed,
+            )| {
+                let windows = &windows[..rank];
+                let channels = group * in_per_group;
+                let maps = group * out_per_group;
+                let mut x = vec![batch, channels];
+                x.extend(windows.iter().map(|w| w.input));
+                let mut w = vec![channels, out_per_group];
+                w.extend(windows.iter().map(|w| w.kernel));
+                let list = |f: &dyn Fn(&TransposedWindow) -> usize| -> Vec<usize> {
+                    windows.iter().map(f).collect()
+                };
+                let mut attrs = Attrs::new();
+                attrs.insert("kernel_shape".into(), extents(&list(&|w| w.kernel)));
+                attrs.insert("strides".into(), extents(&list(&|w| w.stride)));
+                attrs.insert("dilations".into(), extents(&list(&|w| w.dilation)));
+                let mut pads = list(&|w| w.pads.0);
+                pads.extend(list(&|w| w.pads.1));
+                attrs.insert("pads".into(), extents(&pads));
+                attrs.insert(
+                    "output_padding".into(),
+                    extents(&list(&|w| w.output_padding)),
+                );
+                if group != 1 {
+                    attrs.insert("group".into(), AttributeValue::Int(group as i64));
+                }
+                let mut inputs = vec![
+                    data("x", values, x, seed, false),
+                    data("w", values, w, seed + 1, !runtime_weights),
+                ];
+                if bias {
+                    inputs.push(data("b", values, vec![maps], seed + 2, !runtime_weights));
+                }
+                case("ConvTranspose", 17, attrs, inputs, 1)
+            },
+        )
 }

@@ -647,8 +647,9 @@ fn small_messages_read_right() {
     );
     let empty_name = concord(&["run", &model, "--input", "=x.npy"]);
     assert_one_line_error(&empty_name, "the name is empty");
-    // One LSTM node: whether OpenCL is here or not, one node falls back.
-    let lstm = golden("lstm_reverse_input_forget_clip");
+    // One LSTM node with sequence_lens, which the OpenCL kernel declines: whether OpenCL is
+    // here or not, one node falls back.
+    let lstm = golden("lstm_bidirectional_seq_lens");
     let one = concord(&[
         "run",
         &lstm,

@@ -31,6 +31,15 @@ pub fn accumulation(op: &Op, inputs: &[Option<&Tensor>]) -> Result<Option<Accumu
             let _ = attrs;
             per_group_in * kernel + usize::from(present(inputs, 2))
         }
+        // Every output sums, per input channel of its group and kernel tap that lands on it
+        // (all of them at most), one product, plus the bias. W is (C, M/group, kernel…).
+        Op::ConvTranspose(attrs) => {
+            let x = operand(inputs, 0)?;
+            let w = operand(inputs, 1)?;
+            let per_group_in = x.dims().get(1).copied().unwrap_or(1) / attrs.conv.group.max(1);
+            let kernel: usize = w.dims().iter().skip(2).product();
+            per_group_in * kernel + usize::from(present(inputs, 2))
+        }
         Op::Gemm(Gemm { trans_a, .. }) => {
             let a = operand(inputs, 0)?;
             let inner = if *trans_a {

@@ -227,3 +227,58 @@ __kernel void depthwise_s1(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, 
         }
     }
 }
+
+// conv_transpose: ConvTranspose as a gather, one work-item per output element: input
+// position i and tap k of a spatial axis write output position i·stride + k·dilation −
+// pad_begin (core's TransposedAxis), so output o takes, per axis, the taps k whose
+// o + pad_begin − k·dilation is a non-negative multiple of the stride below the input extent.
+// Taps outside, inner sum over the group's input channels, in acc_t, as the reference
+// scatters them. Spatial axes are padded to three (extent 1, kernel 1).
+// gi = (I0, I1, I2, O0, O1, O2, C, M), gk = (K0, K1, K2, S0, S1, S2, C/group, M/group),
+// gd = (D0, D1, D2, P0, P1, P2, N, 0). Global (N · M · O0 · O1 · O2).
+__kernel void conv_transpose(CTPTR X, CTPTR Wt, CTPTR bias, int has_bias, TPTR Y, int8 gi,
+                             int8 gk, int8 gd) {
+    const int I0 = gi.s0, I1 = gi.s1, I2 = gi.s2, O0 = gi.s3, O1 = gi.s4, O2 = gi.s5;
+    const int C = gi.s6, M = gi.s7;
+    const int K0 = gk.s0, K1 = gk.s1, K2 = gk.s2, S0 = gk.s3, S1 = gk.s4, S2 = gk.s5;
+    const int CG = gk.s6, MG = gk.s7;
+    const int D0 = gd.s0, D1 = gd.s1, D2 = gd.s2, P0 = gd.s3, P1 = gd.s4, P2 = gd.s5;
+    const int N = gd.s6;
+    const long idx = get_global_id(0);
+    const long plane = (long)O0 * O1 * O2;
+    if (idx >= (long)N * M * plane) return;
+    long rest = idx;
+    const int o2 = rest % O2;
+    rest /= O2;
+    const int o1 = rest % O1;
+    rest /= O1;
+    const int o0 = rest % O0;
+    rest /= O0;
+    const int m = rest % M;
+    const int n = rest / M;
+    const int g = m / MG, mo = m - g * MG;
+    const long in_plane = (long)I0 * I1 * I2, taps = (long)K0 * K1 * K2;
+    acc_t y = has_bias ? (acc_t)LD(bias, m) : 0;
+    for (int k0 = 0; k0 < K0; ++k0) {
+        const int p0 = o0 + P0 - k0 * D0;
+        if (p0 < 0 || p0 % S0 != 0 || p0 / S0 >= I0) continue;
+        for (int k1 = 0; k1 < K1; ++k1) {
+            const int p1 = o1 + P1 - k1 * D1;
+            if (p1 < 0 || p1 % S1 != 0 || p1 / S1 >= I1) continue;
+            for (int k2 = 0; k2 < K2; ++k2) {
+                const int p2 = o2 + P2 - k2 * D2;
+                if (p2 < 0 || p2 % S2 != 0 || p2 / S2 >= I2) continue;
+                const long at = ((long)(p0 / S0) * I1 + p1 / S1) * I2 + p2 / S2;
+                const long tap = ((long)k0 * K1 + k1) * K2 + k2;
+                acc_t sum = 0;
+                for (int ic = 0; ic < CG; ++ic) {
+                    const long c = (long)g * CG + ic;
+                    sum += (acc_t)LD(X, ((long)n * C + c) * in_plane + at)
+                           * (acc_t)LD(Wt, (c * MG + mo) * taps + tap);
+                }
+                y += sum;
+            }
+        }
+    }
+    ST(Y, idx, (float)y);
+}

@@ -24,6 +24,7 @@ pub enum Family {
     Norm,
     Reduce,
     Resize,
+    Recurrent,
 }
 
 /// Everything that makes two builds of a program differ.
@@ -71,6 +72,7 @@ impl Family {
             Family::Norm => "norm",
             Family::Reduce => "reduce",
             Family::Resize => "resize",
+            Family::Recurrent => "recurrent",
         }
     }
 
@@ -85,6 +87,7 @@ impl Family {
             Family::Norm => include_str!("../kernels/norm.cl"),
             Family::Reduce => include_str!("../kernels/reduce.cl"),
             Family::Resize => include_str!("../kernels/resize.cl"),
+            Family::Recurrent => include_str!("../kernels/recurrent.cl"),
         }
     }
 }

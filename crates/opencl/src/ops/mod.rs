@@ -4,11 +4,13 @@
 //! one (fused) node into kernel launches once shapes are concrete. Both agree on which
 //! operands must be known on the host (see [`host_operands`]).
 
+mod conv_transpose;
 mod elementwise;
 mod linear;
 mod movement;
 mod norm;
 mod pool;
+mod recurrent;
 mod reduce;
 mod resize;
 
@@ -32,6 +34,7 @@ pub fn host_operands(op: &Op) -> &'static [usize] {
         Op::Resize(_) => &[1, 2, 3],
         Op::Reduce(..) => &[1],
         Op::Dropout => &[1, 2],
+        Op::Range => &[0, 1, 2],
         _ => &[],
     }
 }
@@ -51,12 +54,15 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
         Op::Unary(u) => u.def().device,
         Op::Binary(b) => b.def().device,
         // Reference-only ops of families that otherwise have kernels.
-        Op::ConvTranspose(_)
-        | Op::MaxUnpool { .. }
+        Op::MaxUnpool { .. }
         | Op::Col2Im { .. }
         | Op::CausalConvWithState { .. }
         | Op::SwiGLU { .. }
         | Op::LinearAttention { .. } => false,
+        // GRU and LSTM have kernels; RNN is declined below with the reason.
+        Op::Recurrent(_) => true,
+        // Computed when the plan is made, from constant operands (see host_operands).
+        Op::Range => true,
         op => !matches!(
             op.family(),
             Family::Indexing
@@ -74,6 +80,11 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
     }
     if !device_row {
         return Err(format!("{} has no OpenCL kernel", node.op.name()));
+    }
+    // What the recurrent kernels leave out (RNN, sequence_lens) is named
+    // before the general operand checks, which would only say "i32" of sequence_lens.
+    if let Op::Recurrent(r) = &node.op {
+        recurrent::check(graph, node, r)?;
     }
     let names = operand_names(&node.op);
     for &index in host_operands(&node.op) {
@@ -122,6 +133,7 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
     let _ = target;
     match &node.op {
         Op::Conv(attrs) => linear::check_conv(graph, node, attrs).and(float("Conv")),
+        Op::ConvTranspose(_) => conv_transpose::check(graph, node).and(float("ConvTranspose")),
         Op::Gemm(_) => float("Gemm"),
         Op::MatMul => linear::check_matmul(graph, node).and(float("MatMul")),
         Op::Binary(Binary::Add | Binary::Sub | Binary::Mul | Binary::Div) => match x {
@@ -186,6 +198,10 @@ fn check(graph: &Graph, node: &Node, target: &Target) -> Result<(), String> {
             float("Resize")?;
             resize::check(attrs)
         }
+        Op::Recurrent(_) => Ok(()),
+        // Its operands are plan-time constants (checked above), so the plan computes it on
+        // the host and no kernel runs.
+        Op::Range => Ok(()),
         Op::Pad { mode } => {
             if *mode == PadMode::Constant {
                 Ok(())
@@ -259,6 +275,7 @@ fn operand_names(op: &Op) -> &'static [&'static str] {
         Op::Resize(_) => &["X", "roi", "scales", "sizes"],
         Op::Reduce(..) => &["data", "axes"],
         Op::Dropout => &["data", "ratio", "training_mode"],
+        Op::Range => &["start", "limit", "delta"],
         _ => &[],
     }
 }
@@ -268,6 +285,7 @@ pub fn build(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> {
     let node = &fused.node;
     match &node.op {
         Op::Conv(attrs) => linear::conv(b, fused, attrs),
+        Op::ConvTranspose(attrs) => conv_transpose::build(b, node, attrs),
         Op::Gemm(attrs) => linear::gemm(b, fused, attrs),
         Op::MatMul => linear::matmul(b, fused),
         Op::Binary(_) | Op::Unary(_) | Op::Clip | Op::Where => elementwise::build(b, node),
@@ -279,6 +297,7 @@ pub fn build(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> {
             reduce::build(b, node)
         }
         Op::Resize(attrs) => resize::build(b, node, attrs),
+        Op::Recurrent(r) => recurrent::build(b, node, r),
         op if op.family() == Family::Movement => movement::build(b, node),
         // `supports` declines every op without a kernel, so this is a planner bug.
         other => Err(OpError::Unsupported(format!(

@@ -1,0 +1,258 @@
+//! GRU and LSTM (kernels/recurrent.cl): one launch per node, one work-group per
+//! (direction, batch entry) walking the whole sequence with barriers between steps, its
+//! state in a scratch slot of 8-byte elements (the kernels' acc_t, double where the device
+//! has fp64). Directions, `layout`, every activation function with its alpha and beta,
+//! `clip`, `linear_before_reset`, `input_forget`, initial states and peepholes are
+//! implemented; `sequence_lens` and RNN are declined by [`check`], so those nodes run on
+//! the reference and the placement says why.
+
+use super::{input, optional_input};
+use crate::plan::{i32_arg, Arg, Builder, StorageDefines};
+use crate::programs::Family;
+use concord_core::op::{Recurrent, RecurrentCell, RnnActivationKind, RnnDirection};
+use concord_core::storage::Storage;
+use concord_core::{DType, Graph, Node, OpError, Shape, Tensor};
+
+/// Scratch rows of `hidden` elements per work-group: h, the next h, and three rows of
+/// intermediates (kernels/recurrent.cl's SCRATCH_ROWS).
+const SCRATCH_ROWS: usize = 5;
+
+/// The most work-items one (direction, batch entry) work-group has; each takes the hidden
+/// rows j, j + L, … .
+const MAX_GROUP: usize = 256;
+
+/// Flag bits of the kernels' `flags` argument (kernels/recurrent.cl).
+const HAS_B: i32 = 1;
+const HAS_H0: i32 = 2;
+const HAS_C0: i32 = 4;
+const HAS_P: i32 = 8;
+const HAS_Y: i32 = 16;
+const HAS_YH: i32 = 32;
+const HAS_YC: i32 = 64;
+const BATCH_MAJOR: i32 = 128;
+const LINEAR_BEFORE_RESET: i32 = 256;
+const INPUT_FORGET: i32 = 512;
+const HAS_CLIP: i32 = 1024;
+
+/// Whether the kernels implement this node, and why not.
+pub(super) fn check(graph: &Graph, node: &Node, r: &Recurrent) -> Result<(), String> {
+    let name = r.cell.name();
+    if r.cell == RecurrentCell::Rnn {
+        return Err("RNN has no OpenCL kernel (GRU and LSTM have)".into());
+    }
+    if optional_input(node, 4).is_some() {
+        return Err(format!(
+            "{name} with sequence_lens is not implemented on OpenCL (every batch entry \
+             walking the whole sequence is)"
+        ));
+    }
+    let float = node
+        .present_inputs()
+        .filter_map(|v| graph.values.get(v))
+        .all(|v| matches!(v.dtype, DType::F32 | DType::F16));
+    if !float {
+        return Err(format!("{name} on OpenCL takes f32 or f16 operands only"));
+    }
+    Ok(())
+}
+
+/// Builds the one launch of a GRU or LSTM node.
+pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), OpError> {
+    let name = r.cell.name();
+    let lstm = match r.cell {
+        RecurrentCell::Lstm => true,
+        RecurrentCell::Gru => false,
+        RecurrentCell::Rnn => {
+            return Err(OpError::Unsupported(
+                "RNN has no OpenCL kernel (GRU and LSTM have)".into(),
+            ))
+        }
+    };
+    if optional_input(node, 4).is_some() {
+        return Err(OpError::Unsupported(format!(
+            "{name} with sequence_lens is not implemented on OpenCL"
+        )));
+    }
+    let x = input(node, 0, "X")?;
+    let xd = b.shape(x)?.dims().to_vec();
+    let [a0, a1, input_size] = xd[..] else {
+        return Err(OpError::Shape(format!(
+            "{name}: input 0 (X) has shape {xd:?}; it needs rank 3"
+        )));
+    };
+    let (seq, batch) = if r.batch_major { (a1, a0) } else { (a0, a1) };
+    let dirs = r.direction.count();
+    let gates = r.cell.gates();
+    let rw = input(node, 2, "R")?;
+    let hidden = match (r.hidden_size, b.shape(rw)?.dims()) {
+        (Some(h), _) => h,
+        (None, &[_, _, h]) => h,
+        (None, other) => {
+            return Err(OpError::Shape(format!(
+                "{name}: input 2 (R) has shape {other:?}; it needs rank 3"
+            )))
+        }
+    };
+    let state = if r.batch_major {
+        [batch, dirs, hidden]
+    } else {
+        [dirs, batch, hidden]
+    };
+    // Every operand's shape is checked here, so the kernel never reads past one.
+    let expect = |b: &Builder, index: usize, what: &'static str, want: &[usize]| {
+        let name_of = input(node, index, what)?;
+        let dims = b.shape(name_of)?.dims();
+        if dims != want {
+            return Err(OpError::Shape(format!(
+                "{name}: input {index} ({what}) has shape {dims:?}; it needs {want:?}"
+            )));
+        }
+        Ok(name_of)
+    };
+    let w = expect(b, 1, "W", &[dirs, gates * hidden, input_size])?;
+    let rw = expect(b, 2, "R", &[dirs, gates * hidden, hidden])?;
+    let mut flags = 0;
+    let mut optional =
+        |b: &Builder, index: usize, what: &'static str, want: &[usize], bit| match optional_input(
+            node, index,
+        ) {
+            Some(_) => {
+                flags |= bit;
+                expect(b, index, what, want).map(Some)
+            }
+            None => Ok(None),
+        };
+    let bias = optional(b, 3, "B", &[dirs, 2 * gates * hidden], HAS_B)?;
+    let h0 = optional(b, 5, "initial_h", &state, HAS_H0)?;
+    let (c0, peep) = if lstm {
+        (
+            optional(b, 6, "initial_c", &state, HAS_C0)?,
+            optional(b, 7, "P", &[dirs, 3 * hidden], HAS_P)?,
+        )
+    } else {
+        (None, None)
+    };
+    if r.batch_major {
+        flags |= BATCH_MAJOR;
+    }
+    if r.linear_before_reset && !lstm {
+        flags |= LINEAR_BEFORE_RESET;
+    }
+    if r.input_forget && lstm {
+        flags |= INPUT_FORGET;
+    }
+    if r.clip.is_some() {
+        flags |= HAS_CLIP;
+    }
+    let outputs: Vec<Option<&str>> = (0..r.cell.max_outputs())
+        .map(|i| {
+            node.outputs
+                .get(i)
+                .map(String::as_str)
+                .filter(|o| !o.is_empty())
+        })
+        .collect();
+    for (bit, output) in [HAS_Y, HAS_YH, HAS_YC].into_iter().zip(&outputs) {
+        if output.is_some() {
+            flags |= bit;
+        }
+    }
+
+    let variant = b.storage(b.dtype(x)?).variant();
+    let program = b.program(Family::Recurrent, variant)?;
+    let xl = b.input(x)?;
+    // An absent operand's argument is bound to X, which the kernel never reads through it
+    // (its flag is clear).
+    let operand = |b: &mut Builder, value: Option<&str>| match value {
+        Some(v) => b.input(v),
+        None => Ok(xl.clone()),
+    };
+    let wl = operand(b, Some(w))?;
+    let rl = operand(b, Some(rw))?;
+    let bl = operand(b, bias)?;
+    let h0l = operand(b, h0)?;
+    let c0l = operand(b, c0)?;
+    let pl = operand(b, peep)?;
+    let groups = dirs * batch;
+    let temp = format!("{}::state", node.name);
+    // I64 gives the slot 8-byte elements whatever the target's float storage: room for the
+    // kernels' acc_t, which is double on devices with fp64.
+    b.shapes.insert(
+        temp.clone(),
+        Shape::new([groups.max(1) * SCRATCH_ROWS * hidden.max(1)]),
+    );
+    b.dtypes.insert(temp.clone(), DType::I64);
+    let scratch = b.alloc(&temp)?;
+    let mut results = Vec::new();
+    for output in &outputs {
+        results.push(match output {
+            Some(o) => b.alloc(o)?,
+            // Bound to the scratch slot, never written through (the flag is clear).
+            None => scratch.clone(),
+        });
+    }
+    // The activation table the kernels read: per function of each direction, its kind (its
+    // position in RnnActivationKind::ALL), alpha and beta; always f32, whatever the target.
+    let functions = r.cell.functions();
+    if r.activations.len() != functions * dirs {
+        return Err(OpError::Attribute {
+            name: "activations",
+            detail: format!(
+                "{name} with {dirs} direction(s) takes {} activations, the node has {}",
+                functions * dirs,
+                r.activations.len()
+            ),
+        });
+    }
+    let mut table = Vec::with_capacity(3 * r.activations.len());
+    for a in &r.activations {
+        let kind = RnnActivationKind::ALL
+            .iter()
+            .position(|row| row.0 == a.kind)
+            .ok_or_else(|| {
+                OpError::Unsupported(format!(
+                    "{name}: activation {} has no code in the OpenCL kernels",
+                    a.kind.name()
+                ))
+            })?;
+        table.extend([kind as f32, a.alpha, a.beta]);
+    }
+    let table =
+        Tensor::from_f32([table.len()], table).map_err(|e| OpError::Shape(e.to_string()))?;
+    let acts = b.constant(&format!("{}::activations", node.name), &table, Storage::F32)?;
+    let mode = match r.direction {
+        RnnDirection::Forward => 0,
+        RnnDirection::Reverse => 1,
+        RnnDirection::Bidirectional => 2,
+    };
+    let mut args = vec![
+        Arg::Buf(xl),
+        Arg::Buf(wl),
+        Arg::Buf(rl),
+        Arg::Buf(bl),
+        Arg::Buf(h0l),
+    ];
+    if lstm {
+        args.extend([Arg::Buf(c0l), Arg::Buf(pl)]);
+    }
+    args.extend(results.into_iter().map(Arg::Buf));
+    args.extend([
+        Arg::Buf(scratch),
+        Arg::Buf(acts),
+        Arg::I32(i32_arg(seq, "sequence length")?),
+        Arg::I32(i32_arg(batch, "batch size")?),
+        Arg::I32(i32_arg(input_size, "input size")?),
+        Arg::I32(i32_arg(hidden, "hidden size")?),
+        Arg::I32(dirs as i32),
+        Arg::I32(mode),
+        Arg::I32(flags),
+        Arg::F32(r.clip.unwrap_or(0.0)),
+    ]);
+    let local = hidden
+        .clamp(1, MAX_GROUP)
+        .min(b.device.max_work_group_size.max(1));
+    let kernel = if lstm { "lstm" } else { "gru" };
+    b.launch(&program, kernel, &[local, groups], Some(&[local, 1]), args);
+    b.release(&temp);
+    Ok(())
+}

@@ -1,6 +1,28 @@
 // norm.cl: Softmax (one work-item per (outer, inner) lane along the axis), LayerNorm (one
 // work-item per normalised row) and BatchNormalization in inference mode (one work-item
-// per element). Sums run in acc_t (double where the device has it).
+// per element). Sums run in acc_t (double where the device has it). Softmax over a
+// contiguous axis and LayerNorm also have a work-group-per-row form (softmax_rows,
+// layer_norm_rows) that reduces in local memory.
+
+// Work-items of a row kernel's work-group at most; the launch's local size is a power of
+// two no larger.
+#define ROW_GROUP 64
+
+// The work-group's maximum (op 0) or sum (op 1) of each item's `v`, in every item. The
+// local size must be a power of two; every item of the group must call it.
+inline acc_t group_reduce(__local acc_t *part, acc_t v, int op) {
+    const int t = get_local_id(0);
+    part[t] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = get_local_size(0) / 2; s > 0; s >>= 1) {
+        if (t < s) part[t] = op == 0 ? fmax(part[t], part[t + s]) : part[t] + part[t + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const acc_t r = part[0];
+    // No item may overwrite part[0] (the next reduction) before every item has read it.
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
 
 __kernel void softmax(CTPTR X, TPTR Y, int outer, int len, int inner) {
     const int lane = get_global_id(0);
@@ -15,6 +37,22 @@ __kernel void softmax(CTPTR X, TPTR Y, int outer, int len, int inner) {
         const acc_t e = exp((acc_t)LD(X, base + (long)k * inner) - (acc_t)m);
         ST(Y, base + (long)k * inner, (float)(e / sum));
     }
+}
+
+// Softmax over a contiguous axis (inner == 1): work-group r normalises row r, its items
+// striding over the row. The launch has exactly rows work-groups.
+__kernel void softmax_rows(CTPTR X, TPTR Y, int len) {
+    __local acc_t part[ROW_GROUP];
+    const int t = get_local_id(0), step = get_local_size(0);
+    const long base = (long)get_group_id(0) * len;
+    float m = -INFINITY;
+    for (int k = t; k < len; k += step) m = fmax(m, LD(X, base + k));
+    const acc_t mx = group_reduce(part, m, 0);
+    acc_t sum = 0;
+    for (int k = t; k < len; k += step) sum += exp((acc_t)LD(X, base + k) - mx);
+    const acc_t total = group_reduce(part, sum, 1);
+    for (int k = t; k < len; k += step)
+        ST(Y, base + k, (float)(exp((acc_t)LD(X, base + k) - mx) / total));
 }
 
 // Scale and B broadcast to the normalised shape (rank nrank, dims ndims): element c of a
@@ -36,6 +74,32 @@ __kernel void layer_norm(CTPTR X, CTPTR scale, CTPTR bias, TPTR Y, int rows, int
     }
     const acc_t inv = 1 / sqrt(sq / cols + (acc_t)epsilon);
     for (int c = 0; c < cols; ++c) {
+        int is = 0, ib = 0;
+        offsets2(c, nrank, ndims, sscale, sbias, &is, &ib);
+        acc_t v = ((acc_t)LD(X, base + c) - mean) * inv * (acc_t)LD(scale, is);
+        if (has_bias) v += (acc_t)LD(bias, ib);
+        ST(Y, base + c, (float)v);
+    }
+}
+
+// layer_norm with work-group r normalising row r (arguments as there, less rows); the
+// launch has exactly rows work-groups.
+__kernel void layer_norm_rows(CTPTR X, CTPTR scale, CTPTR bias, TPTR Y, int cols, int nrank,
+                              int8 ndims, int8 sscale, int8 sbias, int has_bias,
+                              float epsilon) {
+    __local acc_t part[ROW_GROUP];
+    const int t = get_local_id(0), step = get_local_size(0);
+    const long base = (long)get_group_id(0) * cols;
+    acc_t sum = 0;
+    for (int c = t; c < cols; c += step) sum += LD(X, base + c);
+    const acc_t mean = group_reduce(part, sum, 1) / cols;
+    acc_t sq = 0;
+    for (int c = t; c < cols; c += step) {
+        const acc_t d = LD(X, base + c) - mean;
+        sq += d * d;
+    }
+    const acc_t inv = 1 / sqrt(group_reduce(part, sq, 1) / cols + (acc_t)epsilon);
+    for (int c = t; c < cols; c += step) {
         int is = 0, ib = 0;
         offsets2(c, nrank, ndims, sscale, sbias, &is, &ib);
         acc_t v = ((acc_t)LD(X, base + c) - mean) * inv * (acc_t)LD(scale, is);

@@ -127,7 +127,8 @@ pub enum GemmKernel {
     /// Register-blocked on CPU devices, local-memory tiled elsewhere.
     #[default]
     Auto,
-    /// Tiles staged in local memory, register blocks read from it (GPU-shaped).
+    /// Tiles staged in local memory, register blocks read from it (GPU-shaped); with it,
+    /// Softmax and LayerNormalization reduce each row in one work-group.
     LocalTiled,
     /// MR × NR register blocks read straight from cached memory (CPU-shaped).
     RegisterBlocked,

@@ -1789,9 +1789,11 @@ fn write_tf_idf(t: &op::TfIdf, at: &mut Vec<AttributeProto>) {
 
 /// LSTM's, GRU's and RNN's attributes. `activations` lists every direction's functions,
 /// forward's first. `activation_alpha` and `activation_beta` are read by position: the
-/// k-th function takes the k-th value, as onnxruntime does (the spec's "consumed in the
-/// order of activation functions" could also mean skipping functions that take none), and
-/// a function past the end of the list takes its default.
+/// k-th function takes the k-th value, and a function past the end of the list takes its
+/// default. The spec's "consumed in the order of activation functions" could also mean that
+/// functions taking none consume nothing, which is how onnxruntime 1.23 reads them (its GRU
+/// and LSTM give Affine after Sigmoid the first value, not the second: the onnxruntime
+/// adapter's expectations, prop/GRU and prop/LSTM); not decided.
 fn read_recurrent(op_type: &str, a: &Attrs, ctx: &NodeContext) -> Result<op::Recurrent, Error> {
     use concord_core::op::{RecurrentCell, RnnActivation, RnnActivationKind, RnnDirection};
     let cell = match op_type {

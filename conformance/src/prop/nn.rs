@@ -436,7 +436,15 @@ fn recurrent(op: &'static str) -> impl Strategy<Value = OpCase> {
     let lstm = op == "LSTM";
     (
         (
-            extent(1..=4, 5),
+            // The sequence stays short; input and hidden sizes reach the device edges. Over
+            // many steps a recurrence with random weights can be chaotic and amplify the last
+            // bits in which two correct f64 implementations differ (the host's exp/tanh
+            // against the device's) past any per-op allowance: CONCORD_PROP_SEED=
+            // 14883843376769296698 drew 64 steps of a bidirectional LSTM with hidden 31 and
+            // Softsign gates, and OpenCL and the reference, both in f64, parted by a relative
+            // 1.4e-2 at step 63 only. Time steps are a loop in every kernel, not a vector or
+            // tile dimension.
+            1usize..=5,
             1usize..=3,
             extent(1..=5, 5),
             extent(1..=5, 5),

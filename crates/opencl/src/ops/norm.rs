@@ -105,47 +105,33 @@ pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
                 None => sl.clone(),
             };
             let yl = b.alloc(y)?;
-            if let Some(group) = row_group(b, cols) {
-                b.launch(
+            // Both kernels take the same arguments, the one-item kernel also its row count.
+            let mut args = vec![
+                Arg::Buf(xl),
+                Arg::Buf(sl),
+                Arg::Buf(bl),
+                Arg::Buf(yl),
+                Arg::I32(i32_arg(cols, "normalised size")?),
+                Arg::I32(ndims.len() as i32),
+                Arg::Int8(int8(&ndims)?),
+                Arg::Int8(scale_strides),
+                Arg::Int8(bias_strides),
+                Arg::I32(bias.is_some() as i32),
+                Arg::F32(epsilon),
+            ];
+            match row_group(b, cols) {
+                Some(group) => b.launch(
                     &program,
                     "layer_norm_rows",
                     &[rows * group],
                     Some(&[group]),
-                    vec![
-                        Arg::Buf(xl),
-                        Arg::Buf(sl),
-                        Arg::Buf(bl),
-                        Arg::Buf(yl),
-                        Arg::I32(i32_arg(cols, "normalised size")?),
-                        Arg::I32(ndims.len() as i32),
-                        Arg::Int8(int8(&ndims)?),
-                        Arg::Int8(scale_strides),
-                        Arg::Int8(bias_strides),
-                        Arg::I32(bias.is_some() as i32),
-                        Arg::F32(epsilon),
-                    ],
-                );
-                return Ok(());
+                    args,
+                ),
+                None => {
+                    args.insert(4, Arg::I32(i32_arg(rows, "rows")?));
+                    b.launch_1d(&program, "layer_norm", rows, args);
+                }
             }
-            b.launch_1d(
-                &program,
-                "layer_norm",
-                rows,
-                vec![
-                    Arg::Buf(xl),
-                    Arg::Buf(sl),
-                    Arg::Buf(bl),
-                    Arg::Buf(yl),
-                    Arg::I32(i32_arg(rows, "rows")?),
-                    Arg::I32(i32_arg(cols, "normalised size")?),
-                    Arg::I32(ndims.len() as i32),
-                    Arg::Int8(int8(&ndims)?),
-                    Arg::Int8(scale_strides),
-                    Arg::Int8(bias_strides),
-                    Arg::I32(bias.is_some() as i32),
-                    Arg::F32(epsilon),
-                ],
-            );
         }
         Op::BatchNormalization { epsilon } => {
             if xd.len() < 2 {

@@ -11,13 +11,7 @@ use concord_core::{Graph, Node, OpError};
 
 /// Whether the kernel implements this node, and why not.
 pub(super) fn check(graph: &Graph, node: &Node) -> Result<(), String> {
-    let rank = node
-        .inputs
-        .first()
-        .and_then(|i| i.as_deref())
-        .and_then(|x| graph.values.get(x))
-        .map(|v| v.shape.len());
-    match rank {
+    match super::input_rank(graph, node, 0) {
         Some(3..=5) | None => Ok(()),
         Some(r) => Err(format!(
             "{}-D ConvTranspose is not implemented (1-D to 3-D are)",

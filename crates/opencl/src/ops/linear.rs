@@ -73,13 +73,7 @@ impl Tiles {
 }
 
 pub(super) fn check_conv(graph: &Graph, node: &Node, attrs: &Conv) -> Result<(), String> {
-    let rank = node
-        .inputs
-        .first()
-        .and_then(|i| i.as_deref())
-        .and_then(|x| graph.values.get(x))
-        .map(|v| v.shape.len());
-    match rank {
+    match super::input_rank(graph, node, 0) {
         Some(3 | 4) | None => {}
         Some(r) => {
             return Err(format!(
@@ -95,13 +89,7 @@ pub(super) fn check_conv(graph: &Graph, node: &Node, attrs: &Conv) -> Result<(),
 }
 
 pub(super) fn check_matmul(graph: &Graph, node: &Node) -> Result<(), String> {
-    let rank = |i: usize| {
-        node.inputs
-            .get(i)
-            .and_then(|v| v.as_deref())
-            .and_then(|v| graph.values.get(v))
-            .map(|v| v.shape.len())
-    };
+    let rank = |i: usize| super::input_rank(graph, node, i);
     let batch = rank(0)
         .unwrap_or(2)
         .max(rank(1).unwrap_or(2))

@@ -23,6 +23,15 @@ use concord_core::op::{Binary, Family, ReduceKind};
 use concord_core::storage::Storage;
 use concord_core::{DType, Graph, Node, Op, OpError, Support, Target};
 
+/// The rank of a node's input `i` as the graph knows it (None when absent or unknown).
+fn input_rank(graph: &Graph, node: &Node, i: usize) -> Option<usize> {
+    node.inputs
+        .get(i)
+        .and_then(|v| v.as_deref())
+        .and_then(|v| graph.values.get(v))
+        .map(|v| v.shape.len())
+}
+
 /// Operand positions whose values a kernel needs on the host when the plan is made (shape,
 /// axes, pads, sizes…): they must be initializers, or computable from shapes and
 /// initializers alone.

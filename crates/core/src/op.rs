@@ -3530,6 +3530,13 @@ pub fn supported_names() -> &'static [&'static str] {
 /// unary op whose bounds are its two parameters: after every [`UNARY_OPS`] code.
 pub const CLIP_KERNEL_CODE: u32 = UNARY_OPS.len() as u32 + 1;
 
+/// The kernel op codes of a multiplication (`U_SCALE_MUL`) and a division (`U_SCALE_DIV`)
+/// by a scalar constant, its one parameter: what a device backend fuses into a kernel's
+/// epilogue when a Mul or Div by a one-element constant follows it (an attention score's
+/// scale, for one).
+pub const SCALE_MUL_KERNEL_CODE: u32 = CLIP_KERNEL_CODE + 1;
+pub const SCALE_DIV_KERNEL_CODE: u32 = CLIP_KERNEL_CODE + 2;
+
 /// The elementwise kernel op codes every device backend's kernels use, as
 /// (`U_<KERNEL>` / `B_<KERNEL>`, value) pairs: device crates prepend them to their kernel
 /// sources as `#define`s, so a kernel and its Rust caller cannot disagree.
@@ -3540,8 +3547,13 @@ pub fn kernel_codes() -> Vec<(String, u32)> {
     let binary = binary_kernels()
         .enumerate()
         .map(|(i, k)| (format!("B_{}", k.to_ascii_uppercase()), i as u32));
-    let clip = std::iter::once(("U_CLIP".to_string(), CLIP_KERNEL_CODE));
-    unary.chain(clip).chain(binary).collect()
+    let extra = [
+        ("U_CLIP", CLIP_KERNEL_CODE),
+        ("U_SCALE_MUL", SCALE_MUL_KERNEL_CODE),
+        ("U_SCALE_DIV", SCALE_DIV_KERNEL_CODE),
+    ]
+    .map(|(name, code)| (name.to_string(), code));
+    unary.chain(extra).chain(binary).collect()
 }
 
 /// [`kernel_codes`] as C preprocessor lines, for a kernel source's prelude.
@@ -3758,14 +3770,18 @@ mod tests {
             .filter(|(n, _)| n.starts_with("U_"))
             .map(|c| c.1)
             .collect();
-        assert_eq!(unary.len(), UNARY_OPS.len() + 1, "every unary op and Clip");
+        assert_eq!(
+            unary.len(),
+            UNARY_OPS.len() + 3,
+            "every unary op, Clip and the two scalings"
+        );
         assert!(!unary.contains(&0), "0 is reserved for no activation");
         let binary: BTreeSet<u32> = codes
             .iter()
             .filter(|(n, _)| n.starts_with("B_"))
             .map(|c| c.1)
             .collect();
-        assert_eq!(binary.len(), codes.len() - UNARY_OPS.len() - 1);
+        assert_eq!(binary.len(), codes.len() - UNARY_OPS.len() - 3);
     }
 
     #[test]

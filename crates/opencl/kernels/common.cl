@@ -75,14 +75,15 @@ inline float nan_min(float a, float b) { return (isnan(a) || isnan(b)) ? NAN : (
 
 // The fused epilogue's activation, by the U_* op codes that concord-core's op table
 // generates (prepended to every program): 0 none, Relu, Clip(a, b), LeakyRelu(a),
-// HardSigmoid(a, b), HardSwish, and U_GELU for the erf GELU as PyTorch exports it,
+// HardSigmoid(a, b), HardSwish, U_SCALE_MUL and U_SCALE_DIV (v · a, v / a), and U_GELU
+// for the erf GELU as PyTorch exports it,
 // (v · (erf(v / a) + 1)) · b, rounded to float after each step as its five nodes are (erf
-// in acc_t, as the unary kernel computes it).
+// in float, as the unary kernel computes it).
 inline float activate(float v, int act, float a, float b) {
     switch (act) {
     case U_GELU: {
         const float t = v / a;
-        const float e = (float)erf((acc_t)t);
+        const float e = erf(t);
         const float s = e + 1.0f;
         const float m = v * s;
         return m * b;
@@ -92,6 +93,8 @@ inline float activate(float v, int act, float a, float b) {
     case U_LEAKY_RELU: return v < 0.0f ? a * v : v;
     case U_HARD_SIGMOID: { float h = a * v + b; return isnan(h) ? h : clamp(h, 0.0f, 1.0f); }
     case U_HARD_SWISH: { float h = v / 6.0f + 0.5f; return v * (isnan(h) ? h : clamp(h, 0.0f, 1.0f)); }
+    case U_SCALE_MUL: return v * a;
+    case U_SCALE_DIV: return v / a;
     default: return v;
     }
 }
@@ -102,11 +105,11 @@ inline float16 activate16(float16 v, int act, float a, float b) {
     const float16 zero = 0.0f, one = 1.0f, nan16 = NAN;
     switch (act) {
     case U_GELU: {
-        // Lane by lane through activate(), so that erf runs in acc_t exactly as there.
-        float t[16];
-        vstore16(v, 0, t);
-        for (int j = 0; j < 16; ++j) t[j] = activate(t[j], act, a, b);
-        return vload16(0, t);
+        // The same steps as activate(), each rounded to float, on 16 lanes.
+        const float16 t = v / a;
+        const float16 s = erf(t) + one;
+        const float16 m = v * s;
+        return m * b;
     }
     case U_RELU: return select(zero, v, (v > zero) | isnan(v));
     case U_CLIP: {
@@ -121,6 +124,8 @@ inline float16 activate16(float16 v, int act, float a, float b) {
         const float16 h = v / 6.0f + 0.5f;
         return v * select(clamp(h, zero, one), h, isnan(h));
     }
+    case U_SCALE_MUL: return v * a;
+    case U_SCALE_DIV: return v / a;
     default: return v;
     }
 }

@@ -1,6 +1,8 @@
 // norm.cl: Softmax (one work-item per (outer, inner) lane along the axis), LayerNorm (one
 // work-item per normalised row) and BatchNormalization in inference mode (one work-item
-// per element). Sums run in acc_t (double where the device has it). Softmax over a
+// per element). Sums run in acc_t (double where the device has it); Softmax's exp runs
+// in float (each term at most a few ulp off, well inside the tolerance model's normalize
+// level; exp in double cost PoCL twice as much on attention's short rows). Softmax over a
 // contiguous axis and LayerNorm also have a work-group-per-row form (softmax_rows,
 // layer_norm_rows) that reduces in local memory.
 
@@ -32,9 +34,9 @@ __kernel void softmax(CTPTR X, TPTR Y, int outer, int len, int inner) {
     float m = -INFINITY;
     for (int k = 0; k < len; ++k) m = fmax(m, LD(X, base + (long)k * inner));
     acc_t sum = 0;
-    for (int k = 0; k < len; ++k) sum += exp((acc_t)LD(X, base + (long)k * inner) - (acc_t)m);
+    for (int k = 0; k < len; ++k) sum += exp(LD(X, base + (long)k * inner) - m);
     for (int k = 0; k < len; ++k) {
-        const acc_t e = exp((acc_t)LD(X, base + (long)k * inner) - (acc_t)m);
+        const acc_t e = exp(LD(X, base + (long)k * inner) - m);
         ST(Y, base + (long)k * inner, (float)(e / sum));
     }
 }
@@ -47,12 +49,12 @@ __kernel void softmax_rows(CTPTR X, TPTR Y, int len) {
     const long base = (long)get_group_id(0) * len;
     float m = -INFINITY;
     for (int k = t; k < len; k += step) m = fmax(m, LD(X, base + k));
-    const acc_t mx = group_reduce(part, m, 0);
+    // Exact: the maximum of floats is one of them.
+    const float mx = (float)group_reduce(part, m, 0);
     acc_t sum = 0;
-    for (int k = t; k < len; k += step) sum += exp((acc_t)LD(X, base + k) - mx);
+    for (int k = t; k < len; k += step) sum += exp(LD(X, base + k) - mx);
     const acc_t total = group_reduce(part, sum, 1);
-    for (int k = t; k < len; k += step)
-        ST(Y, base + k, (float)(exp((acc_t)LD(X, base + k) - mx) / total));
+    for (int k = t; k < len; k += step) ST(Y, base + k, (float)(exp(LD(X, base + k) - mx) / total));
 }
 
 // Scale and B broadcast to the normalised shape (rank nrank, dims ndims): element c of a

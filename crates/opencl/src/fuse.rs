@@ -4,7 +4,10 @@
 //! MatMul absorbs the Add of a constant bias along its last axis (a transformer's
 //! projection, exported as MatMul + Add); a MatMul or Gemm absorbs a residual Add, a
 //! pointwise activation, and the erf GELU as PyTorch exports it (Div, Erf, Add, Mul, Mul),
-//! so that an encoder layer's MLP is two GEMM launches.
+//! so that an encoder layer's MLP is two GEMM launches. In the activation's place any of
+//! them can absorb a Mul or Div by a one-element constant (attention's score scale). The
+//! GELU and the scalings only need the value's rank to be known, not its extents: a
+//! constant of no higher rank cannot broadcast it.
 //!
 //! Every fused kernel rounds as the nodes it replaces do on f32 storage: the epilogue adds
 //! the bias and the residual to the rounded product in the graph's order, and the GELU
@@ -15,7 +18,9 @@
 //! part of the conv's).
 
 use concord_core::op::Conv;
-use concord_core::op::{Binary, Unary, CLIP_KERNEL_CODE};
+use concord_core::op::{
+    Binary, Unary, CLIP_KERNEL_CODE, SCALE_DIV_KERNEL_CODE, SCALE_MUL_KERNEL_CODE,
+};
 use concord_core::{Graph, Node, Op, Tensor, TensorData};
 use std::collections::{HashMap, HashSet};
 
@@ -36,6 +41,11 @@ pub enum Activation {
         divisor: f32,
         scale: f32,
     },
+    /// `x · c`: a Mul by a one-element constant.
+    MulBy(f32),
+    /// `x / c`: a Div by a one-element constant (an attention score's scale as PyTorch
+    /// exports it; kept a division, not a multiplication by 1/c, so it rounds as the node).
+    DivBy(f32),
 }
 
 /// What a fused kernel does after its main computation: add a bias, add a residual, then
@@ -61,6 +71,8 @@ pub enum FusionFault {
     MatMulBiasDropped,
     /// A MatMul's or Gemm's fused residual is never added.
     GemmResidualDropped,
+    /// A MatMul's or Gemm's fused Mul or Div by a constant is never applied.
+    ScaleDropped,
 }
 
 /// A node of the fused partition.
@@ -89,6 +101,8 @@ impl Activation {
             Activation::GeluErf { divisor, scale } => {
                 (code(Unary::Gelu { tanh: false }), divisor, scale)
             }
+            Activation::MulBy(c) => (SCALE_MUL_KERNEL_CODE as i32, c, 0.0),
+            Activation::DivBy(c) => (SCALE_DIV_KERNEL_CODE as i32, c, 0.0),
         }
     }
 }
@@ -150,6 +164,14 @@ pub fn plant(nodes: &mut [FusedNode], fault: FusionFault) {
             }
             FusionFault::MatMulBiasDropped => epilogue.bias = None,
             FusionFault::GemmResidualDropped => epilogue.residual = None,
+            FusionFault::ScaleDropped => {
+                if matches!(
+                    epilogue.activation,
+                    Activation::MulBy(_) | Activation::DivBy(_)
+                ) {
+                    epilogue.activation = Activation::None;
+                }
+            }
         }
     }
 }
@@ -226,6 +248,15 @@ fn absorb_next(
                     true
                 }
                 _ => false,
+            }
+        }
+        Op::Binary(Binary::Mul | Binary::Div) if head.epilogue.activation == Activation::None => {
+            match scaling(graph, &consumer, &value) {
+                Some(act) => {
+                    nodes[i].epilogue.activation = act;
+                    true
+                }
+                None => false,
             }
         }
         op if head.epilogue.activation == Activation::None => {
@@ -328,8 +359,10 @@ fn absorb_gelu(
     let Some(add) = only_reader(nodes, &e) else {
         return false;
     };
-    let one = binary(&nodes[add].node, Binary::Add).and_then(|ab| other(ab, &e));
-    if one.and_then(|c| scalar_constant(graph, &c)) != Some(1.0) {
+    let Some(one) = binary(&nodes[add].node, Binary::Add).and_then(|ab| other(ab, &e)) else {
+        return false;
+    };
+    if scalar_constant(graph, &one) != Some(1.0) {
         return false;
     }
     let s = nodes[add].node.outputs[0].clone();
@@ -343,15 +376,18 @@ fn absorb_gelu(
     let Some(last) = only_reader(nodes, &m) else {
         return false;
     };
-    let Some(scale) = binary(&nodes[last].node, Binary::Mul)
-        .and_then(|ab| other(ab, &m))
-        .and_then(|c| scalar_constant(graph, &c))
-    else {
+    let Some(s_name) = binary(&nodes[last].node, Binary::Mul).and_then(|ab| other(ab, &m)) else {
+        return false;
+    };
+    let Some(scale) = scalar_constant(graph, &s_name) else {
         return false;
     };
     let y = nodes[last].node.outputs[0].clone();
-    // The GELU must not change the shape (a scalar constant of higher rank would).
-    if !same_known_shape(graph, &x, &y) || x_readers.iter().all(|&j| j != mul) {
+    // The GELU must not change the shape: a one-element constant of higher rank than x
+    // would broadcast it (x's extents may be unknown until run time; its rank is not).
+    if !keeps_rank(graph, &x, [d, one.as_str(), s_name.as_str()])
+        || x_readers.iter().all(|&j| j != mul)
+    {
         return false;
     }
     nodes[i].node.outputs = vec![y];
@@ -376,6 +412,49 @@ fn binary(node: &Node, op: Binary) -> Option<(&str, &str)> {
         (Op::Binary(o), [Some(a), Some(b)], [_]) if *o == op => Some((a, b)),
         _ => None,
     }
+}
+
+/// `node` as a scaling of `value` by a one-element constant that keeps its shape: a Mul by
+/// one (either operand order) or a Div of `value` by one.
+fn scaling(graph: &Graph, node: &Node, value: &str) -> Option<Activation> {
+    let (op, (a, b)) = [Binary::Mul, Binary::Div]
+        .into_iter()
+        .find_map(|op| binary(node, op).map(|ab| (op, ab)))?;
+    let constant = if a == value && b != value {
+        b
+    } else if op == Binary::Mul && b == value && a != value {
+        a
+    } else {
+        return None;
+    };
+    if !keeps_rank(graph, value, [constant]) {
+        return None;
+    }
+    let c = scalar_constant(graph, constant)?;
+    Some(if op == Binary::Div {
+        Activation::DivBy(c)
+    } else {
+        Activation::MulBy(c)
+    })
+}
+
+/// Whether broadcasting f32 `value` with each of `constants` keeps its shape: none has a
+/// higher rank than it.
+fn keeps_rank<'a>(
+    graph: &Graph,
+    value: &str,
+    constants: impl IntoIterator<Item = &'a str>,
+) -> bool {
+    let Some(v) = graph.values.get(value) else {
+        return false;
+    };
+    v.dtype == concord_core::DType::F32
+        && constants.into_iter().all(|c| {
+            graph
+                .initializers
+                .get(c)
+                .is_some_and(|t| t.dims().len() <= v.shape.len())
+        })
 }
 
 /// The value of a one-element f32 constant.

@@ -133,27 +133,39 @@ fn golden_cases_on_opencl_with_the_gemm_the_device_would_not_pick() {
     );
 }
 
-/// The fusions of a transformer block (a MatMul's bias, residual and erf GELU) proved
-/// catchable: with each wrong fusion planted in the OpenCL executor, the outputs of
-/// transformer_encoder_block and of torchvision_vit are out of the case's tolerance,
-/// element values wrong with the right shape (the unplanted executor passes the same cases
-/// in `golden_cases_on_opencl`). Without an OpenCL runtime the planted executor is never
-/// used, and the outputs (from the reference) match.
+/// The fusions of a transformer block (a MatMul's bias, residual, erf GELU and scale by a
+/// constant) proved catchable: with each wrong fusion planted in the OpenCL executor, the
+/// outputs of the cases that have that fusion are out of the case's tolerance, element
+/// values wrong with the right shape (the unplanted executor passes the same cases in
+/// `golden_cases_on_opencl`). torch_bert_encoder's activations have extents known only at
+/// run time, so it holds the GELU fused by rank alone, and its attention scores' Div by
+/// √d is the scale. Without an OpenCL runtime the planted executor is never used, and the
+/// outputs (from the reference) match.
 #[test]
 fn a_planted_wrong_fusion_is_caught_by_the_transformer_cases() {
     let test = "a_planted_wrong_fusion_is_caught_by_the_transformer_cases";
     let here = opencl_here(test);
     let manifest = load_manifest();
-    for case_name in ["transformer_encoder_block", "torchvision_vit"] {
+    let block = [
+        FusionFault::GeluScaleDropped,
+        FusionFault::MatMulBiasDropped,
+        FusionFault::GemmResidualDropped,
+    ];
+    let bert = [
+        FusionFault::GeluScaleDropped,
+        FusionFault::MatMulBiasDropped,
+        FusionFault::ScaleDropped,
+    ];
+    for (case_name, faults) in [
+        ("transformer_encoder_block", &block),
+        ("torchvision_vit", &block),
+        ("torch_bert_encoder", &bert),
+    ] {
         let Some(case) = manifest.cases.iter().find(|c| c.name == case_name) else {
             panic!("{test}: the golden manifest has no {case_name} case");
         };
         let tolerance = &manifest.tolerances[&case.tolerance];
-        for fault in [
-            FusionFault::GeluScaleDropped,
-            FusionFault::MatMulBiasDropped,
-            FusionFault::GemmResidualDropped,
-        ] {
+        for &fault in faults {
             let executor = OpenClExecutor::with_options(OpenClOptions {
                 planted_fusion_fault: Some(fault),
                 ..OpenClOptions::default()

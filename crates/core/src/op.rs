@@ -3537,6 +3537,11 @@ pub const CLIP_KERNEL_CODE: u32 = UNARY_OPS.len() as u32 + 1;
 pub const SCALE_MUL_KERNEL_CODE: u32 = CLIP_KERNEL_CODE + 1;
 pub const SCALE_DIV_KERNEL_CODE: u32 = CLIP_KERNEL_CODE + 2;
 
+/// The kernel op code of SiLU as exporters write it, Sigmoid then Mul (`U_SILU`):
+/// `x · sigmoid(x)` with the sigmoid rounded to the stored type first, as the two nodes
+/// round. Device backends fuse it into a kernel's epilogue.
+pub const SILU_KERNEL_CODE: u32 = CLIP_KERNEL_CODE + 3;
+
 /// The elementwise kernel op codes every device backend's kernels use, as
 /// (`U_<KERNEL>` / `B_<KERNEL>`, value) pairs: device crates prepend them to their kernel
 /// sources as `#define`s, so a kernel and its Rust caller cannot disagree.
@@ -3551,6 +3556,7 @@ pub fn kernel_codes() -> Vec<(String, u32)> {
         ("U_CLIP", CLIP_KERNEL_CODE),
         ("U_SCALE_MUL", SCALE_MUL_KERNEL_CODE),
         ("U_SCALE_DIV", SCALE_DIV_KERNEL_CODE),
+        ("U_SILU", SILU_KERNEL_CODE),
     ]
     .map(|(name, code)| (name.to_string(), code));
     unary.chain(extra).chain(binary).collect()
@@ -3772,8 +3778,8 @@ mod tests {
             .collect();
         assert_eq!(
             unary.len(),
-            UNARY_OPS.len() + 3,
-            "every unary op, Clip and the two scalings"
+            UNARY_OPS.len() + 4,
+            "every unary op, Clip, the two scalings and SiLU"
         );
         assert!(!unary.contains(&0), "0 is reserved for no activation");
         let binary: BTreeSet<u32> = codes
@@ -3781,7 +3787,7 @@ mod tests {
             .filter(|(n, _)| n.starts_with("B_"))
             .map(|c| c.1)
             .collect();
-        assert_eq!(binary.len(), codes.len() - UNARY_OPS.len() - 3);
+        assert_eq!(binary.len(), codes.len() - UNARY_OPS.len() - 4);
     }
 
     #[test]

@@ -73,9 +73,26 @@ inline int offset1(int i, int rank, int8 dims, int8 s0) {
 inline float nan_max(float a, float b) { return (isnan(a) || isnan(b)) ? NAN : (a >= b ? a : b); }
 inline float nan_min(float a, float b) { return (isnan(a) || isnan(b)) ? NAN : (a <= b ? a : b); }
 
+// Sigmoid in float: 1 / (1 + e^-v), or e^v / (1 + e^v) for negative v so that the exp
+// cannot overflow. The tolerance model's transcendental level (8 ulp) covers it; in
+// double it cost PoCL twice as much (EfficientNet's SiLUs).
+inline float sigmoid_f(float v) {
+    const float e = exp(-fabs(v));
+    const float p = 1.0f + e;
+    return v >= 0.0f ? 1.0f / p : e / p;
+}
+
+// sigmoid_f on 16 lanes, the same steps lane for lane.
+inline float16 sigmoid_f16(float16 v) {
+    const float16 e = exp(-fabs(v));
+    const float16 p = 1.0f + e;
+    return select(e / p, 1.0f / p, v >= 0.0f);
+}
+
 // The fused epilogue's activation, by the U_* op codes that concord-core's op table
 // generates (prepended to every program): 0 none, Relu, Clip(a, b), LeakyRelu(a),
-// HardSigmoid(a, b), HardSwish, U_SCALE_MUL and U_SCALE_DIV (v · a, v / a), and U_GELU
+// HardSigmoid(a, b), HardSwish, U_SCALE_MUL and U_SCALE_DIV (v · a, v / a), U_SILU
+// (v · sigmoid(v), the sigmoid rounded to float first, as Sigmoid then Mul), and U_GELU
 // for the erf GELU as PyTorch exports it,
 // (v · (erf(v / a) + 1)) · b, rounded to float after each step as its five nodes are (erf
 // in float, as the unary kernel computes it).
@@ -95,6 +112,7 @@ inline float activate(float v, int act, float a, float b) {
     case U_HARD_SWISH: { float h = v / 6.0f + 0.5f; return v * (isnan(h) ? h : clamp(h, 0.0f, 1.0f)); }
     case U_SCALE_MUL: return v * a;
     case U_SCALE_DIV: return v / a;
+    case U_SILU: return v * sigmoid_f(v);
     default: return v;
     }
 }
@@ -126,6 +144,7 @@ inline float16 activate16(float16 v, int act, float a, float b) {
     }
     case U_SCALE_MUL: return v * a;
     case U_SCALE_DIV: return v / a;
+    case U_SILU: return v * sigmoid_f16(v);
     default: return v;
     }
 }

@@ -82,12 +82,6 @@ inline acc_t hard_clamp(acc_t v) {
     return isnan(v) ? v : (v < 0 ? (acc_t)0 : (v > 1 ? (acc_t)1 : v));
 }
 
-inline acc_t sigmoid_acc(acc_t v) {
-    if (v >= 0) return 1 / (1 + exp(-v));
-    acc_t e = exp(v);
-    return e / (1 + e);
-}
-
 // `op` is a B_* code; Mod with the divisor's sign (B_MOD) is integer-only.
 inline float binary_value(int op, float p, float q, __global int* status) {
     switch (op) {
@@ -112,7 +106,7 @@ inline float unary_value(int op, float v, float alpha, float beta) {
     // bound for erf, and on PoCL erf in double cost twice as much (bert's fused GELU).
     case U_ERF: return erf(v);
     case U_RELU: return (v > 0.0f || isnan(v)) ? v : 0.0f;
-    case U_SIGMOID: return (float)sigmoid_acc((acc_t)v);
+    case U_SIGMOID: return sigmoid_f(v);
     case U_TANH: return (float)tanh((acc_t)v);
     case U_HARD_SWISH: return (float)((acc_t)v * hard_clamp((acc_t)v / 6 + (acc_t)0.5));
     case U_LEAKY_RELU: return v < 0.0f ? alpha * v : v;

@@ -7,7 +7,9 @@
 //! so that an encoder layer's MLP is two GEMM launches. In the activation's place any of
 //! them can absorb a Mul or Div by a one-element constant (attention's score scale). The
 //! GELU and the scalings only need the value's rank to be known, not its extents: a
-//! constant of no higher rank cannot broadcast it.
+//! constant of no higher rank cannot broadcast it. A Conv, MatMul or Gemm absorbs SiLU as
+//! exporters write it (Sigmoid and Mul reading the same value: EfficientNet's
+//! activation).
 //!
 //! Every fused kernel rounds as the nodes it replaces do on f32 storage: the epilogue adds
 //! the bias and the residual to the rounded product in the graph's order, and the GELU
@@ -19,9 +21,9 @@
 
 use concord_core::op::Conv;
 use concord_core::op::{
-    Binary, Unary, CLIP_KERNEL_CODE, SCALE_DIV_KERNEL_CODE, SCALE_MUL_KERNEL_CODE,
+    Binary, Unary, CLIP_KERNEL_CODE, SCALE_DIV_KERNEL_CODE, SCALE_MUL_KERNEL_CODE, SILU_KERNEL_CODE,
 };
-use concord_core::{Graph, Node, Op, Tensor, TensorData};
+use concord_core::{DType, Graph, Node, Op, Tensor, TensorData};
 use std::collections::{HashMap, HashSet};
 
 /// A pointwise activation applied in a kernel's epilogue.
@@ -41,6 +43,9 @@ pub enum Activation {
         divisor: f32,
         scale: f32,
     },
+    /// `x · sigmoid(x)`, the sigmoid rounded to f32 first: SiLU as exporters write it
+    /// (Sigmoid, Mul).
+    Silu,
     /// `x · c`: a Mul by a one-element constant.
     MulBy(f32),
     /// `x / c`: a Div by a one-element constant (an attention score's scale as PyTorch
@@ -73,6 +78,8 @@ pub enum FusionFault {
     GemmResidualDropped,
     /// A MatMul's or Gemm's fused Mul or Div by a constant is never applied.
     ScaleDropped,
+    /// A fused SiLU computed as HardSwish, its piecewise-linear approximation.
+    SiluAsHardSwish,
 }
 
 /// A node of the fused partition.
@@ -101,6 +108,7 @@ impl Activation {
             Activation::GeluErf { divisor, scale } => {
                 (code(Unary::Gelu { tanh: false }), divisor, scale)
             }
+            Activation::Silu => (SILU_KERNEL_CODE as i32, 0.0, 0.0),
             Activation::MulBy(c) => (SCALE_MUL_KERNEL_CODE as i32, c, 0.0),
             Activation::DivBy(c) => (SCALE_DIV_KERNEL_CODE as i32, c, 0.0),
         }
@@ -133,10 +141,15 @@ pub fn fuse(graph: &mut Graph) -> Vec<FusedNode> {
     while i < nodes.len() {
         match nodes[i].node.op {
             // Each absorption removes the consumer, so keep trying until none applies.
-            Op::Conv(_) => while absorb_next(graph, &mut nodes, i, &outputs) {},
+            Op::Conv(_) => {
+                while absorb_next(graph, &mut nodes, i, &outputs)
+                    || absorb_silu(&mut nodes, i, &outputs, graph)
+                {}
+            }
             Op::MatMul | Op::Gemm(_) => {
                 while absorb_next(graph, &mut nodes, i, &outputs)
                     || absorb_gelu(graph, &mut nodes, i, &outputs)
+                    || absorb_silu(&mut nodes, i, &outputs, graph)
                 {}
             }
             _ => {}
@@ -146,14 +159,20 @@ pub fn fuse(graph: &mut Graph) -> Vec<FusedNode> {
     nodes
 }
 
-/// Plants `fault` in every MatMul and Gemm it applies to.
+/// Plants `fault` in every MatMul and Gemm it applies to (a SiLU's also in every Conv).
 pub fn plant(nodes: &mut [FusedNode], fault: FusionFault) {
-    for fused in nodes
-        .iter_mut()
-        .filter(|f| matches!(f.node.op, Op::MatMul | Op::Gemm(_)))
-    {
+    for fused in nodes.iter_mut().filter(|f| match f.node.op {
+        Op::MatMul | Op::Gemm(_) => true,
+        Op::Conv(_) => fault == FusionFault::SiluAsHardSwish,
+        _ => false,
+    }) {
         let epilogue = &mut fused.epilogue;
         match fault {
+            FusionFault::SiluAsHardSwish => {
+                if epilogue.activation == Activation::Silu {
+                    epilogue.activation = Activation::HardSwish;
+                }
+            }
             FusionFault::GeluScaleDropped => {
                 if let Activation::GeluErf { divisor, .. } = epilogue.activation {
                     epilogue.activation = Activation::GeluErf {
@@ -323,16 +342,9 @@ fn absorb_gelu(
         }
     };
     // x is read by the Div and by the first Mul, and by nothing else.
-    let x_readers: Vec<usize> = (0..nodes.len())
-        .filter(|&j| nodes[j].reads().any(|r| r == x))
-        .collect();
-    let x_reads: usize = nodes
-        .iter()
-        .map(|n| n.reads().filter(|r| *r == x).count())
-        .sum();
-    if x_readers.len() != 2 || x_reads != 2 || x_readers.iter().any(|&j| j <= i) {
+    let Some(x_readers) = two_readers(nodes, i, &x) else {
         return false;
-    }
+    };
     let Some(div) = x_readers
         .iter()
         .copied()
@@ -390,9 +402,85 @@ fn absorb_gelu(
     {
         return false;
     }
+    absorb_chain(
+        nodes,
+        i,
+        y,
+        Activation::GeluErf { divisor, scale },
+        [div, erf, add, mul, last],
+    );
+    true
+}
+
+/// Absorbs the SiLU that reads node `i`'s output `x` as exporters write it, `Sigmoid(x)`
+/// and `Mul(x, ·)` (either operand order), x read by those two only and the sigmoid by the
+/// Mul only. True when it did.
+fn absorb_silu(
+    nodes: &mut Vec<FusedNode>,
+    i: usize,
+    outputs: &HashSet<String>,
+    graph: &Graph,
+) -> bool {
+    if nodes[i].epilogue.activation != Activation::None || nodes[i].node.outputs.len() != 1 {
+        return false;
+    }
+    let x = nodes[i].node.outputs[0].clone();
+    // Only on f32 values: on f16 ones the nodes round the sigmoid to f16.
+    if outputs.contains(&x) || graph.values.get(&x).map(|v| v.dtype) != Some(DType::F32) {
+        return false;
+    }
+    let Some(readers) = two_readers(nodes, i, &x) else {
+        return false;
+    };
+    let Some(&sigmoid) = readers.iter().find(|&&j| {
+        matches!(nodes[j].node.op, Op::Unary(Unary::Sigmoid)) && input_is(&nodes[j].node, 0, &x)
+    }) else {
+        return false;
+    };
+    let Some(&mul) = readers.iter().find(|&&j| j != sigmoid) else {
+        return false;
+    };
+    let Some(s) = nodes[sigmoid].node.outputs.first().cloned() else {
+        return false;
+    };
+    let multiplies = binary(&nodes[mul].node, Binary::Mul)
+        .is_some_and(|(a, b)| (a == x && b == s) || (a == s && b == x));
+    // The sigmoid is read by the Mul alone, once.
+    let s_reads: usize = nodes
+        .iter()
+        .map(|n| n.reads().filter(|r| *r == s).count())
+        .sum();
+    if !multiplies || s_reads != 1 || outputs.contains(&s) {
+        return false;
+    }
+    let y = nodes[mul].node.outputs[0].clone();
+    absorb_chain(nodes, i, y, Activation::Silu, [sigmoid, mul]);
+    true
+}
+
+/// The two nodes after `i` that read `value`, each once, when nothing else reads it.
+fn two_readers(nodes: &[FusedNode], i: usize, value: &str) -> Option<Vec<usize>> {
+    let readers: Vec<usize> = (0..nodes.len())
+        .filter(|&j| nodes[j].reads().any(|r| r == value))
+        .collect();
+    let reads: usize = nodes
+        .iter()
+        .map(|n| n.reads().filter(|r| *r == value).count())
+        .sum();
+    (readers.len() == 2 && reads == 2 && readers.iter().all(|&j| j > i)).then_some(readers)
+}
+
+/// Makes node `i` compute the chain of `absorbed` nodes after it as its epilogue's
+/// `activation`, writing their last value `y`, and removes them.
+fn absorb_chain<const N: usize>(
+    nodes: &mut Vec<FusedNode>,
+    i: usize,
+    y: String,
+    activation: Activation,
+    mut absorbed: [usize; N],
+) {
     nodes[i].node.outputs = vec![y];
-    nodes[i].epilogue.activation = Activation::GeluErf { divisor, scale };
-    let mut absorbed = [div, erf, add, mul, last];
+    nodes[i].epilogue.activation = activation;
     for &j in &absorbed {
         let name = nodes[j].node.name.clone();
         let inner = nodes[j].fused.clone();
@@ -403,7 +491,6 @@ fn absorb_gelu(
     for &j in absorbed.iter().rev() {
         nodes.remove(j);
     }
-    true
 }
 
 /// The two operands of `node` when it is the binary `op` with one output.

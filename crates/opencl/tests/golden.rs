@@ -134,7 +134,8 @@ fn golden_cases_on_opencl_with_the_gemm_the_device_would_not_pick() {
 }
 
 /// The fusions of a transformer block (a MatMul's bias, residual, erf GELU and scale by a
-/// constant) proved catchable: with each wrong fusion planted in the OpenCL executor, the
+/// constant) and EfficientNet's SiLU (Sigmoid and Mul fused into the Conv before them)
+/// proved catchable: with each wrong fusion planted in the OpenCL executor, the
 /// outputs of the cases that have that fusion are out of the case's tolerance, element
 /// values wrong with the right shape (the unplanted executor passes the same cases in
 /// `golden_cases_on_opencl`). torch_bert_encoder's activations have extents known only at
@@ -142,8 +143,8 @@ fn golden_cases_on_opencl_with_the_gemm_the_device_would_not_pick() {
 /// √d is the scale. Without an OpenCL runtime the planted executor is never used, and the
 /// outputs (from the reference) match.
 #[test]
-fn a_planted_wrong_fusion_is_caught_by_the_transformer_cases() {
-    let test = "a_planted_wrong_fusion_is_caught_by_the_transformer_cases";
+fn a_planted_wrong_fusion_is_caught_by_the_transformer_and_efficientnet_cases() {
+    let test = "a_planted_wrong_fusion_is_caught_by_the_transformer_and_efficientnet_cases";
     let here = opencl_here(test);
     let manifest = load_manifest();
     let block = [
@@ -156,10 +157,12 @@ fn a_planted_wrong_fusion_is_caught_by_the_transformer_cases() {
         FusionFault::MatMulBiasDropped,
         FusionFault::ScaleDropped,
     ];
+    let efficientnet = [FusionFault::SiluAsHardSwish];
     for (case_name, faults) in [
-        ("transformer_encoder_block", &block),
+        ("transformer_encoder_block", &block[..]),
         ("torchvision_vit", &block),
         ("torch_bert_encoder", &bert),
+        ("torchvision_efficientnet", &efficientnet),
     ] {
         let Some(case) = manifest.cases.iter().find(|c| c.name == case_name) else {
             panic!("{test}: the golden manifest has no {case_name} case");

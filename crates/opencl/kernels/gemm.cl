@@ -145,12 +145,17 @@ void gemm_tiled(CTPTR A, CTPTR B, TPTR Y, int M, int N, int K, int8 sa, int8 sb,
 // ak points at the current k's MR values of the A panel (constant offsets, no index
 // arithmetic per multiply-add).
 #define FMA_ROW(i) c##i = fma((float16)LD(ak, i), bv, c##i)
+// The same with A read in place: a##i points at row m0 + i's current k.
+#define FMA_ROW_IN(i) c##i = fma((float16)LD(a##i, k), bv, c##i)
 
 // Global (ceil(N / NR), ceil(ceil(M / MR) / MBLOCKS), batch): a work-item owns one B panel
 // and MBLOCKS A panels, so its B panel stays in cache while it walks the rows.
-// p = (bp_s0, bp_s1, ap_s0, ap_s1, ldb): panel offsets per b0 and b1 of B and of A (A's
-// b0 offset is 0 for a conv's weights), and B's row stride when it is not packed; sbias as in gemm_tiled. A values are read as scalars
-// so the compiler folds each broadcast into its multiply-add.
+// p = (bp_s0, bp_s1, ap_s0, ap_s1, ldb, lda): panel offsets per b0 and b1 of B and of A
+// (A's b0 offset is 0 for a conv's weights), B's row stride when it is not packed, and
+// A's row stride when A is not packed either but read in place, its k contiguous (for
+// M ≤ MR, where packing would be one more launch for one panel); sbias as in gemm_tiled.
+// A values are read as scalars so the compiler folds each broadcast into its
+// multiply-add.
 __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p, int batch1,
                          CTPTR bias, int8 sbias, float alpha, float beta, CTPTR R,
                          int has_res, int act, float act_a, float act_b) {
@@ -170,14 +175,33 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p
     for (int mb = mg * MBLOCKS; mb < mg * MBLOCKS + MBLOCKS; ++mb) {
         const int m0 = mb * MR;
         if (m0 >= M) break;
-        CTPTR a = Ap + (long)b0 * p.s2 + (long)b1 * p.s3 + (long)mb * K * MR;
         float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
-        CTPTR ak = a;
-        CTPTR bk = bp;
-        for (int k = 0; k < K; ++k, ak += MR, bk += ldb) {
-            const float16 bv = LOAD_NR(bk, 0);
-            FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3);
-            FMA_ROW(4); FMA_ROW(5); FMA_ROW(6); FMA_ROW(7);
+        if (p.s5 > 0) {
+            // A in place (M ≤ MR, so mb is 0): rows past M read the last row, and their
+            // sums are never stored.
+            CTPTR a = Ap + (long)b0 * p.s2 + (long)b1 * p.s3;
+            CTPTR a0 = a;
+            CTPTR a1 = a + (long)min(1, M - 1) * p.s5;
+            CTPTR a2 = a + (long)min(2, M - 1) * p.s5;
+            CTPTR a3 = a + (long)min(3, M - 1) * p.s5;
+            CTPTR a4 = a + (long)min(4, M - 1) * p.s5;
+            CTPTR a5 = a + (long)min(5, M - 1) * p.s5;
+            CTPTR a6 = a + (long)min(6, M - 1) * p.s5;
+            CTPTR a7 = a + (long)min(7, M - 1) * p.s5;
+            CTPTR bk = bp;
+            for (int k = 0; k < K; ++k, bk += ldb) {
+                const float16 bv = LOAD_NR(bk, 0);
+                FMA_ROW_IN(0); FMA_ROW_IN(1); FMA_ROW_IN(2); FMA_ROW_IN(3);
+                FMA_ROW_IN(4); FMA_ROW_IN(5); FMA_ROW_IN(6); FMA_ROW_IN(7);
+            }
+        } else {
+            CTPTR ak = Ap + (long)b0 * p.s2 + (long)b1 * p.s3 + (long)mb * K * MR;
+            CTPTR bk = bp;
+            for (int k = 0; k < K; ++k, ak += MR, bk += ldb) {
+                const float16 bv = LOAD_NR(bk, 0);
+                FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3);
+                FMA_ROW(4); FMA_ROW(5); FMA_ROW(6); FMA_ROW(7);
+            }
         }
         float16 rows[MR] = {c0, c1, c2, c3, c4, c5, c6, c7};
         for (int i = 0; i < MR; ++i) {

@@ -738,6 +738,7 @@ fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
             k,
             p: [(c.cin * plane) as i64, (cg * plane) as i64, 0, ap_s1 as i64],
             ldb: plane,
+            lda: 0,
             batch: batches,
             batch1: c.group,
             bias: c.bias.map(|l| (l, [1, 0, c.m as i64])),
@@ -818,6 +819,7 @@ fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
             ap_s1 as i64,
         ],
         ldb: 0,
+        lda: 0,
         batch: batches,
         batch1: c.group,
         bias: c.bias.map(|l| (l, [1, 0, c.m as i64])),
@@ -1246,6 +1248,9 @@ struct BlockedCall {
     p: [i64; 4],
     /// B's row stride when B is used in place (N a multiple of NR), 0 for B panels.
     ldb: usize,
+    /// A's row stride when A is read in place (M ≤ MR, its k contiguous; `p`'s A offsets
+    /// are then its batch strides), 0 for A panels.
+    lda: usize,
     batch: usize,
     batch1: usize,
     bias: Option<(Loc, [i64; 3])>,
@@ -1274,7 +1279,7 @@ fn launch_blocked(
         call.p[2],
         call.p[3],
         call.ldb as i64,
-        0,
+        call.lda as i64,
         0,
         0,
     ];
@@ -1311,7 +1316,7 @@ fn launch_blocked(
 }
 
 /// Gemm and MatMul on the register-blocked kernel: A packed into row panels (on the device,
-/// as it is usually an activation), B used in place when its rows are contiguous, else
+/// as it is usually an activation; read in place when it is one panel's rows), B used in place when its rows are contiguous, else
 /// copied to row-major (on the host once when it is a constant, such as a transposed FC
 /// weight).
 fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<(), OpError> {
@@ -1333,23 +1338,37 @@ fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<()
         temps.push(name.clone());
         b.alloc(&name)
     };
-    let ap = temp(b, "packed_a", a_batches * per_batch)?;
-    let sa8 = [call.sa[0], call.sa[1], call.sa[2], call.sa[3], 0, 0, 0, 0];
-    b.launch(
-        &program,
-        "pack_a",
-        &[blocks * MR, k.div_ceil(KC), a_batches],
-        Some(&[MR, 1, 1]),
-        vec![
-            Arg::Buf(call.a),
-            Arg::Buf(ap.clone()),
-            Arg::I32(i32_arg(m, "M")?),
-            Arg::I32(i32_arg(k, "K")?),
-            Arg::Int8(int8(&sa8)?),
-            Arg::I32(i32_arg(call.batch1.max(1), "batch")?),
-            Arg::I32(i32_arg(per_batch, "packed size")?),
-        ],
-    );
+    // A of at most MR rows with contiguous k (a classifier's one row, a small batch of
+    // tokens) is read in place: packing it would be a launch to copy one panel. Otherwise
+    // it is packed into row panels.
+    let a_in_place = m <= MR && call.sa[1] == 1 && call.sa.iter().all(|&s| s >= 0);
+    let (ap, lda, a_offsets) = if a_in_place {
+        (
+            call.a.clone(),
+            call.sa[0].max(1) as usize,
+            [call.sa[2], call.sa[3]],
+        )
+    } else {
+        let ap = temp(b, "packed_a", a_batches * per_batch)?;
+        let sa8 = [call.sa[0], call.sa[1], call.sa[2], call.sa[3], 0, 0, 0, 0];
+        b.launch(
+            &program,
+            "pack_a",
+            &[blocks * MR, k.div_ceil(KC), a_batches],
+            Some(&[MR, 1, 1]),
+            vec![
+                Arg::Buf(call.a),
+                Arg::Buf(ap.clone()),
+                Arg::I32(i32_arg(m, "M")?),
+                Arg::I32(i32_arg(k, "K")?),
+                Arg::Int8(int8(&sa8)?),
+                Arg::I32(i32_arg(call.batch1.max(1), "batch")?),
+                Arg::I32(i32_arg(per_batch, "packed size")?),
+            ],
+        );
+        let per_b1 = per_batch as i64;
+        (ap, 0, [per_b1 * call.batch1.max(1) as i64, per_b1])
+    };
     // B becomes NR-column panels, one panel set per batch index: on the host once when it
     // is a constant (a Gemm's weight), else by the pack_b kernel.
     let [b_sk, b_sn, b_s0, b_s1] = call.sb;
@@ -1399,8 +1418,9 @@ fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<()
         m,
         n,
         k,
-        p: [p[0], p[1], (per_batch * batch1) as i64, per_batch as i64],
+        p: [p[0], p[1], a_offsets[0], a_offsets[1]],
         ldb: 0,
+        lda,
         batch: call.batch,
         batch1: call.batch1,
         bias: call.bias,

@@ -308,7 +308,9 @@ impl OpenClPartition {
             let inputs: Vec<&str> = node.present_inputs().collect();
             let mut at = 0usize;
             for name in &inputs {
-                let Ok(extent) = b.shape(name).map(|s| s.dims().get(axis).copied().unwrap_or(0))
+                let Ok(extent) = b
+                    .shape(name)
+                    .map(|s| s.dims().get(axis).copied().unwrap_or(0))
                 else {
                     break;
                 };

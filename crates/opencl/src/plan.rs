@@ -448,12 +448,14 @@ impl<'a> Builder<'a> {
         if let Some(&slot) = self.concat_slots.get(&part.concat) {
             return Ok(slot);
         }
-        let bytes = self.budget.check_bytes(Some(part.concat_bytes as u64), || {
-            format!(
-                "the device buffer of `{}`",
-                concord_core::text::elide_middle(&part.concat, 80)
-            )
-        })?;
+        let bytes = self
+            .budget
+            .check_bytes(Some(part.concat_bytes as u64), || {
+                format!(
+                    "the device buffer of `{}`",
+                    concord_core::text::elide_middle(&part.concat, 80)
+                )
+            })?;
         let slot = self.slots.take(bytes as usize);
         if self.slot_values.len() <= slot {
             self.slot_values.resize_with(slot + 1, HashSet::new);
@@ -722,7 +724,10 @@ impl ExecPlan {
                         .in_partition("making a workspace")
                     })?
                     .sub_buffer(offset, bytes)
-                    .map_err(setup(format!("{} (part of slot {parent} at byte {offset})", what())))?,
+                    .map_err(setup(format!(
+                        "{} (part of slot {parent} at byte {offset})",
+                        what()
+                    )))?,
                 None => device.context.buffer(bytes).map_err(setup(what()))?,
             };
             slots.push(buffer);
@@ -788,7 +793,25 @@ pub fn shape_key(inputs: &BTreeMap<String, Tensor>, names: &[String]) -> Vec<Vec
 
 #[cfg(test)]
 mod tests {
-    use super::coalesce;
+    use super::{coalesce, Slots};
+
+    #[test]
+    fn a_part_is_never_handed_out_and_names_its_parent() {
+        let mut slots = Slots::default();
+        let parent = slots.take(1024);
+        let part = slots.part(parent, 512, 256);
+        assert_ne!(part, parent);
+        assert_eq!(slots.owner(part), parent);
+        assert_eq!(slots.owner(parent), parent);
+        // Once the parent is free, a new value of the part's size gets the parent (grown if
+        // need be), never the part.
+        slots.free.push(parent);
+        assert_eq!(slots.take(256), parent);
+        let fresh = slots.take(256);
+        assert!(fresh != part && fresh != parent);
+        assert!(slots.parents[parent].is_none());
+        assert_eq!(slots.parents[part], Some((parent, 512)));
+    }
 
     #[test]
     fn coalesce_drops_unit_axes_and_merges_runs() {

@@ -127,7 +127,12 @@ pub(super) fn build(b: &mut Builder, node: &Node, attrs: &Resize) -> Result<(), 
 
 /// Uploads one axis's tap table as resize.cl reads it: source indices i0, i1 (i64) and
 /// weights w0, w1 (f32), one entry per output coordinate.
-fn upload_taps(b: &mut Builder, node: &Node, axis: usize, taps: &[Tap]) -> Result<[Loc; 4], OpError> {
+fn upload_taps(
+    b: &mut Builder,
+    node: &Node,
+    axis: usize,
+    taps: &[Tap],
+) -> Result<[Loc; 4], OpError> {
     let key = format!("{}::taps{axis}", node.name);
     let col = |f: fn(&Tap) -> i64| Tensor::vec_i64(taps.iter().map(f).collect());
     let i0 = b.constant(&format!("{key}.i0"), &col(|t| t.i0 as i64), Storage::I64)?;

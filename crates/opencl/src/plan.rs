@@ -1,7 +1,8 @@
 //! Execution plans: a partition specialised to concrete input shapes. Building one infers
 //! every shape, evaluates what is known without the inputs (shape arithmetic), assigns
-//! every device value a slot (reusing slots whose values are dead), and lists the kernel
-//! launches with their arguments. A [`Workspace`] is one plan's device state for one run
+//! every device value a slot (reusing slots whose values are dead; a Concat input made by
+//! a kernel may instead get a part of its Concat's slot, see [`ConcatPart`]), and lists the
+//! kernel launches with their arguments. A [`Workspace`] is one plan's device state for one run
 //! at a time: its own queue, slot buffers and kernel objects with their arguments set.
 
 use crate::cl::{ArgValue, Buffer, ClError, Kernel, Program, Queue};

@@ -3,6 +3,8 @@
 // waste its tile. Three kernels: `depthwise` (any geometry; what GPUs run), and for CPU
 // devices `depthwise_s1` (width stride 1, the image read in place) and `depthwise_rows`
 // (width stride 1 or 2, rows padded in a private buffer), described where they are defined.
+// ConvTranspose lives here too: `conv_transpose` (any geometry, one output per work-item)
+// and, for CPU devices, `conv_transpose_rows` (kernel == stride, one tap per output).
 //
 // `depthwise`: one work-item computes one output row of one plane, DW_CHUNK columns at
 // a time in a private accumulator row: for each tap it sweeps the columns whose input is
@@ -228,12 +230,33 @@ __kernel void depthwise_s1(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, 
     }
 }
 
+// The smallest tap k < K with q − k·D a non-negative multiple of S, or K when there is none:
+// k·D modulo S repeats with a period of at most S, so only k < S need be tried.
+inline int ct_first_tap(int q, int K, int S, int D) {
+    for (int k = 0; k < min(K, S); ++k) {
+        const int p = q - k * D;
+        if (p < 0) return K;
+        if (p % S == 0) return k;
+    }
+    return K;
+}
+
+// The distance between consecutive contributing taps: the smallest t > 0 with t·D a
+// multiple of S, i.e. S / gcd(S, D).
+inline int ct_tap_step(int S, int D) {
+    int t = 1;
+    while ((t * D) % S != 0) ++t;
+    return t;
+}
+
 // conv_transpose: ConvTranspose as a gather, one work-item per output element: input
 // position i and tap k of a spatial axis write output position i·stride + k·dilation −
 // pad_begin (core's TransposedAxis), so output o takes, per axis, the taps k whose
 // o + pad_begin − k·dilation is a non-negative multiple of the stride below the input extent.
+// Only those taps are visited: the first one (ct_first_tap) and then every
+// stride / gcd(stride, dilation)-th (ct_tap_step), the period of k·dilation modulo the stride.
 // Taps outside, inner sum over the group's input channels, in acc_t, as the reference
-// scatters them. Spatial axes are padded to three (extent 1, kernel 1).
+// scatters them. Spatial axes are padded to three (leading axes of extent 1, kernel 1).
 // gi = (I0, I1, I2, O0, O1, O2, C, M), gk = (K0, K1, K2, S0, S1, S2, C/group, M/group),
 // gd = (D0, D1, D2, P0, P1, P2, N, 0). Global (N · M · O0 · O1 · O2).
 __kernel void conv_transpose(CTPTR X, CTPTR Wt, CTPTR bias, int has_bias, TPTR Y, int8 gi,
@@ -259,15 +282,20 @@ __kernel void conv_transpose(CTPTR X, CTPTR Wt, CTPTR bias, int has_bias, TPTR Y
     const int g = m / MG, mo = m - g * MG;
     const long in_plane = (long)I0 * I1 * I2, taps = (long)K0 * K1 * K2;
     acc_t y = has_bias ? (acc_t)LD(bias, m) : 0;
-    for (int k0 = 0; k0 < K0; ++k0) {
+    const int t0 = ct_tap_step(S0, D0), t1 = ct_tap_step(S1, D1), t2 = ct_tap_step(S2, D2);
+    const int f1 = ct_first_tap(o1 + P1, K1, S1, D1), f2 = ct_first_tap(o2 + P2, K2, S2, D2);
+    for (int k0 = ct_first_tap(o0 + P0, K0, S0, D0); k0 < K0; k0 += t0) {
         const int p0 = o0 + P0 - k0 * D0;
-        if (p0 < 0 || p0 % S0 != 0 || p0 / S0 >= I0) continue;
-        for (int k1 = 0; k1 < K1; ++k1) {
+        if (p0 < 0) break;
+        if (p0 / S0 >= I0) continue;
+        for (int k1 = f1; k1 < K1; k1 += t1) {
             const int p1 = o1 + P1 - k1 * D1;
-            if (p1 < 0 || p1 % S1 != 0 || p1 / S1 >= I1) continue;
-            for (int k2 = 0; k2 < K2; ++k2) {
+            if (p1 < 0) break;
+            if (p1 / S1 >= I1) continue;
+            for (int k2 = f2; k2 < K2; k2 += t2) {
                 const int p2 = o2 + P2 - k2 * D2;
-                if (p2 < 0 || p2 % S2 != 0 || p2 / S2 >= I2) continue;
+                if (p2 < 0) break;
+                if (p2 / S2 >= I2) continue;
                 const long at = ((long)(p0 / S0) * I1 + p1 / S1) * I2 + p2 / S2;
                 const long tap = ((long)k0 * K1 + k1) * K2 + k2;
                 acc_t sum = 0;
@@ -281,4 +309,74 @@ __kernel void conv_transpose(CTPTR X, CTPTR Wt, CTPTR bias, int has_bias, TPTR Y
         }
     }
     ST(Y, idx, (float)y);
+}
+
+// The CPU variant of conv_transpose where every spatial axis has kernel == stride and
+// dilation 1 (the U-Net upsampling): an output position o + pad_begin = i·stride + k then
+// takes exactly one tap per axis, so an output row is, per innermost tap k2, a sum over the
+// group's input channels of one input row times one weight. A work-item owns 16 input
+// columns of one input row of one output channel and keeps one 16-lane accumulator per
+// innermost tap (at most CT_MAX_S2), summed over the input channels in order with fma;
+// output columns i2·S2 + k2 − P2 outside [0, O2) are cropped by the pads, and the last
+// chunk writes the bias into the columns no input reaches (output_padding), as does a
+// row whose input row is past the input (accumulators stay zero there). A chunk shorter
+// than 16 columns still loads 16 lanes, past its row's end: into the next row, or past the
+// value's end into the slack every slot has (see Builder::slot_bytes), so X must be a slot;
+// those lanes are never stored.
+// Arguments as in conv_transpose (the dilations all 1, kernel == stride, S2 <= CT_MAX_S2).
+// Global (max(1, ceil(I2 / 16)), O0 · O1, N · M).
+
+#define CT_MAX_S2 4
+
+__kernel void conv_transpose_rows(CTPTR X, CTPTR Wt, CTPTR bias, int has_bias, TPTR Y,
+                                  int8 gi, int8 gk, int8 gd) {
+    const int I0 = gi.s0, I1 = gi.s1, I2 = gi.s2, O0 = gi.s3, O1 = gi.s4, O2 = gi.s5;
+    const int C = gi.s6, M = gi.s7;
+    const int K1 = gk.s1, K2 = gk.s2, S0 = gk.s3, S1 = gk.s4, S2 = gk.s5;
+    const int CG = gk.s6, MG = gk.s7;
+    const int P0 = gd.s3, P1 = gd.s4, P2 = gd.s5, N = gd.s6;
+    const int chunk = get_global_id(0);
+    const int row = get_global_id(1);
+    const int plane = get_global_id(2);
+    const int chunks = max(1, (I2 + 15) / 16);
+    if (chunk >= chunks || row >= O0 * O1 || plane >= N * M) return;
+    const int o0 = row / O1, o1 = row - o0 * O1;
+    const int n = plane / M, m = plane - n * M;
+    const int g = m / MG, mo = m - g * MG;
+    const int q0 = o0 + P0, q1 = o1 + P1;
+    const int i0 = q0 / S0, i1 = q1 / S1;
+    const int k0 = q0 - i0 * S0, k1 = q1 - i1 * S1;
+    const int c0 = chunk * 16;
+    const int len = min(16, I2 - c0);
+    const long in_plane = (long)I0 * I1 * I2, taps = (long)gk.s0 * K1 * K2;
+    // One accumulator per innermost tap, named rather than an array so that they stay in
+    // registers.
+    float16 a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    if (i0 < I0 && i1 < I1 && len > 0) {
+        CTPTR xr = X + ((long)n * C + (long)g * CG) * in_plane + ((long)i0 * I1 + i1) * I2 + c0;
+        CTPTR wr = Wt + ((long)g * CG * MG + mo) * taps + ((long)k0 * K1 + k1) * K2;
+        const long w_step = (long)MG * taps;
+        for (int ic = 0; ic < CG; ++ic) {
+            const float16 xv = DW_LOAD(xr, 0);
+            a0 = fma(xv, (float16)LD(wr, 0), a0);
+            if (S2 > 1) a1 = fma(xv, (float16)LD(wr, 1), a1);
+            if (S2 > 2) a2 = fma(xv, (float16)LD(wr, 2), a2);
+            if (S2 > 3) a3 = fma(xv, (float16)LD(wr, 3), a3);
+            xr += in_plane;
+            wr += w_step;
+        }
+    }
+    const float b = has_bias ? LD(bias, m) : 0.0f;
+    TPTR y = Y + ((long)plane * O0 * O1 + row) * O2;
+    for (int s = 0; s < S2; ++s) {
+        float t[16];
+        vstore16((s == 0 ? a0 : s == 1 ? a1 : s == 2 ? a2 : a3) + b, 0, t);
+        for (int j = 0; j < len; ++j) {
+            const int o2 = (c0 + j) * S2 + s - P2;
+            if (o2 >= 0 && o2 < O2) ST(y, o2, t[j]);
+        }
+    }
+    if (chunk == chunks - 1) {
+        for (int o2 = max(0, I2 * S2 - P2); o2 < O2; ++o2) ST(y, o2, b);
+    }
 }

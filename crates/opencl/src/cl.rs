@@ -509,6 +509,29 @@ impl Buffer {
         self.bytes
     }
 
+    /// A buffer that is the `bytes` bytes of this one from `offset` on: kernels write
+    /// through it into this buffer. The offset must be a multiple of the device's base
+    /// address alignment (`clCreateSubBuffer` refuses it otherwise).
+    pub fn sub_buffer(&self, offset: usize, bytes: usize) -> Result<Buffer, ClError> {
+        fault_point(CallKind::Alloc)?;
+        let region = mem::cl_buffer_region {
+            origin: offset,
+            size: bytes.max(1),
+        };
+        // SAFETY: `raw` is a live buffer (this one); the region is plain data that outlives
+        // the call, and the runtime checks it against the parent's size and alignment.
+        let raw = unsafe {
+            mem::create_sub_buffer(
+                self.raw,
+                mem::CL_MEM_READ_WRITE,
+                mem::CL_BUFFER_CREATE_TYPE_REGION,
+                &region as *const mem::cl_buffer_region as *const c_void,
+            )
+        };
+        let raw = check("clCreateSubBuffer", raw)?;
+        Ok(Buffer { raw, bytes })
+    }
+
     pub fn is_empty(&self) -> bool {
         self.bytes == 0
     }

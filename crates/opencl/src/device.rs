@@ -121,6 +121,8 @@ pub struct Device {
     pub correctly_rounded_div_sqrt: bool,
     pub max_work_group_size: usize,
     pub local_mem_bytes: u64,
+    /// `CL_DEVICE_MEM_BASE_ADDR_ALIGN` in bytes: where a sub-buffer may start.
+    pub base_align_bytes: usize,
     /// True for CPU devices (PoCL): kernels pick CPU-friendly tile shapes.
     pub is_cpu: bool,
     /// The platform is PoCL, whose kernel-binary cache needs runs to take turns.
@@ -273,6 +275,9 @@ pub fn open(discovery: &Discovery) -> Result<Device, ClError> {
         max_work_group_size: cl::device_u64(id, dev::CL_DEVICE_MAX_WORK_GROUP_SIZE)
             .map_or(64, |v| v as usize),
         local_mem_bytes: cl::device_u64(id, dev::CL_DEVICE_LOCAL_MEM_SIZE).unwrap_or(16384),
+        // Reported in bits; an unanswered query leaves 4 KiB, which any device accepts.
+        base_align_bytes: cl::device_u64(id, dev::CL_DEVICE_MEM_BASE_ADDR_ALIGN)
+            .map_or(4096, |bits| (bits as usize / 8).max(1)),
         // As the probe names it ("type"): a device that is also a GPU or an accelerator
         // (Oclgrind reports all three) gets the GPU-shaped kernels.
         is_cpu: device_type & dev::CL_DEVICE_TYPE_CPU != 0

@@ -13,17 +13,17 @@ use crate::executor::Runtime;
 use crate::fuse::{fuse, FusedNode};
 use crate::ops;
 use crate::plan::{
-    shape_key, to_storage_bytes, Builder, ExecPlan, InputSpec, Loc, NodeSteps, OutputSpec, Storage,
-    WeightStore, Workspace,
+    shape_key, to_storage_bytes, Builder, ConcatPart, ExecPlan, InputSpec, Loc, NodeSteps,
+    OutputSpec, Storage, WeightStore, Workspace,
 };
 use concord_core::infer::{infer_op, ValueFact};
 use concord_core::{
-    DType, Error, Graph, MemoryBudget, OpError, PreparedPartition, ProfileSink, Schedule, Shape,
-    StepValues, Target, Tensor, TensorData,
+    DType, Error, Graph, MemoryBudget, Op, OpError, PreparedPartition, ProfileSink, Schedule,
+    Shape, StepValues, Target, Tensor, TensorData,
 };
 use half::f16;
 use half::slice::HalfFloatSliceExt;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -159,6 +159,7 @@ impl OpenClPartition {
             b.shapes.insert(name.clone(), t.shape().clone());
             b.dtypes.insert(name.clone(), t.dtype());
         }
+        b.concat_parts = self.concat_parts(input_shapes)?;
         let mut inputs = Vec::new();
         for (info, shape) in self.graph.inputs.iter().zip(input_shapes) {
             b.shapes.insert(info.name.clone(), shape.clone());
@@ -235,10 +236,106 @@ impl OpenClPartition {
             outputs: output_specs,
             nodes: steps,
             slot_bytes: b.slot_bytes(),
+            slot_parents: b.slot_parents(),
             needs_status: b.needs_status,
             pool: Mutex::new(Vec::new()),
             warmed: AtomicBool::new(false),
         })
+    }
+
+    /// The Concat inputs that their producers can write straight into the Concat's output
+    /// (see [`ConcatPart`]), from every value's shape under these input shapes (a pass of
+    /// shape inference ahead of the plan: a Concat's size and offsets are needed when its
+    /// first input is made). A value qualifies when a kernel of this partition makes it (not
+    /// an input, weight, host-known value or another Concat's output), it is read once by
+    /// the Concat (by other nodes any number of times), no other Concat claimed it, the
+    /// Concat's axis has outer extent 1, and its offset is a multiple of the device's base
+    /// address alignment.
+    fn concat_parts(&self, input_shapes: &[Shape]) -> Result<HashMap<String, ConcatPart>, Error> {
+        let rt = &self.runtime;
+        let mut b = Builder::new(
+            &rt.device,
+            &rt.programs,
+            self.target.clone(),
+            &self.weights,
+            &self.graph.initializers,
+            rt.options.gemm,
+        );
+        for (name, t) in &self.graph.initializers {
+            b.shapes.insert(name.clone(), t.shape().clone());
+            b.dtypes.insert(name.clone(), t.dtype());
+        }
+        for (info, shape) in self.graph.inputs.iter().zip(input_shapes) {
+            b.shapes.insert(info.name.clone(), shape.clone());
+            b.dtypes.insert(info.name.clone(), info.dtype);
+        }
+        // Values a kernel makes (a Concat's output is not a part of another Concat).
+        let mut made = HashSet::new();
+        for step in self.schedule.steps() {
+            let Some(fused) = self.nodes.get(step.node) else {
+                continue;
+            };
+            let node = &fused.node;
+            let at = |e: OpError| Error::at_node(node, e);
+            infer_concrete(&mut b, node).map_err(at)?;
+            if host_evaluable(&b, node) {
+                evaluate_on_host(&mut b, node).map_err(at)?;
+            } else if !matches!(node.op, Op::Concat { .. }) {
+                made.extend(node.outputs.iter().filter(|o| !o.is_empty()).cloned());
+            }
+        }
+        let align = rt.device.base_align_bytes.max(1);
+        let mut parts = HashMap::new();
+        for fused in &self.nodes {
+            let node = &fused.node;
+            let Op::Concat { axis } = node.op else {
+                continue;
+            };
+            let (Some(y), Ok(dtype)) = (node.outputs.first(), b.dtype(&node.outputs[0])) else {
+                continue;
+            };
+            let Ok(shape) = b.shape(y) else { continue };
+            let dims = shape.dims().to_vec();
+            let Ok(axis) = concord_core::shape::normalize_axis(axis, dims.len()) else {
+                continue;
+            };
+            if dims[..axis].iter().product::<usize>() != 1 {
+                continue;
+            }
+            let size = b.storage(dtype).size();
+            let row: usize = dims[axis + 1..].iter().product::<usize>() * size;
+            let concat_bytes = dims.iter().product::<usize>() * size;
+            let inputs: Vec<&str> = node.present_inputs().collect();
+            let mut at = 0usize;
+            for name in &inputs {
+                let Ok(extent) = b
+                    .shape(name)
+                    .map(|s| s.dims().get(axis).copied().unwrap_or(0))
+                else {
+                    break;
+                };
+                let offset = at * row;
+                at += extent;
+                let once = inputs.iter().filter(|n| *n == name).count() == 1;
+                if made.contains(*name)
+                    && once
+                    && extent > 0
+                    && offset % align == 0
+                    && !parts.contains_key(*name)
+                    && !self.graph.outputs.iter().any(|o| o == name)
+                {
+                    parts.insert(
+                        name.to_string(),
+                        ConcatPart {
+                            concat: y.clone(),
+                            concat_bytes,
+                            offset,
+                        },
+                    );
+                }
+            }
+        }
+        Ok(parts)
     }
 
     fn plan_for(&self, inputs: &BTreeMap<String, Tensor>) -> Result<Arc<ExecPlan>, Error> {

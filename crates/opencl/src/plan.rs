@@ -1,7 +1,8 @@
 //! Execution plans: a partition specialised to concrete input shapes. Building one infers
 //! every shape, evaluates what is known without the inputs (shape arithmetic), assigns
-//! every device value a slot (reusing slots whose values are dead), and lists the kernel
-//! launches with their arguments. A [`Workspace`] is one plan's device state for one run
+//! every device value a slot (reusing slots whose values are dead; a Concat input made by
+//! a kernel may instead get a part of its Concat's slot, see [`ConcatPart`]), and lists the
+//! kernel launches with their arguments. A [`Workspace`] is one plan's device state for one run
 //! at a time: its own queue, slot buffers and kernel objects with their arguments set.
 
 use crate::cl::{ArgValue, Buffer, ClError, Kernel, Program, Queue};
@@ -102,6 +103,9 @@ pub struct ExecPlan {
     pub outputs: Vec<OutputSpec>,
     pub nodes: Vec<NodeSteps>,
     pub slot_bytes: Vec<usize>,
+    /// For a slot that is part of another (a Concat input written in place, see
+    /// [`ConcatPart`]): that slot and the byte offset; the workspace makes it a sub-buffer.
+    pub slot_parents: Vec<Option<(usize, usize)>>,
     pub needs_status: bool,
     /// Idle workspaces; a run takes one (or makes one) and gives it back.
     pub pool: Mutex<Vec<Workspace>>,
@@ -179,9 +183,28 @@ pub struct Builder<'a> {
     /// Every device buffer a plan asks for is checked against this before it is sized.
     pub budget: MemoryBudget,
     slots: Slots,
-    /// Values each slot holds that are still live.
+    /// Values each slot holds that are still live (a part's values are held by its parent).
     slot_values: Vec<HashSet<String>>,
     launches: Vec<Launch>,
+    /// Values to be written straight into their Concat's output (see [`ConcatPart`]).
+    pub concat_parts: HashMap<String, ConcatPart>,
+    /// The slot of each Concat output that one of its parts has already claimed.
+    concat_slots: HashMap<String, usize>,
+}
+
+/// A Concat input that its producer writes straight into the Concat's output: the value's
+/// slot is a part of the output's slot (a sub-buffer at `offset` bytes), so the Concat
+/// copies nothing for it. Chosen before the plan is built, where the Concat's outer extent
+/// is 1 (its inputs are contiguous runs of the output) and the offset is one the device
+/// lets a sub-buffer start at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConcatPart {
+    /// The Concat's output.
+    pub concat: String,
+    /// The Concat output's size in bytes.
+    pub concat_bytes: usize,
+    /// Where the value starts in the output, in bytes.
+    pub offset: usize,
 }
 
 /// Device copies of host tensors (weights and plan-time constants), uploaded once and
@@ -194,6 +217,9 @@ pub struct WeightStore {
 #[derive(Debug, Default)]
 struct Slots {
     bytes: Vec<usize>,
+    /// Per slot: the slot and byte offset it is a part of. A part is never free itself (its
+    /// values keep its parent live) and never handed to another value.
+    parents: Vec<Option<(usize, usize)>>,
     free: Vec<usize>,
 }
 
@@ -282,8 +308,24 @@ impl Slots {
             }
             None => {
                 self.bytes.push(bytes);
+                self.parents.push(None);
                 self.bytes.len() - 1
             }
+        }
+    }
+
+    /// A new slot that is `bytes` bytes of `parent` from `offset` on.
+    fn part(&mut self, parent: usize, offset: usize, bytes: usize) -> usize {
+        self.bytes.push(bytes);
+        self.parents.push(Some((parent, offset)));
+        self.bytes.len() - 1
+    }
+
+    /// The slot whose buffer holds `slot`'s values: its parent for a part, else itself.
+    fn owner(&self, slot: usize) -> usize {
+        match self.parents.get(slot) {
+            Some(Some((parent, _))) => *parent,
+            _ => slot,
         }
     }
 }
@@ -328,6 +370,8 @@ impl<'a> Builder<'a> {
             slots: Slots::default(),
             slot_values: Vec::new(),
             launches: Vec::new(),
+            concat_parts: HashMap::new(),
+            concat_slots: HashMap::new(),
         }
     }
 
@@ -355,8 +399,13 @@ impl<'a> Builder<'a> {
             .map_err(|e| OpError::Unsupported(format!("OpenCL executor: {e}")))
     }
 
-    /// Gives `name` a fresh slot big enough for its shape and storage.
+    /// Gives `name` a fresh slot big enough for its shape and storage; a Concat input
+    /// chosen as a [`ConcatPart`] gets a part of its Concat's slot instead (claiming that
+    /// slot first if no other part has), and a Concat output the slot its parts claimed.
     pub fn alloc(&mut self, name: &str) -> Result<Loc, OpError> {
+        if let Some(&slot) = self.concat_slots.get(name) {
+            return Ok(Loc::Slot(slot));
+        }
         let storage = self.storage(self.dtype(name)?);
         let shape = self.shape(name)?;
         let bytes = shape
@@ -377,21 +426,62 @@ impl<'a> Builder<'a> {
             bytes: Some(bytes),
             limit: self.budget.limit(),
         })?;
-        let slot = self.slots.take(bytes);
+        let slot = match self.concat_parts.get(name).cloned() {
+            Some(part) => {
+                let parent = self.concat_slot(&part)?;
+                self.slots.part(parent, part.offset, bytes)
+            }
+            None => self.slots.take(bytes),
+        };
         if self.slot_values.len() <= slot {
             self.slot_values.resize_with(slot + 1, HashSet::new);
         }
-        self.slot_values[slot].insert(name.to_string());
+        let owner = self.slots.owner(slot);
+        self.slot_values[owner].insert(name.to_string());
         let loc = Loc::Slot(slot);
         self.loc.insert(name.to_string(), loc.clone());
         Ok(loc)
+    }
+
+    /// The slot of `part`'s Concat output, taken (and held for the output) by the first
+    /// part that asks.
+    fn concat_slot(&mut self, part: &ConcatPart) -> Result<usize, OpError> {
+        if let Some(&slot) = self.concat_slots.get(&part.concat) {
+            return Ok(slot);
+        }
+        let bytes = self
+            .budget
+            .check_bytes(Some(part.concat_bytes as u64), || {
+                format!(
+                    "the device buffer of `{}`",
+                    concord_core::text::elide_middle(&part.concat, 80)
+                )
+            })?;
+        let slot = self.slots.take(bytes as usize);
+        if self.slot_values.len() <= slot {
+            self.slot_values.resize_with(slot + 1, HashSet::new);
+        }
+        self.slot_values[slot].insert(part.concat.clone());
+        self.loc.insert(part.concat.clone(), Loc::Slot(slot));
+        self.concat_slots.insert(part.concat.clone(), slot);
+        Ok(slot)
+    }
+
+    /// Whether `name` lives in `slot`'s buffer from byte `offset` on: a Concat input its
+    /// producer already wrote into the Concat's output.
+    pub fn is_part_at(&self, name: &str, slot: usize, offset: usize) -> bool {
+        match self.loc.get(name) {
+            Some(Loc::Slot(s)) => self.slots.parents.get(*s) == Some(&Some((slot, offset))),
+            _ => false,
+        }
     }
 
     /// Makes `alias` another name for `of`'s device data (Reshape and friends).
     pub fn alias(&mut self, alias: &str, of: &str) -> Result<(), OpError> {
         let loc = self.input(of)?;
         if let Loc::Slot(s) = loc {
-            self.slot_values[s].insert(alias.to_string());
+            let owner = self.slots.owner(s);
+            self.slot_values[owner].insert(alias.to_string());
         }
         self.loc.insert(alias.to_string(), loc);
         Ok(())
@@ -486,7 +576,7 @@ impl<'a> Builder<'a> {
     /// Marks `name` dead: its slot is free once no live value shares it.
     pub fn release(&mut self, name: &str) {
         if let Some(Loc::Slot(s)) = self.loc.get(name) {
-            let s = *s;
+            let s = self.slots.owner(*s);
             if let Some(values) = self.slot_values.get_mut(s) {
                 values.remove(name);
                 if values.is_empty() && !self.slots.free.contains(&s) {
@@ -496,9 +586,22 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// The size of every slot's buffer: the largest value it holds plus [`SLOT_SLACK`].
+    /// The size of every slot's buffer: the largest value it holds plus [`SLOT_SLACK`]; a
+    /// part reaches to its parent's end, so that its vector loads past a row's end stay in
+    /// the buffer as a slot's do.
     pub fn slot_bytes(&self) -> Vec<usize> {
-        self.slots.bytes.iter().map(|b| b + SLOT_SLACK).collect()
+        let whole = |s: usize| self.slots.bytes[s] + SLOT_SLACK;
+        (0..self.slots.bytes.len())
+            .map(|s| match self.slots.parents[s] {
+                Some((parent, offset)) => whole(parent).saturating_sub(offset),
+                None => whole(s),
+            })
+            .collect()
+    }
+
+    /// Each slot's parent and offset, for parts (see [`Builder::slot_bytes`]).
+    pub fn slot_parents(&self) -> Vec<Option<(usize, usize)>> {
+        self.slots.parents.clone()
     }
 }
 
@@ -602,12 +705,32 @@ impl ExecPlan {
             .context
             .queue()
             .map_err(setup("making a workspace's queue".into()))?;
-        let mut slots = Vec::with_capacity(self.slot_bytes.len());
+        let mut slots: Vec<Buffer> = Vec::with_capacity(self.slot_bytes.len());
         for (i, &bytes) in self.slot_bytes.iter().enumerate() {
-            let buffer = device.context.buffer(bytes).map_err(setup(format!(
-                "making a workspace: slot {i} of {} ({bytes} bytes)",
-                self.slot_bytes.len()
-            )))?;
+            let what = || {
+                format!(
+                    "making a workspace: slot {i} of {} ({bytes} bytes)",
+                    self.slot_bytes.len()
+                )
+            };
+            // A part's parent was taken before it, so it is made already.
+            let buffer = match self.slot_parents.get(i).copied().flatten() {
+                Some((parent, offset)) => slots
+                    .get(parent)
+                    .ok_or_else(|| {
+                        OpenClError::Runtime(format!(
+                            "{}: its parent slot {parent} comes after it",
+                            what()
+                        ))
+                        .in_partition("making a workspace")
+                    })?
+                    .sub_buffer(offset, bytes)
+                    .map_err(setup(format!(
+                        "{} (part of slot {parent} at byte {offset})",
+                        what()
+                    )))?,
+                None => device.context.buffer(bytes).map_err(setup(what()))?,
+            };
             slots.push(buffer);
         }
         let status = device.context.buffer(4).map_err(setup(
@@ -671,7 +794,25 @@ pub fn shape_key(inputs: &BTreeMap<String, Tensor>, names: &[String]) -> Vec<Vec
 
 #[cfg(test)]
 mod tests {
-    use super::coalesce;
+    use super::{coalesce, Slots};
+
+    #[test]
+    fn a_part_is_never_handed_out_and_names_its_parent() {
+        let mut slots = Slots::default();
+        let parent = slots.take(1024);
+        let part = slots.part(parent, 512, 256);
+        assert_ne!(part, parent);
+        assert_eq!(slots.owner(part), parent);
+        assert_eq!(slots.owner(parent), parent);
+        // Once the parent is free, a new value of the part's size gets the parent (grown if
+        // need be), never the part.
+        slots.free.push(parent);
+        assert_eq!(slots.take(256), parent);
+        let fresh = slots.take(256);
+        assert!(fresh != part && fresh != parent);
+        assert!(slots.parents[parent].is_none());
+        assert_eq!(slots.parents[part], Some((parent, 512)));
+    }
 
     #[test]
     fn coalesce_drops_unit_axes_and_merges_runs() {

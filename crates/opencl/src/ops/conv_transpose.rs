@@ -1,10 +1,13 @@
 //! ConvTranspose (kernels/conv.cl's `conv_transpose`): 1-D to 3-D, every attribute
 //! (groups, strides, dilations, pads, auto_pad, output_padding, output_shape) resolved by
 //! core's [`ConvTranspose::plan`], the one rule the reference follows too; one work-item
-//! gathers each output element's taps.
+//! gathers each output element's contributing taps. On CPU devices, when every axis has
+//! kernel == stride and dilation 1 (each output takes one tap per axis, as U-Net
+//! upsampling does), `conv_transpose_rows` computes 16 input columns of an output row per
+//! work-item in vector registers instead.
 
 use super::{input, optional_input, output};
-use crate::plan::{i32_arg, int8, Arg, Builder, StorageDefines};
+use crate::plan::{i32_arg, int8, Arg, Builder, GemmKernel, Loc, StorageDefines};
 use crate::programs::Family;
 use concord_core::op::ConvTranspose;
 use concord_core::{Graph, Node, OpError};
@@ -74,8 +77,10 @@ pub(super) fn build(b: &mut Builder, node: &Node, attrs: &ConvTranspose) -> Resu
              {expected:?}"
         )));
     }
-    // Spatial axes padded to three with extent 1, kernel 1, stride 1.
-    let axis = |i: usize| axes.get(i).copied();
+    // Spatial axes padded to three with leading axes of extent 1, kernel 1, stride 1, so
+    // that the last one is always the innermost (the one conv_transpose_rows vectorises).
+    let lead = 3usize.saturating_sub(axes.len());
+    let axis = |i: usize| i.checked_sub(lead).and_then(|i| axes.get(i)).copied();
     let pick = |f: &dyn Fn(&concord_core::op::TransposedAxis) -> usize, default: usize| {
         [0, 1, 2].map(|i| axis(i).map_or(default, |a| f(&a)) as i64)
     };
@@ -102,20 +107,41 @@ pub(super) fn build(b: &mut Builder, node: &Node, attrs: &ConvTranspose) -> Resu
         None => wl.clone(),
     };
     let yl = b.alloc(y)?;
-    b.launch_1d(
-        &program,
-        "conv_transpose",
-        total,
-        vec![
-            Arg::Buf(xl),
-            Arg::Buf(wl),
-            Arg::Buf(bl),
-            Arg::I32(bias.is_some() as i32),
-            Arg::Buf(yl),
-            Arg::Int8(gi),
-            Arg::Int8(gk),
-            Arg::Int8(gd),
-        ],
-    );
+    let args = vec![
+        Arg::Buf(xl),
+        Arg::Buf(wl),
+        Arg::Buf(bl),
+        Arg::I32(bias.is_some() as i32),
+        Arg::Buf(yl),
+        Arg::Int8(gi),
+        Arg::Int8(gk),
+        Arg::Int8(gd),
+    ];
+    // One tap per output on every axis; the innermost stride bounds the accumulators a
+    // work-item keeps (CT_MAX_S2 in conv.cl).
+    let one_tap = axes.iter().all(|a| a.kernel == a.stride && a.dilation == 1);
+    let innermost_stride = ss[2] as usize;
+    // It loads whole 16-lane vectors past a short row's end, which a slot's slack covers.
+    let x_in_slot = matches!(args[0], Arg::Buf(Loc::Slot(_)));
+    if b.gemm == GemmKernel::RegisterBlocked
+        && one_tap
+        && innermost_stride <= ROWS_MAX_S2
+        && x_in_slot
+    {
+        let chunks = (ins[2] as usize).div_ceil(16).max(1);
+        let rows = (outs[0] * outs[1]) as usize;
+        b.launch(
+            &program,
+            "conv_transpose_rows",
+            &[chunks, rows, n * m],
+            Some(&[1, 4, 1]),
+            args,
+        );
+    } else {
+        b.launch_1d(&program, "conv_transpose", total, args);
+    }
     Ok(())
 }
+
+/// The largest innermost stride conv_transpose_rows takes (CT_MAX_S2 in conv.cl).
+const ROWS_MAX_S2: usize = 4;

@@ -270,6 +270,16 @@ fn concat(b: &mut Builder, node: &Node, axis: i64) -> Result<(), OpError> {
     let mut at = 0i64;
     for name in node.present_inputs() {
         let dims = b.shape(name)?.dims().to_vec();
+        // An input its producer wrote in place (a ConcatPart) is there already.
+        let offset = at * out_strides[axis] * storage.size() as i64;
+        let in_place = match (&dst, usize::try_from(offset)) {
+            (Loc::Slot(slot), Ok(offset)) => b.is_part_at(name, *slot, offset),
+            _ => false,
+        };
+        if in_place {
+            at += dims.get(axis).copied().unwrap_or(0) as i64;
+            continue;
+        }
         let src = b.input(name)?;
         copy_nd(
             b,

@@ -1,9 +1,10 @@
 //! Resize (kernels/resize.cl), nearest and linear, one axis at a time with tap tables made
-//! on the host exactly as the reference computes them.
+//! on the host exactly as the reference computes them; on CPU devices a resize of the last
+//! two axes only (an image's height and width) is one pass over output rows (`resize_hw`).
 
 use super::{input, optional_input, output};
 use crate::plan::StorageDefines;
-use crate::plan::{i32_arg, Arg, Builder, Storage};
+use crate::plan::{i32_arg, Arg, Builder, GemmKernel, Loc, Storage};
 use crate::programs::Family;
 use concord_core::op::{CoordinateTransform, Resize, ResizeMode};
 use concord_core::resize::resize_taps;
@@ -62,19 +63,32 @@ pub(super) fn build(b: &mut Builder, node: &Node, attrs: &Resize) -> Result<(), 
     if plan.is_empty() {
         return b.alias(y, x);
     }
+    let rank = xd.len();
+    let last_two = plan.len() == 2 && plan[0].0 + 2 == rank && plan[1].0 + 1 == rank;
+    if b.gemm == GemmKernel::RegisterBlocked && last_two {
+        let [h, w] = [&plan[0], &plan[1]].map(|(axis, taps)| upload_taps(b, node, *axis, taps));
+        let [h, w] = [h?, w?];
+        let planes: usize = xd[..rank - 2].iter().product();
+        let (oh, ow) = (out[rank - 2], out[rank - 1]);
+        let target = b.alloc(y)?;
+        let mut args = vec![Arg::Buf(current), Arg::Buf(target)];
+        args.extend(h.into_iter().chain(w).map(Arg::Buf));
+        for (v, what) in [
+            (xd[rank - 2], "input height"),
+            (xd[rank - 1], "input width"),
+            (oh, "output height"),
+            (ow, "output width"),
+            (planes, "plane count"),
+        ] {
+            args.push(Arg::I32(i32_arg(v, what)?));
+        }
+        b.launch(&program, "resize_hw", &[oh, planes], Some(&[1, 4]), args);
+        return Ok(());
+    }
     let steps = plan.len();
     for (step, (axis, taps)) in plan.into_iter().enumerate() {
         let (in_len, out_len) = (xd[axis], out[axis]);
-        let key = format!("{}::taps{axis}", node.name);
-        let col = |f: fn(&Tap) -> i64| Tensor::vec_i64(taps.iter().map(f).collect());
-        let i0 = b.constant(&format!("{key}.i0"), &col(|t| t.i0 as i64), Storage::I64)?;
-        let i1 = b.constant(&format!("{key}.i1"), &col(|t| t.i1 as i64), Storage::I64)?;
-        let w0 = Tensor::from_f32([taps.len()], taps.iter().map(|t| t.w0 as f32).collect())
-            .map_err(|e| OpError::Shape(e.to_string()))?;
-        let w1 = Tensor::from_f32([taps.len()], taps.iter().map(|t| t.w1 as f32).collect())
-            .map_err(|e| OpError::Shape(e.to_string()))?;
-        let w0 = b.constant(&format!("{key}.w0"), &w0, Storage::F32)?;
-        let w1 = b.constant(&format!("{key}.w1"), &w1, Storage::F32)?;
+        let [i0, i1, w0, w1] = upload_taps(b, node, axis, &taps)?;
         let outer: usize = dims[..axis].iter().product();
         let inner: usize = dims[axis + 1..].iter().product();
         dims[axis] = out_len;
@@ -109,6 +123,27 @@ pub(super) fn build(b: &mut Builder, node: &Node, attrs: &Resize) -> Result<(), 
         current = target;
     }
     Ok(())
+}
+
+/// Uploads one axis's tap table as resize.cl reads it: source indices i0, i1 (i64) and
+/// weights w0, w1 (f32), one entry per output coordinate.
+fn upload_taps(
+    b: &mut Builder,
+    node: &Node,
+    axis: usize,
+    taps: &[Tap],
+) -> Result<[Loc; 4], OpError> {
+    let key = format!("{}::taps{axis}", node.name);
+    let col = |f: fn(&Tap) -> i64| Tensor::vec_i64(taps.iter().map(f).collect());
+    let i0 = b.constant(&format!("{key}.i0"), &col(|t| t.i0 as i64), Storage::I64)?;
+    let i1 = b.constant(&format!("{key}.i1"), &col(|t| t.i1 as i64), Storage::I64)?;
+    let w0 = Tensor::from_f32([taps.len()], taps.iter().map(|t| t.w0 as f32).collect())
+        .map_err(|e| OpError::Shape(e.to_string()))?;
+    let w1 = Tensor::from_f32([taps.len()], taps.iter().map(|t| t.w1 as f32).collect())
+        .map_err(|e| OpError::Shape(e.to_string()))?;
+    let w0 = b.constant(&format!("{key}.w0"), &w0, Storage::F32)?;
+    let w1 = b.constant(&format!("{key}.w1"), &w1, Storage::F32)?;
+    Ok([i0, i1, w0, w1])
 }
 
 /// One output coordinate's sources: value = w0·x[i0] + w1·x[i1] (nearest: w1 = 0).

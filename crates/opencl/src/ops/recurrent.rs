@@ -1,13 +1,17 @@
-//! GRU and LSTM (kernels/recurrent.cl): one launch per node, one work-group per
-//! (direction, batch entry) walking the whole sequence with barriers between steps, its
-//! state in a scratch slot of 8-byte elements (the kernels' acc_t, double where the device
-//! has fp64). Directions, `layout`, every activation function with its alpha and beta,
-//! `clip`, `linear_before_reset`, `input_forget`, initial states and peepholes are
-//! implemented; `sequence_lens` and RNN are declined by [`check`], so those nodes run on
-//! the reference and the placement says why.
+//! GRU and LSTM (kernels/recurrent.cl): two launches per node. The first computes X times
+//! W for every step at once (it does not depend on the state); the second has one
+//! work-group per (direction, batch entry) walk the whole sequence with barriers between
+//! steps, adding R times the state, its state in a scratch slot of 8-byte elements (the
+//! kernels' acc_t, double where the device has fp64). The kernels read W and R transposed,
+//! so that neighbouring work-items read neighbouring elements: a constant W or R is
+//! transposed once on the host, a run-time one by a copy launch. Directions, `layout`,
+//! every activation function with its alpha and beta, `clip`, `linear_before_reset`,
+//! `input_forget`, initial states and peepholes are implemented; `sequence_lens` and RNN
+//! are declined by [`check`], so those nodes run on the reference and the placement says
+//! why.
 
 use super::{input, optional_input};
-use crate::plan::{i32_arg, Arg, Builder, StorageDefines};
+use crate::plan::{i32_arg, strides_of, Arg, Builder, Loc, StorageDefines};
 use crate::programs::Family;
 use concord_core::op::{Recurrent, RecurrentCell, RnnActivationKind, RnnDirection};
 use concord_core::storage::Storage;
@@ -56,7 +60,7 @@ pub(super) fn check(graph: &Graph, node: &Node, r: &Recurrent) -> Result<(), Str
     Ok(())
 }
 
-/// Builds the one launch of a GRU or LSTM node.
+/// Builds the launches of a GRU or LSTM node.
 pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), OpError> {
     let name = r.cell.name();
     let lstm = match r.cell {
@@ -158,31 +162,51 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
         }
     }
 
-    let variant = b.storage(b.dtype(x)?).variant();
-    let program = b.program(Family::Recurrent, variant)?;
+    let storage = b.storage(b.dtype(x)?);
+    let program = b.program(Family::Recurrent, storage.variant())?;
     let xl = b.input(x)?;
+    let rows = gates * hidden;
+    let wt = transposed(b, node, w, "W", [dirs, rows, input_size], storage)?;
+    let rt = transposed(b, node, rw, "R", [dirs, rows, hidden], storage)?;
     // An absent operand's argument is bound to X, which the kernel never reads through it
     // (its flag is clear).
     let operand = |b: &mut Builder, value: Option<&str>| match value {
         Some(v) => b.input(v),
         None => Ok(xl.clone()),
     };
-    let wl = operand(b, Some(w))?;
-    let rl = operand(b, Some(rw))?;
     let bl = operand(b, bias)?;
     let h0l = operand(b, h0)?;
     let c0l = operand(b, c0)?;
     let pl = operand(b, peep)?;
     let groups = dirs * batch;
-    let temp = format!("{}::state", node.name);
-    // I64 gives the slot 8-byte elements whatever the target's float storage: room for the
-    // kernels' acc_t, which is double on devices with fp64.
-    b.shapes.insert(
-        temp.clone(),
-        Shape::new([groups.max(1) * SCRATCH_ROWS * hidden.max(1)]),
-    );
-    b.dtypes.insert(temp.clone(), DType::I64);
-    let scratch = b.alloc(&temp)?;
+    // I64 gives both scratch slots 8-byte elements whatever the target's float storage:
+    // room for the kernels' acc_t, which is double on devices with fp64.
+    let scratch_slot = |b: &mut Builder, what: &str, elements: usize| {
+        let temp = format!("{}::{what}", node.name);
+        b.shapes.insert(temp.clone(), Shape::new([elements.max(1)]));
+        b.dtypes.insert(temp.clone(), DType::I64);
+        b.alloc(&temp).map(|loc| (temp, loc))
+    };
+    let elements = |dims: &[usize], what: &str| {
+        dims.iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| {
+                OpError::Shape(format!(
+                    "{name}: the {what} scratch of {dims:?} elements overflows the address \
+                     space"
+                ))
+            })
+    };
+    let (projection_temp, projection) = scratch_slot(
+        b,
+        "projection",
+        elements(&[dirs, seq, batch, rows], "projection")?,
+    )?;
+    let (temp, scratch) = scratch_slot(
+        b,
+        "state",
+        elements(&[groups, SCRATCH_ROWS, hidden], "state")?,
+    )?;
     let mut results = Vec::new();
     for output in &outputs {
         results.push(match output {
@@ -225,10 +249,29 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
         RnnDirection::Reverse => 1,
         RnnDirection::Bidirectional => 2,
     };
+    // X's part of every gate row at every step, in one parallel launch ahead of the walk.
+    let steps = elements(&[seq, batch], "step")?;
+    i32_arg(steps, "sequence length × batch size")?;
+    b.launch(
+        &program,
+        "rnn_project",
+        &[hidden, steps, dirs],
+        Some(&[hidden.next_multiple_of(8).clamp(8, 64), 1, 1]),
+        vec![
+            Arg::Buf(xl),
+            Arg::Buf(wt),
+            Arg::Buf(projection.clone()),
+            Arg::I32(i32_arg(seq, "sequence length")?),
+            Arg::I32(i32_arg(batch, "batch size")?),
+            Arg::I32(i32_arg(input_size, "input size")?),
+            Arg::I32(i32_arg(hidden, "hidden size")?),
+            Arg::I32(gates as i32),
+            Arg::I32(flags),
+        ],
+    );
     let mut args = vec![
-        Arg::Buf(xl),
-        Arg::Buf(wl),
-        Arg::Buf(rl),
+        Arg::Buf(projection),
+        Arg::Buf(rt),
         Arg::Buf(bl),
         Arg::Buf(h0l),
     ];
@@ -241,7 +284,6 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
         Arg::Buf(acts),
         Arg::I32(i32_arg(seq, "sequence length")?),
         Arg::I32(i32_arg(batch, "batch size")?),
-        Arg::I32(i32_arg(input_size, "input size")?),
         Arg::I32(i32_arg(hidden, "hidden size")?),
         Arg::I32(dirs as i32),
         Arg::I32(mode),
@@ -253,6 +295,59 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
         .min(b.device.max_work_group_size.max(1));
     let kernel = if lstm { "lstm" } else { "gru" };
     b.launch(&program, kernel, &[local, groups], Some(&[local, 1]), args);
-    b.release(&temp);
+    for t in [temp, projection_temp, transposed_name(node, "W"), transposed_name(node, "R")] {
+        b.release(&t);
+    }
     Ok(())
+}
+
+/// The name of the slot that holds a run-time W or R transposed.
+fn transposed_name(node: &Node, what: &str) -> String {
+    format!("{}::{what}_transposed", node.name)
+}
+
+/// `value` ([dirs, rows, columns]: W or R) as the kernels read it, [dirs, columns, rows]:
+/// transposed once on the host when it is a constant (as exporters write weights), else by
+/// a copy launch into a slot of the plan (released with the node's other temporaries).
+fn transposed(
+    b: &mut Builder,
+    node: &Node,
+    value: &str,
+    what: &str,
+    [dirs, rows, columns]: [usize; 3],
+    storage: Storage,
+) -> Result<Loc, OpError> {
+    let dims = [dirs, columns, rows];
+    if let Some(t) = b.host_value(value) {
+        let values = t.to_f64_vec();
+        let mut out = Vec::with_capacity(values.len());
+        for d in 0..dirs {
+            for c in 0..columns {
+                for r in 0..rows {
+                    // In range: the caller checked the shape is [dirs, rows, columns].
+                    out.push(values[(d * rows + r) * columns + c]);
+                }
+            }
+        }
+        let t = Tensor::from_f64(t.dtype(), Shape::new(dims), out)?;
+        return b.constant(&transposed_name(node, what), &t, storage);
+    }
+    let temp = transposed_name(node, what);
+    b.shapes.insert(temp.clone(), Shape::new(dims));
+    b.dtypes.insert(temp.clone(), b.dtype(value)?);
+    let dst = b.alloc(&temp)?;
+    let src = b.input(value)?;
+    let (r, c) = (rows as i64, columns as i64);
+    super::movement::copy_nd(
+        b,
+        storage,
+        src,
+        dst.clone(),
+        &dims,
+        &[r * c, 1, c],
+        &strides_of(&dims),
+        0,
+        0,
+    )?;
+    Ok(dst)
 }

@@ -4,14 +4,17 @@
 //! steps, adding R times the state, its state in a scratch slot of 8-byte elements (the
 //! kernels' acc_t, double where the device has fp64). The kernels read W and R transposed,
 //! so that neighbouring work-items read neighbouring elements: a constant W or R is
-//! transposed once on the host, a run-time one by a copy launch. Directions, `layout`,
+//! transposed once on the host, a run-time one by a copy launch. A work-item takes one
+//! hidden row of every gate, or with the CPU-device kernels four consecutive rows as
+//! 4-lane vectors ([`CPU_ROWS`]); every sum keeps the reference's order, so the outputs do
+//! not depend on the choice. Directions, `layout`,
 //! every activation function with its alpha and beta, `clip`, `linear_before_reset`,
 //! `input_forget`, initial states and peepholes are implemented; `sequence_lens` and RNN
 //! are declined by [`check`], so those nodes run on the reference and the placement says
 //! why.
 
 use super::{input, optional_input};
-use crate::plan::{i32_arg, strides_of, Arg, Builder, Loc, StorageDefines};
+use crate::plan::{i32_arg, strides_of, Arg, Builder, GemmKernel, Loc, StorageDefines};
 use crate::programs::Family;
 use concord_core::op::{Recurrent, RecurrentCell, RnnActivationKind, RnnDirection};
 use concord_core::storage::Storage;
@@ -21,9 +24,15 @@ use concord_core::{DType, Graph, Node, OpError, Shape, Tensor};
 /// intermediates (kernels/recurrent.cl's SCRATCH_ROWS).
 const SCRATCH_ROWS: usize = 5;
 
-/// The most work-items one (direction, batch entry) work-group has; each takes the hidden
-/// rows j, j + L, … .
+/// The most work-items one (direction, batch entry) work-group has; each takes blocks of
+/// hidden rows j, j + L·ROWS, … .
 const MAX_GROUP: usize = 256;
+
+/// Consecutive hidden rows per work-item (the kernels' RNN_ROWS) with the CPU-device
+/// kernels: their sums, activations and updates are 4-lane vectors, which a CPU device
+/// computes at once (transcendental functions included). A GPU's work-items take one row
+/// each, so that a step's latency stays one row's.
+const CPU_ROWS: usize = 4;
 
 /// Flag bits of the kernels' `flags` argument (kernels/recurrent.cl).
 const HAS_B: i32 = 1;
@@ -163,7 +172,16 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
     }
 
     let storage = b.storage(b.dtype(x)?);
-    let program = b.program(Family::Recurrent, storage.variant())?;
+    let rows_per_item = if b.gemm == GemmKernel::RegisterBlocked {
+        CPU_ROWS
+    } else {
+        1
+    };
+    let program = b.program(
+        Family::Recurrent,
+        &format!("{} -DRNN_ROWS={rows_per_item}", storage.variant()),
+    )?;
+    let blocks = hidden.div_ceil(rows_per_item);
     let xl = b.input(x)?;
     let rows = gates * hidden;
     let wt = transposed(b, node, w, "W", [dirs, rows, input_size], storage)?;
@@ -255,8 +273,8 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
     b.launch(
         &program,
         "rnn_project",
-        &[hidden, steps, dirs],
-        Some(&[hidden.next_multiple_of(8).clamp(8, 64), 1, 1]),
+        &[blocks, steps, dirs],
+        Some(&[blocks.next_multiple_of(8).clamp(8, 64), 1, 1]),
         vec![
             Arg::Buf(xl),
             Arg::Buf(wt),
@@ -290,7 +308,7 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
         Arg::I32(flags),
         Arg::F32(r.clip.unwrap_or(0.0)),
     ]);
-    let local = hidden
+    let local = blocks
         .clamp(1, MAX_GROUP)
         .min(b.device.max_work_group_size.max(1));
     let kernel = if lstm { "lstm" } else { "gru" };

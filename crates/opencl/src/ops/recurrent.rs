@@ -313,7 +313,12 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
         .min(b.device.max_work_group_size.max(1));
     let kernel = if lstm { "lstm" } else { "gru" };
     b.launch(&program, kernel, &[local, groups], Some(&[local, 1]), args);
-    for t in [temp, projection_temp, transposed_name(node, "W"), transposed_name(node, "R")] {
+    for t in [
+        temp,
+        projection_temp,
+        transposed_name(node, "W"),
+        transposed_name(node, "R"),
+    ] {
         b.release(&t);
     }
     Ok(())

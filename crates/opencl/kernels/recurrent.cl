@@ -8,13 +8,14 @@
 // next h, and three rows of GRU intermediates; LSTM keeps its cell state c in the third.
 // Outputs are rounded once, when stored.
 //
-// A work-item takes RNN_ROWS consecutive hidden rows (a build define: 4 for CPU devices,
-// else 1), and for each of them the row of every gate: the rows' sums, activations and
-// updates are vectors of accv_t, so a CPU device computes four rows' transcendental
-// functions at once, and the gates' sums are independent chains that keep its
-// floating-point units busy where one sum would wait on each addition. Each lane still
-// sums its row in order, as the reference does. A block's lanes past the last hidden row
-// repeat the last row's reads and are never stored.
+// A work-item takes RNN_ROWS consecutive hidden rows (a build define: 4 with the CPU-device
+// kernels, else 1), and for each of them the row of every gate: the rows' sums,
+// activations and updates are vectors of accv_t, so a CPU device loads four rows at once
+// and computes their transcendental functions at once, and the gates' sums are
+// independent chains that keep its floating-point units busy where one sum would wait on
+// each addition. Each lane still sums its row in order, as the reference does, so both
+// builds give the same bits. A block's lanes past the last hidden row repeat the last
+// row's reads and are never stored.
 //
 // Layouts follow the reference (crates/cpu/src/ops/recurrent.rs) except for W and R, which
 // the kernels read transposed (WT: [dirs][input][gates · hidden], RT: [dirs][hidden][gates ·

@@ -7,11 +7,10 @@
 //! transposed once on the host, a run-time one by a copy launch. A work-item takes one
 //! hidden row of every gate, or with the CPU-device kernels four consecutive rows as
 //! 4-lane vectors ([`CPU_ROWS`]); every sum keeps the reference's order, so the outputs do
-//! not depend on the choice. Directions, `layout`,
-//! every activation function with its alpha and beta, `clip`, `linear_before_reset`,
-//! `input_forget`, initial states and peepholes are implemented; `sequence_lens` and RNN
-//! are declined by [`check`], so those nodes run on the reference and the placement says
-//! why.
+//! not depend on the choice. Directions, `layout`, every activation function with its
+//! alpha and beta, `clip`, `linear_before_reset`, `input_forget`, initial states and
+//! peepholes are implemented; `sequence_lens` and RNN are declined by [`check`], so those
+//! nodes run on the reference and the placement says why.
 
 use super::{input, optional_input};
 use crate::plan::{i32_arg, strides_of, Arg, Builder, GemmKernel, Loc, StorageDefines};
@@ -172,6 +171,9 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
     }
 
     let storage = b.storage(b.dtype(x)?);
+    // The CPU-device kernel set goes with the register-blocked GEMM, which CPU devices get
+    // and CONCORD_OPENCL_GEMM=register-blocked asks for anywhere (that is how `cargo xtask
+    // oclgrind` checks these kernels' memory accesses on its simulated GPU).
     let rows_per_item = if b.gemm == GemmKernel::RegisterBlocked {
         CPU_ROWS
     } else {
@@ -343,11 +345,19 @@ fn transposed(
     let dims = [dirs, columns, rows];
     if let Some(t) = b.host_value(value) {
         let values = t.to_f64_vec();
+        let needed = dirs.checked_mul(rows).and_then(|n| n.checked_mul(columns));
+        if needed != Some(values.len()) {
+            return Err(OpError::Shape(format!(
+                "{}: input {what} holds {} values, not the {dirs}·{rows}·{columns} of its \
+                 shape",
+                node.name,
+                values.len()
+            )));
+        }
         let mut out = Vec::with_capacity(values.len());
         for d in 0..dirs {
             for c in 0..columns {
                 for r in 0..rows {
-                    // In range: the caller checked the shape is [dirs, rows, columns].
                     out.push(values[(d * rows + r) * columns + c]);
                 }
             }

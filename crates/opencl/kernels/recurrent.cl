@@ -1,9 +1,10 @@
 // recurrent.cl: GRU and LSTM with any of ONNX's activation functions (`acts`: kind, alpha
-// and beta of each function, per direction). A node is two launches. rnn_project computes
-// X's part of every gate's pre-activation for every step at once (it does not depend on
-// the state). Then one work-group per (direction, batch entry) walks the whole sequence:
-// its work-items share the hidden rows, add R times the state to the projected rows, and
-// barriers separate the steps. The state lives in a scratch buffer of acc_t (double where
+// and beta of each function, per direction). X's part of every gate's pre-activation does
+// not depend on the state: rnn_project computes it for every step at once, a launch ahead
+// of the walk, or with INLINE_X (the CPU-device kernels, for which a launch costs more than
+// this part of a step) the walk computes it step by step. One work-group per (direction,
+// batch entry) walks the whole sequence: its work-items share the hidden rows, add R times
+// the state to X's part, and barriers separate the steps. The state lives in a scratch buffer of acc_t (double where
 // the device has it, like the reference's f64 state), one region per work-group: h, the
 // next h, and three rows of GRU intermediates; LSTM keeps its cell state c in the third.
 // Outputs are rounded once, when stored.
@@ -68,6 +69,7 @@ typedef acc_t accv_t;
 #define LINEAR_BEFORE_RESET 256
 #define INPUT_FORGET 512
 #define HAS_CLIP 1024
+#define INLINE_X 2048
 
 // Scratch rows per work-group (SCRATCH_ROWS in ops/recurrent.rs).
 #define SCRATCH_ROWS 5
@@ -163,21 +165,12 @@ inline accv_t rnn_opt(CTPTR p, long at, int valid, int flags, int flag) {
     return (flags & flag) ? rnn_ld(p, at, valid) : (accv_t)(0);
 }
 
-// X's part of every gate row for every step, batch entry and direction:
-// XW[d][t][n][g·H + j] = Σ_i W[d][g·H + j][i] · X[t][n][i], each sum over i in order. Global
-// size (blocks of RNN_ROWS hidden rows, seq · batch, dirs); a work-item takes its block's
-// rows of every gate.
-__kernel void rnn_project(CTPTR X, CTPTR WT, __global acc_t* XW, int seq, int batch,
-                          int input, int hidden, int gates, int flags) {
-    const int j = get_global_id(0) * RNN_ROWS, tn = get_global_id(1), d = get_global_id(2);
-    if (j >= hidden || tn >= seq * batch) return;
-    const int valid = min(RNN_ROWS, hidden - j);
-    const int t = tn / batch, n = tn - t * batch;
-    const int rows = gates * hidden;
-    const long xb = rnn_x_at(t, n, seq, batch, input, flags);
-    // The fourth gate of a GRU (three gates) repeats its third and is not stored.
-    const long w = (long)d * input * rows + j, o1 = hidden, o2 = 2L * hidden,
-               o3 = (long)min(3, gates - 1) * hidden;
+// X's part of hidden rows j to j + valid - 1 of every gate at X's row `xb`:
+// s[g] = Σ_i W[d][g·H + j][i] · X[xb + i], each sum over i in order (`w` is direction d's
+// base in WT plus j). The fourth gate of a GRU (three gates) repeats its third.
+inline void rnn_x_part(CTPTR X, long xb, CTPTR WT, long w, int rows, int hidden, int gates,
+                       int input, int valid, accv_t* s) {
+    const long o1 = hidden, o2 = 2L * hidden, o3 = (long)min(3, gates - 1) * hidden;
     accv_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     for (int i = 0; i < input; ++i) {
         const long at = w + (long)i * rows;
@@ -187,18 +180,50 @@ __kernel void rnn_project(CTPTR X, CTPTR WT, __global acc_t* XW, int seq, int ba
         s2 += rnn_ld(WT, at + o2, valid) * x;
         s3 += rnn_ld(WT, at + o3, valid) * x;
     }
+    s[0] = s0;
+    s[1] = s1;
+    s[2] = s2;
+    s[3] = s3;
+}
+
+// X's part of every gate row for every step, batch entry and direction, into XW. Global
+// size (blocks of RNN_ROWS hidden rows, seq · batch, dirs); a work-item takes its block's
+// rows of every gate. (With INLINE_X the walk computes it step by step instead.)
+__kernel void rnn_project(CTPTR X, CTPTR WT, __global acc_t* XW, int seq, int batch,
+                          int input, int hidden, int gates, int flags) {
+    const int j = get_global_id(0) * RNN_ROWS, tn = get_global_id(1), d = get_global_id(2);
+    if (j >= hidden || tn >= seq * batch) return;
+    const int valid = min(RNN_ROWS, hidden - j);
+    const int t = tn / batch, n = tn - t * batch;
+    const int rows = gates * hidden;
+    accv_t s[4];
+    rnn_x_part(X, rnn_x_at(t, n, seq, batch, input, flags), WT, (long)d * input * rows + j,
+               rows, hidden, gates, input, valid, s);
     __global acc_t* xw = XW + rnn_xw_at(d, t, n, seq, batch, rows) + j;
-    rnn_st_acc(xw, s0, valid);
-    rnn_st_acc(xw + o1, s1, valid);
-    rnn_st_acc(xw + o2, s2, valid);
-    if (gates > 3) rnn_st_acc(xw + 3L * hidden, s3, valid);
+    for (int g = 0; g < gates; ++g) rnn_st_acc(xw + (long)g * hidden, s[g], valid);
+}
+
+// X's part of the rows j.. of every gate at step t: computed here with INLINE_X, else
+// read from rnn_project's XW.
+inline void rnn_x_rows(CTPTR X, CTPTR WT, __global const acc_t* XW, int d, int t, int n,
+                       int j, int valid, int seq, int batch, int input, int hidden,
+                       int gates, int flags, accv_t* s) {
+    const int rows = gates * hidden;
+    if (flags & INLINE_X) {
+        rnn_x_part(X, rnn_x_at(t, n, seq, batch, input, flags), WT,
+                   (long)d * input * rows + j, rows, hidden, gates, input, valid, s);
+    } else {
+        __global const acc_t* xw = XW + rnn_xw_at(d, t, n, seq, batch, rows) + j;
+        for (int g = 0; g < gates; ++g) s[g] = rnn_ld_acc(xw + (long)g * hidden, valid);
+    }
 }
 
 // The recurrent walk of both cells. XW is rnn_project's output, RT the transposed R.
 // mode: 0 forward, 1 reverse, 2 bidirectional (direction 1 walks in reverse).
-__kernel void gru(__global const acc_t* XW, CTPTR RT, CTPTR B, CTPTR H0, TPTR Y, TPTR YH,
-                  __global acc_t* S, __global const float* acts, int seq, int batch,
-                  int hidden, int dirs, int mode, int flags, float clip) {
+__kernel void gru(CTPTR X, CTPTR WT, __global const acc_t* XW, CTPTR RT, CTPTR B, CTPTR H0,
+                  TPTR Y, TPTR YH, __global acc_t* S, __global const float* acts, int seq,
+                  int batch, int input, int hidden, int dirs, int mode, int flags,
+                  float clip) {
     const int lid = get_local_id(0), L = get_local_size(0);
     const int group = get_group_id(1);
     if (group >= dirs * batch) return;
@@ -220,10 +245,11 @@ __kernel void gru(__global const acc_t* XW, CTPTR RT, CTPTR B, CTPTR H0, TPTR Y,
     barrier(CLK_GLOBAL_MEM_FENCE);
     for (int k = 0; k < seq; ++k) {
         const int t = reverse ? seq - 1 - k : k;
-        __global const acc_t* xw = XW + rnn_xw_at(d, t, n, seq, batch, gh);
         for (int j = lid * RNN_ROWS; j < hidden; j += L * RNN_ROWS) {
             const int valid = min(RNN_ROWS, hidden - j);
             const long jz = j, jr = hidden + j, jh = 2 * hidden + j;
+            accv_t xp[4];
+            rnn_x_rows(X, WT, XW, d, t, n, j, valid, seq, batch, input, hidden, 3, flags, xp);
             // R_h times h only with linear_before_reset; else after the barrier, times r ⊙ h.
             accv_t rz = 0, rr = 0, rh = 0;
             for (int c = 0; c < hidden; ++c) {
@@ -235,15 +261,14 @@ __kernel void gru(__global const acc_t* XW, CTPTR RT, CTPTR B, CTPTR H0, TPTR Y,
             }
             const accv_t hj = rnn_ld_acc(h + j, valid);
             const accv_t z = rnn_act(rnn_clip(
-                rnn_ld_acc(xw + jz, valid) + rz + rnn_opt(B, bw + jz, valid, flags, HAS_B)
+                xp[0] + rz + rnn_opt(B, bw + jz, valid, flags, HAS_B)
                     + rnn_opt(B, br + jz, valid, flags, HAS_B),
                 flags, clip), acts, fa);
             const accv_t r = rnn_act(rnn_clip(
-                rnn_ld_acc(xw + jr, valid) + rr + rnn_opt(B, bw + jr, valid, flags, HAS_B)
+                xp[1] + rr + rnn_opt(B, bw + jr, valid, flags, HAS_B)
                     + rnn_opt(B, br + jr, valid, flags, HAS_B),
                 flags, clip), acts, fa);
-            const accv_t xh =
-                rnn_ld_acc(xw + jh, valid) + rnn_opt(B, bw + jh, valid, flags, HAS_B);
+            const accv_t xh = xp[2] + rnn_opt(B, bw + jh, valid, flags, HAS_B);
             if (lbr) {
                 const accv_t rec = r * (rh + rnn_opt(B, br + jh, valid, flags, HAS_B));
                 const accv_t cand = rnn_act(rnn_clip(xh + rec, flags, clip), acts, ga);
@@ -288,10 +313,10 @@ __kernel void gru(__global const acc_t* XW, CTPTR RT, CTPTR B, CTPTR H0, TPTR Y,
 }
 
 // LSTM gates i, o, f, c are W's row blocks 0 to 3; peepholes P hold i, o, f.
-__kernel void lstm(__global const acc_t* XW, CTPTR RT, CTPTR B, CTPTR H0, CTPTR C0, CTPTR P,
-                   TPTR Y, TPTR YH, TPTR YC, __global acc_t* S, __global const float* acts,
-                   int seq, int batch, int hidden, int dirs, int mode, int flags,
-                   float clip) {
+__kernel void lstm(CTPTR X, CTPTR WT, __global const acc_t* XW, CTPTR RT, CTPTR B, CTPTR H0,
+                   CTPTR C0, CTPTR P, TPTR Y, TPTR YH, TPTR YC, __global acc_t* S,
+                   __global const float* acts, int seq, int batch, int input, int hidden,
+                   int dirs, int mode, int flags, float clip) {
     const int lid = get_local_id(0), L = get_local_size(0);
     const int group = get_group_id(1);
     if (group >= dirs * batch) return;
@@ -312,10 +337,11 @@ __kernel void lstm(__global const acc_t* XW, CTPTR RT, CTPTR B, CTPTR H0, CTPTR 
     barrier(CLK_GLOBAL_MEM_FENCE);
     for (int k = 0; k < seq; ++k) {
         const int t = reverse ? seq - 1 - k : k;
-        __global const acc_t* xw = XW + rnn_xw_at(d, t, n, seq, batch, gh);
         for (int j = lid * RNN_ROWS; j < hidden; j += L * RNN_ROWS) {
             const int valid = min(RNN_ROWS, hidden - j);
             const long ji = j, jo = hidden + j, jf = 2 * hidden + j, jc = 3 * hidden + j;
+            accv_t xp[4];
+            rnn_x_rows(X, WT, XW, d, t, n, j, valid, seq, batch, input, hidden, 4, flags, xp);
             accv_t ri = 0, ro = 0, rf = 0, rc = 0;
             for (int q = 0; q < hidden; ++q) {
                 const long at = rt + (long)q * gh;
@@ -330,7 +356,7 @@ __kernel void lstm(__global const acc_t* XW, CTPTR RT, CTPTR B, CTPTR H0, CTPTR 
             const accv_t pf = rnn_opt(P, pb + 2 * hidden + j, valid, flags, HAS_P);
             const accv_t cj = rnn_ld_acc(c + j, valid);
             const accv_t i = rnn_act(rnn_clip(
-                rnn_ld_acc(xw + ji, valid) + ri + rnn_opt(B, bw + ji, valid, flags, HAS_B)
+                xp[0] + ri + rnn_opt(B, bw + ji, valid, flags, HAS_B)
                     + rnn_opt(B, br + ji, valid, flags, HAS_B) + pi * cj,
                 flags, clip), acts, fa);
             accv_t f;
@@ -338,17 +364,17 @@ __kernel void lstm(__global const acc_t* XW, CTPTR RT, CTPTR B, CTPTR H0, CTPTR 
                 f = 1 - i;
             } else {
                 f = rnn_act(rnn_clip(
-                    rnn_ld_acc(xw + jf, valid) + rf + rnn_opt(B, bw + jf, valid, flags, HAS_B)
+                    xp[2] + rf + rnn_opt(B, bw + jf, valid, flags, HAS_B)
                         + rnn_opt(B, br + jf, valid, flags, HAS_B) + pf * cj,
                     flags, clip), acts, fa);
             }
             const accv_t cand = rnn_act(rnn_clip(
-                rnn_ld_acc(xw + jc, valid) + rc + rnn_opt(B, bw + jc, valid, flags, HAS_B)
+                xp[3] + rc + rnn_opt(B, bw + jc, valid, flags, HAS_B)
                     + rnn_opt(B, br + jc, valid, flags, HAS_B),
                 flags, clip), acts, ga);
             const accv_t cell = f * cj + i * cand;
             const accv_t o = rnn_act(rnn_clip(
-                rnn_ld_acc(xw + jo, valid) + ro + rnn_opt(B, bw + jo, valid, flags, HAS_B)
+                xp[1] + ro + rnn_opt(B, bw + jo, valid, flags, HAS_B)
                     + rnn_opt(B, br + jo, valid, flags, HAS_B) + po * cell,
                 flags, clip), acts, fa);
             // Rows j to j + valid - 1 of the cell state are read and written by this

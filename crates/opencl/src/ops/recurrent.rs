@@ -1,13 +1,14 @@
-//! GRU and LSTM (kernels/recurrent.cl): two launches per node. The first computes X times
-//! W for every step at once (it does not depend on the state); the second has one
-//! work-group per (direction, batch entry) walk the whole sequence with barriers between
-//! steps, adding R times the state, its state in a scratch slot of 8-byte elements (the
-//! kernels' acc_t, double where the device has fp64). The kernels read W and R transposed,
-//! so that neighbouring work-items read neighbouring elements: a constant W or R is
-//! transposed once on the host, a run-time one by a copy launch. A work-item takes one
-//! hidden row of every gate, or with the CPU-device kernels four consecutive rows as
+//! GRU and LSTM (kernels/recurrent.cl). One work-group per (direction, batch entry) walks
+//! the whole sequence with barriers between steps, its state in a scratch slot of 8-byte
+//! elements (the kernels' acc_t, double where the device has fp64). X's part of the gates
+//! does not depend on the state: on a GPU one launch ahead of the walk (`rnn_project`)
+//! computes it for every step at once; with the CPU-device kernels the walk computes it
+//! step by step, which costs less there than a second launch. The kernels read W and R
+//! transposed, so that neighbouring work-items read neighbouring elements: a constant W or
+//! R is transposed once on the host, a run-time one by a copy launch. A work-item takes
+//! one hidden row of every gate, or with the CPU-device kernels four consecutive rows as
 //! 4-lane vectors ([`CPU_ROWS`]); every sum keeps the reference's order, so the outputs do
-//! not depend on the choice. Directions, `layout`, every activation function with its
+//! not depend on these choices. Directions, `layout`, every activation function with its
 //! alpha and beta, `clip`, `linear_before_reset`, `input_forget`, initial states and
 //! peepholes are implemented; `sequence_lens` and RNN are declined by [`check`], so those
 //! nodes run on the reference and the placement says why.
@@ -45,6 +46,7 @@ const BATCH_MAJOR: i32 = 128;
 const LINEAR_BEFORE_RESET: i32 = 256;
 const INPUT_FORGET: i32 = 512;
 const HAS_CLIP: i32 = 1024;
+const INLINE_X: i32 = 2048;
 
 /// Whether the kernels implement this node, and why not.
 pub(super) fn check(graph: &Graph, node: &Node, r: &Recurrent) -> Result<(), String> {
@@ -68,7 +70,7 @@ pub(super) fn check(graph: &Graph, node: &Node, r: &Recurrent) -> Result<(), Str
     Ok(())
 }
 
-/// Builds the launches of a GRU or LSTM node.
+/// Builds the launches of a GRU or LSTM node: the walk, after `rnn_project` on a GPU.
 pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), OpError> {
     let name = r.cell.name();
     let lstm = match r.cell {
@@ -217,11 +219,22 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
                 ))
             })
     };
-    let (projection_temp, projection) = scratch_slot(
-        b,
-        "projection",
-        elements(&[dirs, seq, batch, rows], "projection")?,
-    )?;
+    // X's part of the gates: on a GPU one parallel launch ahead of the walk computes it for
+    // every step; the CPU-device walk computes it step by step itself, four rows at a time,
+    // where it costs less than a CPU device's second launch.
+    let inline_x = rows_per_item == CPU_ROWS;
+    if inline_x {
+        flags |= INLINE_X;
+    }
+    let projection = if inline_x {
+        None
+    } else {
+        Some(scratch_slot(
+            b,
+            "projection",
+            elements(&[dirs, seq, batch, rows], "projection")?,
+        )?)
+    };
     let (temp, scratch) = scratch_slot(
         b,
         "state",
@@ -269,28 +282,35 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
         RnnDirection::Reverse => 1,
         RnnDirection::Bidirectional => 2,
     };
-    // X's part of every gate row at every step, in one parallel launch ahead of the walk.
     let steps = elements(&[seq, batch], "step")?;
     i32_arg(steps, "sequence length × batch size")?;
-    b.launch(
-        &program,
-        "rnn_project",
-        &[blocks, steps, dirs],
-        Some(&[blocks.next_multiple_of(8).clamp(8, 64), 1, 1]),
-        vec![
-            Arg::Buf(xl),
-            Arg::Buf(wt),
-            Arg::Buf(projection.clone()),
-            Arg::I32(i32_arg(seq, "sequence length")?),
-            Arg::I32(i32_arg(batch, "batch size")?),
-            Arg::I32(i32_arg(input_size, "input size")?),
-            Arg::I32(i32_arg(hidden, "hidden size")?),
-            Arg::I32(gates as i32),
-            Arg::I32(flags),
-        ],
-    );
+    if let Some((_, projection)) = &projection {
+        b.launch(
+            &program,
+            "rnn_project",
+            &[blocks, steps, dirs],
+            Some(&[blocks.next_multiple_of(8).clamp(8, 64), 1, 1]),
+            vec![
+                Arg::Buf(xl.clone()),
+                Arg::Buf(wt.clone()),
+                Arg::Buf(projection.clone()),
+                Arg::I32(i32_arg(seq, "sequence length")?),
+                Arg::I32(i32_arg(batch, "batch size")?),
+                Arg::I32(i32_arg(input_size, "input size")?),
+                Arg::I32(i32_arg(hidden, "hidden size")?),
+                Arg::I32(gates as i32),
+                Arg::I32(flags),
+            ],
+        );
+    }
     let mut args = vec![
-        Arg::Buf(projection),
+        Arg::Buf(xl),
+        Arg::Buf(wt),
+        // With INLINE_X the walk never reads XW: bound to the state scratch.
+        Arg::Buf(match &projection {
+            Some((_, loc)) => loc.clone(),
+            None => scratch.clone(),
+        }),
         Arg::Buf(rt),
         Arg::Buf(bl),
         Arg::Buf(h0l),
@@ -304,6 +324,7 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
         Arg::Buf(acts),
         Arg::I32(i32_arg(seq, "sequence length")?),
         Arg::I32(i32_arg(batch, "batch size")?),
+        Arg::I32(i32_arg(input_size, "input size")?),
         Arg::I32(i32_arg(hidden, "hidden size")?),
         Arg::I32(dirs as i32),
         Arg::I32(mode),
@@ -315,14 +336,12 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
         .min(b.device.max_work_group_size.max(1));
     let kernel = if lstm { "lstm" } else { "gru" };
     b.launch(&program, kernel, &[local, groups], Some(&[local, 1]), args);
-    for t in [
-        temp,
-        projection_temp,
-        transposed_name(node, "W"),
-        transposed_name(node, "R"),
-    ] {
-        b.release(&t);
+    b.release(&temp);
+    if let Some((name, _)) = &projection {
+        b.release(name);
     }
+    b.release(&transposed_name(node, "W"));
+    b.release(&transposed_name(node, "R"));
     Ok(())
 }
 

@@ -44,7 +44,7 @@ const COPY_RUN_MIN: usize = 8;
 
 /// A strided copy: for every coordinate of `dims`, dst[dst_off + c·ds] = src[src_off + c·ss].
 #[allow(clippy::too_many_arguments)]
-fn copy_nd(
+pub(super) fn copy_nd(
     b: &mut Builder,
     storage: Storage,
     src: Loc,

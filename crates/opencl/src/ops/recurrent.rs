@@ -1,13 +1,20 @@
-//! GRU and LSTM (kernels/recurrent.cl): one launch per node, one work-group per
-//! (direction, batch entry) walking the whole sequence with barriers between steps, its
-//! state in a scratch slot of 8-byte elements (the kernels' acc_t, double where the device
-//! has fp64). Directions, `layout`, every activation function with its alpha and beta,
-//! `clip`, `linear_before_reset`, `input_forget`, initial states and peepholes are
-//! implemented; `sequence_lens` and RNN are declined by [`check`], so those nodes run on
-//! the reference and the placement says why.
+//! GRU and LSTM (kernels/recurrent.cl). One work-group per (direction, batch entry) walks
+//! the whole sequence with barriers between steps, its state in a scratch slot of 8-byte
+//! elements (the kernels' acc_t, double where the device has fp64). X's part of the gates
+//! does not depend on the state: on a GPU one launch ahead of the walk (`rnn_project`)
+//! computes it for every step at once; with the CPU-device kernels the walk computes it
+//! step by step, which costs less there than a second launch. The kernels read W and R
+//! transposed, so that neighbouring work-items read neighbouring elements: a constant W or
+//! R is transposed once on the host, a run-time one by a copy launch. A work-item takes
+//! one hidden row of every gate, or with the CPU-device kernels four consecutive rows as
+//! 4-lane vectors ([`CPU_ROWS`]); every sum keeps the reference's order, so the outputs do
+//! not depend on these choices. Directions, `layout`, every activation function with its
+//! alpha and beta, `clip`, `linear_before_reset`, `input_forget`, initial states and
+//! peepholes are implemented; `sequence_lens` and RNN are declined by [`check`], so those
+//! nodes run on the reference and the placement says why.
 
 use super::{input, optional_input};
-use crate::plan::{i32_arg, Arg, Builder, StorageDefines};
+use crate::plan::{i32_arg, strides_of, Arg, Builder, GemmKernel, Loc, StorageDefines};
 use crate::programs::Family;
 use concord_core::op::{Recurrent, RecurrentCell, RnnActivationKind, RnnDirection};
 use concord_core::storage::Storage;
@@ -17,9 +24,15 @@ use concord_core::{DType, Graph, Node, OpError, Shape, Tensor};
 /// intermediates (kernels/recurrent.cl's SCRATCH_ROWS).
 const SCRATCH_ROWS: usize = 5;
 
-/// The most work-items one (direction, batch entry) work-group has; each takes the hidden
-/// rows j, j + L, … .
+/// The most work-items one (direction, batch entry) work-group has; each takes blocks of
+/// hidden rows j, j + L·ROWS, … .
 const MAX_GROUP: usize = 256;
+
+/// Consecutive hidden rows per work-item (the kernels' RNN_ROWS) with the CPU-device
+/// kernels: their sums, activations and updates are 4-lane vectors, which a CPU device
+/// computes at once (transcendental functions included). A GPU's work-items take one row
+/// each, so that a step's latency stays one row's.
+const CPU_ROWS: usize = 4;
 
 /// Flag bits of the kernels' `flags` argument (kernels/recurrent.cl).
 const HAS_B: i32 = 1;
@@ -33,6 +46,7 @@ const BATCH_MAJOR: i32 = 128;
 const LINEAR_BEFORE_RESET: i32 = 256;
 const INPUT_FORGET: i32 = 512;
 const HAS_CLIP: i32 = 1024;
+const INLINE_X: i32 = 2048;
 
 /// Whether the kernels implement this node, and why not.
 pub(super) fn check(graph: &Graph, node: &Node, r: &Recurrent) -> Result<(), String> {
@@ -56,7 +70,7 @@ pub(super) fn check(graph: &Graph, node: &Node, r: &Recurrent) -> Result<(), Str
     Ok(())
 }
 
-/// Builds the one launch of a GRU or LSTM node.
+/// Builds the launches of a GRU or LSTM node: the walk, after `rnn_project` on a GPU.
 pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), OpError> {
     let name = r.cell.name();
     let lstm = match r.cell {
@@ -158,31 +172,74 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
         }
     }
 
-    let variant = b.storage(b.dtype(x)?).variant();
-    let program = b.program(Family::Recurrent, variant)?;
+    let storage = b.storage(b.dtype(x)?);
+    // The CPU-device kernel set goes with the register-blocked GEMM, which CPU devices get
+    // and CONCORD_OPENCL_GEMM=register-blocked asks for anywhere (that is how `cargo xtask
+    // oclgrind` checks these kernels' memory accesses on its simulated GPU).
+    let rows_per_item = if b.gemm == GemmKernel::RegisterBlocked {
+        CPU_ROWS
+    } else {
+        1
+    };
+    let program = b.program(
+        Family::Recurrent,
+        &format!("{} -DRNN_ROWS={rows_per_item}", storage.variant()),
+    )?;
+    let blocks = hidden.div_ceil(rows_per_item);
     let xl = b.input(x)?;
+    let rows = gates * hidden;
+    let wt = transposed(b, node, w, "W", [dirs, rows, input_size], storage)?;
+    let rt = transposed(b, node, rw, "R", [dirs, rows, hidden], storage)?;
     // An absent operand's argument is bound to X, which the kernel never reads through it
     // (its flag is clear).
     let operand = |b: &mut Builder, value: Option<&str>| match value {
         Some(v) => b.input(v),
         None => Ok(xl.clone()),
     };
-    let wl = operand(b, Some(w))?;
-    let rl = operand(b, Some(rw))?;
     let bl = operand(b, bias)?;
     let h0l = operand(b, h0)?;
     let c0l = operand(b, c0)?;
     let pl = operand(b, peep)?;
     let groups = dirs * batch;
-    let temp = format!("{}::state", node.name);
-    // I64 gives the slot 8-byte elements whatever the target's float storage: room for the
-    // kernels' acc_t, which is double on devices with fp64.
-    b.shapes.insert(
-        temp.clone(),
-        Shape::new([groups.max(1) * SCRATCH_ROWS * hidden.max(1)]),
-    );
-    b.dtypes.insert(temp.clone(), DType::I64);
-    let scratch = b.alloc(&temp)?;
+    // I64 gives both scratch slots 8-byte elements whatever the target's float storage:
+    // room for the kernels' acc_t, which is double on devices with fp64.
+    let scratch_slot = |b: &mut Builder, what: &str, elements: usize| {
+        let temp = format!("{}::{what}", node.name);
+        b.shapes.insert(temp.clone(), Shape::new([elements.max(1)]));
+        b.dtypes.insert(temp.clone(), DType::I64);
+        b.alloc(&temp).map(|loc| (temp, loc))
+    };
+    let elements = |dims: &[usize], what: &str| {
+        dims.iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| {
+                OpError::Shape(format!(
+                    "{name}: the {what} scratch of {dims:?} elements overflows the address \
+                     space"
+                ))
+            })
+    };
+    // X's part of the gates: on a GPU one parallel launch ahead of the walk computes it for
+    // every step; the CPU-device walk computes it step by step itself, four rows at a time,
+    // where it costs less than a CPU device's second launch.
+    let inline_x = rows_per_item == CPU_ROWS;
+    if inline_x {
+        flags |= INLINE_X;
+    }
+    let projection = if inline_x {
+        None
+    } else {
+        Some(scratch_slot(
+            b,
+            "projection",
+            elements(&[dirs, seq, batch, rows], "projection")?,
+        )?)
+    };
+    let (temp, scratch) = scratch_slot(
+        b,
+        "state",
+        elements(&[groups, SCRATCH_ROWS, hidden], "state")?,
+    )?;
     let mut results = Vec::new();
     for output in &outputs {
         results.push(match output {
@@ -225,10 +282,36 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
         RnnDirection::Reverse => 1,
         RnnDirection::Bidirectional => 2,
     };
+    let steps = elements(&[seq, batch], "step")?;
+    i32_arg(steps, "sequence length × batch size")?;
+    if let Some((_, projection)) = &projection {
+        b.launch(
+            &program,
+            "rnn_project",
+            &[blocks, steps, dirs],
+            Some(&[blocks.next_multiple_of(8).clamp(8, 64), 1, 1]),
+            vec![
+                Arg::Buf(xl.clone()),
+                Arg::Buf(wt.clone()),
+                Arg::Buf(projection.clone()),
+                Arg::I32(i32_arg(seq, "sequence length")?),
+                Arg::I32(i32_arg(batch, "batch size")?),
+                Arg::I32(i32_arg(input_size, "input size")?),
+                Arg::I32(i32_arg(hidden, "hidden size")?),
+                Arg::I32(gates as i32),
+                Arg::I32(flags),
+            ],
+        );
+    }
     let mut args = vec![
         Arg::Buf(xl),
-        Arg::Buf(wl),
-        Arg::Buf(rl),
+        Arg::Buf(wt),
+        // With INLINE_X the walk never reads XW: bound to the state scratch.
+        Arg::Buf(match &projection {
+            Some((_, loc)) => loc.clone(),
+            None => scratch.clone(),
+        }),
+        Arg::Buf(rt),
         Arg::Buf(bl),
         Arg::Buf(h0l),
     ];
@@ -248,11 +331,75 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
         Arg::I32(flags),
         Arg::F32(r.clip.unwrap_or(0.0)),
     ]);
-    let local = hidden
+    let local = blocks
         .clamp(1, MAX_GROUP)
         .min(b.device.max_work_group_size.max(1));
     let kernel = if lstm { "lstm" } else { "gru" };
     b.launch(&program, kernel, &[local, groups], Some(&[local, 1]), args);
     b.release(&temp);
+    if let Some((name, _)) = &projection {
+        b.release(name);
+    }
+    b.release(&transposed_name(node, "W"));
+    b.release(&transposed_name(node, "R"));
     Ok(())
+}
+
+/// The name of the slot that holds a run-time W or R transposed.
+fn transposed_name(node: &Node, what: &str) -> String {
+    format!("{}::{what}_transposed", node.name)
+}
+
+/// `value` ([dirs, rows, columns]: W or R) as the kernels read it, [dirs, columns, rows]:
+/// transposed once on the host when it is a constant (as exporters write weights), else by
+/// a copy launch into a slot of the plan (released with the node's other temporaries).
+fn transposed(
+    b: &mut Builder,
+    node: &Node,
+    value: &str,
+    what: &str,
+    [dirs, rows, columns]: [usize; 3],
+    storage: Storage,
+) -> Result<Loc, OpError> {
+    let dims = [dirs, columns, rows];
+    if let Some(t) = b.host_value(value) {
+        let values = t.to_f64_vec();
+        let needed = dirs.checked_mul(rows).and_then(|n| n.checked_mul(columns));
+        if needed != Some(values.len()) {
+            return Err(OpError::Shape(format!(
+                "{}: input {what} holds {} values, not the {dirs}·{rows}·{columns} of its \
+                 shape",
+                node.name,
+                values.len()
+            )));
+        }
+        let mut out = Vec::with_capacity(values.len());
+        for d in 0..dirs {
+            for c in 0..columns {
+                for r in 0..rows {
+                    out.push(values[(d * rows + r) * columns + c]);
+                }
+            }
+        }
+        let t = Tensor::from_f64(t.dtype(), Shape::new(dims), out)?;
+        return b.constant(&transposed_name(node, what), &t, storage);
+    }
+    let temp = transposed_name(node, what);
+    b.shapes.insert(temp.clone(), Shape::new(dims));
+    b.dtypes.insert(temp.clone(), b.dtype(value)?);
+    let dst = b.alloc(&temp)?;
+    let src = b.input(value)?;
+    let (r, c) = (rows as i64, columns as i64);
+    super::movement::copy_nd(
+        b,
+        storage,
+        src,
+        dst.clone(),
+        &dims,
+        &[r * c, 1, c],
+        &strides_of(&dims),
+        0,
+        0,
+    )?;
+    Ok(dst)
 }

@@ -362,6 +362,9 @@ pub fn run(args: &[String]) -> Result<()> {
         if let Some(dir) = &node_tests {
             command.env("CONCORD_ONNX_NODE_TESTS", dir);
         }
+        // cargo-mutants creates mutants.out/ but not the directory that holds it.
+        std::fs::create_dir_all(root.join(&out))
+            .with_context(|| format!("creating {}", out.display()))?;
         // Outcomes of an earlier run in the same directory must not be counted as this one's.
         let outcomes = root.join(&out).join("mutants.out/outcomes.json");
         if outcomes.is_file() {

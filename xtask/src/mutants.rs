@@ -173,17 +173,19 @@ impl TestSelection {
         }
     }
 
-    /// cargo-mutants' `--cargo-test-arg`s for this selection.
-    fn cargo_test_args(&self) -> Vec<String> {
+    /// cargo-mutants' arguments for this selection: `--cargo-arg`, which goes to both the
+    /// build (`cargo test --no-run`) and the test run; `--cargo-test-arg` would reach only the
+    /// test run, and the build would compile every test binary for every mutant anyway.
+    fn cargo_args(&self) -> Vec<String> {
         match self {
-            TestSelection::All => vec!["--cargo-test-arg=--tests".to_string()],
+            TestSelection::All => vec!["--cargo-arg=--tests".to_string()],
             TestSelection::Some { lib, binaries } => {
-                let lib = lib.then(|| "--cargo-test-arg=--lib".to_string());
+                let lib = lib.then(|| "--cargo-arg=--lib".to_string());
                 lib.into_iter()
                     .chain(
                         binaries
                             .iter()
-                            .map(|b| format!("--cargo-test-arg=--test={b}")),
+                            .map(|b| format!("--cargo-arg=--test={b}")),
                     )
                     .collect()
             }
@@ -334,9 +336,9 @@ pub fn run(args: &[String]) -> Result<()> {
                 .collect::<Vec<_>>()
                 .join(", "),
             selection
-                .cargo_test_args()
+                .cargo_args()
                 .iter()
-                .map(|arg| arg.trim_start_matches("--cargo-test-arg="))
+                .map(|arg| arg.trim_start_matches("--cargo-arg="))
                 .collect::<Vec<_>>()
                 .join(" ")
         );
@@ -347,7 +349,7 @@ pub fn run(args: &[String]) -> Result<()> {
         // CARGO_BUILD_JOBS in the cargo it starts; without it cargo keeps to that limit.
         command.arg("--jobserver=false");
         command.arg("--output").arg(&out);
-        command.args(selection.cargo_test_args());
+        command.args(selection.cargo_args());
         if let Some(shard) = &shard {
             command.args(["--shard", shard]);
         }

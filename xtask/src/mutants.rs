@@ -182,11 +182,7 @@ impl TestSelection {
             TestSelection::Some { lib, binaries } => {
                 let lib = lib.then(|| "--cargo-arg=--lib".to_string());
                 lib.into_iter()
-                    .chain(
-                        binaries
-                            .iter()
-                            .map(|b| format!("--cargo-arg=--test={b}")),
-                    )
+                    .chain(binaries.iter().map(|b| format!("--cargo-arg=--test={b}")))
                     .collect()
             }
         }

@@ -799,3 +799,37 @@ fn conv_transpose_shape_errors_name_the_operands() {
         &["pads 3+2", "full output extent 4"],
     );
 }
+
+/// ConvTranspose with no input channels (C = 0) scatters nothing: each output is its
+/// channel's bias. X (1, 0, 3) under W (0, 2, 2) at stride 1 gives (3 − 1) + 2 = 4 positions
+/// per output channel.
+#[test]
+fn conv_transpose_with_no_input_channels_gives_the_bias_alone() {
+    let x = f32s(&[1, 0, 3], &[]);
+    let w = f32s(&[0, 2, 2], &[]);
+    let b = f32s(&[2], &[0.5, -1.0]);
+    let y = ok(
+        &conv_transpose(plain(), &[], &[]),
+        &[Some(&x), Some(&w), Some(&b)],
+    );
+    check(
+        &y,
+        DType::F32,
+        &[1, 2, 4],
+        &[0.5, 0.5, 0.5, 0.5, -1., -1., -1., -1.],
+        Tolerance::Exact,
+    );
+}
+
+/// ConvTranspose's W has X's rank (C, M/group, kernel…), whatever X's rank: a 2-D kernel
+/// next to a 1-D input is refused as a rank mismatch.
+#[test]
+fn conv_transpose_refuses_w_of_another_rank_than_x() {
+    let x = f32s(&[1, 1, 3], &[0.; 3]);
+    let w = f32s(&[1, 1, 2, 2], &[0.; 4]);
+    check_error(
+        run(&conv_transpose(plain(), &[], &[]), &[Some(&x), Some(&w)]),
+        |e| matches!(e, OpError::Shape(_)),
+        &["same rank", "[1, 1, 3]", "[1, 1, 2, 2]"],
+    );
+}

@@ -100,12 +100,15 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: "mutants",
-        usage: "mutants [--list] [--file GLOB]... [--shard K/N] [--timeout SECS] [-- ARGS]",
+        usage: "mutants [--list] [--file GLOB]... [--shard K/N] [--timeout SECS] [--all-tests] \
+                [-- ARGS]",
         summary: "mutation testing of the reference's kernels: runs cargo-mutants (pinned, \
                   installed into target/tools) in place over crates/cpu/src/ops (--file: \
-                  globs under it) with concord-cpu's tests and conformance binary (node \
-                  tests included) as the test command; output in target/mutants/, \
-                  caught / missed / timeout / unviable per file at the end; ARGS go to \
+                  globs under it), once per group of files sharing a test set: concord-cpu's \
+                  conformance binary (op/ cases against onnxruntime, goldens, node tests) and \
+                  the kernel-test binaries that run the file's code (--all-tests: every test \
+                  binary); output in target/mutants/<test set>/, caught / missed / timeout / \
+                  unviable and seconds per mutant per file at the end; ARGS go to \
                   cargo-mutants. Not in CI: slow",
         run: mutants::run,
     },

@@ -4,7 +4,8 @@
 mod nn_support;
 
 use concord_core::op::{AutoPad, Conv};
-use concord_core::{DType, Op, OpError, Tensor};
+use concord_core::{DType, MemoryBudget, Op, OpError, Tensor};
+use concord_cpu::run_op_within;
 use nn_support::{
     check, check_error, f16s, f32s, f64s_as_f32, i64s, ok, run, run_and_check_inference, values,
     Tolerance,
@@ -343,6 +344,71 @@ fn matches_direct_convolution_on_sizes_that_cross_the_multiply_blocks() {
     // A pointwise (1x1) conv takes the no-im2col path.
     let p = ConvProblem::new(&[2, 300, 3, 5], &[7, 300, 1, 1]);
     p.check(70);
+}
+
+/// A 1×1 kernel with stride 1 reads its input unchanged only when nothing is padded: padding
+/// at the beginning or the end of an axis alone, or at the beginning (or the end) of every
+/// axis, adds rows and columns of bias alone around the product. Each against the direct
+/// definition.
+#[test]
+fn matches_direct_convolution_on_one_by_one_kernels_padded_on_one_side() {
+    let pads: [([usize; 2], [usize; 2]); 4] = [
+        ([1, 0], [0, 0]),
+        ([0, 0], [0, 1]),
+        ([1, 2], [0, 0]),
+        ([0, 0], [2, 1]),
+    ];
+    for (seed, (begin, end)) in pads.into_iter().enumerate() {
+        let mut p = ConvProblem::new(&[1, 3, 4, 5], &[2, 3, 1, 1]);
+        p.pads_begin = begin.to_vec();
+        p.pads_end = end.to_vec();
+        p.bias = true;
+        p.check(40 + seed as u64);
+    }
+}
+
+/// A pointwise Conv (1×1 kernel, stride 1, no padding: a ResNet projection) multiplies its
+/// input as it is, without an im2col copy of it, so it runs within a budget its output fits
+/// though a copy of the input would not: 64 channels × 32×32 positions of f64 are 524,288
+/// bytes, over the 200,000-byte limit, while the output, 8×32×32 f32 values with the f64
+/// working copy beside them, is 98,304 bytes.
+#[test]
+fn pointwise_conv_needs_no_copy_of_its_input() {
+    let p = ConvProblem::new(&[1, 64, 32, 32], &[8, 64, 1, 1]);
+    let x = values(64 * 32 * 32, 50);
+    let w = values(8 * 64, 51);
+    let (dims, want) = p.reference(&x, &w, &[]);
+    let xt = f64s_as_f32(&p.x_dims, &x);
+    let wt = f64s_as_f32(&p.w_dims, &w);
+    let outputs = run_op_within(
+        &conv(p.attrs()),
+        &[Some(&xt), Some(&wt)],
+        1,
+        MemoryBudget::new(200_000),
+    );
+    assert!(
+        outputs.is_ok(),
+        "a pointwise Conv within 200,000 bytes failed: {outputs:?}"
+    );
+    let got = outputs.expect("checked just above").remove(0);
+    check(&got, DType::F32, &dims, &want, Tolerance::Exact);
+}
+
+/// With no input channels (C = 0) each output is a sum over nothing, 0, plus its channel's
+/// bias: a 4×4 input under a 3×3 kernel still gives 2×2 outputs, each the bias alone.
+#[test]
+fn no_input_channels_give_the_bias_alone() {
+    let x = f32s(&[1, 0, 4, 4], &[]);
+    let w = f32s(&[2, 0, 3, 3], &[]);
+    let b = f32s(&[2], &[1.5, -2.0]);
+    let y = ok(&conv(plain()), &[Some(&x), Some(&w), Some(&b)]);
+    check(
+        &y,
+        DType::F32,
+        &[1, 2, 2, 2],
+        &[1.5, 1.5, 1.5, 1.5, -2., -2., -2., -2.],
+        Tolerance::Exact,
+    );
 }
 
 #[test]
@@ -731,5 +797,39 @@ fn conv_transpose_shape_errors_name_the_operands() {
         run(&conv_transpose(attrs, &[], &[]), &[Some(&x), Some(&w)]),
         |e| matches!(e, OpError::Shape(_)),
         &["pads 3+2", "full output extent 4"],
+    );
+}
+
+/// ConvTranspose with no input channels (C = 0) scatters nothing: each output is its
+/// channel's bias. X (1, 0, 3) under W (0, 2, 2) at stride 1 gives (3 − 1) + 2 = 4 positions
+/// per output channel.
+#[test]
+fn conv_transpose_with_no_input_channels_gives_the_bias_alone() {
+    let x = f32s(&[1, 0, 3], &[]);
+    let w = f32s(&[0, 2, 2], &[]);
+    let b = f32s(&[2], &[0.5, -1.0]);
+    let y = ok(
+        &conv_transpose(plain(), &[], &[]),
+        &[Some(&x), Some(&w), Some(&b)],
+    );
+    check(
+        &y,
+        DType::F32,
+        &[1, 2, 4],
+        &[0.5, 0.5, 0.5, 0.5, -1., -1., -1., -1.],
+        Tolerance::Exact,
+    );
+}
+
+/// ConvTranspose's W has X's rank (C, M/group, kernel…), whatever X's rank: a 2-D kernel
+/// next to a 1-D input is refused as a rank mismatch.
+#[test]
+fn conv_transpose_refuses_w_of_another_rank_than_x() {
+    let x = f32s(&[1, 1, 3], &[0.; 3]);
+    let w = f32s(&[1, 1, 2, 2], &[0.; 4]);
+    check_error(
+        run(&conv_transpose(plain(), &[], &[]), &[Some(&x), Some(&w)]),
+        |e| matches!(e, OpError::Shape(_)),
+        &["same rank", "[1, 1, 3]", "[1, 1, 2, 2]"],
     );
 }

@@ -187,6 +187,47 @@ fn gemm_shape_errors_name_the_shapes() {
     );
 }
 
+/// ONNX Gemm takes A and B of rank 2 exactly ("A: input tensor A. The shape of A should be
+/// (M, K) if transA is 0, or (K, M) if transA is non-zero"; B likewise). A rank-3 A whose
+/// first two dims would line up with B as a 2×3 matrix (its six elements are enough for
+/// one) must still be refused, and so must a 1-D B next to a 2-D A: either operand alone of
+/// the wrong rank is an error.
+#[test]
+fn gemm_refuses_either_operand_of_rank_other_than_2() {
+    let a3 = f32s(&[2, 3, 1], &[0.; 6]);
+    let b = f32s(&[3, 2], &[0.; 6]);
+    check_error(
+        run(&gemm(1.0, 1.0, false, false), &[Some(&a3), Some(&b)]),
+        |e| matches!(e, OpError::Shape(_)),
+        &["2-D", "[2, 3, 1]"],
+    );
+    let a = f32s(&[2, 3], &[0.; 6]);
+    let b1 = f32s(&[3], &[0.; 3]);
+    check_error(
+        run(&gemm(1.0, 1.0, false, false), &[Some(&a), Some(&b1)]),
+        |e| matches!(e, OpError::Shape(_)),
+        &["2-D", "[3]"],
+    );
+}
+
+/// C must broadcast one way ("unidirectional broadcasting") to (M, N): a 1-D C is a row of N
+/// values or a single value. C of length 3 next to a 2×2 output is neither, though it has
+/// enough values for a row of 2, so it must be refused rather than read in part.
+#[test]
+fn gemm_refuses_a_1d_c_longer_than_a_row() {
+    let a = f32s(&[2, 3], &[0.; 6]);
+    let b = f32s(&[3, 2], &[0.; 6]);
+    let c = f32s(&[3], &[0.; 3]);
+    check_error(
+        run(
+            &gemm(1.0, 1.0, false, false),
+            &[Some(&a), Some(&b), Some(&c)],
+        ),
+        |e| matches!(e, OpError::Shape(_)),
+        &["C [3]", "(2, 2)"],
+    );
+}
+
 /// numpy `matmul`, written from its documentation: 1-D operands are promoted and the added
 /// axis removed, leading axes broadcast.
 fn matmul_reference(

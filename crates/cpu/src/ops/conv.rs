@@ -210,6 +210,9 @@ fn im2col(x_group: &[f64], axes: &[Axis], input_plane: usize, cols: &mut [f64]) 
     let mut taps = vec![0usize; axes.len()];
     for (row_index, row) in cols.chunks_exact_mut(output_plane).enumerate() {
         let channel = row_index / kernel_size;
+        // `unravel` reduces its index modulo every kernel dim, so any index congruent to this
+        // one modulo the kernel size gives the same taps: cargo-mutants' `%` → `+` here
+        // (`row_index + kernel_size`) is equivalent, and excluded in .cargo/mutants.toml.
         let kernel_index = row_index % kernel_size;
         let Some(plane) = x_group.get(channel * input_plane..(channel + 1) * input_plane) else {
             return;

@@ -101,9 +101,13 @@ pub(crate) fn matmul(inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     let a_f = a.to_f64_vec();
     let b_f = b.to_f64_vec();
 
-    if plan.b_batch.numel() == 1 && plan.a_batch.numel() == batch {
-        // B is shared by every batch entry and A's batches are laid out exactly as the
-        // output's, so the whole batch is one (batch·M)×K by K×N product.
+    if plan.b_batch.numel() == 1 {
+        // B is shared by every batch entry, and A's batches are then laid out exactly as the
+        // output's (broadcasting A's batch shape with B's, whose dims are all 1, only
+        // prepends 1s to it), so the whole batch is one (batch·M)×K by K×N product. A test
+        // that A has `batch` entries as well would always hold here (cargo-mutants found its
+        // `!=` mutant equivalent: multiply_add sums over K in the same order whatever the
+        // row count, so the per-batch path below gives the same bits), and is left out.
         let a_view = MatRef::row_major(&a_f, batch * m, k)?;
         let b_view = MatRef::row_major(&b_f, k, n)?;
         multiply_add(a_view, b_view, &mut y)?;

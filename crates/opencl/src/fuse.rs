@@ -208,13 +208,7 @@ fn absorb_next(
     if nodes[i].node.outputs.len() != 1 || outputs.contains(&value) {
         return false;
     }
-    let readers: Vec<usize> = (0..nodes.len())
-        .filter(|&j| nodes[j].reads().any(|r| r == value))
-        .collect();
-    let reads: usize = nodes
-        .iter()
-        .map(|n| n.reads().filter(|r| *r == value).count())
-        .sum();
+    let (readers, reads) = readers_of(nodes, &value);
     let [j] = readers[..] else { return false };
     if reads != 1 || j <= i {
         return false;
@@ -460,14 +454,21 @@ fn absorb_silu(
 
 /// The two nodes after `i` that read `value`, each once, when nothing else reads it.
 fn two_readers(nodes: &[FusedNode], i: usize, value: &str) -> Option<Vec<usize>> {
-    let readers: Vec<usize> = (0..nodes.len())
+    let (readers, reads) = readers_of(nodes, value);
+    (readers.len() == 2 && reads == 2 && readers.iter().all(|&j| j > i)).then_some(readers)
+}
+
+/// The nodes that read `value`, and how many reads there are in all (a node may read a
+/// value more than once).
+fn readers_of(nodes: &[FusedNode], value: &str) -> (Vec<usize>, usize) {
+    let readers = (0..nodes.len())
         .filter(|&j| nodes[j].reads().any(|r| r == value))
         .collect();
-    let reads: usize = nodes
+    let reads = nodes
         .iter()
         .map(|n| n.reads().filter(|r| *r == value).count())
         .sum();
-    (readers.len() == 2 && reads == 2 && readers.iter().all(|&j| j > i)).then_some(readers)
+    (readers, reads)
 }
 
 /// Makes node `i` compute the chain of `absorbed` nodes after it as its epilogue's

@@ -144,7 +144,8 @@ impl OpenClPartition {
         Ok(())
     }
 
-    fn build_plan(&self, input_shapes: &[Shape]) -> Result<ExecPlan, Error> {
+    /// A plan builder for this partition that knows the weights' shapes and types.
+    fn builder(&self) -> Builder<'_> {
         let rt = &self.runtime;
         let mut b = Builder::new(
             &rt.device,
@@ -159,6 +160,11 @@ impl OpenClPartition {
             b.shapes.insert(name.clone(), t.shape().clone());
             b.dtypes.insert(name.clone(), t.dtype());
         }
+        b
+    }
+
+    fn build_plan(&self, input_shapes: &[Shape]) -> Result<ExecPlan, Error> {
+        let mut b = self.builder();
         b.concat_parts = self.concat_parts(input_shapes)?;
         let mut inputs = Vec::new();
         for (info, shape) in self.graph.inputs.iter().zip(input_shapes) {
@@ -252,19 +258,7 @@ impl OpenClPartition {
     /// Concat's axis has outer extent 1, and its offset is a multiple of the device's base
     /// address alignment.
     fn concat_parts(&self, input_shapes: &[Shape]) -> Result<HashMap<String, ConcatPart>, Error> {
-        let rt = &self.runtime;
-        let mut b = Builder::new(
-            &rt.device,
-            &rt.programs,
-            self.target.clone(),
-            &self.weights,
-            &self.graph.initializers,
-            rt.options.gemm,
-        );
-        for (name, t) in &self.graph.initializers {
-            b.shapes.insert(name.clone(), t.shape().clone());
-            b.dtypes.insert(name.clone(), t.dtype());
-        }
+        let mut b = self.builder();
         for (info, shape) in self.graph.inputs.iter().zip(input_shapes) {
             b.shapes.insert(info.name.clone(), shape.clone());
             b.dtypes.insert(info.name.clone(), info.dtype);
@@ -284,7 +278,7 @@ impl OpenClPartition {
                 made.extend(node.outputs.iter().filter(|o| !o.is_empty()).cloned());
             }
         }
-        let align = rt.device.base_align_bytes.max(1);
+        let align = self.runtime.device.base_align_bytes.max(1);
         let mut parts = HashMap::new();
         for fused in &self.nodes {
             let node = &fused.node;

@@ -143,13 +143,13 @@ pub fn fuse(graph: &mut Graph) -> Vec<FusedNode> {
             // Each absorption removes the consumer, so keep trying until none applies.
             Op::Conv(_) => {
                 while absorb_next(graph, &mut nodes, i, &outputs)
-                    || absorb_silu(&mut nodes, i, &outputs, graph)
+                    || absorb_silu(graph, &mut nodes, i, &outputs)
                 {}
             }
             Op::MatMul | Op::Gemm(_) => {
                 while absorb_next(graph, &mut nodes, i, &outputs)
                     || absorb_gelu(graph, &mut nodes, i, &outputs)
-                    || absorb_silu(&mut nodes, i, &outputs, graph)
+                    || absorb_silu(graph, &mut nodes, i, &outputs)
                 {}
             }
             _ => {}
@@ -410,10 +410,10 @@ fn absorb_gelu(
 /// and `Mul(x, ·)` (either operand order), x read by those two only and the sigmoid by the
 /// Mul only. True when it did.
 fn absorb_silu(
+    graph: &Graph,
     nodes: &mut Vec<FusedNode>,
     i: usize,
     outputs: &HashSet<String>,
-    graph: &Graph,
 ) -> bool {
     if nodes[i].epilogue.activation != Activation::None || nodes[i].node.outputs.len() != 1 {
         return false;

@@ -845,13 +845,14 @@ fn conv_shifted(
 ) -> Result<(), OpError> {
     let (h, wa) = (c.h, c.wa);
     let wp = wa.input + wa.pad_begin + wa.pad_end;
-    // A work-item's shifted loads (two NR vectors) reach this far past its first column.
-    let reach = 2 * NR + (wa.kernel - 1) * wa.dilation;
+    // A work-item's shifted loads (one NR vector per tap) reach this far past its first
+    // column.
+    let reach = NR + (wa.kernel - 1) * wa.dilation;
     let n_wide = h.output * wp;
     let p = [wp, wa.output, n_wide, h.output * wa.output, 0, 0];
     let geo = [c.cin, h.kernel, wa.kernel, h.dilation, wa.dilation, 0, 0, 0];
     let global = [
-        n_wide.div_ceil(2 * NR),
+        n_wide.div_ceil(NR),
         c.m.div_ceil(MR).div_ceil(MBLOCKS),
         c.batch,
     ];

@@ -38,6 +38,16 @@ typedef long C;
 #define ST(p, i, v) ((p)[(i)] = (v))
 #endif
 
+// Sixteen consecutive values of a float variant as a float16 (vector loads and stores; f16
+// storage rounds each value to nearest even, as ST does).
+#if defined(T_F16)
+#define LD16(p, i) vload_half16(0, (p) + (i))
+#define ST16(v, p, i) vstore_half16_rte((v), 0, (p) + (i))
+#elif defined(T_F32)
+#define LD16(p, i) vload16(0, (p) + (i))
+#define ST16(v, p, i) vstore16((v), 0, (p) + (i))
+#endif
+
 // The flat offsets into two operands of the output element `i`, given the output dims and
 // each operand's strides (0 on broadcast axes), innermost axis last.
 inline void offsets2(int i, int rank, int8 dims, int8 s0, int8 s1, int* o0, int* o1) {

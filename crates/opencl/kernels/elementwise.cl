@@ -139,6 +139,46 @@ __kernel void binary(CTPTR a, CTPTR b, TPTR y, int n, int rank, int8 dims, int8 
     ST(y, i, binary_value(op, p, q, status));
 }
 
+// Broadcasting binary arithmetic a row at a time. The output is `rows` × `inner` (the
+// innermost coalesced axis); a work-item computes 16 consecutive values of one row, with
+// the row's operand offsets worked out once (the outer `rank` axes in dims, sa, sb) and
+// a_in, b_in each operand's stride along the row: 1, or 0 where it repeats one value (a
+// per-channel scale). Float Add, Sub, Mul and Div of a whole chunk run on float16 vectors:
+// the same IEEE operations on each lane as binary_value.
+// Global (rows · chunks, rounded up to the work-group), chunks = ceil(inner / 16).
+__kernel void binary_rows(CTPTR a, CTPTR b, TPTR y, int rows, int inner, int chunks,
+                          int rank, int8 dims, int8 sa, int8 sb, __global int* status, int op,
+                          int a_in, int b_in) {
+    const int g = get_global_id(0);
+    const int row = g / chunks;
+    if (row >= rows) return;
+    const int j0 = (g - row * chunks) * 16;
+    const int left = min(16, inner - j0);
+    int ra = row, rb = row;
+    if (rank > 0) offsets2(row, rank, dims, sa, sb, &ra, &rb);
+    CTPTR pa = a + ra + (long)j0 * a_in;
+    CTPTR pb = b + rb + (long)j0 * b_in;
+    const long at = (long)row * inner + j0;
+#if !defined(T_I64)
+    if (left == 16 && a_in <= 1 && b_in <= 1
+        && (op == B_ADD || op == B_SUB || op == B_MUL || op == B_DIV)) {
+        const float16 p = a_in ? LD16(pa, 0) : (float16)LD(pa, 0);
+        const float16 q = b_in ? LD16(pb, 0) : (float16)LD(pb, 0);
+        float16 v;
+        switch (op) {
+        case B_ADD: v = p + q; break;
+        case B_SUB: v = p - q; break;
+        case B_MUL: v = p * q; break;
+        default: v = p / q; break;
+        }
+        ST16(v, y, at);
+        return;
+    }
+#endif
+    for (int j = 0; j < left; ++j)
+        ST(y, at + j, binary_value(op, LD(pa, j * a_in), LD(pb, j * b_in), status));
+}
+
 // Unary maths and activations: `op` is a U_* code.
 __kernel void unary(CTPTR x, TPTR y, int n, int op, float alpha, float beta) {
     int i = get_global_id(0);

@@ -3,7 +3,7 @@
 
 use super::{broadcast_strides, input, optional_input, output};
 use crate::plan::StorageDefines;
-use crate::plan::{coalesce, i32_arg, int8, Arg, Builder, Storage};
+use crate::plan::{coalesce, i32_arg, int8, Arg, Builder, GemmKernel, Storage};
 use crate::programs::Family;
 use concord_core::op::{Binary, Unary};
 use concord_core::{DType, Node, Op, OpError};
@@ -22,7 +22,8 @@ pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
 }
 
 /// Broadcasting binary ops: the `binary` kernel with the op's B_* code (from concord-core's
-/// op table), or `binary_equal`, whose output is bool.
+/// op table), one element per work-item, or `binary_equal`, whose output is bool. With the
+/// CPU-device kernels, `binary_rows` instead: 16 values of a row per work-item, on vectors.
 fn binary(b: &mut Builder, node: &Node, op: Binary) -> Result<(), OpError> {
     let (a_name, b_name, y) = (input(node, 0, "A")?, input(node, 1, "B")?, output(node)?);
     let dtype = b.dtype(a_name)?;
@@ -36,16 +37,10 @@ fn binary(b: &mut Builder, node: &Node, op: Binary) -> Result<(), OpError> {
             op.name()
         )));
     }
-    let kernel = if op == Binary::Equal {
-        "binary_equal"
-    } else {
-        "binary"
-    };
     let out = b.shape(y)?.clone();
     let (sa, sb) = (b.shape(a_name)?.clone(), b.shape(b_name)?.clone());
     let n = out.numel();
-    // Broadcast index arithmetic over the fewest axes that visit the same elements; none
-    // when both operands are read flat.
+    // Broadcast index arithmetic over the fewest axes that visit the same elements.
     let (dims, strides) = coalesce(
         out.dims(),
         &[
@@ -53,12 +48,6 @@ fn binary(b: &mut Builder, node: &Node, op: Binary) -> Result<(), OpError> {
             &broadcast_strides(sb.dims(), out.dims()),
         ],
     );
-    let (rank, sa, sb) = if strides.iter().all(|s| s[..] == [1]) {
-        (0, [0; 8], [0; 8])
-    } else {
-        (dims.len(), int8(&strides[0])?, int8(&strides[1])?)
-    };
-    let dims: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
     let program = b.program(Family::Elementwise, storage.variant())?;
     let a = b.input(a_name)?;
     let bb = b.input(b_name)?;
@@ -68,21 +57,60 @@ fn binary(b: &mut Builder, node: &Node, op: Binary) -> Result<(), OpError> {
     } else {
         Arg::Buf(yl.clone())
     };
-    let mut args = vec![
+    let rows_kernel = op != Binary::Equal && b.gemm == GemmKernel::RegisterBlocked;
+    if !rows_kernel {
+        let kernel = if op == Binary::Equal {
+            "binary_equal"
+        } else {
+            "binary"
+        };
+        let (rank, sa, sb) = if strides.iter().all(|s| s[..] == [1]) {
+            (0, [0; 8], [0; 8])
+        } else {
+            (dims.len(), int8(&strides[0])?, int8(&strides[1])?)
+        };
+        let dims: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+        let mut args = vec![
+            Arg::Buf(a),
+            Arg::Buf(bb),
+            Arg::Buf(yl),
+            Arg::I32(i32_arg(n, "element count")?),
+            Arg::I32(rank as i32),
+            Arg::Int8(int8(&dims)?),
+            Arg::Int8(sa),
+            Arg::Int8(sb),
+            status,
+        ];
+        if kernel == "binary" {
+            args.push(Arg::I32(op.code() as i32));
+        }
+        b.launch_1d(&program, kernel, n, args);
+        return Ok(());
+    }
+    // Rows of the innermost coalesced axis; the outer axes index the rows. Along a row each
+    // operand's stride is 1, or 0 where it repeats one value.
+    let last = dims.len() - 1;
+    let inner = dims[last];
+    let rows = n / inner.max(1);
+    let chunks = inner.div_ceil(16);
+    let outer_dims: Vec<i64> = dims[..last].iter().map(|&d| d as i64).collect();
+    let args = vec![
         Arg::Buf(a),
         Arg::Buf(bb),
         Arg::Buf(yl),
-        Arg::I32(i32_arg(n, "element count")?),
-        Arg::I32(rank as i32),
-        Arg::Int8(int8(&dims)?),
-        Arg::Int8(sa),
-        Arg::Int8(sb),
+        Arg::I32(i32_arg(rows, "rows")?),
+        Arg::I32(i32_arg(inner, "row length")?),
+        Arg::I32(i32_arg(chunks, "chunks per row")?),
+        Arg::I32(last as i32),
+        Arg::Int8(int8(&outer_dims)?),
+        Arg::Int8(int8(&strides[0][..last])?),
+        Arg::Int8(int8(&strides[1][..last])?),
         status,
+        Arg::I32(op.code() as i32),
+        Arg::I32(strides[0][last] as i32),
+        Arg::I32(strides[1][last] as i32),
     ];
-    if kernel == "binary" {
-        args.push(Arg::I32(op.code() as i32));
-    }
-    b.launch_1d(&program, kernel, n, args);
+    b.launch(&program, "binary_rows", &[rows * chunks], Some(&[4]), args);
     Ok(())
 }
 

@@ -141,10 +141,11 @@ inline float16 activate16(float16 v, int act, float a, float b) {
     }
     case U_RELU: return select(zero, v, (v > zero) | isnan(v));
     case U_CLIP: {
-        const float16 va = a, vb = b;
-        const int16 a_nan = isnan(a) ? -1 : 0, b_nan = isnan(b) ? -1 : 0;
-        const float16 t = select(select(va, v, v >= va), nan16, isnan(v) | a_nan);
-        return select(select(vb, t, t <= vb), nan16, isnan(t) | b_nan);
+        // nan_min(nan_max(v, a), b) lane for lane. A NaN bound makes every lane NaN (a
+        // uniform branch); a NaN lane fails both comparisons and becomes NAN at the end.
+        if (isnan(a) || isnan(b)) return nan16;
+        const float16 lo = select(v, (float16)a, v < a);
+        return select(select(lo, (float16)b, lo > b), nan16, isnan(v));
     }
     case U_LEAKY_RELU: return select(v, a * v, v < zero);
     case U_HARD_SIGMOID: { const float16 h = a * v + b; return select(clamp(h, zero, one), h, isnan(h)); }

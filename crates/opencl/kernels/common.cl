@@ -127,10 +127,16 @@ inline float activate(float v, int act, float a, float b) {
     }
 }
 
-// activate() on 16 lanes at once, lane for lane the same results (the epilogues of the
-// CPU kernels run it on whole register rows).
-inline float16 activate16(float16 v, int act, float a, float b) {
-    const float16 zero = 0.0f, one = 1.0f, nan16 = NAN;
+// Keeps a function out of its callers on CPU devices (see activate16).
+#ifdef CPU_DEVICE
+#define CPU_NOINLINE __attribute__((noinline))
+#else
+#define CPU_NOINLINE
+#endif
+
+// activate16's cases other than none, Relu and Clip.
+CPU_NOINLINE float16 activate16_other(float16 v, int act, float a, float b) {
+    const float16 zero = 0.0f, one = 1.0f;
     switch (act) {
     case U_GELU: {
         // The same steps as activate(), each rounded to float, on 16 lanes.
@@ -138,14 +144,6 @@ inline float16 activate16(float16 v, int act, float a, float b) {
         const float16 s = erf(t) + one;
         const float16 m = v * s;
         return m * b;
-    }
-    case U_RELU: return select(zero, v, (v > zero) | isnan(v));
-    case U_CLIP: {
-        // nan_min(nan_max(v, a), b) lane for lane. A NaN bound makes every lane NaN (a
-        // uniform branch); a NaN lane fails both comparisons and becomes NAN at the end.
-        if (isnan(a) || isnan(b)) return nan16;
-        const float16 lo = select(v, (float16)a, v < a);
-        return select(select(lo, (float16)b, lo > b), nan16, isnan(v));
     }
     case U_LEAKY_RELU: return select(v, a * v, v < zero);
     case U_HARD_SIGMOID: { const float16 h = a * v + b; return select(clamp(h, zero, one), h, isnan(h)); }
@@ -158,4 +156,22 @@ inline float16 activate16(float16 v, int act, float a, float b) {
     case U_SILU: return v * sigmoid_f16(v);
     default: return v;
     }
+}
+
+// activate() on 16 lanes at once, lane for lane the same results (the epilogues of the
+// CPU kernels run it on whole register rows). None, Relu and Clip (ReLU6) are tested here
+// and the rest called: on PoCL, inlining the whole switch into an epilogue cost as much as
+// a depthwise conv's multiply-adds even where `act` was none.
+inline float16 activate16(float16 v, int act, float a, float b) {
+    if (act == 0) return v;
+    if (act == U_RELU) return select((float16)0.0f, v, (v > 0.0f) | isnan(v));
+    if (act == U_CLIP) {
+        // nan_min(nan_max(v, a), b) lane for lane. A NaN bound makes every lane NaN (a
+        // uniform branch); a NaN lane fails both comparisons and becomes NAN at the end.
+        const float16 nan16 = NAN;
+        if (isnan(a) || isnan(b)) return nan16;
+        const float16 lo = select(v, (float16)a, v < a);
+        return select(select(lo, (float16)b, lo > b), nan16, isnan(v));
+    }
+    return activate16_other(v, act, a, b);
 }

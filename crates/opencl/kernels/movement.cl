@@ -75,6 +75,28 @@ __kernel void gather(__global const ELEM* data, __global const long* indices,
     out[i] = data[((long)o * axis_len + idx) * inner + k];
 }
 
+// gather with one work-item per (outer, index) pair, copying its run of `inner` elements
+// (the CPU-device kernels): the index arithmetic is paid once per run instead of once per
+// element. Arguments as gather's, less n plus runs = outer · n_idx.
+__kernel void gather_runs(__global const ELEM* data, __global const long* indices,
+                          __global ELEM* out, int runs, int n_idx, int axis_len, int inner,
+                          __global int* status) {
+    const int r = get_global_id(0);
+    if (r >= runs) return;
+    const int o = r / n_idx;
+    const int j = r - o * n_idx;
+    long idx = indices[j];
+    if (idx < 0) idx += axis_len;
+    __global ELEM* d = out + (long)r * inner;
+    if (idx < 0 || idx >= axis_len) {
+        status[0] = 2;
+        for (int k = 0; k < inner; ++k) d[k] = (ELEM)0;
+        return;
+    }
+    __global const ELEM* s = data + ((long)o * axis_len + idx) * inner;
+    for (int k = 0; k < inner; ++k) d[k] = s[k];
+}
+
 // Pads planes of H×W into planes of rows×Wp with `fill` (an element's bits): PH rows and
 // PW columns before, the rest after (rows and Wp may leave room past the pad, for kernels that read a
 // vector past a row's end). One output row per work-item: contiguous reads and writes,

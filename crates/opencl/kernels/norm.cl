@@ -34,11 +34,25 @@ __kernel void softmax(CTPTR X, TPTR Y, int outer, int len, int inner) {
     float m = -INFINITY;
     for (int k = 0; k < len; ++k) m = fmax(m, LD(X, base + (long)k * inner));
     acc_t sum = 0;
+#if defined(T_F32)
+    // Each exp once: Y holds the float terms until they are divided (exactly what the
+    // third pass of the f16 form recomputes; f16 storage would round them).
+    for (int k = 0; k < len; ++k) {
+        const float e = exp(LD(X, base + (long)k * inner) - m);
+        sum += e;
+        ST(Y, base + (long)k * inner, e);
+    }
+    for (int k = 0; k < len; ++k) {
+        const long at = base + (long)k * inner;
+        ST(Y, at, (float)((acc_t)LD(Y, at) / sum));
+    }
+#else
     for (int k = 0; k < len; ++k) sum += exp(LD(X, base + (long)k * inner) - m);
     for (int k = 0; k < len; ++k) {
         const acc_t e = exp(LD(X, base + (long)k * inner) - m);
         ST(Y, base + (long)k * inner, (float)(e / sum));
     }
+#endif
 }
 
 // Softmax over a contiguous axis (inner == 1): work-group r normalises row r, its items

@@ -436,15 +436,23 @@ fn gather(b: &mut Builder, node: &Node, axis: i64) -> Result<(), OpError> {
     } else {
         Arg::Status
     };
+    // On CPU devices a run of at least COPY_RUN_MIN elements per index is copied by one
+    // work-item (gather_runs); otherwise one work-item per element.
+    let runs = inner >= COPY_RUN_MIN && b.gemm == GemmKernel::RegisterBlocked;
+    let (kernel, items, count) = if runs {
+        ("gather_runs", outer * n_idx, "run count")
+    } else {
+        ("gather", n, "element count")
+    };
     b.launch_1d(
         &program,
-        "gather",
-        n,
+        kernel,
+        items,
         vec![
             Arg::Buf(src),
             Arg::Buf(idx),
             Arg::Buf(dst),
-            Arg::I32(i32_arg(n, "element count")?),
+            Arg::I32(i32_arg(items, count)?),
             Arg::I32(i32_arg(n_idx, "index count")?),
             Arg::I32(i32_arg(dims[axis], "axis extent")?),
             Arg::I32(i32_arg(inner.max(1), "inner extent")?),

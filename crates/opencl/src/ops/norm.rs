@@ -28,6 +28,9 @@ fn row_group(b: &Builder, len: usize) -> Option<usize> {
     (group <= b.device.max_work_group_size).then_some(group)
 }
 
+/// Rows per work-group of the one-item-per-row LayerNorm on CPU devices.
+const ROW_ITEMS: usize = 4;
+
 /// The shortest row normalised by a work-group rather than one work-item.
 const ROW_MIN: usize = 16;
 
@@ -129,7 +132,15 @@ pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
                 ),
                 None => {
                     args.insert(4, Arg::I32(i32_arg(rows, "rows")?));
-                    b.launch_1d(&program, "layer_norm", rows, args);
+                    if b.gemm == GemmKernel::RegisterBlocked {
+                        // Work-groups of ROW_ITEMS rows: on PoCL a work-group of 64 items
+                        // walking rows ran 2-3x slower than small ones (vectorised across
+                        // items), and a transformer's few rows fitted in one group, so one
+                        // core did them all.
+                        b.launch(&program, "layer_norm", &[rows], Some(&[ROW_ITEMS]), args);
+                    } else {
+                        b.launch_1d(&program, "layer_norm", rows, args);
+                    }
                 }
             }
         }

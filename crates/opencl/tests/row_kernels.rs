@@ -138,7 +138,7 @@ fn i64_arithmetic_by_rows_wraps_like_the_reference_and_reports_division_by_zero(
         .map(|i| match i % 7 {
             0 => i64::MIN,
             1 => i64::MAX,
-            k => (i as i64 - 50) * k,
+            k => (i - 50) * k,
         })
         .collect();
     let a = Tensor::from_i64(sa.to_vec(), a_values).expect("a");

@@ -1,7 +1,9 @@
 //! Normalisation (kernels/norm.cl): Softmax, LayerNormalization and BatchNormalization in
 //! inference mode (a BatchNormalization after a Conv is folded into it instead, see
 //! fuse.rs). With the GPU-shaped kernel family, Softmax over a contiguous axis and
-//! LayerNormalization normalise each row with one work-group, reducing in local memory.
+//! LayerNormalization normalise each row with one work-group, reducing in local memory;
+//! with the CPU-device kernels, a work-item walks a row, a Softmax's exps 16 at a time
+//! (softmax_vec).
 
 use super::{broadcast_strides, input, optional_input, output};
 use crate::plan::StorageDefines;
@@ -28,7 +30,7 @@ fn row_group(b: &Builder, len: usize) -> Option<usize> {
     (group <= b.device.max_work_group_size).then_some(group)
 }
 
-/// Rows per work-group of the one-item-per-row LayerNorm on CPU devices.
+/// Rows per work-group of the one-item-per-row LayerNorm and Softmax on CPU devices.
 const ROW_ITEMS: usize = 4;
 
 /// The shortest row normalised by a work-group rather than one work-item.
@@ -55,6 +57,21 @@ pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
                     vec![
                         Arg::Buf(xl),
                         Arg::Buf(yl),
+                        Arg::I32(i32_arg(xd[axis], "axis extent")?),
+                    ],
+                );
+                return Ok(());
+            }
+            if inner == 1 && b.gemm == GemmKernel::RegisterBlocked {
+                b.launch(
+                    &program,
+                    "softmax_vec",
+                    &[outer],
+                    Some(&[ROW_ITEMS]),
+                    vec![
+                        Arg::Buf(xl),
+                        Arg::Buf(yl),
+                        Arg::I32(i32_arg(outer, "rows")?),
                         Arg::I32(i32_arg(xd[axis], "axis extent")?),
                     ],
                 );

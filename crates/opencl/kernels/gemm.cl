@@ -333,7 +333,8 @@ __kernel void im2col(CTPTR X, TPTR Col, int K, int N, int8 geo0, int8 geo1, int 
 // Xp (planes of rows×Wp, room past the last row), and a work-item owns NR output columns
 // ow0 .. ow0 + NR - 1 of one output row oh (and MBLOCKS row panels of A). For k = (c, kh,
 // kw) those columns read Xp at plane c, row oh·SH + kh·DH, columns (ow0 + j)·SW + kw·DW:
-// one vector load for stride 1, the even lanes of two for stride 2. Unlike conv_shift no
+// one vector load, for stride 2 from a copy with each row's columns de-interleaved (even
+// ones, then odd ones), where those columns are consecutive. Unlike conv_shift no
 // column is computed past the image's edge, which suits strided convs (a wide row there
 // would waste half its columns); lanes past OW in a row's last chunk are dropped.
 // p = (x_s0, plane, Wp, OW, OH, chunks = ceil(OW / NR)); geo = (C, KH, KW, DH, DW, SH, SW).
@@ -351,7 +352,10 @@ __kernel void conv_rows(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 g
     const int C = geo.s0, KH = geo.s1, KW = geo.s2, DH = geo.s3, DW = geo.s4;
     const int SH = geo.s5, SW = geo.s6;
     const int N = OH * OW;
-    CTPTR xb = Xp + (long)batch * p.s0 + (long)oh * SH * Wp + ow0 * SW;
+    // Stride 2 reads a copy whose rows hold the even columns, then the odd ones (pad_planes
+    // with split): tap offset t is column t / 2 of phase t % 2, so every tap is one vector.
+    const int even = (Wp + 1) / 2;
+    CTPTR xb = Xp + (long)batch * p.s0 + (long)oh * SH * Wp + ow0;
     const long y_base = (long)batch * M * N + (long)oh * OW + ow0;
     const int left = min(OW - ow0, NR);
     for (int mb = mg * MBLOCKS; mb < mg * MBLOCKS + MBLOCKS; ++mb) {
@@ -365,14 +369,9 @@ __kernel void conv_rows(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 g
                 for (int kh = 0; kh < KH; ++kh) {
                     CTPTR xr = xc + kh * DH * Wp;
                     for (int kw = 0; kw < KW; ++kw, ak += MR) {
-                        float16 bv;
-                        if (SW == 1) {
-                            bv = LOAD_NR(xr, kw * DW);
-                        } else {
-                            const float16 lo = LOAD_NR(xr, kw * DW);
-                            const float16 hi = LOAD_NR(xr, kw * DW + NR);
-                            bv = (float16)(lo.even, hi.even);
-                        }
+                        const int t = kw * DW;
+                        const float16 bv =
+                            LOAD_NR(xr, SW == 1 ? t : (t & 1) * even + (t >> 1));
                         FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3);
                     }
                 }

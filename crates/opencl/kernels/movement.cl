@@ -98,11 +98,13 @@ __kernel void gather_runs(__global const ELEM* data, __global const long* indice
 }
 
 // Pads planes of H×W into planes of rows×Wp with `fill` (an element's bits): PH rows and
-// PW columns before, the rest after (rows and Wp may leave room past the pad, for kernels that read a
-// vector past a row's end). One output row per work-item: contiguous reads and writes,
-// no per-element index arithmetic. Global (rows, planes).
+// PW columns before, the rest after (rows and Wp may leave room past the pad, for kernels
+// that read a vector past a row's end). One output row per work-item: contiguous reads and
+// writes, no per-element index arithmetic. With `split`, each padded row is stored with its
+// columns de-interleaved: the even ones first (ceil(Wp / 2) of them), then the odd ones,
+// so that a stride-2 kernel reads its taps as contiguous vectors. Global (rows, planes).
 __kernel void pad_planes(__global const ELEM* src, __global ELEM* dst, int H, int W, int rows,
-                         int Wp, int PH, int PW, long fill) {
+                         int Wp, int PH, int PW, long fill, int split) {
     const int r = get_global_id(0);
     const int plane = get_global_id(1);
     if (r >= rows) return;
@@ -113,6 +115,21 @@ __kernel void pad_planes(__global const ELEM* src, __global ELEM* dst, int H, in
         return;
     }
     __global const ELEM* s = src + ((long)plane * H + ih) * W;
+    if (split) {
+        // Phase q (0 even, 1 odd) holds padded columns 2j + q, source column 2j + q - PW:
+        // inside the image for j in [lo, hi), fill elsewhere.
+        const int even = (Wp + 1) / 2;
+        for (int q = 0; q < 2; ++q) {
+            __global ELEM* dq = d + q * even;
+            const int n = q == 0 ? even : Wp - even;
+            const int lo = min(n, (PW - q + 1) / 2);
+            const int hi = max(lo, min(n, (W + PW - q + 1) / 2));
+            for (int j = 0; j < lo; ++j) dq[j] = (ELEM)fill;
+            for (int j = lo; j < hi; ++j) dq[j] = s[2 * j + q - PW];
+            for (int j = hi; j < n; ++j) dq[j] = (ELEM)fill;
+        }
+        return;
+    }
     for (int j = 0; j < PW; ++j) d[j] = (ELEM)fill;
     for (int j = 0; j < W; ++j) d[PW + j] = s[j];
     for (int j = PW + W; j < Wp; ++j) d[j] = (ELEM)fill;

@@ -949,6 +949,7 @@ fn padded_conv(
         rows,
         wp,
         0,
+        kernel == "conv_rows" && wa.stride == 2,
     )?;
     let p = [c.cin * plane, plane, p[0], p[1], p[2], p[3], p[4], p[5]].map(|v| v as i64);
     let geo = geo.map(|v| v as i64);
@@ -988,7 +989,8 @@ fn padded_conv(
 }
 
 /// Pads `planes` planes of `h.input`×`wa.input` into planes of `rows`×`wp` with the bits of
-/// `fill` (the pad before, `fill` after) with pad_planes in movement.cl.
+/// `fill` (the pad before, `fill` after) with pad_planes in movement.cl; with `split`, each
+/// padded row's even columns first, then its odd ones (for conv_rows with width stride 2).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn launch_pad_planes(
     b: &mut Builder,
@@ -1001,6 +1003,7 @@ pub(super) fn launch_pad_planes(
     rows: usize,
     wp: usize,
     fill: i64,
+    split: bool,
 ) -> Result<(), OpError> {
     let program = b.program(Family::Movement, storage.bits_variant())?;
     b.launch(
@@ -1018,6 +1021,7 @@ pub(super) fn launch_pad_planes(
             Arg::I32(i32_arg(h.pad_begin, "top pad")?),
             Arg::I32(i32_arg(wa.pad_begin, "left pad")?),
             Arg::I64(fill),
+            Arg::I32(split as i32),
         ],
     );
     Ok(())

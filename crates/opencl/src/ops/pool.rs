@@ -172,6 +172,7 @@ fn max_pool_padded(
         rows,
         wp,
         minus_infinity,
+        false,
     )?;
     let geo = [
         h.kernel, w.kernel, h.stride, w.stride, h.dilation, w.dilation, rows, wp,

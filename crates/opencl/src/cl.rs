@@ -323,8 +323,9 @@ impl Context {
 
     /// A new in-order command queue on the context's device, with profiling enabled (so a
     /// profiled run reads each kernel's device time from its event instead of waiting for
-    /// the queue after every node; recording the timestamps costs next to nothing).
-    pub fn queue(&self) -> Result<Queue, ClError> {
+    /// the queue after every node; recording the timestamps costs next to nothing). With
+    /// `gated`, its scopes hold their commands back until they wait (see [`Queue::scope`]).
+    pub fn queue(&self, gated: bool) -> Result<Queue, ClError> {
         fault_point(CallKind::Queue)?;
         // SAFETY: the device is the one the context was created for, and the properties ask
         // for an in-order queue with profiling.
@@ -335,6 +336,7 @@ impl Context {
         Ok(Queue {
             raw,
             context: self.raw,
+            gated,
         })
     }
 
@@ -555,6 +557,8 @@ pub struct Queue {
     raw: cl_command_queue,
     /// The context the queue was made in (for a scope's gate, a user event).
     context: cl_context,
+    /// Whether a scope holds its commands back until it waits.
+    gated: bool,
 }
 
 // SAFETY: command queues are thread-safe OpenCL objects; the executor additionally gives
@@ -694,13 +698,14 @@ impl Queue {
     /// or writes. A forward enqueues its uploads, kernels and downloads in one scope and
     /// waits once, at its end, instead of once per transfer.
     ///
-    /// The scope's commands are held back until it waits (a barrier on a user event, the
-    /// gate): the device then runs them back to back instead of starting each as it is
-    /// enqueued. On PoCL's CPU device, whose worker threads otherwise sleep and wake
+    /// On a gated queue (CPU devices) the scope's commands are held back until it waits (a
+    /// barrier on a user event, the gate): the device then runs them back to back instead
+    /// of starting each as it is enqueued. On PoCL's CPU device, whose worker threads sleep
+    /// and wake
     /// between commands while the host is still enqueueing, this took a third or more off
     /// the forwards of models with many small kernels (torchvision_vit 0.70 -> 0.44 ms,
     /// torch_bert_encoder 0.29 -> 0.19 ms, torch_gru_lm 0.18 -> 0.11 ms, in interleaved
-    /// runs) and changed nothing measurable for conv nets. Without a gate (a driver that
+    /// runs) and changed nothing measurable for conv nets. Ungated (GPUs, or a driver that
     /// refuses user events) the commands simply start as they come.
     pub fn scope<'host, R>(&self, f: impl FnOnce(&Scope<'_, 'host>) -> R) -> R {
         /// Opens the gate, then waits for the queue, when dropped, so both also happen
@@ -735,6 +740,9 @@ impl Gate {
     /// A closed gate on `queue`, or an open one when the driver refuses a user event or the
     /// barrier (the scope then runs ungated, as correct and only slower).
     fn close(queue: &Queue) -> Gate {
+        if !queue.gated {
+            return Gate(std::sync::Mutex::new(ptr::null_mut()));
+        }
         let Ok(event) = opencl3::event::create_user_event(queue.context) else {
             return Gate(std::sync::Mutex::new(ptr::null_mut()));
         };

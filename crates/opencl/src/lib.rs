@@ -24,9 +24,9 @@
 //!   run touches, because `clSetKernelArg` is not thread-safe.
 //! - A forward waits for the device once: its uploads, kernels, status word and downloads
 //!   are enqueued without waiting inside [`cl::Queue::scope`], which borrows the host memory
-//!   they copy from and into and waits for the queue before it returns. They are held behind
-//!   a gate (a barrier on a user event) until that wait, so the device runs them back to back
-//!   (on PoCL this took a third off forwards made of many small kernels). Transfers copy
+//!   they copy from and into and waits for the queue before it returns. On CPU devices they
+//!   are held behind a gate (a barrier on a user event) until that wait, so the device runs
+//!   them back to back (on PoCL this took a third off forwards made of many small kernels). Transfers copy
 //!   straight from the input tensors' memory and into the output tensors' own where the
 //!   device storage is the dtype's (f32 on `opencl`, f16, i64), with no staging copy.
 //! - No panics on device errors: opencl3's panicking wrappers are not used; every OpenCL

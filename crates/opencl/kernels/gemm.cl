@@ -329,6 +329,32 @@ __kernel void im2col(CTPTR X, TPTR Col, int K, int N, int8 geo0, int8 geo1, int 
     }
 }
 
+// The multiply-adds conv_rows and conv_shift share: HR rows of the A panel at ak (k = (c,
+// kh, kw) in that order, MR values apart) times, for each k, the NR columns of the padded
+// copy at xb + c·plane + kh·DH·Wp + off(kw·DW), where off(t) is t for stride 1 and, for
+// stride 2 (a copy with each row's columns de-interleaved, see pad_planes), column t / 2 of
+// phase t % 2, which starts `even` values into the row.
+inline void conv_taps(CTPTR ak, CTPTR xb, long plane, int C, int KH, int KW, int DH, int DW,
+                      int Wp, int SW, int even, float16* s0, float16* s1, float16* s2,
+                      float16* s3) {
+    float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+    for (int c = 0; c < C; ++c) {
+        CTPTR xc = xb + (long)c * plane;
+        for (int kh = 0; kh < KH; ++kh) {
+            CTPTR xr = xc + kh * DH * Wp;
+            for (int kw = 0; kw < KW; ++kw, ak += MR) {
+                const int t = kw * DW;
+                const float16 bv = LOAD_NR(xr, SW == 1 ? t : (t & 1) * even + (t >> 1));
+                FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3);
+            }
+        }
+    }
+    *s0 = c0;
+    *s1 = c1;
+    *s2 = c2;
+    *s3 = c3;
+}
+
 // A convolution with width stride 1 or 2 over output rows: the image is zero-padded into
 // Xp (planes of rows×Wp, room past the last row), and a work-item owns NR output columns
 // ow0 .. ow0 + NR - 1 of one output row oh (and MBLOCKS row panels of A). For k = (c, kh,
@@ -362,20 +388,9 @@ __kernel void conv_rows(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 g
         for (int h = 0; h < MR; h += HR) {
             const int m0 = mb * MR + h;
             if (m0 >= M) break;
-            CTPTR ak = Ap + (long)mb * K * MR + h;
-            float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0;
-            for (int c = 0; c < C; ++c) {
-                CTPTR xc = xb + (long)c * p.s1;
-                for (int kh = 0; kh < KH; ++kh) {
-                    CTPTR xr = xc + kh * DH * Wp;
-                    for (int kw = 0; kw < KW; ++kw, ak += MR) {
-                        const int t = kw * DW;
-                        const float16 bv =
-                            LOAD_NR(xr, SW == 1 ? t : (t & 1) * even + (t >> 1));
-                        FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3);
-                    }
-                }
-            }
+            float16 c0, c1, c2, c3;
+            conv_taps(Ap + (long)mb * K * MR + h, xb, p.s1, C, KH, KW, DH, DW, Wp, SW, even,
+                      &c0, &c1, &c2, &c3);
             float16 rows[HR] = {c0, c1, c2, c3};
             for (int i = 0; i < HR && m0 + i < M; ++i) {
                 const int m = m0 + i;
@@ -427,18 +442,9 @@ __kernel void conv_shift(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 
         for (int h = 0; h < MR; h += HR) {
             const int m0 = mb * MR + h;
             if (m0 >= M) break;
-            CTPTR ak = Ap + (long)mb * K * MR + h;
-            float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0;
-            for (int c = 0; c < C; ++c) {
-                CTPTR xc = xb + (long)c * p.s1;
-                for (int kh = 0; kh < KH; ++kh) {
-                    CTPTR xr = xc + kh * DH * Wp;
-                    for (int kw = 0; kw < KW; ++kw, ak += MR) {
-                        const float16 bv = LOAD_NR(xr, kw * DW);
-                        FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3);
-                    }
-                }
-            }
+            float16 c0, c1, c2, c3;
+            conv_taps(Ap + (long)mb * K * MR + h, xb, p.s1, C, KH, KW, DH, DW, Wp, 1, 0, &c0,
+                      &c1, &c2, &c3);
             float16 rows[HR] = {c0, c1, c2, c3};
             for (int i = 0; i < HR; ++i) {
                 const int m = m0 + i;

@@ -79,18 +79,26 @@ fn f32_bits(t: &Tensor) -> Vec<u32> {
         .collect()
 }
 
-/// Checks the OpenCL net against the reference on one pair of inputs, or, without OpenCL,
-/// that the net is refused.
-fn check_against_reference(test: &str, graph: Graph, a: &Tensor, b: &Tensor) {
-    let opencl = build(graph.clone(), concord::backends::OPENCL);
+/// The net built on OpenCL under Deny, or None where there is no OpenCL, after checking
+/// that the build was refused there.
+fn opencl_net(test: &str, graph: Graph) -> Option<Net> {
+    let opencl = build(graph, concord::backends::OPENCL);
     if let OpenClHere::Unavailable { .. } = opencl_here(test) {
         assert!(
             opencl.is_err(),
             "{test}: without OpenCL, Deny must refuse the net"
         );
-        return;
+        return None;
     }
-    let opencl = opencl.unwrap_or_else(|e| panic!("{test}: builds on OpenCL: {e}"));
+    Some(opencl.unwrap_or_else(|e| panic!("{test}: builds on OpenCL: {e}")))
+}
+
+/// Checks the OpenCL net against the reference on one pair of inputs, or, without OpenCL,
+/// that the net is refused.
+fn check_against_reference(test: &str, graph: Graph, a: &Tensor, b: &Tensor) {
+    let Some(opencl) = opencl_net(test, graph.clone()) else {
+        return;
+    };
     let reference = build(graph, concord::backends::CPU)
         .unwrap_or_else(|e| panic!("{test}: the reference builds: {e}"));
     let expected = run(&reference, a, b).unwrap_or_else(|e| panic!("{test}: reference: {e}"));
@@ -151,15 +159,9 @@ fn i64_arithmetic_by_rows_wraps_like_the_reference_and_reports_division_by_zero(
     // is right.
     let test = "i64 Div by zero";
     let graph = two_input_graph(Op::Binary(Binary::Div), (sa, DType::I64), (sb, DType::I64));
-    let opencl = build(graph.clone(), concord::backends::OPENCL);
-    if let OpenClHere::Unavailable { .. } = opencl_here(test) {
-        assert!(
-            opencl.is_err(),
-            "{test}: without OpenCL, Deny must refuse the net"
-        );
+    let Some(opencl) = opencl_net(test, graph.clone()) else {
         return;
-    }
-    let opencl = opencl.unwrap_or_else(|e| panic!("{test}: builds on OpenCL: {e}"));
+    };
     let zero = Tensor::from_i64(sb.to_vec(), vec![5, 0]).expect("b");
     match run(&opencl, &a, &zero) {
         Ok(y) => panic!("{test}: a zero divisor gave {y:?} instead of an error"),
@@ -194,10 +196,9 @@ fn gather_of_runs_with_run_time_indices_matches_the_reference_and_reports_one_ou
         let indices = Tensor::from_i64([2, 3], good).expect("indices");
         let what = format!("{test} on axis {axis}");
         check_against_reference(&what, graph.clone(), &data, &indices);
-        if let OpenClHere::Unavailable { .. } = opencl_here(test) {
+        let Some(opencl) = opencl_net(&what, graph) else {
             continue;
-        }
-        let opencl = build(graph, concord::backends::OPENCL).expect("builds on OpenCL");
+        };
         let bad = Tensor::from_i64([2, 3], bad).expect("indices");
         match run(&opencl, &data, &bad) {
             Ok(y) => panic!("{what}: an index out of range gave {y:?} instead of an error"),

@@ -93,6 +93,8 @@ fn binary(b: &mut Builder, node: &Node, op: Binary) -> Result<(), OpError> {
     let inner = dims[last];
     let rows = n / inner.max(1);
     let chunks = inner.div_ceil(16);
+    // The kernel indexes its work-items with an int.
+    i32_arg(rows * chunks, "work-items")?;
     let outer_dims: Vec<i64> = dims[..last].iter().map(|&d| d as i64).collect();
     let args = vec![
         Arg::Buf(a),

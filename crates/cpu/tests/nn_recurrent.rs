@@ -325,4 +325,15 @@ fn bad_operands_are_typed_errors() {
     // Y_c on an RNN.
     let err = run_op(&rnn, &[Some(&x), Some(&w), Some(&r)], 3);
     assert!(matches!(err, Err(OpError::Unsupported(_))), "{err:?}");
+    // A hidden_size whose four LSTM gates overflow: 4 · (2^62 + 1) wraps to 4, which a W of
+    // shape [1, 4, 1] would match. A typed error, not a wrapped shape or a panic.
+    let mut huge = Recurrent::new(RecurrentCell::Lstm, RnnDirection::Forward);
+    huge.hidden_size = Some((1usize << 62) + 1);
+    let w4 = f32s(&[1, 4, 1], &[1.0; 4]);
+    let r4 = f32s(&[1, 4, 1], &[1.0; 4]);
+    let err = run_op(&op(huge), &[Some(&x), Some(&w4), Some(&r4)], 1);
+    assert!(
+        matches!(&err, Err(OpError::Shape(m)) if m.contains("hidden_size")),
+        "{err:?}"
+    );
 }

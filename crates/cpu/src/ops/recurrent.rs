@@ -150,11 +150,23 @@ impl<'a> Problem<'a> {
                 ))
             }
         };
-        let w = expect(1, "W", w, &[dirs, gates * hidden, input])?;
-        let rw = expect(2, "R", rw, &[dirs, gates * hidden, hidden])?;
+        // hidden_size comes from the model: a product that overflows is a bad model, not a
+        // wrapped shape that might happen to match W.
+        let rows = gates
+            .checked_mul(hidden)
+            .filter(|r| r.checked_mul(2 * dirs).is_some())
+            .ok_or_else(|| {
+                OpError::Shape(format!(
+                    "{}: hidden_size {hidden} is too large ({gates} gates of {hidden} rows \
+                     overflow)",
+                    r.cell.name()
+                ))
+            })?;
+        let w = expect(1, "W", w, &[dirs, rows, input])?;
+        let rw = expect(2, "R", rw, &[dirs, rows, hidden])?;
         let b = match optional(inputs, 3) {
-            Some(t) => expect(3, "B", t, &[dirs, 2 * gates * hidden])?,
-            None => vec![0.0; dirs * 2 * gates * hidden],
+            Some(t) => expect(3, "B", t, &[dirs, 2 * rows])?,
+            None => vec![0.0; dirs * 2 * rows],
         };
         let lens = match optional(inputs, 4) {
             Some(t) => {

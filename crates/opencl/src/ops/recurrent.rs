@@ -123,8 +123,19 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
         }
         Ok(name_of)
     };
-    let w = expect(b, 1, "W", &[dirs, gates * hidden, input_size])?;
-    let rw = expect(b, 2, "R", &[dirs, gates * hidden, hidden])?;
+    // hidden_size comes from the model: a product that overflows is a bad model, not a
+    // wrapped shape that might happen to match W.
+    let gate_rows = gates
+        .checked_mul(hidden)
+        .filter(|r| r.checked_mul(2 * dirs).is_some())
+        .ok_or_else(|| {
+            OpError::Shape(format!(
+                "{name}: hidden_size {hidden} is too large ({gates} gates of {hidden} rows \
+                 overflow)"
+            ))
+        })?;
+    let w = expect(b, 1, "W", &[dirs, gate_rows, input_size])?;
+    let rw = expect(b, 2, "R", &[dirs, gate_rows, hidden])?;
     let mut flags = 0;
     let mut optional =
         |b: &Builder, index: usize, what: &'static str, want: &[usize], bit| match optional_input(
@@ -136,7 +147,7 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
             }
             None => Ok(None),
         };
-    let bias = optional(b, 3, "B", &[dirs, 2 * gates * hidden], HAS_B)?;
+    let bias = optional(b, 3, "B", &[dirs, 2 * gate_rows], HAS_B)?;
     let h0 = optional(b, 5, "initial_h", &state, HAS_H0)?;
     let (c0, peep) = if lstm {
         (

@@ -716,9 +716,9 @@ fn max_unpool_refuses_ranks_that_do_not_line_up() {
 /// GlobalMaxPool, GlobalAveragePool and GlobalLpPool reduce each (N, C) plane of the
 /// spatial axes; an X of rank 2 has no spatial axis, so each plane is the one value
 /// X[n][c] (a product of no extents is 1), and Y is (N, C): the max and the mean of one
-/// value are itself, its 2-norm its magnitude. The ONNX reference implementation's
-/// GlobalAveragePool gives the same for this X (onnx 1.x `ReferenceEvaluator`);
-/// onnxruntime 1.23 refuses a rank below 3 for all three. An X of rank 1 has no C axis
+/// value are itself, its 2-norm its magnitude. ONNX's shape inference gives (N, C) for a
+/// rank-2 X and the ONNX reference implementation's GlobalAveragePool these values (onnx
+/// 1.x `ReferenceEvaluator`); onnxruntime 1.23 refuses a rank below 3 for all three. An X of rank 1 has no C axis
 /// and is refused.
 #[test]
 fn global_pools_of_rank_two_reduce_planes_of_one_value() {

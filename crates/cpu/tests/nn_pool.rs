@@ -650,7 +650,13 @@ fn max_unpool_over_one_and_three_spatial_axes() {
         strides: vec![2],
     };
     let y = ok(&op, &[Some(&x), Some(&i)]);
-    check(&y, DType::F32, &[1, 1, 4], &[0., 1., 0., 2.], Tolerance::Exact);
+    check(
+        &y,
+        DType::F32,
+        &[1, 1, 4],
+        &[0., 1., 0., 2.],
+        Tolerance::Exact,
+    );
     let x = f32s(&[1, 1, 1, 1, 2], &[1., 2.]);
     let i = i64s(&[1, 1, 1, 1, 2], &[0, 2]);
     let op = Op::MaxUnpool {

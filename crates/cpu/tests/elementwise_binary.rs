@@ -511,3 +511,29 @@ fn prelu_scales_negative_inputs_only() {
         Exact,
     );
 }
+
+/// Integer PRelu: slope·x for x < 0, x otherwise (the ONNX definition), exactly in i64:
+/// [-3, 0, 4, -2^40] under slope 3 gives [-9, 0, 4, -3·2^40].
+#[test]
+fn integer_prelu_scales_negative_inputs_only() {
+    let x = i64s(&[4], &[-3, 0, 4, -(1 << 40)]);
+    let slope = i64s(&[1], &[3]);
+    check_i64(
+        &ok(&Op::Binary(Binary::PRelu), &[&x, &slope]),
+        &[4],
+        &[-9, 0, 4, -3 * (1 << 40)],
+    );
+}
+
+/// -1 to a negative power is 1 / (-1)^|n|: 1 for an even n, -1 for an odd one, exactly
+/// in integers: exponents -1, -2, -3, -4 give -1, 1, -1, 1.
+#[test]
+fn integer_minus_one_to_negative_powers_alternates() {
+    let base = i64s(&[1], &[-1]);
+    let exp = i64s(&[4], &[-1, -2, -3, -4]);
+    check_i64(
+        &ok(&Op::Binary(Binary::Pow), &[&base, &exp]),
+        &[4],
+        &[-1, 1, -1, 1],
+    );
+}

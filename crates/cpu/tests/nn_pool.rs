@@ -1,5 +1,5 @@
-//! MaxPool, AveragePool and GlobalAveragePool kernel tests: hand-computed windows, and a
-//! direct per-tap oracle for the 2-D and 3-D cases.
+//! MaxPool (and its Indices), MaxUnpool, AveragePool, LpPool and the global pools: kernel
+//! tests with hand-computed windows, and a direct per-tap oracle for the 2-D and 3-D cases.
 
 mod nn_support;
 

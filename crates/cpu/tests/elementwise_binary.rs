@@ -1,5 +1,6 @@
-//! Reference kernels for the broadcasting binary ops (Add, Sub, Mul, Div, Pow, Mod, Equal):
-//! hand-computed values, broadcasting in every direction, i64 exactness and typed errors.
+//! Reference kernels for the broadcasting binary ops (Add, Sub, Mul, Div, Pow, Mod, Equal,
+//! PRelu): hand-computed values, broadcasting in every direction, i64 exactness and typed
+//! errors.
 
 mod elementwise_support;
 
@@ -481,5 +482,58 @@ fn dtype_mismatches_are_typed_errors() {
         run(&Op::Binary(Binary::Sub), &[&f]),
         Failure::Missing { index: 1 },
         "B",
+    );
+}
+
+/// PRelu is slope·x for x < 0 and x for x ≥ 0 (the ONNX definition), the slope
+/// broadcasting to X: [-2, -0.5, 0, 3] under slope 0.25 gives [-0.5, -0.125, 0, 3]. At
+/// x = 0 the slope is not used, so an infinite or NaN slope still gives 0. onnxruntime 1.23
+/// and the ONNX reference implementation compute `x > 0 ? x : x·slope` and give NaN there
+/// (0·inf, 0·NaN); the kernel follows the definition.
+#[test]
+fn prelu_scales_negative_inputs_only() {
+    let x = f32s(&[4], &[-2.0, -0.5, 0.0, 3.0]);
+    let slope = f32s(&[1], &[0.25]);
+    check_float(
+        &ok(&Op::Binary(Binary::PRelu), &[&x, &slope]),
+        DType::F32,
+        &[4],
+        &[-0.5, -0.125, 0.0, 3.0],
+        Exact,
+    );
+    let zeros = f32s(&[2], &[0.0, 0.0]);
+    let slopes = f32s(&[2], &[f32::INFINITY, f32::NAN]);
+    check_float(
+        &ok(&Op::Binary(Binary::PRelu), &[&zeros, &slopes]),
+        DType::F32,
+        &[2],
+        &[0.0, 0.0],
+        Exact,
+    );
+}
+
+/// Integer PRelu: slope·x for x < 0, x otherwise (the ONNX definition), exactly in i64:
+/// [-3, 0, 4, -2^40] under slope 3 gives [-9, 0, 4, -3·2^40].
+#[test]
+fn integer_prelu_scales_negative_inputs_only() {
+    let x = i64s(&[4], &[-3, 0, 4, -(1 << 40)]);
+    let slope = i64s(&[1], &[3]);
+    check_i64(
+        &ok(&Op::Binary(Binary::PRelu), &[&x, &slope]),
+        &[4],
+        &[-9, 0, 4, -3 * (1 << 40)],
+    );
+}
+
+/// -1 to a negative power is 1 / (-1)^|n|: 1 for an even n, -1 for an odd one, exactly
+/// in integers: exponents -1, -2, -3, -4 give -1, 1, -1, 1.
+#[test]
+fn integer_minus_one_to_negative_powers_alternates() {
+    let base = i64s(&[1], &[-1]);
+    let exp = i64s(&[4], &[-1, -2, -3, -4]);
+    check_i64(
+        &ok(&Op::Binary(Binary::Pow), &[&base, &exp]),
+        &[4],
+        &[-1, 1, -1, 1],
     );
 }

@@ -1,9 +1,10 @@
 //! Reference kernels for ReduceMean, ReduceSum and ReduceMax: axes from the attribute or
-//! the input, keepdims, noop_with_empty_axes, negative axes, empty reductions and errors.
+//! the input, keepdims, noop_with_empty_axes, negative axes, empty reductions and errors;
+//! ArgMax and ArgMin: ties, select_last_index, NaN and exact integers.
 
 mod elementwise_support;
 
-use concord_core::op::{Reduce, ReduceKind};
+use concord_core::op::{ArgReduce, Reduce, ReduceKind};
 use concord_core::{DType, Op, Tensor};
 use elementwise_support::{
     check_err, check_float, check_i64, f16s, f32s, i64s, ok, run, run_opt, Failure,
@@ -295,4 +296,62 @@ fn reduce_errors_are_typed() {
         Failure::DType { index: 0 },
         "bool",
     );
+}
+
+/// An i64 ReduceMean whose output has no cell is not a mean of nothing: [0, 0] reduced over
+/// axis 1 (zero values a cell) with keepdims is an empty [0, 1], with no cell to be
+/// undefined.
+#[test]
+fn an_integer_mean_with_no_output_cell_is_empty_not_an_error() {
+    let xi = i64s(&[0, 0], &[]);
+    check_i64(
+        &ok(
+            &Op::Reduce(ReduceKind::Mean, attrs(Some(&[1]), true)),
+            &[&xi],
+        ),
+        &[0, 1],
+        &[],
+    );
+}
+
+fn arg(axis: i64, select_last_index: bool) -> ArgReduce {
+    ArgReduce {
+        axis,
+        keepdims: false,
+        select_last_index,
+    }
+}
+
+/// ArgMax and ArgMin on integers (compared exactly, not through f64): the index of the
+/// largest (smallest) value along the axis, the first of equal ones, the last with
+/// select_last_index (the ONNX definition). Rows of [[3, 1, 3, 2], [-5, 7, -5, 7]]:
+/// the max 3 sits at 0 and 2, 7 at 1 and 3; the min 1 at 1, -5 at 0 and 2.
+#[test]
+fn integer_arg_max_and_min_take_the_first_or_last_of_equal_extremes() {
+    let x = i64s(&[2, 4], &[3, 1, 3, 2, -5, 7, -5, 7]);
+    check_i64(&ok(&Op::ArgMax(arg(1, false)), &[&x]), &[2], &[0, 1]);
+    check_i64(&ok(&Op::ArgMax(arg(1, true)), &[&x]), &[2], &[2, 3]);
+    check_i64(&ok(&Op::ArgMin(arg(1, false)), &[&x]), &[2], &[1, 0]);
+    check_i64(&ok(&Op::ArgMin(arg(-1, true)), &[&x]), &[2], &[1, 2]);
+    // Along axis 0, columns (3, -5), (1, 7), (3, -5), (2, 7).
+    check_i64(&ok(&Op::ArgMin(arg(0, false)), &[&x]), &[4], &[1, 0, 1, 0]);
+    check_i64(&ok(&Op::ArgMax(arg(0, false)), &[&x]), &[4], &[0, 1, 0, 1]);
+    // 2^53 + 1 and 2^53 are equal in f64; exactly, the second is the smaller.
+    let big = i64s(&[2], &[9_007_199_254_740_993, 9_007_199_254_740_992]);
+    check_i64(&ok(&Op::ArgMin(arg(0, false)), &[&big]), &[], &[1]);
+    check_i64(&ok(&Op::ArgMax(arg(0, true)), &[&big]), &[], &[0]);
+}
+
+/// A NaN counts as the most extreme value and, with select_last_index, the last of several
+/// NaNs wins, as the ONNX reference implementation's numpy argmax over the reversed axis has
+/// it: over [NaN, 1, 2] both pick index 0, where no later value equals the NaN.
+#[test]
+fn a_nan_wins_arg_max_and_min_even_with_select_last_index() {
+    let x = f32s(&[3], &[f32::NAN, 1.0, 2.0]);
+    for op in [Op::ArgMax(arg(0, true)), Op::ArgMin(arg(0, true))] {
+        check_i64(&ok(&op, &[&x]), &[], &[0]);
+    }
+    let x = f32s(&[4], &[2.0, f32::NAN, 1.0, f32::NAN]);
+    check_i64(&ok(&Op::ArgMax(arg(0, true)), &[&x]), &[], &[3]);
+    check_i64(&ok(&Op::ArgMin(arg(0, false)), &[&x]), &[], &[1]);
 }

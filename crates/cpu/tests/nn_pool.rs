@@ -1,5 +1,5 @@
-//! MaxPool, AveragePool and GlobalAveragePool kernel tests: hand-computed windows, and a
-//! direct per-tap oracle for the 2-D and 3-D cases.
+//! MaxPool (and its Indices), MaxUnpool, AveragePool, LpPool and the global pools: kernel
+//! tests with hand-computed windows, and a direct per-tap oracle for the 2-D and 3-D cases.
 
 mod nn_support;
 
@@ -616,4 +616,191 @@ fn max_unpool_scatters_values_at_their_indices() {
         |e| matches!(e, OpError::Shape(_)),
         &["index 16", "[1, 1, 4, 4]"],
     );
+}
+
+/// A window that reads no input cell (kernel 2 dilated by 2 under pads (1, 1) over one
+/// cell: its taps fall on the two pads) gives the lowest finite value and index -1;
+/// onnxruntime 1.23 gives the same Y and I for this single plane (MaxPool-18,
+/// `python -c` with onnxruntime on this model). Over two cells the windows read x[1] and
+/// x[0] alone.
+#[test]
+fn max_pool_indices_of_a_window_in_the_padding_are_minus_one() {
+    let attrs = Pool {
+        dilations: vec![2],
+        pads: vec![1, 1],
+        ..pool(&[2])
+    };
+    let (y, i) = max_pool_with_indices(attrs.clone(), &f32s(&[1, 1, 1], &[7.]));
+    assert_eq!((y, i), (vec![f32::MIN as f64], vec![-1]));
+    let (y, i) = max_pool_with_indices(attrs, &f32s(&[1, 1, 2], &[7., 3.]));
+    assert_eq!((y, i), (vec![3., 7.], vec![1, 0]));
+}
+
+/// MaxUnpool over one and three spatial axes (X of rank 3 and 5): the default output
+/// extent of an axis is stride·(in − 1) + kernel − pads (the ONNX definition), here
+/// 2·(2 − 1) + 2 = 4 on the last axis and 1·(1 − 1) + 1 = 1 on the others, and each value
+/// lands at the flat position its index names.
+#[test]
+fn max_unpool_over_one_and_three_spatial_axes() {
+    let x = f32s(&[1, 1, 2], &[1., 2.]);
+    let i = i64s(&[1, 1, 2], &[1, 3]);
+    let op = Op::MaxUnpool {
+        kernel_shape: vec![2],
+        pads: vec![],
+        strides: vec![2],
+    };
+    let y = ok(&op, &[Some(&x), Some(&i)]);
+    check(
+        &y,
+        DType::F32,
+        &[1, 1, 4],
+        &[0., 1., 0., 2.],
+        Tolerance::Exact,
+    );
+    let x = f32s(&[1, 1, 1, 1, 2], &[1., 2.]);
+    let i = i64s(&[1, 1, 1, 1, 2], &[0, 2]);
+    let op = Op::MaxUnpool {
+        kernel_shape: vec![1, 1, 2],
+        pads: vec![],
+        strides: vec![1, 1, 2],
+    };
+    let y = ok(&op, &[Some(&x), Some(&i)]);
+    check(
+        &y,
+        DType::F32,
+        &[1, 1, 1, 1, 4],
+        &[1., 0., 2., 0.],
+        Tolerance::Exact,
+    );
+}
+
+/// MaxUnpool's X is (N, C, spatial…) with one kernel_shape value per spatial axis, and
+/// `output_shape` names every axis of the output, X's rank of them (the ONNX definition):
+/// anything else is refused, naming the shapes.
+#[test]
+fn max_unpool_refuses_ranks_that_do_not_line_up() {
+    // Rank 2: no spatial axis, even with no kernel value for it.
+    let x = f32s(&[1, 2], &[1., 2.]);
+    let i = i64s(&[1, 2], &[0, 1]);
+    let op = Op::MaxUnpool {
+        kernel_shape: vec![],
+        pads: vec![],
+        strides: vec![],
+    };
+    check_error(
+        run(&op, &[Some(&x), Some(&i)]),
+        |e| matches!(e, OpError::Shape(_)),
+        &["rank 3 or more", "[1, 2]"],
+    );
+    // Rank 4 with one kernel value for two spatial axes.
+    let x = f32s(&[1, 1, 2, 2], &[1., 2., 3., 4.]);
+    let i = i64s(&[1, 1, 2, 2], &[0, 1, 2, 3]);
+    let op = Op::MaxUnpool {
+        kernel_shape: vec![2],
+        pads: vec![],
+        strides: vec![2],
+    };
+    check_error(
+        run(&op, &[Some(&x), Some(&i)]),
+        |e| matches!(e, OpError::Shape(_)),
+        &["one kernel_shape value per spatial axis", "[1, 1, 2, 2]"],
+    );
+    // An output_shape of three extents for an X of rank 4.
+    let op = Op::MaxUnpool {
+        kernel_shape: vec![2, 2],
+        pads: vec![],
+        strides: vec![2, 2],
+    };
+    let shape = i64s(&[3], &[1, 4, 4]);
+    check_error(
+        run(&op, &[Some(&x), Some(&i), Some(&shape)]),
+        |e| matches!(e, OpError::Shape(_)),
+        &["output_shape [1, 4, 4]", "4 non-negative extents"],
+    );
+}
+
+/// GlobalMaxPool, GlobalAveragePool and GlobalLpPool reduce each (N, C) plane of the
+/// spatial axes; an X of rank 2 has no spatial axis, so each plane is the one value
+/// X[n][c] (a product of no extents is 1), and Y is (N, C): the max and the mean of one
+/// value are itself, its 2-norm its magnitude. ONNX's shape inference gives (N, C) for a
+/// rank-2 X and the ONNX reference implementation's GlobalAveragePool these values (onnx
+/// 1.x `ReferenceEvaluator`); onnxruntime 1.23 refuses a rank below 3 for all three. An X of rank 1 has no C axis
+/// and is refused.
+#[test]
+fn global_pools_of_rank_two_reduce_planes_of_one_value() {
+    let x = f32s(&[2, 3], &[3., -4., 1., 0., 2., -2.]);
+    for op in [Op::GlobalMaxPool, Op::GlobalAveragePool] {
+        let y = ok(&op, &[Some(&x)]);
+        check(
+            &y,
+            DType::F32,
+            &[2, 3],
+            &[3., -4., 1., 0., 2., -2.],
+            Tolerance::Exact,
+        );
+    }
+    let y = ok(&Op::GlobalLpPool { p: 2 }, &[Some(&x)]);
+    check(
+        &y,
+        DType::F32,
+        &[2, 3],
+        &[3., 4., 1., 0., 2., 2.],
+        Tolerance::Exact,
+    );
+    let line = f32s(&[2], &[1., 2.]);
+    for op in [
+        Op::GlobalMaxPool,
+        Op::GlobalAveragePool,
+        Op::GlobalLpPool { p: 2 },
+    ] {
+        check_error(
+            run(&op, &[Some(&line)]),
+            |e| matches!(e, OpError::Shape(_)),
+            &["rank 2 or more", "[2]"],
+        );
+    }
+}
+
+/// LpPool with p = 1 is each window's sum of magnitudes, (Σ |x|^1)^(1/1): over
+/// [1, -2, 3] with kernel 2, |1| + |-2| = 3 and |-2| + |3| = 5; with p = 2 the first
+/// window is √(1 + 4) = √5. A p below 1 has no norm ((Σ |x|^0)^(1/0) divides by zero) and
+/// is refused, naming the attribute.
+#[test]
+fn lp_pool_takes_p_from_one_up() {
+    let x = f32s(&[1, 1, 3], &[1., -2., 3.]);
+    let y = ok(&Op::LpPool(pool(&[2]), 1), &[Some(&x)]);
+    check(&y, DType::F32, &[1, 1, 2], &[3., 5.], Tolerance::Exact);
+    let y = ok(&Op::LpPool(pool(&[2]), 2), &[Some(&x)]);
+    check(
+        &y,
+        DType::F32,
+        &[1, 1, 2],
+        &[5f64.sqrt(), 13f64.sqrt()],
+        Tolerance::RoundedOnce,
+    );
+    for p in [0, -1] {
+        check_error(
+            run(&Op::LpPool(pool(&[2]), p), &[Some(&x)]),
+            |e| matches!(e, OpError::Attribute { name: "p", .. }),
+            &["at least 1"],
+        );
+    }
+}
+
+/// A kernel of 2^40 taps is valid under SAME padding, which pads the input to fit it: over
+/// [1, 2, 3] every window then covers the whole input (its taps start 2^39 − 1 or so cells
+/// before it and end as far after), so MaxPool gives 3 and AveragePool, counting real
+/// cells only, (1 + 2 + 3) / 3 = 2 at each of the 3 outputs. The kernel works the taps out
+/// from each window's bounds; one that visited every tap would not finish.
+#[test]
+fn a_kernel_of_two_to_the_forty_taps_under_same_padding_reads_the_whole_input() {
+    let x = f32s(&[1, 1, 3], &[1., 2., 3.]);
+    let attrs = Pool {
+        auto_pad: AutoPad::SameUpper,
+        ..pool(&[1 << 40])
+    };
+    let y = ok(&Op::MaxPool(attrs.clone()), &[Some(&x)]);
+    check(&y, DType::F32, &[1, 1, 3], &[3., 3., 3.], Tolerance::Exact);
+    let y = ok(&Op::AveragePool(attrs), &[Some(&x)]);
+    check(&y, DType::F32, &[1, 1, 3], &[2., 2., 2.], Tolerance::Exact);
 }

@@ -285,6 +285,9 @@ fn bit_shift_on_signed_integers() {
         shift(false, vec![-8, 8, -8, 8, -3], vec![1, 1, 8, 9, -1]),
         Some(vec![-4, 4, -1, 0, -1])
     );
+    // Zero shifted right by 8 or more, or by a negative amount, is the fill of a
+    // non-negative value: 0.
+    assert_eq!(shift(false, vec![0, 0], vec![8, -1]), Some(vec![0, 0]));
     // Left shifts drop what passes the sign bit: 64 << 1 = 128 wraps to -128, 3 << 7 =
     // 384 keeps its low byte 0x80 = -128; out-of-range shifts give 0.
     assert_eq!(

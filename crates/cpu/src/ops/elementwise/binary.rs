@@ -160,6 +160,8 @@ fn floored_remainder(x: f64, y: f64) -> f64 {
     let r = x % y;
     if r == 0.0 {
         0f64.copysign(y)
+    // Either `<` here could be `<=` (an equivalent mutant, excluded in .cargo/mutants.toml):
+    // r is no zero past the test above, and a zero y has made r NaN, which r + y keeps.
     } else if (r < 0.0) != (y < 0.0) {
         r + y
     } else {
@@ -184,7 +186,9 @@ fn integer_op(op: Binary, p: i128, q: i128, bits: u32) -> Result<i128, OpError> 
         Binary::Mod { fmod } => {
             nonzero_divisor(op, p, q)?;
             let r = p.wrapping_rem(q);
-            if !fmod && r != 0 && (r < 0) != (q < 0) {
+            // Signs compared with `signum`, not `< 0`: r and q are nonzero here, so `<= 0`
+            // would mean the same, a mutant no test could kill.
+            if !fmod && r != 0 && r.signum() != q.signum() {
                 // The truncated remainder has the dividend's sign; moving it by one divisor
                 // gives the divisor's sign (Python's `%`), and |r| < |q| keeps it in range.
                 Ok(r.wrapping_add(q))
@@ -193,7 +197,13 @@ fn integer_op(op: Binary, p: i128, q: i128, bits: u32) -> Result<i128, OpError> 
             }
         }
         Binary::Pow => integer_pow(p, q),
-        Binary::PRelu => Ok(if p < 0 { p.wrapping_mul(q) } else { p }),
+        // `is_negative`, not `p < 0`: at p = 0 both arms give 0, so `p <= 0` would be an
+        // equivalent mutant.
+        Binary::PRelu => Ok(if p.is_negative() {
+            p.wrapping_mul(q)
+        } else {
+            p
+        }),
         // On sign-extended values, bitwise ops keep the low bits right.
         Binary::BitwiseAnd => Ok(p & q),
         Binary::BitwiseOr => Ok(p | q),

@@ -161,7 +161,7 @@ fn floored_remainder(x: f64, y: f64) -> f64 {
     if r == 0.0 {
         0f64.copysign(y)
     // Either `<` here could be `<=` (an equivalent mutant, excluded in .cargo/mutants.toml):
-    // r is no zero past the test above, and a zero y has made r NaN, which r + y keeps.
+    // r is nonzero past the test above, and a zero y has made r NaN, which r + y keeps.
     } else if (r < 0.0) != (y < 0.0) {
         r + y
     } else {

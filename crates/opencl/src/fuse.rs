@@ -202,17 +202,12 @@ fn absorb_next(
     i: usize,
     outputs: &HashSet<String>,
 ) -> bool {
-    let Some(value) = nodes[i].node.outputs.first().cloned() else {
+    let Some(value) = sole_output(nodes, i, outputs) else {
         return false;
     };
-    if nodes[i].node.outputs.len() != 1 || outputs.contains(&value) {
+    let Some(j) = only_reader(nodes, i, &value, outputs) else {
         return false;
-    }
-    let (readers, reads) = readers_of(nodes, &value);
-    let [j] = readers[..] else { return false };
-    if reads != 1 || j <= i {
-        return false;
-    }
+    };
     let consumer = nodes[j].node.clone();
     let head = &nodes[i];
     let no_epilogue_yet =
@@ -307,24 +302,13 @@ fn absorb_gelu(
     i: usize,
     outputs: &HashSet<String>,
 ) -> bool {
-    if nodes[i].epilogue.activation != Activation::None || nodes[i].node.outputs.len() != 1 {
+    if nodes[i].epilogue.activation != Activation::None {
         return false;
     }
-    let x = nodes[i].node.outputs[0].clone();
-    if outputs.contains(&x) {
+    let Some(x) = sole_output(nodes, i, outputs) else {
         return false;
-    }
-    // The single reader of `value` (a node after `i`, reading it once), when the value is
-    // not a partition output.
-    let only_reader = |nodes: &[FusedNode], value: &str| -> Option<usize> {
-        if outputs.contains(value) {
-            return None;
-        }
-        let mut readers = (0..nodes.len()).filter(|&j| nodes[j].reads().any(|r| r == value));
-        let j = readers.next()?;
-        let reads = nodes[j].reads().filter(|r| *r == value).count();
-        (readers.next().is_none() && reads == 1 && j > i).then_some(j)
     };
+    let only_reader = |nodes: &[FusedNode], value: &str| only_reader(nodes, i, value, outputs);
     // The other operand when one of `a`, `b` is `value`.
     let other = |(a, b): (&str, &str), value: &str| -> Option<String> {
         if a == value && b != value {
@@ -415,12 +399,14 @@ fn absorb_silu(
     i: usize,
     outputs: &HashSet<String>,
 ) -> bool {
-    if nodes[i].epilogue.activation != Activation::None || nodes[i].node.outputs.len() != 1 {
+    if nodes[i].epilogue.activation != Activation::None {
         return false;
     }
-    let x = nodes[i].node.outputs[0].clone();
+    let Some(x) = sole_output(nodes, i, outputs) else {
+        return false;
+    };
     // Only on f32 values: on f16 ones the nodes round the sigmoid to f16.
-    if outputs.contains(&x) || graph.values.get(&x).map(|v| v.dtype) != Some(DType::F32) {
+    if graph.values.get(&x).map(|v| v.dtype) != Some(DType::F32) {
         return false;
     }
     let Some(readers) = two_readers(nodes, i, &x) else {
@@ -440,16 +426,39 @@ fn absorb_silu(
     let multiplies = binary(&nodes[mul].node, Binary::Mul)
         .is_some_and(|(a, b)| (a == x && b == s) || (a == s && b == x));
     // The sigmoid is read by the Mul alone, once.
-    let s_reads: usize = nodes
-        .iter()
-        .map(|n| n.reads().filter(|r| *r == s).count())
-        .sum();
-    if !multiplies || s_reads != 1 || outputs.contains(&s) {
+    if !multiplies || only_reader(nodes, sigmoid, &s, outputs) != Some(mul) {
         return false;
     }
     let y = nodes[mul].node.outputs[0].clone();
     absorb_chain(nodes, i, y, Activation::Silu, [sigmoid, mul]);
     true
+}
+
+/// Node `i`'s output when it has exactly one and it is not a partition output (so a fused
+/// epilogue may replace what its readers see).
+fn sole_output(nodes: &[FusedNode], i: usize, outputs: &HashSet<String>) -> Option<String> {
+    match &nodes[i].node.outputs[..] {
+        [value] if !outputs.contains(value) => Some(value.clone()),
+        _ => None,
+    }
+}
+
+/// The one node after `i` that reads `value`, reading it once, when `value` is not a
+/// partition output.
+fn only_reader(
+    nodes: &[FusedNode],
+    i: usize,
+    value: &str,
+    outputs: &HashSet<String>,
+) -> Option<usize> {
+    if outputs.contains(value) {
+        return None;
+    }
+    let (readers, reads) = readers_of(nodes, value);
+    match readers[..] {
+        [j] if reads == 1 && j > i => Some(j),
+        _ => None,
+    }
 }
 
 /// The two nodes after `i` that read `value`, each once, when nothing else reads it.

@@ -295,23 +295,29 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
     };
     let steps = elements(&[seq, batch], "step")?;
     i32_arg(steps, "sequence length × batch size")?;
+    // (seq, batch, input_size, hidden): both kernels take them in this order.
+    let sizes = [
+        Arg::I32(i32_arg(seq, "sequence length")?),
+        Arg::I32(i32_arg(batch, "batch size")?),
+        Arg::I32(i32_arg(input_size, "input size")?),
+        Arg::I32(i32_arg(hidden, "hidden size")?),
+    ];
     if let Some((_, projection)) = &projection {
         b.launch(
             &program,
             "rnn_project",
             &[blocks, steps, dirs],
             Some(&[blocks.next_multiple_of(8).clamp(8, 64), 1, 1]),
-            vec![
-                Arg::Buf(xl.clone()),
-                Arg::Buf(wt.clone()),
-                Arg::Buf(projection.clone()),
-                Arg::I32(i32_arg(seq, "sequence length")?),
-                Arg::I32(i32_arg(batch, "batch size")?),
-                Arg::I32(i32_arg(input_size, "input size")?),
-                Arg::I32(i32_arg(hidden, "hidden size")?),
-                Arg::I32(gates as i32),
-                Arg::I32(flags),
-            ],
+            [
+                vec![
+                    Arg::Buf(xl.clone()),
+                    Arg::Buf(wt.clone()),
+                    Arg::Buf(projection.clone()),
+                ],
+                sizes.to_vec(),
+                vec![Arg::I32(gates as i32), Arg::I32(flags)],
+            ]
+            .concat(),
         );
     }
     let mut args = vec![
@@ -330,13 +336,9 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
         args.extend([Arg::Buf(c0l), Arg::Buf(pl)]);
     }
     args.extend(results.into_iter().map(Arg::Buf));
+    args.extend([Arg::Buf(scratch), Arg::Buf(acts)]);
+    args.extend(sizes);
     args.extend([
-        Arg::Buf(scratch),
-        Arg::Buf(acts),
-        Arg::I32(i32_arg(seq, "sequence length")?),
-        Arg::I32(i32_arg(batch, "batch size")?),
-        Arg::I32(i32_arg(input_size, "input size")?),
-        Arg::I32(i32_arg(hidden, "hidden size")?),
         Arg::I32(dirs as i32),
         Arg::I32(mode),
         Arg::I32(flags),

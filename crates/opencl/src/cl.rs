@@ -734,22 +734,22 @@ impl Queue {
 /// nothing of the scope runs until it is opened. Opening sets it complete; a gate that could
 /// not be made holds nothing back.
 #[derive(Debug)]
-struct Gate(std::sync::Mutex<cl_event>);
+struct Gate(std::cell::Cell<cl_event>);
 
 impl Gate {
     /// A closed gate on `queue`, or an open one when the driver refuses a user event or the
     /// barrier (the scope then runs ungated, as correct and only slower).
     fn close(queue: &Queue) -> Gate {
         if !queue.gated {
-            return Gate(std::sync::Mutex::new(ptr::null_mut()));
+            return Gate(std::cell::Cell::new(ptr::null_mut()));
         }
         let Ok(event) = opencl3::event::create_user_event(queue.context) else {
-            return Gate(std::sync::Mutex::new(ptr::null_mut()));
+            return Gate(std::cell::Cell::new(ptr::null_mut()));
         };
         // SAFETY: a barrier on the queue waiting for one valid event, which outlives the
         // call; the barrier's own event is released at once.
         let barrier = unsafe { cq::enqueue_barrier_with_wait_list(queue.raw, 1, &event) };
-        let gate = Gate(std::sync::Mutex::new(event));
+        let gate = Gate(std::cell::Cell::new(event));
         match barrier {
             // SAFETY: the barrier's event came from the enqueue and is released once.
             Ok(b) => drop(unsafe { opencl3::event::release_event(b) }),
@@ -761,19 +761,16 @@ impl Gate {
 
     /// Lets the held-back commands run (once; later calls do nothing).
     fn open(&self) {
-        let mut event = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let event = self.0.replace(ptr::null_mut());
         if event.is_null() {
             return;
         }
         // A failure to set the status leaves the barrier waiting; there is nothing better
         // to do than release our reference (a driver that refuses this is broken).
-        let _ = opencl3::event::set_user_event_status(*event, CL_COMPLETE);
-        // SAFETY: the user event came from clCreateUserEvent and is released once.
-        let _ = unsafe { opencl3::event::release_event(*event) };
-        *event = ptr::null_mut();
+        let _ = opencl3::event::set_user_event_status(event, CL_COMPLETE);
+        // SAFETY: the user event came from clCreateUserEvent and is released once (the cell
+        // was emptied above).
+        let _ = unsafe { opencl3::event::release_event(event) };
     }
 }
 

@@ -302,10 +302,7 @@ fn absorb_gelu(
     i: usize,
     outputs: &HashSet<String>,
 ) -> bool {
-    if nodes[i].epilogue.activation != Activation::None {
-        return false;
-    }
-    let Some(x) = sole_output(nodes, i, outputs) else {
+    let Some(x) = activation_slot(nodes, i, outputs) else {
         return false;
     };
     let only_reader = |nodes: &[FusedNode], value: &str| only_reader(nodes, i, value, outputs);
@@ -399,10 +396,7 @@ fn absorb_silu(
     i: usize,
     outputs: &HashSet<String>,
 ) -> bool {
-    if nodes[i].epilogue.activation != Activation::None {
-        return false;
-    }
-    let Some(x) = sole_output(nodes, i, outputs) else {
+    let Some(x) = activation_slot(nodes, i, outputs) else {
         return false;
     };
     // Only on f32 values: on f16 ones the nodes round the sigmoid to f16.
@@ -441,6 +435,15 @@ fn sole_output(nodes: &[FusedNode], i: usize, outputs: &HashSet<String>) -> Opti
         [value] if !outputs.contains(value) => Some(value.clone()),
         _ => None,
     }
+}
+
+/// Node `i`'s sole output (see [`sole_output`]) when its epilogue has no activation yet, so
+/// an activation matched after it can be fused in.
+fn activation_slot(nodes: &[FusedNode], i: usize, outputs: &HashSet<String>) -> Option<String> {
+    if nodes[i].epilogue.activation != Activation::None {
+        return None;
+    }
+    sole_output(nodes, i, outputs)
 }
 
 /// The one node after `i` that reads `value`, reading it once, when `value` is not a

@@ -195,8 +195,14 @@ fn run_loop(
                 max_trips.map_or("absent".to_string(), |m| m.to_string())
             )));
         }
-        // The body's nodes check the deadline too; this covers a body without nodes.
-        concord_core::deadline::check(body_run.deadline, || format!("Loop iteration {iteration}"))?;
+        // The body's nodes check the deadline before each of them runs, so an expiry is
+        // reported at the body node it stopped (the next iteration's first one, when it
+        // passed during the last). Only a body without nodes is checked here.
+        if body_run.graph.nodes.is_empty() {
+            concord_core::deadline::check(body_run.deadline, || {
+                format!("Loop iteration {iteration}")
+            })?;
+        }
         let iteration_num = Tensor::scalar_i64(iteration);
         let cond_in = Tensor::from_parts(Shape::scalar(), TensorData::Bool(vec![cond]))?;
         let mut bound: Vec<&Tensor> = vec![&iteration_num, &cond_in];

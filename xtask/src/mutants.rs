@@ -122,7 +122,12 @@ const TEST_SETS: &[TestSet] = &[
     // Unique (selection.rs), TfIdfVectorizer (ngram.rs).
     kernel_tests(
         "indexing.rs",
-        &["algebra_selection", "opset_26_to_28_ops", "scatter_tfidf"],
+        &[
+            "algebra_selection",
+            "indexing",
+            "opset_26_to_28_ops",
+            "scatter_tfidf",
+        ],
     ),
     kernel_tests("loss.rs", &[]),
     // Gemm, MatMul, Conv, ConvTranspose and DeformConv multiply on it.

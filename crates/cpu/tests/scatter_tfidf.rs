@@ -102,6 +102,31 @@ fn tensor_scatter_on_a_middle_axis_moves_values_exactly() {
 }
 
 #[test]
+fn tensor_scatter_wraps_write_indices_at_the_ends_of_i64() {
+    // Circular mode writes step s at (write index + s) mod max_sequence, taken exactly:
+    // from i64::MAX = 2^63 - 1 over a cache of 4, steps 0 and 1 land at 3 and 2^63 mod 4 =
+    // 0; from i64::MIN = -2^63, at 0 and 1.
+    let past = f32s(&[1, 4, 1], &[0.0, 1.0, 2.0, 3.0]);
+    let update = f32s(&[1, 2, 1], &[10.0, 11.0]);
+    let from = |w: i64| Tensor::vec_i64(vec![w]);
+    let t = one(
+        &scatter(-2, true),
+        &[Some(&past), Some(&update), Some(&from(i64::MAX))],
+    );
+    assert_eq!(t.to_f64_vec(), [11.0, 1.0, 2.0, 10.0]);
+    let t = one(
+        &scatter(-2, true),
+        &[Some(&past), Some(&update), Some(&from(i64::MIN))],
+    );
+    assert_eq!(t.to_f64_vec(), [10.0, 11.0, 2.0, 3.0]);
+    // Linear mode from i64::MAX runs past the cache.
+    assert!(matches!(
+        run(&scatter(-2, false), &[Some(&past), Some(&update), Some(&from(i64::MAX))]),
+        Err(OpError::Shape(m)) if m.contains("batch entry 0")
+    ));
+}
+
+#[test]
 fn tensor_scatter_refuses_mismatched_operands() {
     let past = f32s(&[2, 4, 1], &[0.0; 8]);
     let update = f32s(&[2, 2, 1], &[0.0; 4]);

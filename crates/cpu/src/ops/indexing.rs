@@ -181,11 +181,15 @@ fn range(inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
         return Err(OpError::Shape("Range: delta is 0".into()));
     }
     let count = ((l - s) / d).ceil().max(0.0);
-    if count > (1u64 << 32) as f64 {
+    // At most u32::MAX elements, whatever the memory budget (the cast saturates, so an
+    // infinite count is refused too). A conversion, not a comparison with 2^32: moving that
+    // bound by one element is no behaviour a test could pin without materialising 2^32
+    // elements.
+    let Ok(count) = u32::try_from(count as u64) else {
         return Err(OpError::Shape(format!(
             "Range from {s} to {l} by {d} has {count} elements, more than Concord materialises"
         )));
-    }
+    };
     let count = count as usize;
     if let (Some(s), Some(d)) = (start.to_i128_vec(), delta.to_i128_vec()) {
         let values = (0..count as i128).map(|i| s[0] + i * d[0]).collect();
@@ -451,6 +455,8 @@ fn gather_nd(batch_dims: i64, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpEr
 
 /// Applies `updates[u]` to `out[targets[u]]` with `reduction`, in update order (so a
 /// repeated target without reduction keeps the last update, as the ONNX reference does).
+/// Bools reduce as the ONNX reference implementation's numpy does on bools: add and max are
+/// or, mul and min are and (the exact integer path, 0 and 1 read back as `!= 0`).
 fn scatter(
     data: &Tensor,
     targets: &[usize],
@@ -472,7 +478,7 @@ fn scatter(
             targets.len()
         )));
     }
-    if reduction == ScatterReduction::None || data.dtype() == DType::Bool {
+    if reduction == ScatterReduction::None {
         let mut sources: Vec<Option<usize>> = (0..data.len()).map(Some).collect();
         // Updates are read from a second buffer: the concatenation [data, updates].
         for (u, &t) in targets.iter().enumerate() {
@@ -582,6 +588,8 @@ fn one_hot(axis: i64, inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     for_each_coord(&out_dims, |_, c| {
         let mut flat = 0;
         for (k, &ck) in c.iter().enumerate().filter(|(k, _)| *k != axis) {
+            // `k > axis` and `k >= axis` agree here: the filter has taken k == axis out
+            // (the `>=` mutant is excluded in .cargo/mutants.toml for that reason).
             let j = if k > axis { k - 1 } else { k };
             flat += ck * i_strides[j];
         }
@@ -1012,13 +1020,14 @@ fn tensor_scatter(
     let mut targets = Vec::with_capacity(update.len());
     for_each_coord(u, |_, coord| {
         let start = write[coord[0]];
-        let position = i64::try_from(coord[seq])
-            .ok()
-            .and_then(|s| start.checked_add(s));
-        let position = match position {
-            Some(q) if circular && max_sequence > 0 => q.rem_euclid(max_sequence as i64),
-            Some(q) => q,
-            None => -1,
+        // In i128, where write index + step cannot overflow. The closure runs only for an
+        // update with elements, so u[seq] >= 1 and (checked above) max_sequence >= u[seq]:
+        // the modulus is never 0.
+        let position = i128::from(start) + coord[seq] as i128;
+        let position = if circular {
+            position.rem_euclid(max_sequence as i128)
+        } else {
+            position
         };
         let position = usize::try_from(position)
             .ok()

@@ -438,14 +438,11 @@ fn activate(a: RnnActivation, x: f64) -> f64 {
             }
         }
         RnnActivationKind::Softsign => x / (1.0 + x.abs()),
-        // log(1 + e^x) without overflow: x + log(1 + e^-x) for positive x.
-        RnnActivationKind::Softplus => {
-            if x > 0.0 {
-                x + (-x).exp().ln_1p()
-            } else {
-                x.exp().ln_1p()
-            }
-        }
+        // log(1 + e^x) without overflow: max(x, 0) + log(1 + e^-|x|), the same operations
+        // as x + log(1 + e^-x) for positive x and log(1 + e^x) otherwise. Written without a
+        // branch on the sign: at x = 0 both branches give log 2, so a test of `x > 0` and one
+        // of `x >= 0` would be one function, which no test can tell apart.
+        RnnActivationKind::Softplus => x.max(0.0) + (-x.abs()).exp().ln_1p(),
     }
 }
 

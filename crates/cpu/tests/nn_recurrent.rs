@@ -351,7 +351,8 @@ fn every_activation_follows_its_definition() -> Result<(), OpError> {
     let r = f32s(&[1, 1, 1], &[0.0]);
     let act = |kind, alpha, beta| RnnActivation { kind, alpha, beta };
     use RnnActivationKind as K;
-    let cases: [(RnnActivation, fn(f64) -> f64); 11] = [
+    type Definition = fn(f64) -> f64;
+    let cases: [(RnnActivation, Definition); 11] = [
         (act(K::Relu, 0.0, 0.0), |v| if v > 0.0 { v } else { 0.0 }),
         (act(K::Tanh, 0.0, 0.0), f64::tanh),
         (act(K::Sigmoid, 0.0, 0.0), sigmoid),
@@ -374,7 +375,7 @@ fn every_activation_follows_its_definition() -> Result<(), OpError> {
         (act(K::ScaledTanh, 2.0, 0.5), |v| 2.0 * (0.5 * v).tanh()),
         // 0.25·x + 0.5 leaves [0, 1] at -2 and 2.
         (act(K::HardSigmoid, 0.25, 0.5), |v| {
-            (0.25 * v + 0.5).max(0.0).min(1.0)
+            (0.25 * v + 0.5).clamp(0.0, 1.0)
         }),
         (act(K::Elu, 1.5, 0.0), |v| {
             if v < 0.0 {
@@ -470,7 +471,7 @@ fn apply(a: RnnActivation, v: f64) -> f64 {
             }
         }
         RnnActivationKind::ScaledTanh => alpha * (beta * v).tanh(),
-        RnnActivationKind::HardSigmoid => (alpha * v + beta).max(0.0).min(1.0),
+        RnnActivationKind::HardSigmoid => (alpha * v + beta).clamp(0.0, 1.0),
         RnnActivationKind::Elu => {
             if v < 0.0 {
                 alpha * (v.exp() - 1.0)
@@ -519,8 +520,8 @@ fn naive(rec: &Recurrent, o: &Operands) -> [Vec<f64>; 3] {
                 let mut next_h = vec![0.0; hs];
                 match rec.cell {
                     RecurrentCell::Rnn => {
-                        for j in 0..hs {
-                            next_h[j] =
+                        for (j, next) in next_h.iter_mut().enumerate() {
+                            *next =
                                 apply(acts[0], wx(0, j, xt) + rh(0, j, &h) + wb(0, j) + rb(0, j));
                         }
                     }

@@ -1,6 +1,6 @@
-//! Reference kernels of the indexing family (Range, Tile, CumSum, GatherElements, GatherND,
-//! the scatters, OneHot, Trilu, NonZero, DepthToSpace, SpaceToDepth, EyeLike, TopK,
-//! Compress, CenterCropPad, ReverseSequence) against values worked out by hand from the ONNX
+//! Reference kernels of the indexing family (Range, GatherElements, GatherND, the scatters,
+//! OneHot, Trilu, NonZero, DepthToSpace, SpaceToDepth, TopK) against values worked out by
+//! hand, or by naive loops over the definitions, from the ONNX
 //! definitions in the comments, and typed errors on operands they refuse. The conformance
 //! cases and the ONNX node tests check the cases ONNX ships; these pin what those leave
 //! open. Every success is also checked against inference on the same operands.
@@ -354,4 +354,15 @@ fn top_k_compares_integers_exactly() {
     let out = run_n(&op, &[Some(&x), Some(&ints(&[1]))], 2).expect("TopK");
     assert_same(&out[0], &i64s(&[1], &[(1 << 53) + 1]));
     assert_same(&out[1], &i64s(&[1], &[1]));
+}
+
+#[test]
+fn trilu_counts_rows_of_a_tall_matrix() {
+    // x = [[1, 2], [3, 4], [5, 6]] has more rows than columns. Upper keeps column - row ≥ 0:
+    // [[1, 2], [0, 4], [0, 0]]; lower keeps column - row ≤ 0: [[1, 0], [3, 4], [5, 6]].
+    let x = i64s(&[3, 2], &[1, 2, 3, 4, 5, 6]);
+    let upper = ok(&Op::Trilu { upper: true }, &[&x]);
+    assert_same(&upper, &i64s(&[3, 2], &[1, 2, 0, 4, 0, 0]));
+    let lower = ok(&Op::Trilu { upper: false }, &[&x]);
+    assert_same(&lower, &i64s(&[3, 2], &[1, 0, 3, 4, 5, 6]));
 }

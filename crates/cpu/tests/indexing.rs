@@ -1,9 +1,9 @@
 //! Reference kernels of the indexing family (Range, GatherElements, GatherND, the scatters,
 //! OneHot, Trilu, NonZero, DepthToSpace, SpaceToDepth, TopK) against values worked out by
-//! hand, or by naive loops over the definitions, from the ONNX
-//! definitions in the comments, and typed errors on operands they refuse. The conformance
-//! cases and the ONNX node tests check the cases ONNX ships; these pin what those leave
-//! open. Every success is also checked against inference on the same operands.
+//! hand from the ONNX definitions in the comments, or by naive loops over them, and typed
+//! errors on operands they refuse. The conformance cases and the ONNX node tests check the
+//! cases ONNX ships; these pin what those leave open. Every success is also checked against
+//! inference on the same operands.
 
 // Tests fail by panicking; the workspace's production lint does not apply here.
 #![allow(clippy::panic)]

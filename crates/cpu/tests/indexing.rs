@@ -269,23 +269,25 @@ fn space_to_depth_naive(x: &[i64], dims: [usize; 4], b: usize, crd: bool) -> Vec
 
 #[test]
 fn depth_to_space_and_space_to_depth_follow_both_modes() {
-    // Distinct values everywhere, N = 2 and unequal extents so that a swapped axis shows.
-    let b = 2;
-    let dims = [2, 8, 2, 3];
-    let x: Vec<i64> = (0..96).collect();
-    let xt = i64s(&dims, &x);
-    for crd in [false, true] {
-        let got = ok(&Op::DepthToSpace { blocksize: b, crd }, &[&xt]);
-        let want = depth_to_space_naive(&x, dims, b, crd);
-        assert_same(&got, &i64s(&[2, 2, 4, 6], &want));
-        let sdims = [2, 3, 4, 6];
-        let s: Vec<i64> = (0..144).collect();
-        let got = ok(
-            &Op::SpaceToDepth { blocksize: b, crd },
-            &[&i64s(&sdims, &s)],
-        );
-        let want = space_to_depth_naive(&s, sdims, b, crd);
-        assert_same(&got, &i64s(&[2, 12, 2, 3], &want));
+    // Distinct values everywhere, N = 2 and unequal extents so that a swapped axis shows;
+    // blocksize 3 too, where b·b and b + b differ.
+    for b in [2usize, 3] {
+        let dims = [2, 2 * b * b, 2, 3];
+        let x: Vec<i64> = (0..dims.iter().product::<usize>() as i64).collect();
+        let xt = i64s(&dims, &x);
+        let sdims = [2, 3, 2 * b, 3 * b];
+        let s: Vec<i64> = (0..sdims.iter().product::<usize>() as i64).collect();
+        for crd in [false, true] {
+            let got = ok(&Op::DepthToSpace { blocksize: b, crd }, &[&xt]);
+            let want = depth_to_space_naive(&x, dims, b, crd);
+            assert_same(&got, &i64s(&[2, 2, 2 * b, 3 * b], &want));
+            let got = ok(
+                &Op::SpaceToDepth { blocksize: b, crd },
+                &[&i64s(&sdims, &s)],
+            );
+            let want = space_to_depth_naive(&s, sdims, b, crd);
+            assert_same(&got, &i64s(&[2, 3 * b * b, 2, 3], &want));
+        }
     }
 }
 

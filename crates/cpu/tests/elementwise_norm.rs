@@ -417,3 +417,23 @@ fn group_norm_groups_must_divide_the_channels() {
         );
     }
 }
+
+#[test]
+fn instance_and_group_norm_variance_is_taken_about_the_mean() {
+    // As for LayerNormalization: the ONNX function bodies take ReduceMean((X - Mean)²). One
+    // instance [2^53 - 2, 2^53] in f64 has the exact mean 2^53 - 1, deviations ±1 and
+    // variance 1, so Y = [-1, 1] · scale + B; the one-pass Σ(x² - mean²) would find 2.
+    let top = 9_007_199_254_740_992.0; // 2^53
+    let x = f64s(&[1, 1, 2], &[top - 2.0, top]);
+    let (scale, bias) = (f64s(&[1], &[3.0]), f64s(&[1], &[0.5]));
+    for op in [
+        Op::InstanceNormalization { epsilon: 0.0 },
+        Op::GroupNormalization {
+            epsilon: 0.0,
+            num_groups: 1,
+        },
+    ] {
+        let y = ok(&op, &[&x, &scale, &bias]);
+        check_float(&y, DType::F64, &[1, 1, 2], &[-2.5, 3.5], Exact);
+    }
+}

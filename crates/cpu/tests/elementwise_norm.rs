@@ -1,6 +1,6 @@
 //! Reference kernels for Softmax, Hardmax, LayerNormalization, BatchNormalization
-//! (inference), InstanceNormalization and GroupNormalization: hand-computed values, axis
-//! handling, numerical stability and typed errors.
+//! (inference), InstanceNormalization, GroupNormalization and MeanVarianceNormalization:
+//! hand-computed values, axis handling, numerical stability and typed errors.
 
 mod elementwise_support;
 
@@ -392,10 +392,7 @@ fn group_norm_takes_scale_and_bias_per_group_or_per_channel() {
     check_float(&y, DType::F32, &[1, 4, 2], &want, Exact);
     // Three entries fit neither form.
     check_err(
-        run(
-            &op,
-            &[&x, &f32s(&[3], &[1.0; 3]), &f32s(&[3], &[0.0; 3])],
-        ),
+        run(&op, &[&x, &f32s(&[3], &[1.0; 3]), &f32s(&[3], &[0.0; 3])]),
         Failure::Shape,
         "input 1 (scale)",
     );
@@ -436,4 +433,20 @@ fn instance_and_group_norm_variance_is_taken_about_the_mean() {
         let y = ok(&op, &[&x, &scale, &bias]);
         check_float(&y, DType::F64, &[1, 1, 2], &[-2.5, 3.5], Exact);
     }
+}
+
+#[test]
+fn mean_variance_normalization_keeps_a_cell_per_kept_coordinate() {
+    // Axes [2] of X (2, 2, 2) leave two kept axes, so each of the four (i, j) pairs [a, b]
+    // is normalised on its own: mean (a + b)/2, E[x²] - mean² = s² with s = |b - a|/2, and
+    // y = (x - mean)/(s + 1e-9) = ∓s/(s + 1e-9). The pairs' means differ, so pairs that
+    // shared statistics would give other values.
+    let x = f32s(&[2, 2, 2], &[0.0, 2.0, 1.0, 5.0, 10.0, 12.0, -3.0, 3.0]);
+    let op = Op::MeanVarianceNormalization { axes: vec![2] };
+    let y = ok(&op, &[&x]);
+    let want: Vec<f64> = [1.0f64, 2.0, 1.0, 3.0]
+        .iter()
+        .flat_map(|&s| [-s / (s + 1e-9), s / (s + 1e-9)])
+        .collect();
+    check_float(&y, DType::F32, &[2, 2, 2], &want, RoundedOnce);
 }

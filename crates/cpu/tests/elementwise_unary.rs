@@ -335,7 +335,10 @@ fn relu_of_minus_zero_is_plus_zero_and_of_large_integers_exact() {
     // Integers stay exact past f64's 2^53: max(0, 2^53 + 1) = 2^53 + 1.
     let big = (1i64 << 53) + 1;
     check_i64(
-        &ok(&Op::Unary(Unary::Relu), &[&i64s(&[3], &[big, -big, i64::MAX])]),
+        &ok(
+            &Op::Unary(Unary::Relu),
+            &[&i64s(&[3], &[big, -big, i64::MAX])],
+        ),
         &[3],
         &[big, 0, i64::MAX],
     );
@@ -346,10 +349,16 @@ fn activations_at_their_thresholds_take_the_branch_the_definition_gives() {
     // Each ONNX definition splits at a threshold; a NaN attribute shows which branch a
     // value at it takes, since only the branch that uses the attribute gives NaN.
     // LeakyRelu: alpha·x for x < 0, x for x >= 0, so x = 0 gives 0.
-    let y = unary_f32(&Op::Unary(Unary::LeakyRelu { alpha: f32::NAN }), &[0.0, -1.0]);
+    let y = unary_f32(
+        &Op::Unary(Unary::LeakyRelu { alpha: f32::NAN }),
+        &[0.0, -1.0],
+    );
     check_float(&y, DType::F32, &[2], &[0.0, NAN], Exact);
     // Elu: alpha·(e^x - 1) for x < 0, x for x >= 0.
-    let y = unary_f32(&Op::Unary(Unary::Elu { alpha: f32::NAN }), &[0.0, -1.0, 2.0]);
+    let y = unary_f32(
+        &Op::Unary(Unary::Elu { alpha: f32::NAN }),
+        &[0.0, -1.0, 2.0],
+    );
     check_float(&y, DType::F32, &[3], &[0.0, NAN, 2.0], Exact);
     // Selu: gamma·(alpha·e^x - alpha) for x <= 0, gamma·x for x > 0, so x = 0 gives NaN.
     let op = Op::Unary(Unary::Selu {

@@ -1,6 +1,6 @@
 //! Reference kernels for Softmax, Hardmax, LayerNormalization, BatchNormalization
-//! (inference), InstanceNormalization, GroupNormalization and MeanVarianceNormalization:
-//! hand-computed values, axis handling, numerical stability and typed errors.
+//! (inference), InstanceNormalization, GroupNormalization, MeanVarianceNormalization and
+//! LRN: hand-computed values, axis handling, numerical stability and typed errors.
 
 mod elementwise_support;
 
@@ -449,4 +449,58 @@ fn mean_variance_normalization_keeps_a_cell_per_kept_coordinate() {
         .flat_map(|&s| [-s / (s + 1e-9), s / (s + 1e-9)])
         .collect();
     check_float(&y, DType::F32, &[2, 2, 2], &want, RoundedOnce);
+    // In f64 the 1e-9 added to the standard deviation shows: ∓1/(1 + 1e-9) for s = 1.
+    let x = f64s(&[1, 2], &[0.0, 2.0]);
+    let op = Op::MeanVarianceNormalization { axes: vec![1] };
+    let y = ok(&op, &[&x]);
+    let s = 1.0 / (1.0 + 1e-9);
+    check_float(&y, DType::F64, &[1, 2], &[-s, s], RoundedOnce);
+}
+
+#[test]
+fn lrn_sums_squares_over_the_channels_around_each() {
+    // ONNX LRN: Y = X / (bias + alpha/size · Σ x²)^beta, the sum over channels
+    // [c - floor((size-1)/2), c + ceil((size-1)/2)] clipped to [0, C-1]. X (1, 3, 1, 1) =
+    // [1, 2, 3], bias 1, beta 1, alpha = size (so alpha/size = 1):
+    // size 3 sums channels {0,1}, {0,1,2}, {1,2}: 5, 14, 13, so Y = [1/6, 2/15, 3/14];
+    // size 2 sums {0,1}, {1,2}, {2}: 5, 13, 9, so Y = [1/6, 2/14, 3/10].
+    let x = f32s(&[1, 3, 1, 1], &[1.0, 2.0, 3.0]);
+    let lrn = |size: usize| Op::LRN {
+        alpha: size as f32,
+        beta: 1.0,
+        bias: 1.0,
+        size,
+    };
+    let want3 = [1.0 / 6.0, 2.0 / 15.0, 3.0 / 14.0];
+    check_float(
+        &ok(&lrn(3), &[&x]),
+        DType::F32,
+        &[1, 3, 1, 1],
+        &want3,
+        RoundedOnce,
+    );
+    let want2 = [1.0 / 6.0, 2.0 / 14.0, 3.0 / 10.0];
+    check_float(
+        &ok(&lrn(2), &[&x]),
+        DType::F32,
+        &[1, 3, 1, 1],
+        &want2,
+        RoundedOnce,
+    );
+    // Rank 2 (N, C) has one value per channel: the same sums.
+    let x2 = f32s(&[1, 3], &[1.0, 2.0, 3.0]);
+    check_float(
+        &ok(&lrn(3), &[&x2]),
+        DType::F32,
+        &[1, 3],
+        &want3,
+        RoundedOnce,
+    );
+    // No channel axis, or a window of no channels, is an error.
+    check_err(
+        run(&lrn(3), &[&f32s(&[3], &[1.0, 2.0, 3.0])]),
+        Failure::Shape,
+        "rank 2",
+    );
+    check_err(run(&lrn(0), &[&x]), Failure::Shape, "size >= 1");
 }

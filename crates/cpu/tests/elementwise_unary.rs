@@ -321,3 +321,77 @@ fn where_errors_are_typed() {
         "input 0 (condition) [3]",
     );
 }
+
+fn f64s(dims: &[usize], values: &[f64]) -> Tensor {
+    Tensor::from_vec(dims, values.to_vec()).expect("test tensor shape matches its data")
+}
+
+#[test]
+fn relu_of_minus_zero_is_plus_zero_and_of_large_integers_exact() {
+    // y = max(0, x); IEEE 754-2019's maximum orders -0 below +0, so max(+0, -0) is +0.
+    let y = unary_f32(&Op::Unary(Unary::Relu), &[-0.0, 0.0]);
+    let bits: Vec<u64> = y.to_f64_vec().iter().map(|v| v.to_bits()).collect();
+    assert_eq!(bits, [0.0f64.to_bits(); 2], "Relu(-0), Relu(+0): {y:?}");
+    // Integers stay exact past f64's 2^53: max(0, 2^53 + 1) = 2^53 + 1.
+    let big = (1i64 << 53) + 1;
+    check_i64(
+        &ok(
+            &Op::Unary(Unary::Relu),
+            &[&i64s(&[3], &[big, -big, i64::MAX])],
+        ),
+        &[3],
+        &[big, 0, i64::MAX],
+    );
+}
+
+#[test]
+fn activations_at_their_thresholds_take_the_branch_the_definition_gives() {
+    // Each ONNX definition splits at a threshold; a NaN attribute shows which branch a
+    // value at it takes, since only the branch that uses the attribute gives NaN.
+    // LeakyRelu: alpha·x for x < 0, x for x >= 0, so x = 0 gives 0.
+    let y = unary_f32(
+        &Op::Unary(Unary::LeakyRelu { alpha: f32::NAN }),
+        &[0.0, -1.0],
+    );
+    check_float(&y, DType::F32, &[2], &[0.0, NAN], Exact);
+    // Elu: alpha·(e^x - 1) for x < 0, x for x >= 0.
+    let y = unary_f32(
+        &Op::Unary(Unary::Elu { alpha: f32::NAN }),
+        &[0.0, -1.0, 2.0],
+    );
+    check_float(&y, DType::F32, &[3], &[0.0, NAN, 2.0], Exact);
+    // Selu: gamma·(alpha·e^x - alpha) for x <= 0, gamma·x for x > 0, so x = 0 gives NaN.
+    let op = Op::Unary(Unary::Selu {
+        alpha: f32::NAN,
+        gamma: 2.0,
+    });
+    let y = unary_f32(&op, &[0.0, 1.5]);
+    check_float(&y, DType::F32, &[2], &[NAN, 3.0], Exact);
+    // ThresholdedRelu: x for x > alpha, 0 otherwise; x = alpha gives 0.
+    let y = unary_f32(
+        &Op::Unary(Unary::ThresholdedRelu { alpha: 1.5 }),
+        &[1.5, 1.75, -2.0],
+    );
+    check_float(&y, DType::F32, &[3], &[0.0, 1.75, 0.0], Exact);
+    // Shrink: x + bias for x < -lambd, x - bias for x > lambd, 0 otherwise; ±lambd give 0.
+    let op = Op::Unary(Unary::Shrink {
+        bias: 0.25,
+        lambd: 1.5,
+    });
+    let y = unary_f32(&op, &[-1.5, 1.5, -2.0, 2.0, 0.5]);
+    check_float(&y, DType::F32, &[5], &[0.0, 0.0, -1.75, 1.75, 0.0], Exact);
+}
+
+#[test]
+fn softplus_of_large_inputs_neither_overflows_nor_loses_its_tail() {
+    // ln(1 + e^x) = x + ln(1 + e^-x), and ln(1 + t) = t - t²/2 + … with t = e^-x: for
+    // x = 1000, e^1000 overflows f64 but the value is 1000 (t = e^-1000 is below f64's
+    // least subnormal); for x = 31, t = e^-31 ≈ 3.4e-14 is about ten f64 ulps of 31, and
+    // t²/2 ≈ 6e-28 is far below one.
+    let y = ok(
+        &Op::Unary(Unary::Softplus),
+        &[&f64s(&[3], &[1000.0, 31.0, -1000.0])],
+    );
+    let want = [1000.0, 31.0 + (-31.0f64).exp(), 0.0];
+    check_float(&y, DType::F64, &[3], &want, RoundedOnce);
+}

@@ -51,6 +51,10 @@ fn integer_fn(op: Unary) -> Option<fn(i128) -> i128> {
         Unary::Neg => |v| -v,
         Unary::Abs => i128::abs,
         Unary::Relu => |v| v.max(0),
+        // Exact, like the arms around it; without it Sign would take float_fn's form on
+        // `v as f64`, which gives the same -1, 0 or 1 (the sign survives the rounding), and
+        // those convert back exactly: no input tells the two apart (the mutant deleting this
+        // arm is excluded in .cargo/mutants.toml).
         Unary::Sign => i128::signum,
         // Two's complement: !v on the sign-extended value keeps the low bits right.
         Unary::BitwiseNot => |v| !v,
@@ -181,6 +185,10 @@ fn float_fn(op: Unary) -> Box<dyn Fn(f64) -> f64> {
 }
 
 /// ln(1 + e^v), without overflow for large v.
+///
+/// The two branches agree at v = 30 to the bit (both give 0x1.e00000000001ap+4), so taking
+/// the first from 30 on (`v >= 30.0`, a mutant excluded in .cargo/mutants.toml) would change
+/// no result: 30 is the only input whose branch it changes.
 fn softplus(v: f64) -> f64 {
     if v > 30.0 {
         v + (-v).exp().ln_1p()

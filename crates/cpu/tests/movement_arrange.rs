@@ -190,6 +190,13 @@ fn pad_modes_follow_numpy() {
         let y = ok(&Op::Pad { mode }, &[&x, &ints(&[2, 2])]);
         assert_eq!(y.as_f32(), Some(&want[..]), "{mode:?}");
     }
+    // One element is its own mirror image, edge and period: np.pad([7], (2, 3), mode) is
+    // six 7s in every mode (reflect's period 2·(len − 1) would be 0 here).
+    let one = f32s(&[1], &[7.0]);
+    for mode in [PadMode::Reflect, PadMode::Edge, PadMode::Wrap] {
+        let y = ok(&Op::Pad { mode }, &[&one, &ints(&[2, 3])]);
+        assert_eq!(y.as_f32(), Some(&[7.0; 6][..]), "{mode:?}");
+    }
     // An empty axis has nothing to repeat.
     let empty = f32s(&[0], &[]);
     let e = err(

@@ -85,7 +85,13 @@ fn reshape_errors_name_both_shapes() {
     let e = reshape(&x, &[4, -1], false).expect_err("6 not divisible by 4");
     assert_mentions(&e, &["[2, 3]", "[4, -1]"]);
     let e = reshape(&x, &[-2, 3], false).expect_err("-2");
-    assert_mentions(&e, &["-2"]);
+    assert_mentions(&e, &["-2", "not a valid dim"]);
+    // Below -1 no dim is valid (ONNX: -1 is the only negative value), even where the element
+    // count could not tell: an empty input into [-2, 0] under allowzero has 0 elements on
+    // both sides.
+    let empty = f32s(&[0, 3], &[]);
+    let e = reshape(&empty, &[-2, 0], true).expect_err("-2 with a literal 0");
+    assert_mentions(&e, &["-2", "not a valid dim"]);
     let e = reshape(&x, &[6, 1, 0], false).expect_err("0 past the input rank");
     assert_mentions(&e, &["position 2", "does not exist"]);
     let e = run(

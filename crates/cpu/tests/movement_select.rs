@@ -122,6 +122,17 @@ fn slice_with_extreme_steps_takes_one_element() {
 }
 
 #[test]
+fn slice_with_an_empty_range_and_a_step_beyond_one() {
+    // Where the bounds meet, Python's x[4:4:2], x[4:4:-2] and x[12:15:3] (both clamped to
+    // 10) are empty: no element is taken, whatever the step.
+    let x = range10();
+    for (start, end, step) in [(4, 4, 2), (4, 4, -2), (12, 15, 3), (-1, -1, -3)] {
+        let got = slice(&x, &[start], &[end], None, Some(&[step])).expect("slice");
+        assert_same(&got, &i64s(&[0], &[]));
+    }
+}
+
+#[test]
 fn slice_handles_empty_dims() {
     let x = f32s(&[0, 3], &[]);
     let got = slice(&x, &[0], &[2], Some(&[1]), None).expect("slice");
@@ -143,6 +154,11 @@ fn slice_rejects_bad_operands() {
     );
     let e = slice(&m, &[0, 0], &[1], None, None).expect_err("length mismatch");
     assert!(matches!(e, OpError::Shape(_)), "{e:?}");
+    // Each list checked on its own, the others matching starts.
+    for (axes, steps) in [(Some(&[0, 1][..]), None), (None, Some(&[1, 1][..]))] {
+        let e = slice(&m, &[0], &[1], axes, steps).expect_err("one list too long");
+        assert_mentions(&e, &["one entry per sliced axis"]);
+    }
     let e = slice(&m, &[0], &[1], Some(&[2]), None).expect_err("axis out of range");
     assert!(
         matches!(e, OpError::Attribute { name: "axes", .. }),

@@ -4,6 +4,7 @@ use super::{axes_in_rank, int_list, numel, strided_sources, take};
 use crate::ops::{i64_operand, optional, required};
 use concord_core::shape::normalize_axis;
 use concord_core::{OpError, Shape, Tensor};
+use std::cmp::Ordering;
 
 /// Slice: for each listed axis, elements `start, start+step, …` up to but excluding `end`,
 /// after the spec's adjustment: negative starts and ends count from the back, then starts
@@ -67,9 +68,6 @@ struct SliceRange {
 
 impl SliceRange {
     fn resolve(start: i64, end: i64, step: i64, dim: usize) -> Result<SliceRange, OpError> {
-        if step == 0 {
-            return Err(OpError::Shape("Slice's steps must not be 0".into()));
-        }
         // i128 so that INT64_MIN / INT64_MAX bounds and steps cannot overflow.
         let d = dim as i128;
         let wrap = |v: i64| {
@@ -81,17 +79,23 @@ impl SliceRange {
             }
         };
         let (s, e) = (wrap(start), wrap(end));
-        let step = step as i128;
-        let (s, len) = if step > 0 {
-            let s = s.max(0).min(d);
-            let e = e.max(0).min(d);
-            let len = if e > s { (e - s - 1) / step + 1 } else { 0 };
-            (s, len)
-        } else {
-            let s = s.max(0).min(d - 1);
-            let e = e.max(-1).min(d - 1);
-            let len = if s > e { (s - e - 1) / (-step) + 1 } else { 0 };
-            (s, len)
+        let step = i128::from(step);
+        let (s, len) = match step.cmp(&0) {
+            Ordering::Equal => return Err(OpError::Shape("Slice's steps must not be 0".into())),
+            Ordering::Greater => {
+                let s = s.max(0).min(d);
+                let e = e.max(0).min(d);
+                let len = if e > s { (e - s - 1) / step + 1 } else { 0 };
+                (s, len)
+            }
+            Ordering::Less => {
+                // The spec clamps the end to [-1, dim-1] too; an end above dim-1 is left as it
+                // is, since the range is empty either way (s <= dim-1 is not above it).
+                let s = s.max(0).min(d - 1);
+                let e = e.max(-1);
+                let len = if s > e { (s - e - 1) / -step + 1 } else { 0 };
+                (s, len)
+            }
         };
         // Both values are bounded by `dim`, so the conversions cannot fail; an empty range
         // may have s == -1 (dim 0, negative step), which no element ever reads.

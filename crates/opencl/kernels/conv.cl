@@ -1,8 +1,9 @@
 // conv.cl: depthwise (and channel-multiplier) convolution, where every output channel
 // reads one input channel, so there is nothing to share between channels and a GEMM would
-// waste its tile. Three kernels: `depthwise` (any geometry; what GPUs run), and for CPU
-// devices `depthwise_s1` (width stride 1, the image read in place) and `depthwise_rows`
-// (width stride 1 or 2, rows padded in a private buffer), described where they are defined.
+// waste its tile. Four kernels: `depthwise` (any geometry; what GPUs run), and for CPU
+// devices `depthwise_s1` (width stride 1, the image read in place), `depthwise_rows`
+// (width stride 1 or 2, rows padded in a private buffer) and `depthwise_plane` (stride 1,
+// small planes padded whole in a private buffer), described where they are defined.
 // ConvTranspose lives here too: `conv_transpose` (any geometry, one output per work-item)
 // and, for CPU devices, `conv_transpose_rows` (kernel == stride, one tap per output).
 //
@@ -225,6 +226,72 @@ __kernel void depthwise_s1(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, 
                 }
                 vstore16(activate16(v, act, act_a, act_b), 0, t);
                 for (int j = 0; j < left; ++j) ST(Y, y_row + ow0 + j, t[j]);
+            }
+        }
+    }
+}
+
+// The CPU variant of depthwise for small planes with stride 1 (rows narrower than the
+// 16 lanes that depthwise_s1 spends on each): a work-item owns one whole plane. It copies
+// the plane into a private zero-padded buffer with rows of wp = W + PW + PE columns, and
+// numbers the outputs in the buffer's own layout, lane L = r·wp + c: then the input under
+// tap (kh, kw) of lane L is buf[L + kh·DH·wp + kw·DW] for every lane, so each tap is one
+// unconditional 16-lane load per chunk of lanes and a multiply-add, taps in the same order
+// as `depthwise`. Lanes with c >= OW fall on padding columns and are never stored.
+// span = the buffer's length (zeroed 16 floats at a time): the chunks' lanes plus the last
+// tap's reach, at most DWP_BUF, a multiple of 16.
+// geo0 = (H, W, KH, KW, SH, SW, PH, PW), geo1 = (DH, DW, OH, OW, C_in, multiplier, wp,
+// span), planes = N · C_out. Global (planes).
+
+#define DWP_BUF 640
+
+__kernel void depthwise_plane(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTPTR R,
+                              int has_res, int act, float act_a, float act_b, int8 geo0,
+                              int8 geo1, int planes) {
+    const int plane = get_global_id(0);
+    if (plane >= planes) return;
+    const int H = geo0.s0, W = geo0.s1, KH = geo0.s2, KW = geo0.s3;
+    const int PH = geo0.s6, PW = geo0.s7, DH = geo1.s0, DW = geo1.s1;
+    const int OH = geo1.s2, OW = geo1.s3, wp = geo1.s6, span = geo1.s7;
+    const int c_out_total = geo1.s4 * geo1.s5;
+    const int n = plane / c_out_total;
+    const int co = plane - n * c_out_total;
+    const int ci = co / geo1.s5;
+    CTPTR x = X + ((long)n * geo1.s4 + ci) * H * W;
+    CTPTR w = Wt + (long)co * KH * KW;
+    const float b = has_bias ? LD(bias, co) : 0.0f;
+    float buf[DWP_BUF];
+    for (int j = 0; j < span; j += 16) vstore16((float16)0.0f, 0, buf + j);
+    for (int ih = 0; ih < H; ++ih) {
+        float* row = buf + (ih + PH) * wp + PW;
+        for (int iw = 0; iw < W; ++iw) row[iw] = LD(x, ih * W + iw);
+    }
+    const long y_plane = (long)plane * OH * OW;
+    const int lanes = OH * wp;
+    for (int l0 = 0; l0 < lanes; l0 += 16) {
+        float16 acc = 0.0f;
+        for (int kh = 0; kh < KH; ++kh) {
+            const float* br = buf + l0 + kh * DH * wp;
+            for (int kw = 0; kw < KW; ++kw) {
+                acc = fma(vload16(0, br + kw * DW), (float16)LD(w, kh * KW + kw), acc);
+            }
+        }
+        // Without a residual the activation takes the whole vector at once.
+        float16 v = acc + b;
+        if (!has_res) v = activate16(v, act, act_a, act_b);
+        float t[16];
+        vstore16(v, 0, t);
+        int r = l0 / wp, c = l0 - r * wp;
+        for (int j = 0; j < 16 && r < OH; ++j) {
+            if (c < OW) {
+                const long at = y_plane + r * OW + c;
+                float u = t[j];
+                if (has_res) u = activate(u + LD(R, at), act, act_a, act_b);
+                ST(Y, at, u);
+            }
+            if (++c == wp) {
+                c = 0;
+                ++r;
             }
         }
     }

@@ -381,6 +381,9 @@ pub(super) fn conv(b: &mut Builder, fused: &FusedNode, attrs: &Conv) -> Result<(
             cout,
         };
         if b.gemm == GemmKernel::RegisterBlocked {
+            if depthwise_plane(b, &program, &d)?.is_some() {
+                return Ok(());
+            }
             // depthwise_s1 steps one input row per output row: height stride 1 only.
             if h.stride == 1 && wa.stride == 1 && wa.pad_begin <= 3 && xl_is_slot(&d.xl) {
                 return depthwise_s1(b, &program, &d);
@@ -1151,6 +1154,54 @@ fn depthwise_rows(
         return Ok(None);
     }
     launch_depthwise_rows_of_planes(b, program, "depthwise_rows", d, [chunks, span])?;
+    Ok(Some(()))
+}
+
+/// The longest padded plane depthwise_plane buffers (DWP_BUF in conv.cl, a multiple of the
+/// 16 floats it zeroes at a time).
+const DWP_BUF: usize = 640;
+
+/// Depthwise conv with stride 1 over a plane at most 8 wide, padded whole in a private
+/// buffer (see depthwise_plane in conv.cl): one work-item per plane, every tap an
+/// unconditional 16-lane load. None for wider rows, where depthwise_s1 wastes at most half
+/// of its 16 lanes and measured as fast or faster (`layer_bench`: equal at 8×8, 2× slower
+/// at 12×12 with a 3×3 kernel, 2× faster at 4×4 with 5×5), or when the padded plane is too
+/// big for the kernel's buffer.
+fn depthwise_plane(
+    b: &mut Builder,
+    program: &std::sync::Arc<crate::cl::Program>,
+    d: &DepthwiseCall,
+) -> Result<Option<()>, OpError> {
+    let (h, wa) = (d.h, d.wa);
+    if h.stride != 1 || wa.stride != 1 || wa.output > 8 {
+        return Ok(None);
+    }
+    // Saturating: the geometry is only measured against the buffer here, and attributes
+    // too large for it are not this function's to refuse.
+    let wp = wa
+        .input
+        .saturating_add(wa.pad_begin)
+        .saturating_add(wa.pad_end);
+    // The last chunk's lanes and the furthest tap's reach past them; the rows the copy
+    // writes (a pad_end past the taps' reach leaves rows that no output reads).
+    let lanes = h.output.saturating_mul(wp);
+    let reach = (h.kernel.saturating_sub(1))
+        .saturating_mul(h.dilation)
+        .saturating_mul(wp)
+        .saturating_add(wa.kernel.saturating_sub(1).saturating_mul(wa.dilation));
+    let span = lanes
+        .saturating_add(16)
+        .saturating_add(reach)
+        .max(h.input.saturating_add(h.pad_begin).saturating_mul(wp));
+    if span > DWP_BUF {
+        return Ok(None);
+    }
+    // The zeroed length: every chunk's lanes and reach, in whole 16-float stores.
+    let span = span.next_multiple_of(16).min(DWP_BUF);
+    let planes = d.batch * d.cout;
+    let mut args = depthwise_args(d, [wp, span])?;
+    args.push(Arg::I32(i32_arg(planes, "planes")?));
+    b.launch(program, "depthwise_plane", &[planes], Some(&[4]), args);
     Ok(Some(()))
 }
 

@@ -39,7 +39,8 @@ pub struct ProfileEntry {
     /// Bytes per call (transfers only).
     pub bytes: u64,
     /// The node this one was fused into (an activation or BatchNormalization folded into
-    /// the Conv before it): its work is in that node's time, so its own is zero.
+    /// the Conv before it, a squeeze-excite block's convs into the pool before them): its
+    /// work is in that node's time, so its own is zero.
     pub fused_into: Option<String>,
 }
 

@@ -126,3 +126,43 @@ __kernel void max_pool_padded(CTPTR Xp, TPTR Y, int8 geo, int OH, int OW) {
         }
     }
 }
+
+// squeeze_excite: GlobalAveragePool with a squeeze-excite block's two 1×1 convs folded in
+// (fuse.rs, absorb_excite): per batch entry, the C plane means as global_average_pool
+// computes them (a sum in acc_t over the plane, divided once, rounded to float), then
+// m = act1(W1·means + b1) over M channels and y = act2(W2·m + b2) over C, each sum a chain
+// of float multiply-adds in channel order, the bias added after it, as the GEMM kernels'
+// epilogue does. One work-group per batch entry; its work-items share the channels, and
+// both vectors live in local memory (at most SE_MAX each, which the host checks).
+// W1 is [M][C], W2 [C][M] (the convs' [out, in, 1, 1] weights).
+
+#define SE_MAX 2048
+
+__kernel void squeeze_excite(CTPTR X, CTPTR W1, CTPTR B1, int has_b1, CTPTR W2, CTPTR B2,
+                             int has_b2, TPTR Y, int C, int M, int size, int act1,
+                             float act1_a, float act1_b, int act2, float act2_a,
+                             float act2_b) {
+    __local float means[SE_MAX];
+    __local float mid[SE_MAX];
+    const int n = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
+    const long base = (long)n * C * size;
+    for (int c = lid; c < C; c += L) {
+        acc_t sum = 0;
+        for (int i = 0; i < size; ++i) sum += LD(X, base + (long)c * size + i);
+        means[c] = (float)(sum / size);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int j = lid; j < M; j += L) {
+        float acc = 0.0f;
+        for (int c = 0; c < C; ++c) acc = fma(LD(W1, (long)j * C + c), means[c], acc);
+        const float v = has_b1 ? acc + LD(B1, j) : acc;
+        mid[j] = activate(v, act1, act1_a, act1_b);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int c = lid; c < C; c += L) {
+        float acc = 0.0f;
+        for (int j = 0; j < M; ++j) acc = fma(LD(W2, (long)c * M + j), mid[j], acc);
+        const float v = has_b2 ? acc + LD(B2, c) : acc;
+        ST(Y, (long)n * C + c, activate(v, act2, act2_a, act2_b));
+    }
+}

@@ -9,17 +9,23 @@
 //! GELU and the scalings only need the value's rank to be known, not its extents: a
 //! constant of no higher rank cannot broadcast it. A Conv, MatMul or Gemm absorbs SiLU as
 //! exporters write it (Sigmoid and Mul reading the same value: EfficientNet's
-//! activation).
+//! activation). A GlobalAveragePool absorbs the two 1×1 convs of a squeeze-excite block
+//! after it (with the activations they took), so that MobileNetV3's and EfficientNet's
+//! blocks pool and compute their channel scales in one launch instead of three; the Mul
+//! that applies the scales stays a node.
 //!
 //! Every fused kernel rounds as the nodes it replaces do on f32 storage: the epilogue adds
 //! the bias and the residual to the rounded product in the graph's order, and the GELU
-//! rounds after each of its five steps.
+//! rounds after each of its five steps. The folded squeeze-excite keeps its two small
+//! vectors in float between the steps, as f32 storage would; on f16 storage it skips the
+//! two roundings to f16 the unfused nodes make (within the f16 tolerance, which allows
+//! one rounding per stored value).
 //!
 //! A value is only fused away when exactly one node reads it and it is not a partition
 //! output; the fused nodes are still reported to the profile (with zero time, theirs being
 //! part of the conv's).
 
-use concord_core::op::Conv;
+use concord_core::op::{AutoPad, Conv};
 use concord_core::op::{
     Binary, Unary, CLIP_KERNEL_CODE, SCALE_DIV_KERNEL_CODE, SCALE_MUL_KERNEL_CODE, SILU_KERNEL_CODE,
 };
@@ -80,6 +86,9 @@ pub enum FusionFault {
     ScaleDropped,
     /// A fused SiLU computed as HardSwish, its piecewise-linear approximation.
     SiluAsHardSwish,
+    /// A squeeze-excite tail folded into a GlobalAveragePool loses its second conv's
+    /// activation (the gate).
+    ExciteGateDropped,
 }
 
 /// A node of the fused partition.
@@ -89,7 +98,27 @@ pub struct FusedNode {
     pub epilogue: Epilogue,
     /// Names of the nodes folded into this one.
     pub fused: Vec<String>,
+    /// For a GlobalAveragePool, the squeeze-excite tail folded into it (see
+    /// [`absorb_excite`]).
+    pub excite: Option<Excite>,
 }
+
+/// The two 1×1 convs of a squeeze-excite block folded into the GlobalAveragePool before
+/// them: the pooled [N, C, 1, 1] goes to M channels and back to C, each conv adding its
+/// bias and applying its activation. The pool node then reads the convs' weights and
+/// biases as its inputs 1 to 4 (a bias may be absent) and writes the second conv's output.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Excite {
+    /// The first conv's activation (C → M).
+    pub reduce: Activation,
+    /// The second conv's activation (M → C), the gate.
+    pub expand: Activation,
+}
+
+/// The most channels on either side of a folded squeeze-excite block: the kernel keeps
+/// both vectors in local memory (`SE_MAX` in pool.cl), 16 KiB at this size, half of the
+/// least local memory an OpenCL device has.
+pub const EXCITE_MAX_CHANNELS: usize = 2048;
 
 impl Activation {
     /// The activation code and its two parameters, as the kernels take them.
@@ -134,6 +163,7 @@ pub fn fuse(graph: &mut Graph) -> Vec<FusedNode> {
             node: n.clone(),
             epilogue: Epilogue::default(),
             fused: Vec::new(),
+            excite: None,
         })
         .collect();
     let outputs: HashSet<String> = graph.outputs.iter().cloned().collect();
@@ -156,11 +186,25 @@ pub fn fuse(graph: &mut Graph) -> Vec<FusedNode> {
         }
         i += 1;
     }
+    // After the convs have taken their activations.
+    let mut i = 0;
+    while i < nodes.len() {
+        if matches!(nodes[i].node.op, Op::GlobalAveragePool) {
+            absorb_excite(graph, &mut nodes, i, &outputs);
+        }
+        i += 1;
+    }
     nodes
 }
 
 /// Plants `fault` in every MatMul and Gemm it applies to (a SiLU's also in every Conv).
 pub fn plant(nodes: &mut [FusedNode], fault: FusionFault) {
+    if fault == FusionFault::ExciteGateDropped {
+        for excite in nodes.iter_mut().filter_map(|f| f.excite.as_mut()) {
+            excite.expand = Activation::None;
+        }
+        return;
+    }
     for fused in nodes.iter_mut().filter(|f| match f.node.op {
         Op::MatMul | Op::Gemm(_) => true,
         Op::Conv(_) => fault == FusionFault::SiluAsHardSwish,
@@ -191,6 +235,7 @@ pub fn plant(nodes: &mut [FusedNode], fault: FusionFault) {
                     epilogue.activation = Activation::None;
                 }
             }
+            FusionFault::ExciteGateDropped => {}
         }
     }
 }
@@ -430,6 +475,116 @@ fn absorb_silu(
 
 /// Node `i`'s output when it has exactly one and it is not a partition output (so a fused
 /// epilogue may replace what its readers see).
+/// Folds a squeeze-excite tail into the GlobalAveragePool at `i` (see [`Excite`]): the
+/// pool's only reader a 1×1 conv to M channels, whose only reader is a 1×1 conv back to the
+/// pool's C channels, so the folded node writes a value of the pool's own shape. Each conv
+/// has constant weights ([M, C, 1, 1], then [C, M, 1, 1]), a constant bias or none, one
+/// group, no padding and no residual; its activation is whatever its epilogue took. One
+/// launch then does what took three. True when it folded.
+fn absorb_excite(
+    graph: &Graph,
+    nodes: &mut Vec<FusedNode>,
+    i: usize,
+    outputs: &HashSet<String>,
+) -> bool {
+    let head = &nodes[i];
+    if head.excite.is_some() || head.epilogue != Epilogue::default() {
+        return false;
+    }
+    let Some(x) = head.node.inputs.first().cloned().flatten() else {
+        return false;
+    };
+    // A 2-D image (N, C, H, W), so the pooled value is (N, C, 1, 1).
+    if graph.values.get(&x).map(|v| v.shape.len()) != Some(4) {
+        return false;
+    }
+    let Some(pooled) = sole_output(nodes, i, outputs) else {
+        return false;
+    };
+    let Some(j) = only_reader(nodes, i, &pooled, outputs) else {
+        return false;
+    };
+    let Some(reduce) = excite_conv(graph, &nodes[j], &pooled) else {
+        return false;
+    };
+    let Some(middle) = sole_output(nodes, j, outputs) else {
+        return false;
+    };
+    let Some(k) = only_reader(nodes, j, &middle, outputs) else {
+        return false;
+    };
+    let Some(expand) = excite_conv(graph, &nodes[k], &middle) else {
+        return false;
+    };
+    // C → M → C, with both vectors within the kernel's local memory.
+    let (m, c) = reduce.channels;
+    if expand.channels != (c, m) || m.max(c) > EXCITE_MAX_CHANNELS {
+        return false;
+    }
+    let y = nodes[k].node.outputs.clone();
+    nodes[i].node.inputs = vec![
+        Some(x),
+        Some(reduce.weight),
+        reduce.bias,
+        Some(expand.weight),
+        expand.bias,
+    ];
+    nodes[i].excite = Some(Excite {
+        reduce: nodes[j].epilogue.activation,
+        expand: nodes[k].epilogue.activation,
+    });
+    absorb_chain(nodes, i, y.concat(), Activation::None, [j, k]);
+    true
+}
+
+/// A conv that [`absorb_excite`] can fold: its weight, bias, and (output, input) channels.
+struct ExciteConv {
+    weight: String,
+    bias: Option<String>,
+    channels: (usize, usize),
+}
+
+/// `fused` as one of a squeeze-excite block's 1×1 convs reading `value` (see
+/// [`absorb_excite`]).
+fn excite_conv(graph: &Graph, fused: &FusedNode, value: &str) -> Option<ExciteConv> {
+    let Op::Conv(attrs) = &fused.node.op else {
+        return None;
+    };
+    let unpadded = attrs.pads.iter().all(|&p| p == 0)
+        && matches!(attrs.auto_pad, AutoPad::NotSet | AutoPad::Valid);
+    if attrs.group != 1
+        || !unpadded
+        || !attrs.kernel_shape.iter().all(|&k| k == 1)
+        || fused.epilogue.residual.is_some()
+        || fused.epilogue.bias.is_some()
+        || fused.node.outputs.len() != 1
+        || !input_is(&fused.node, 0, value)
+    {
+        return None;
+    }
+    let weight = fused.node.inputs.get(1)?.clone()?;
+    let w = graph.initializers.get(&weight)?;
+    let (m, c) = match w.dims() {
+        &[m, c, 1, 1] => (m, c),
+        _ => return None,
+    };
+    let bias = match fused.node.inputs.get(2).cloned().flatten() {
+        None => None,
+        Some(name) => {
+            let t = graph.initializers.get(&name)?;
+            if t.dims() != [m] || t.dtype() != w.dtype() {
+                return None;
+            }
+            Some(name)
+        }
+    };
+    Some(ExciteConv {
+        weight,
+        bias,
+        channels: (m, c),
+    })
+}
+
 fn sole_output(nodes: &[FusedNode], i: usize, outputs: &HashSet<String>) -> Option<String> {
     match &nodes[i].node.outputs[..] {
         [value] if !outputs.contains(value) => Some(value.clone()),

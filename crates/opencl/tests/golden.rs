@@ -134,7 +134,8 @@ fn golden_cases_on_opencl_with_the_gemm_the_device_would_not_pick() {
 }
 
 /// The fusions of a transformer block (a MatMul's bias, residual, erf GELU and scale by a
-/// constant) and EfficientNet's SiLU (Sigmoid and Mul fused into the Conv before them)
+/// constant), EfficientNet's SiLU (Sigmoid and Mul fused into the Conv before them) and
+/// MobileNetV3's squeeze-excite blocks (two 1×1 convs folded into the pool before them)
 /// proved catchable: with each wrong fusion planted in the OpenCL executor, the
 /// outputs of the cases that have that fusion are out of the case's tolerance, element
 /// values wrong with the right shape (the unplanted executor passes the same cases in
@@ -158,11 +159,15 @@ fn a_planted_wrong_fusion_is_caught_by_the_transformer_and_efficientnet_cases() 
         FusionFault::ScaleDropped,
     ];
     let efficientnet = [FusionFault::SiluAsHardSwish];
+    // Its squeeze-excite blocks' gate is a HardSigmoid that the second conv takes, so the
+    // whole block folds into the pool (efficientnet's Sigmoid gate stays a node).
+    let mobilenet_v3 = [FusionFault::ExciteGateDropped];
     for (case_name, faults) in [
         ("transformer_encoder_block", &block[..]),
         ("torchvision_vit", &block),
         ("torch_bert_encoder", &bert),
         ("torchvision_efficientnet", &efficientnet),
+        ("torchvision_mobilenet_v3_small", &mobilenet_v3),
     ] {
         let Some(case) = manifest.cases.iter().find(|c| c.name == case_name) else {
             panic!("{test}: the golden manifest has no {case_name} case");

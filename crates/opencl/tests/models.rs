@@ -160,6 +160,74 @@ fn max_pool(size: usize, k: usize, stride: usize, pad: usize, ceil_mode: bool) -
     g
 }
 
+/// A squeeze-excite block as exporters write it: GlobalAveragePool → 1×1 Conv (C → M) →
+/// Relu → 1×1 Conv (M → C) → HardSigmoid → Mul with the input, which the OpenCL executor
+/// folds into one launch (fuse.rs, absorb_excite); either conv may lack its bias.
+fn squeeze_excite(batch: usize, c: usize, m: usize, size: usize, biases: [bool; 2]) -> Graph {
+    let mut g = Graph {
+        name: format!("squeeze_excite_{batch}x{c}x{size}_m{m}_bias{biases:?}"),
+        inputs: vec![concord::ValueInfo::fixed(
+            "input",
+            DType::F32,
+            &[batch, c, size, size],
+        )],
+        outputs: vec!["y".into()],
+        opset: 17,
+        ..Graph::default()
+    };
+    let mut lcg = Lcg::new(c as u64 * 31 + m as u64);
+    let mut conv = |g: &mut Graph, name: &str, x: &str, out: usize, inn: usize, bias: bool| {
+        let w = format!("{name}_w");
+        g.initializers
+            .insert(w.clone(), lcg.tensor(&[out, inn, 1, 1], 0.5));
+        let mut inputs = vec![x.to_string(), w];
+        if bias {
+            let b = format!("{name}_b");
+            g.initializers.insert(b.clone(), lcg.tensor(&[out], 0.5));
+            inputs.push(b);
+        }
+        let inputs: Vec<&str> = inputs.iter().map(String::as_str).collect();
+        let y = format!("{name}_y");
+        g.nodes.push(Node::new(
+            name,
+            Op::Conv(concord::op::Conv::default()),
+            &inputs,
+            &[&y],
+        ));
+        y
+    };
+    g.nodes.push(Node::new(
+        "pool",
+        Op::GlobalAveragePool,
+        &["input"],
+        &["pooled"],
+    ));
+    let a = conv(&mut g, "fc1", "pooled", m, c, biases[0]);
+    g.nodes.push(Node::new(
+        "relu",
+        Op::Unary(concord::op::Unary::Relu),
+        &[&a],
+        &["a_relu"],
+    ));
+    let s = conv(&mut g, "fc2", "a_relu", c, m, biases[1]);
+    g.nodes.push(Node::new(
+        "gate",
+        Op::Unary(concord::op::Unary::HardSigmoid {
+            alpha: 1.0 / 6.0,
+            beta: 0.5,
+        }),
+        &[&s],
+        &["scale"],
+    ));
+    g.nodes.push(Node::new(
+        "excite",
+        Op::Binary(concord::op::Binary::Mul),
+        &["input", "scale"],
+        &["y"],
+    ));
+    g
+}
+
 fn check_all(test: &str, graphs: Vec<Graph>) {
     let failures: Vec<String> = graphs
         .into_iter()
@@ -203,6 +271,13 @@ fn wide_and_ragged_layers_agree_with_the_reference() {
         layer(8, 8, 20, 5, 1, 8),
         layer(8, 8, 21, 9, 1, 8),
         layer(16, 16, 7, 3, 1, 16),
+        // Planes at most 8 wide with stride 1 (depthwise_plane): 4×4 with 5×5 taps, the
+        // 8-wide edge, a channel multiplier, dilation 2, and a one-pixel plane.
+        layer(16, 16, 4, 5, 1, 16),
+        layer(8, 8, 8, 3, 1, 8),
+        layer(6, 12, 6, 3, 1, 6),
+        dilated(8, 8, 6, 1, 8),
+        layer(8, 8, 1, 3, 1, 8),
         dilated(8, 8, 37, 1, 8),
         dilated(8, 8, 37, 2, 8),
         dilated(4, 8, 37, 1, 1),
@@ -215,6 +290,67 @@ fn wide_and_ragged_layers_agree_with_the_reference() {
     let f16: Vec<Graph> = graphs.iter().cloned().map(as_f16).collect();
     graphs.extend(f16);
     check_all("wide_and_ragged_layers_agree_with_the_reference", graphs);
+}
+
+/// Squeeze-excite blocks folded into their pool agree with the reference: with and without
+/// either bias, batch 2, a plane of one pixel, more channels than a work-group has items,
+/// and f16 storage. Each fold is checked too: the two convs are reported fused.
+#[test]
+fn folded_squeeze_excite_blocks_agree_with_the_reference() {
+    let test = "folded_squeeze_excite_blocks_agree_with_the_reference";
+    let mut graphs = vec![
+        squeeze_excite(1, 16, 4, 5, [true, true]),
+        squeeze_excite(2, 24, 8, 3, [false, true]),
+        squeeze_excite(2, 72, 24, 1, [true, false]),
+        squeeze_excite(1, 200, 48, 4, [false, false]),
+    ];
+    let f16: Vec<Graph> = graphs.iter().cloned().map(as_f16).collect();
+    graphs.extend(f16);
+    if let OpenClHere::Available = opencl_here(test) {
+        for graph in &graphs {
+            let net = NetBuilder::from_graph(graph.clone())
+                .registry(common::shared_registry())
+                .backend(concord::backends::OPENCL)
+                .fallback(FallbackPolicy::Deny)
+                .overrides(Overrides::default())
+                .profiling(true)
+                .build()
+                .unwrap_or_else(|e| panic!("{test}: {}: {e}", graph.name));
+            let input = Lcg::new(3).tensor(&graph_dims(graph), 1.0);
+            let input = if graph.inputs[0].dtype == DType::F16 {
+                to_f16(&input)
+            } else {
+                input
+            };
+            // The first forward is the warm-up the profile leaves out.
+            for _ in 0..2 {
+                net.forward([("input", input.clone())])
+                    .unwrap_or_else(|e| panic!("{test}: {}: {e}", graph.name));
+            }
+            let profile = net.profile();
+            for conv in ["fc1", "fc2"] {
+                let entry = profile.entries.iter().find(|e| e.name == conv);
+                assert!(
+                    entry.is_some_and(|e| e.fused_into.as_deref() == Some("pool")),
+                    "{test}: {}: {conv} is not folded into the pool: {entry:?} in {:?}",
+                    graph.name,
+                    profile.entries
+                );
+            }
+        }
+    }
+    check_all(test, graphs);
+}
+
+fn graph_dims(graph: &Graph) -> Vec<usize> {
+    graph.inputs[0]
+        .shape
+        .iter()
+        .map(|d| match d {
+            Dim::Fixed(n) => *n,
+            other => panic!("the input dims must be fixed, got {other:?}"),
+        })
+        .collect()
 }
 
 /// A profiled OpenCL forward reports every node (a fused one with zero time and the name

@@ -301,7 +301,9 @@ pub fn build(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> {
         Op::Softmax { .. } | Op::LayerNormalization { .. } | Op::BatchNormalization { .. } => {
             norm::build(b, node)
         }
-        Op::MaxPool(_) | Op::AveragePool(_) | Op::GlobalAveragePool => pool::build(b, node),
+        Op::MaxPool(_) | Op::AveragePool(_) | Op::GlobalAveragePool => {
+            pool::build(b, node, fused.excite)
+        }
         Op::Reduce(ReduceKind::Mean | ReduceKind::Sum | ReduceKind::Max, _) => {
             reduce::build(b, node)
         }

@@ -2,8 +2,10 @@
 //! GlobalAveragePool.
 
 use super::linear::{as_2d, launch_pad_planes, resolve_axes, Axis};
+use super::optional_input;
 use super::{input, output};
 use crate::cl::Program;
+use crate::fuse::{Excite, EXCITE_MAX_CHANNELS};
 use crate::plan::StorageDefines;
 use crate::plan::{i32_arg, int8, window_local, Arg, Builder};
 use crate::plan::{GemmKernel, Loc, Storage};
@@ -23,7 +25,7 @@ pub(super) fn check(_graph: &Graph, _node: &Node, attrs: &Pool) -> Result<(), St
     Ok(())
 }
 
-pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
+pub(super) fn build(b: &mut Builder, node: &Node, excite: Option<Excite>) -> Result<(), OpError> {
     let (x, y) = (input(node, 0, "X")?, output(node)?);
     let xd = b.shape(x)?.dims().to_vec();
     if xd.len() < 3 {
@@ -41,6 +43,9 @@ pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
         Op::MaxPool(p) | Op::AveragePool(p) => p,
         _ => {
             let size: usize = xd[2..].iter().product();
+            if let Some(excite) = excite {
+                return squeeze_excite(b, &program, node, excite, (xl, yl), &xd);
+            }
             b.launch_1d(
                 &program,
                 "global_average_pool",
@@ -192,5 +197,66 @@ fn max_pool_padded(
         ],
     );
     b.release(&temp);
+    Ok(())
+}
+
+/// GlobalAveragePool with a squeeze-excite tail folded in (see `fuse::absorb_excite`):
+/// one launch of squeeze_excite in pool.cl, a work-group per batch entry. The node reads
+/// X, then the two convs' weights and biases; the shapes are checked here, where they are
+/// concrete.
+fn squeeze_excite(
+    b: &mut Builder,
+    program: &Arc<Program>,
+    node: &Node,
+    excite: Excite,
+    (xl, yl): (Loc, Loc),
+    xd: &[usize],
+) -> Result<(), OpError> {
+    let (batch, c) = (xd[0], xd[1]);
+    let size: usize = xd[2..].iter().product();
+    let w1 = input(node, 1, "the folded squeeze conv's W")?;
+    let w2 = input(node, 3, "the folded excite conv's W")?;
+    let m = b.shape(w1)?.dims().first().copied().unwrap_or(0);
+    let (d1, d2) = (b.shape(w1)?.dims().to_vec(), b.shape(w2)?.dims().to_vec());
+    if xd.len() != 4 || d1 != [m, c, 1, 1] || d2 != [c, m, 1, 1] || m.max(c) > EXCITE_MAX_CHANNELS {
+        return Err(OpError::Shape(format!(
+            "{}: the folded squeeze-excite convs take X {xd:?} to {d1:?} and {d2:?}, which do \
+             not fit (1×1 convs C → M → C, at most {EXCITE_MAX_CHANNELS} channels)",
+            node.name
+        )));
+    }
+    let mut args = vec![Arg::Buf(xl.clone())];
+    for (weight, bias) in [(1, 2), (3, 4)] {
+        args.push(Arg::Buf(b.input(input(node, weight, "W")?)?));
+        match optional_input(node, bias) {
+            Some(name) => {
+                args.push(Arg::Buf(b.input(name)?));
+                args.push(Arg::I32(1));
+            }
+            // Bound to X and never read.
+            None => {
+                args.push(Arg::Buf(xl.clone()));
+                args.push(Arg::I32(0));
+            }
+        }
+    }
+    args.push(Arg::Buf(yl));
+    args.extend([
+        Arg::I32(i32_arg(c, "channels")?),
+        Arg::I32(i32_arg(m, "squeezed channels")?),
+        Arg::I32(i32_arg(size, "plane size")?),
+    ]);
+    for activation in [excite.reduce, excite.expand] {
+        let (code, p, q) = activation.code();
+        args.extend([Arg::I32(code), Arg::F32(p), Arg::F32(q)]);
+    }
+    let local = 64.min(b.device.max_work_group_size.max(1));
+    b.launch(
+        program,
+        "squeeze_excite",
+        &[batch * local],
+        Some(&[local]),
+        args,
+    );
     Ok(())
 }

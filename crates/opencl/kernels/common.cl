@@ -101,7 +101,7 @@ inline float16 sigmoid_f16(float16 v) {
 
 // The fused epilogue's activation, by the U_* op codes that concord-core's op table
 // generates (prepended to every program): 0 none, Relu, Clip(a, b), LeakyRelu(a),
-// HardSigmoid(a, b), HardSwish, U_SCALE_MUL and U_SCALE_DIV (v · a, v / a), U_SILU
+// HardSigmoid(a, b), HardSwish, Sigmoid, U_SCALE_MUL and U_SCALE_DIV (v · a, v / a), U_SILU
 // (v · sigmoid(v), the sigmoid rounded to float first, as Sigmoid then Mul), and U_GELU
 // for the erf GELU as PyTorch exports it,
 // (v · (erf(v / a) + 1)) · b, rounded to float after each step as its five nodes are (erf
@@ -123,6 +123,7 @@ inline float activate(float v, int act, float a, float b) {
     case U_SCALE_MUL: return v * a;
     case U_SCALE_DIV: return v / a;
     case U_SILU: return v * sigmoid_f(v);
+    case U_SIGMOID: return sigmoid_f(v);
     default: return v;
     }
 }
@@ -154,6 +155,7 @@ CPU_NOINLINE float16 activate16_other(float16 v, int act, float a, float b) {
     case U_SCALE_MUL: return v * a;
     case U_SCALE_DIV: return v / a;
     case U_SILU: return v * sigmoid_f16(v);
+    case U_SIGMOID: return sigmoid_f16(v);
     default: return v;
     }
 }

@@ -10,9 +10,9 @@
 //! constant of no higher rank cannot broadcast it. A Conv, MatMul or Gemm absorbs SiLU as
 //! exporters write it (Sigmoid and Mul reading the same value: EfficientNet's
 //! activation). A GlobalAveragePool absorbs the two 1×1 convs of a squeeze-excite block
-//! after it (with the activations they took), so that MobileNetV3's and EfficientNet's
-//! blocks pool and compute their channel scales in one launch instead of three; the Mul
-//! that applies the scales stays a node.
+//! after it (with the activations they took, the gate's Sigmoid or HardSigmoid among
+//! them), so that MobileNetV3's and EfficientNet's blocks pool and compute their channel
+//! scales in one launch instead of four; the Mul that applies the scales stays a node.
 //!
 //! Every fused kernel rounds as the nodes it replaces do on f32 storage: the epilogue adds
 //! the bias and the residual to the rounded product in the graph's order, and the GELU
@@ -52,6 +52,9 @@ pub enum Activation {
     /// `x · sigmoid(x)`, the sigmoid rounded to f32 first: SiLU as exporters write it
     /// (Sigmoid, Mul).
     Silu,
+    /// `sigmoid(x)`, as the Sigmoid kernel computes it (a squeeze-excite block's gate in
+    /// EfficientNet).
+    Sigmoid,
     /// `x · c`: a Mul by a one-element constant.
     MulBy(f32),
     /// `x / c`: a Div by a one-element constant (an attention score's scale as PyTorch
@@ -138,6 +141,7 @@ impl Activation {
                 (code(Unary::Gelu { tanh: false }), divisor, scale)
             }
             Activation::Silu => (SILU_KERNEL_CODE as i32, 0.0, 0.0),
+            Activation::Sigmoid => (code(Unary::Sigmoid), 0.0, 0.0),
             Activation::MulBy(c) => (SCALE_MUL_KERNEL_CODE as i32, c, 0.0),
             Activation::DivBy(c) => (SCALE_DIV_KERNEL_CODE as i32, c, 0.0),
         }
@@ -761,6 +765,7 @@ fn activation_of(graph: &Graph, op: &Op, node: &Node) -> Option<Activation> {
         Op::Unary(Unary::LeakyRelu { alpha }) => Activation::LeakyRelu(*alpha),
         Op::Unary(Unary::HardSigmoid { alpha, beta }) => Activation::HardSigmoid(*alpha, *beta),
         Op::Unary(Unary::HardSwish) => Activation::HardSwish,
+        Op::Unary(Unary::Sigmoid) => Activation::Sigmoid,
         Op::Clip => {
             let bound = |index: usize, default: f32| -> Option<f32> {
                 match node.inputs.get(index).and_then(|i| i.as_deref()) {

@@ -158,9 +158,9 @@ fn a_planted_wrong_fusion_is_caught_by_the_transformer_and_efficientnet_cases() 
         FusionFault::MatMulBiasDropped,
         FusionFault::ScaleDropped,
     ];
-    let efficientnet = [FusionFault::SiluAsHardSwish];
-    // Its squeeze-excite blocks' gate is a HardSigmoid that the second conv takes, so the
-    // whole block folds into the pool (efficientnet's Sigmoid gate stays a node).
+    // Both have squeeze-excite blocks whose gate (a Sigmoid, a HardSigmoid) the second
+    // conv takes, so the whole block folds into the pool.
+    let efficientnet = [FusionFault::SiluAsHardSwish, FusionFault::ExciteGateDropped];
     let mobilenet_v3 = [FusionFault::ExciteGateDropped];
     for (case_name, faults) in [
         ("transformer_encoder_block", &block[..]),

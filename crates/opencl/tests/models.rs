@@ -122,6 +122,26 @@ fn layer(cin: usize, cout: usize, size: usize, k: usize, stride: usize, group: u
     b.graph
 }
 
+/// Conv → BatchNormalization → Sigmoid.
+fn gated_layer(
+    cin: usize,
+    cout: usize,
+    size: usize,
+    k: usize,
+    stride: usize,
+    group: usize,
+) -> Graph {
+    let mut b = CnnBuilder::new(
+        &format!("conv_{cin}_{cout}_{size}_k{k}_s{stride}_g{group}_sigmoid"),
+        &[1, cin, size, size],
+        7,
+    );
+    let y = b.conv_bn("input", cin, cout, k, stride, group);
+    let y = b.unary(Op::Unary(concord::op::Unary::Sigmoid), &y);
+    b.graph.outputs.push(y);
+    b.graph
+}
+
 /// A layer whose conv has dilation 2 (the builder's convs have none).
 fn dilated(cin: usize, cout: usize, size: usize, stride: usize, group: usize) -> Graph {
     let mut g = layer(cin, cout, size, 3, stride, group);
@@ -160,12 +180,34 @@ fn max_pool(size: usize, k: usize, stride: usize, pad: usize, ceil_mode: bool) -
     g
 }
 
-/// A squeeze-excite block as exporters write it: GlobalAveragePool → 1×1 Conv (C → M) →
-/// Relu → 1×1 Conv (M → C) → HardSigmoid → Mul with the input, which the OpenCL executor
+/// A squeeze-excite block as MobileNetV3's exporters write it: GlobalAveragePool → 1×1
+/// Conv (C → M) → Relu → 1×1 Conv (M → C) → HardSigmoid → Mul with the input, which the OpenCL executor
 /// folds into one launch (fuse.rs, absorb_excite); either conv may lack its bias.
 fn squeeze_excite(batch: usize, c: usize, m: usize, size: usize, biases: [bool; 2]) -> Graph {
+    squeeze_excite_gated(batch, c, m, size, biases, hard_sigmoid())
+}
+
+fn hard_sigmoid() -> Op {
+    Op::Unary(concord::op::Unary::HardSigmoid {
+        alpha: 1.0 / 6.0,
+        beta: 0.5,
+    })
+}
+
+/// [`squeeze_excite`] with `gate` in the HardSigmoid's place (EfficientNet's is a Sigmoid).
+fn squeeze_excite_gated(
+    batch: usize,
+    c: usize,
+    m: usize,
+    size: usize,
+    biases: [bool; 2],
+    gate: Op,
+) -> Graph {
     let mut g = Graph {
-        name: format!("squeeze_excite_{batch}x{c}x{size}_m{m}_bias{biases:?}"),
+        name: format!(
+            "squeeze_excite_{batch}x{c}x{size}_m{m}_bias{biases:?}_{}",
+            gate.name()
+        ),
         inputs: vec![concord::ValueInfo::fixed(
             "input",
             DType::F32,
@@ -210,15 +252,7 @@ fn squeeze_excite(batch: usize, c: usize, m: usize, size: usize, biases: [bool; 
         &["a_relu"],
     ));
     let s = conv(&mut g, "fc2", "a_relu", c, m, biases[1]);
-    g.nodes.push(Node::new(
-        "gate",
-        Op::Unary(concord::op::Unary::HardSigmoid {
-            alpha: 1.0 / 6.0,
-            beta: 0.5,
-        }),
-        &[&s],
-        &["scale"],
-    ));
+    g.nodes.push(Node::new("gate", gate, &[&s], &["scale"]));
     g.nodes.push(Node::new(
         "excite",
         Op::Binary(concord::op::Binary::Mul),
@@ -278,6 +312,9 @@ fn wide_and_ragged_layers_agree_with_the_reference() {
         layer(6, 12, 6, 3, 1, 6),
         dilated(8, 8, 6, 1, 8),
         layer(8, 8, 1, 3, 1, 8),
+        // A Sigmoid taken into the epilogue of a dense conv and of a depthwise one.
+        gated_layer(12, 20, 37, 3, 1, 1),
+        gated_layer(16, 16, 6, 3, 1, 16),
         dilated(8, 8, 37, 1, 8),
         dilated(8, 8, 37, 2, 8),
         dilated(4, 8, 37, 1, 1),
@@ -303,6 +340,14 @@ fn folded_squeeze_excite_blocks_agree_with_the_reference() {
         squeeze_excite(2, 24, 8, 3, [false, true]),
         squeeze_excite(2, 72, 24, 1, [true, false]),
         squeeze_excite(1, 200, 48, 4, [false, false]),
+        squeeze_excite_gated(
+            2,
+            32,
+            8,
+            4,
+            [true, true],
+            Op::Unary(concord::op::Unary::Sigmoid),
+        ),
     ];
     let f16: Vec<Graph> = graphs.iter().cloned().map(as_f16).collect();
     graphs.extend(f16);

@@ -160,8 +160,9 @@ void gemm_tiled(CTPTR A, CTPTR B, TPTR Y, int M, int N, int K, int8 sa, int8 sb,
 // and MBLOCKS A panels, so its B panel stays in cache while it walks the rows.
 // p = (bp_s0, bp_s1, ap_s0, ap_s1, ldb, lda): panel offsets per b0 and b1 of B and of A
 // (A's b0 offset is 0 for a conv's weights), B's row stride when it is not packed, and
-// A's row stride when A is not packed either but read in place, its k contiguous (for
-// M ≤ MR, where packing would be one more launch for one panel); sbias as in gemm_tiled.
+// A's row stride when A is not packed either but read in place, its k contiguous (a
+// MatMul's or Gemm's activations: packing them was one more launch and pass, which the
+// packed loop did not win back); sbias as in gemm_tiled.
 // A values are read as scalars so the compiler folds each broadcast into its
 // multiply-add.
 __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p, int batch1,
@@ -188,8 +189,8 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p
             if (m0 >= M) break;
             float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0;
             if (p.s5 > 0) {
-                // A in place (M ≤ MR, so mb is 0): rows past M read the last row, and their
-                // sums are never stored.
+                // A in place: rows past M read the last row, and their sums are never
+                // stored.
                 CTPTR a = Ap + (long)b0 * p.s2 + (long)b1 * p.s3;
                 CTPTR a0 = a + (long)min(m0, M - 1) * p.s5;
                 CTPTR a1 = a + (long)min(m0 + 1, M - 1) * p.s5;

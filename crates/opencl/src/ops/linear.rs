@@ -1371,8 +1371,9 @@ fn launch_blocked(
     Ok(())
 }
 
-/// Gemm and MatMul on the register-blocked kernel: A packed into row panels (on the device,
-/// as it is usually an activation; read in place when it is one panel's rows), B used in place when its rows are contiguous, else
+/// Gemm and MatMul on the register-blocked kernel: A read in place when its k is
+/// contiguous, else packed into row panels (on the device, as it is usually an
+/// activation), B used in place when its rows are contiguous, else
 /// copied to row-major (on the host once when it is a constant, such as a transposed FC
 /// weight).
 fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<(), OpError> {
@@ -1394,10 +1395,13 @@ fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<()
         temps.push(name.clone());
         b.alloc(&name)
     };
-    // A of at most MR rows with contiguous k (a classifier's one row, a small batch of
-    // tokens) is read in place: packing it would be a launch to copy one panel. Otherwise
-    // it is packed into row panels.
-    let a_in_place = m <= MR && call.sa[1] == 1 && call.sa.iter().all(|&s| s >= 0);
+    // A with contiguous k is read in place, each of a block's rows a stream of its own; only
+    // A with strided k is packed into row panels first. Packing was a launch and a pass
+    // over A that the GEMM's loop did not win back at any size measured (`fwd_time`-style
+    // timing of a MatMul on one PoCL thread, packed vs in place: M×K×N 64×128×128 101 vs
+    // 92 µs, 256×128×128 316 vs 293, 1024×128×128 1,247 vs 1,123, 1024×512×512 18.4 vs
+    // 18.7 ms, within noise; torchvision_vit 466 vs 412 µs a forward).
+    let a_in_place = call.sa[1] == 1 && call.sa.iter().all(|&s| s >= 0);
     let (ap, lda, a_offsets) = if a_in_place {
         (
             call.a.clone(),

@@ -132,14 +132,16 @@ __kernel void max_pool_padded(CTPTR Xp, TPTR Y, int8 geo, int OH, int OW) {
 // computes them (a sum in acc_t over the plane, divided once, rounded to float), then
 // m = act1(W1·means + b1) over M channels and y = act2(W2·m + b2) over C, each sum a chain
 // of float multiply-adds in channel order, the bias added after it, as the GEMM kernels'
-// epilogue does. One work-group per batch entry; its work-items share the channels, and
-// both vectors live in local memory (at most SE_MAX each, which the host checks).
-// W1 is [M][C], W2 [C][M] (the convs' [out, in, 1, 1] weights).
+// epilogue does. With `apply`, Y is X times y (the block's Mul folded in too, each product
+// rounded once, as the Mul kernel's), else y itself. One work-group per batch entry; its
+// work-items share the channels, and the vectors live in local memory (at most SE_MAX
+// each, which the host checks). W1 is [M][C], W2 [C][M] (the convs' [out, in, 1, 1]
+// weights).
 
 #define SE_MAX 2048
 
 __kernel void squeeze_excite(CTPTR X, CTPTR W1, CTPTR B1, int has_b1, CTPTR W2, CTPTR B2,
-                             int has_b2, TPTR Y, int C, int M, int size, int act1,
+                             int has_b2, TPTR Y, int apply, int C, int M, int size, int act1,
                              float act1_a, float act1_b, int act2, float act2_a,
                              float act2_b) {
     __local float means[SE_MAX];
@@ -163,6 +165,19 @@ __kernel void squeeze_excite(CTPTR X, CTPTR W1, CTPTR B1, int has_b1, CTPTR W2, 
         float acc = 0.0f;
         for (int j = 0; j < M; ++j) acc = fma(LD(W2, (long)c * M + j), mid[j], acc);
         const float v = has_b2 ? acc + LD(B2, c) : acc;
-        ST(Y, (long)n * C + c, activate(v, act2, act2_a, act2_b));
+        const float s = activate(v, act2, act2_a, act2_b);
+        if (apply) {
+            means[c] = s;
+        } else {
+            ST(Y, (long)n * C + c, s);
+        }
+    }
+    if (!apply) return;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    // X · scale, the work-group's items taking consecutive elements of each plane in turn.
+    for (int c = 0; c < C; ++c) {
+        const float s = means[c];
+        const long at = base + (long)c * size;
+        for (int i = lid; i < size; i += L) ST(Y, at + i, LD(X, at + i) * s);
     }
 }

@@ -11,8 +11,8 @@
 //! exporters write it (Sigmoid and Mul reading the same value: EfficientNet's
 //! activation). A GlobalAveragePool absorbs the two 1×1 convs of a squeeze-excite block
 //! after it (with the activations they took, the gate's Sigmoid or HardSigmoid among
-//! them), so that MobileNetV3's and EfficientNet's blocks pool and compute their channel
-//! scales in one launch instead of four; the Mul that applies the scales stays a node.
+//! them) and the Mul that applies the channel scales to its input, so that MobileNetV3's
+//! and EfficientNet's blocks are one launch instead of five.
 //!
 //! Every fused kernel rounds as the nodes it replaces do on f32 storage: the epilogue adds
 //! the bias and the residual to the rounded product in the graph's order, and the GELU
@@ -109,13 +109,17 @@ pub struct FusedNode {
 /// The two 1×1 convs of a squeeze-excite block folded into the GlobalAveragePool before
 /// them: the pooled [N, C, 1, 1] goes to M channels and back to C, each conv adding its
 /// bias and applying its activation. The pool node then reads the convs' weights and
-/// biases as its inputs 1 to 4 (a bias may be absent) and writes the second conv's output.
+/// biases as its inputs 1 to 4 (a bias may be absent) and writes the second conv's output,
+/// or, with `scales_input`, the Mul of its input by those channel scales.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Excite {
     /// The first conv's activation (C → M).
     pub reduce: Activation,
     /// The second conv's activation (M → C), the gate.
     pub expand: Activation,
+    /// The block's Mul of the pool's input by the scales is folded in too: the node writes
+    /// a value of its input's shape.
+    pub scales_input: bool,
 }
 
 /// The most channels on either side of a folded squeeze-excite block: the kernel keeps
@@ -481,10 +485,11 @@ fn absorb_silu(
 /// epilogue may replace what its readers see).
 /// Folds a squeeze-excite tail into the GlobalAveragePool at `i` (see [`Excite`]): the
 /// pool's only reader a 1×1 conv to M channels, whose only reader is a 1×1 conv back to the
-/// pool's C channels, so the folded node writes a value of the pool's own shape. Each conv
-/// has constant weights ([M, C, 1, 1], then [C, M, 1, 1]), a constant bias or none, one
-/// group, no padding and no residual; its activation is whatever its epilogue took. One
-/// launch then does what took three. True when it folded.
+/// pool's C channels. Each conv has constant weights ([M, C, 1, 1], then [C, M, 1, 1]), a
+/// constant bias or none, one group, no padding and no residual; its activation is
+/// whatever its epilogue took. When the scales' only reader is a Mul of the pool's input by
+/// them, that is folded too. One launch then does what took three or four. True when it
+/// folded.
 fn absorb_excite(
     graph: &Graph,
     nodes: &mut Vec<FusedNode>,
@@ -498,8 +503,10 @@ fn absorb_excite(
     let Some(x) = head.node.inputs.first().cloned().flatten() else {
         return false;
     };
-    // A 2-D image (N, C, H, W), so the pooled value is (N, C, 1, 1).
-    if graph.values.get(&x).map(|v| v.shape.len()) != Some(4) {
+    // A 2-D image (N, C, H, W), so the pooled value is (N, C, 1, 1); made by a kernel (a
+    // constant's pool is computed on the host, by the unfused op).
+    if graph.values.get(&x).map(|v| v.shape.len()) != Some(4) || graph.initializers.contains_key(&x)
+    {
         return false;
     }
     let Some(pooled) = sole_output(nodes, i, outputs) else {
@@ -525,19 +532,35 @@ fn absorb_excite(
     if expand.channels != (c, m) || m.max(c) > EXCITE_MAX_CHANNELS {
         return false;
     }
-    let y = nodes[k].node.outputs.clone();
+    let excite = Excite {
+        reduce: nodes[j].epilogue.activation,
+        expand: nodes[k].epilogue.activation,
+        scales_input: false,
+    };
+    let scales = nodes[k].node.outputs.concat();
     nodes[i].node.inputs = vec![
-        Some(x),
+        Some(x.clone()),
         Some(reduce.weight),
         reduce.bias,
         Some(expand.weight),
         expand.bias,
     ];
-    nodes[i].excite = Some(Excite {
-        reduce: nodes[j].epilogue.activation,
-        expand: nodes[k].epilogue.activation,
-    });
-    absorb_chain(nodes, i, y.concat(), Activation::None, [j, k]);
+    nodes[i].excite = Some(excite);
+    absorb_chain(nodes, i, scales.clone(), Activation::None, [j, k]);
+    // The Mul that applies the scales to the pooled image, when it is their only reader.
+    if let Some(mul) = only_reader(nodes, i, &scales, outputs) {
+        let applies = binary(&nodes[mul].node, Binary::Mul)
+            .is_some_and(|(a, b)| (a == x && b == scales) || (a == scales && b == x))
+            && nodes[mul].epilogue == Epilogue::default();
+        if applies {
+            let y = nodes[mul].node.outputs.concat();
+            absorb_chain(nodes, i, y, Activation::None, [mul]);
+            nodes[i].excite = Some(Excite {
+                scales_input: true,
+                ..excite
+            });
+        }
+    }
     true
 }
 

@@ -195,7 +195,7 @@ impl OpenClPartition {
             })?;
             let node = &fused.node;
             let at = |e: OpError| Error::at_node(node, e);
-            infer_concrete(&mut b, node).map_err(at)?;
+            infer_fused(&mut b, fused).map_err(at)?;
             if host_evaluable(&b, node) {
                 evaluate_on_host(&mut b, node).map_err(at)?;
             } else {
@@ -271,7 +271,7 @@ impl OpenClPartition {
             };
             let node = &fused.node;
             let at = |e: OpError| Error::at_node(node, e);
-            infer_concrete(&mut b, node).map_err(at)?;
+            infer_fused(&mut b, fused).map_err(at)?;
             if host_evaluable(&b, node) {
                 evaluate_on_host(&mut b, node).map_err(at)?;
             } else if !matches!(node.op, Op::Concat { .. }) {
@@ -735,6 +735,19 @@ impl PreparedPartition for OpenClPartition {
 
 /// Infers the node's output shapes from the (now concrete) input shapes and host-known
 /// values, and records them.
+/// [`infer_concrete`] for a fused node: a GlobalAveragePool that also applies its folded
+/// squeeze-excite scales to its input writes the input's shape, not the pooled one.
+fn infer_fused(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> {
+    infer_concrete(b, &fused.node)?;
+    if fused.excite.is_some_and(|e| e.scales_input) {
+        let x = ops::input(&fused.node, 0, "X")?;
+        let shape = b.shape(x)?.clone();
+        let y = ops::output(&fused.node)?;
+        b.shapes.insert(y.to_string(), shape);
+    }
+    Ok(())
+}
+
 fn infer_concrete(b: &mut Builder, node: &concord_core::Node) -> Result<(), OpError> {
     let mut dims: Vec<Option<(concord_core::DType, Vec<concord_core::Dim>)>> = Vec::new();
     for input in &node.inputs {

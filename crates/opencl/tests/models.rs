@@ -331,7 +331,8 @@ fn wide_and_ragged_layers_agree_with_the_reference() {
 
 /// Squeeze-excite blocks folded into their pool agree with the reference: with and without
 /// either bias, batch 2, a plane of one pixel, more channels than a work-group has items,
-/// and f16 storage. Each fold is checked too: the two convs are reported fused.
+/// and f16 storage. Each fold is checked too: the two convs and the Mul that applies the
+/// scales are reported fused.
 #[test]
 fn folded_squeeze_excite_blocks_agree_with_the_reference() {
     let test = "folded_squeeze_excite_blocks_agree_with_the_reference";
@@ -373,7 +374,7 @@ fn folded_squeeze_excite_blocks_agree_with_the_reference() {
                     .unwrap_or_else(|e| panic!("{test}: {}: {e}", graph.name));
             }
             let profile = net.profile();
-            for conv in ["fc1", "fc2"] {
+            for conv in ["fc1", "fc2", "excite"] {
                 let entry = profile.entries.iter().find(|e| e.name == conv);
                 assert!(
                     entry.is_some_and(|e| e.fused_into.as_deref() == Some("pool")),

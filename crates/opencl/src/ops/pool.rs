@@ -202,8 +202,8 @@ fn max_pool_padded(
 
 /// GlobalAveragePool with a squeeze-excite tail folded in (see `fuse::absorb_excite`):
 /// one launch of squeeze_excite in pool.cl, a work-group per batch entry. The node reads
-/// X, then the two convs' weights and biases; the shapes are checked here, where they are
-/// concrete.
+/// X, then the two convs' weights and biases, and writes the channel scales or, with
+/// `scales_input`, X times them; the shapes are checked here, where they are concrete.
 fn squeeze_excite(
     b: &mut Builder,
     program: &Arc<Program>,
@@ -242,6 +242,7 @@ fn squeeze_excite(
     }
     args.push(Arg::Buf(yl));
     args.extend([
+        Arg::I32(i32::from(excite.scales_input)),
         Arg::I32(i32_arg(c, "channels")?),
         Arg::I32(i32_arg(m, "squeezed channels")?),
         Arg::I32(i32_arg(size, "plane size")?),

@@ -884,11 +884,9 @@ fn center_crop_pad(axes: Option<&[i64]>, inputs: &[Option<&Tensor>]) -> Result<T
         let t = usize::try_from(t)
             .map_err(|_| OpError::Shape(format!("CenterCropPad: shape {target:?} is negative")))?;
         let d = in_dims[axis] as i64;
-        offset[axis] = if (t as i64) <= d {
-            (d - t as i64) / 2
-        } else {
-            -((t as i64 - d) / 2)
-        };
+        // floor((in - out) / 2) when cropping, -floor((out - in) / 2) when padding: one
+        // expression, as `/` truncates toward zero (a branch per case computed the same).
+        offset[axis] = (d - t as i64) / 2;
         out_dims[axis] = t;
     }
     let in_strides = strides(in_dims);

@@ -136,17 +136,21 @@ fn tensor_scatter_refuses_mismatched_operands() {
         run(&scatter(0, false), &[Some(&past), Some(&update)]),
         Err(OpError::Attribute { name: "axis", .. })
     ));
-    // An update longer than the cache, or differing off the sequence axis.
+    // An update longer than the cache, or differing off the sequence axis, of the cache's
+    // rank: refused by the shape check, which names both shapes.
     let long = f32s(&[2, 5, 1], &[0.0; 10]);
-    assert!(matches!(
-        run(&scatter(-2, false), &[Some(&past), Some(&long)]),
-        Err(OpError::Shape(_))
-    ));
     let wide = f32s(&[2, 2, 2], &[0.0; 8]);
-    assert!(matches!(
-        run(&scatter(-2, false), &[Some(&past), Some(&wide)]),
-        Err(OpError::Shape(_))
-    ));
+    for bad in [&long, &wide] {
+        match run(&scatter(-2, false), &[Some(&past), Some(bad)]) {
+            Err(OpError::Shape(m)) => assert!(
+                m.contains("on every axis but the sequence axis")
+                    && m.contains(&bad.shape().to_string())
+                    && m.contains(&past.shape().to_string()),
+                "{m}"
+            ),
+            other => panic!("update {}: {other:?}", bad.shape()),
+        }
+    }
     // One write index per batch entry, as i64; the update of the cache's dtype.
     let three = Tensor::vec_i64(vec![0, 0, 0]);
     assert!(matches!(

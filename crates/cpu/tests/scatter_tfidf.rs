@@ -160,14 +160,20 @@ fn tensor_scatter_refuses_mismatched_operands() {
         ),
         Err(OpError::Shape(_))
     ));
+    // ONNX types write_indices as int64 only: f32 and i32 alike are refused, naming i64.
     let as_f32 = f32s(&[2], &[0.0, 0.0]);
-    assert!(matches!(
-        run(
+    let as_i32 = tensor(Tensor::from_vec([2], vec![0i32, 0]));
+    for bad in [&as_f32, &as_i32] {
+        match run(
             &scatter(-2, false),
-            &[Some(&past), Some(&update), Some(&as_f32)]
-        ),
-        Err(OpError::DType { index: 2, .. })
-    ));
+            &[Some(&past), Some(&update), Some(bad)],
+        ) {
+            Err(OpError::DType {
+                index: 2, expected, ..
+            }) => assert_eq!(expected, "i64"),
+            other => panic!("write_indices of {:?}: {other:?}", bad.dtype()),
+        }
+    }
     let ints = tensor(Tensor::from_i64([2, 2, 1], vec![0; 4]));
     assert!(matches!(
         run(&scatter(-2, false), &[Some(&past), Some(&ints), Some(&at)]),

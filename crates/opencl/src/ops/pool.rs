@@ -216,8 +216,8 @@ fn squeeze_excite(
     let size: usize = xd[2..].iter().product();
     let w1 = input(node, 1, "the folded squeeze conv's W")?;
     let w2 = input(node, 3, "the folded excite conv's W")?;
-    let m = b.shape(w1)?.dims().first().copied().unwrap_or(0);
     let (d1, d2) = (b.shape(w1)?.dims().to_vec(), b.shape(w2)?.dims().to_vec());
+    let m = d1.first().copied().unwrap_or(0);
     if xd.len() != 4 || d1 != [m, c, 1, 1] || d2 != [c, m, 1, 1] || m.max(c) > EXCITE_MAX_CHANNELS {
         return Err(OpError::Shape(format!(
             "{}: the folded squeeze-excite convs take X {xd:?} to {d1:?} and {d2:?}, which do \
@@ -226,8 +226,8 @@ fn squeeze_excite(
         )));
     }
     let mut args = vec![Arg::Buf(xl.clone())];
-    for (weight, bias) in [(1, 2), (3, 4)] {
-        args.push(Arg::Buf(b.input(input(node, weight, "W")?)?));
+    for (weight, bias) in [(w1, 2), (w2, 4)] {
+        args.push(Arg::Buf(b.input(weight)?));
         match optional_input(node, bias) {
             Some(name) => {
                 args.push(Arg::Buf(b.input(name)?));

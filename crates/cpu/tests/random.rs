@@ -376,6 +376,125 @@ fn a_seed_fixes_the_documented_stream() {
         .map(|&w| if unit(w) < 0.5 { 1.0 } else { 0.0 })
         .collect();
     assert_eq!(draw(&bern, &[Some(&p)]).to_f64_vec(), want);
+    // `u < p` is strict: a p equal to its element's u gives 0 (as p = 0 never gives 1).
+    let at_u = tensor(Tensor::from_vec(
+        [8],
+        words.iter().map(|&w| unit(w)).collect::<Vec<f64>>(),
+    ));
+    assert_eq!(draw(&bern, &[Some(&at_u)]).to_f64_vec(), vec![0.0; 8]);
+}
+
+/// Multinomial's classes by the documented construction: per row, then per sample, one u;
+/// weights exp(x − max x) of the finite logits, summed left to right; the first class whose
+/// cumulative weight exceeds u·total, or, where rounding lifts u·total to the total, the
+/// first class that reaches it.
+fn documented_classes(logits: &[f64], classes: usize, samples: usize, seed: f32) -> Vec<f64> {
+    let rows = logits.len() / classes;
+    let mut words = documented_words(seed, rows * samples).into_iter();
+    let mut out = Vec::new();
+    for row in logits.chunks(classes) {
+        let max = row
+            .iter()
+            .copied()
+            .filter(|v| v.is_finite())
+            .fold(f64::NEG_INFINITY, f64::max);
+        let mut cumulative = Vec::new();
+        let mut total = 0.0;
+        for &v in row {
+            if v.is_finite() {
+                total += (v - max).exp();
+            }
+            cumulative.push(total);
+        }
+        for w in words.by_ref().take(samples) {
+            let target = unit(w) * total;
+            let class = match cumulative.iter().position(|&c| c > target) {
+                Some(class) => class,
+                None => cumulative.iter().position(|&c| c >= total).unwrap_or(0),
+            };
+            out.push(class as f64);
+        }
+    }
+    out
+}
+
+fn multinomial(samples: usize, seed: f32) -> Op {
+    Op::Multinomial {
+        sample_size: samples,
+        dtype: DType::I64,
+        seed: RandomSeed::Given(seed),
+    }
+}
+
+#[test]
+fn multinomial_follows_the_documented_stream() {
+    // Three rows of 4 logits, 16 samples each, against the documented construction. The
+    // logits are exact in f64, and so are their differences after a shift of 1024.
+    let rows = [
+        [0.0, 0.5, 1.0, -2.0],
+        [3.0, f64::NEG_INFINITY, 3.0, -1.5],
+        [-0.25, 2.0, 0.0, 2.0],
+    ];
+    let flat: Vec<f64> = rows.iter().flatten().copied().collect();
+    let x = tensor(Tensor::from_vec([3, 4], flat.clone()));
+    let got = draw(&multinomial(16, 5.0), &[Some(&x)]).to_f64_vec();
+    assert_eq!(got, documented_classes(&flat, 4, 16, 5.0));
+    // Only the logits' differences count: 1024 added to every logit (exp(1024) would
+    // overflow) draws the same classes.
+    let shifted = tensor(Tensor::from_vec(
+        [3, 4],
+        flat.iter().map(|v| v + 1024.0).collect::<Vec<f64>>(),
+    ));
+    assert_eq!(
+        draw(&multinomial(16, 5.0), &[Some(&shifted)]).to_f64_vec(),
+        got
+    );
+    // One class: every draw is class 0.
+    let one = tensor(Tensor::from_vec([2, 1], vec![-3.0f32, 7.0]));
+    assert_eq!(
+        draw(&multinomial(5, 5.0), &[Some(&one)]).to_f64_vec(),
+        vec![0.0; 10]
+    );
+    // No rows: an empty [0, samples] output, whatever the class count.
+    for classes in [0, 3] {
+        let empty = tensor(Tensor::from_vec([0, classes], Vec::<f32>::new()));
+        assert_eq!(draw(&multinomial(4, 5.0), &[Some(&empty)]).dims(), &[0, 4]);
+    }
+    // Rows but no class: nothing to draw from.
+    let classless = tensor(Tensor::from_vec([2, 0], Vec::<f32>::new()));
+    assert!(matches!(
+        run(&multinomial(4, 5.0), &[Some(&classless)]),
+        Err(OpError::Shape(m)) if m.contains("at least one class")
+    ));
+}
+
+#[test]
+fn a_multinomial_target_on_a_class_edge_takes_the_next_class() {
+    // "Exceeds" is strict: where u·total lands exactly on class 0's cumulative weight, the
+    // draw is class 1. Logits [x, 0] give weights [e^x, 1] and total e^x + 1, so the edge is
+    // at e^x = u/(1 − u). For a u in [1/3, 1/2) that puts e^x in [1/2, 1), where neighbouring
+    // f64 values of x step e^x by less than its ulp; x is searched there until u·(e^x + 1)
+    // rounds to e^x exactly. The draw taken is the first of the seed's stream with such a u.
+    let seed = 5.0;
+    let words = documented_words(seed, 64);
+    let Some(k) = words
+        .iter()
+        .position(|&w| (1.0 / 3.0..0.5).contains(&unit(w)))
+    else {
+        panic!("none of seed {seed}'s first 64 draws is in [1/3, 1/2)");
+    };
+    let u = unit(words[k]);
+    let start = (u / (1.0 - u)).ln();
+    let edge = (0..100_000u64)
+        .flat_map(|i| [start.to_bits() + i, start.to_bits() - i])
+        .map(f64::from_bits)
+        .find(|&x| u * (x.exp() + 1.0) == x.exp());
+    let Some(x) = edge else {
+        panic!("no x near {start} puts u·total on class 0's edge (u = {u})");
+    };
+    let logits = tensor(Tensor::from_vec([1, 2], vec![x, 0.0]));
+    let classes = draw(&multinomial(k + 1, seed), &[Some(&logits)]).to_f64_vec();
+    assert_eq!(classes[k], 1.0, "draw {k}, u = {u}, x = {x}");
 }
 
 #[test]

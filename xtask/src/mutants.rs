@@ -129,7 +129,7 @@ const TEST_SETS: &[TestSet] = &[
             "scatter_tfidf",
         ],
     ),
-    kernel_tests("loss.rs", &[]),
+    kernel_tests("loss.rs", &["loss"]),
     // Gemm, MatMul, Conv, ConvTranspose and DeformConv multiply on it.
     with_unit_tests(
         "matrix.rs",

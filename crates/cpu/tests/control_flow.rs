@@ -497,3 +497,71 @@ fn a_loop_past_the_iteration_limit_is_an_error_not_a_hang() {
         Ok(out) => panic!("a Loop of 2^62 iterations returned {out:?}"),
     }
 }
+
+#[test]
+fn empty_scan_outputs_take_each_outputs_own_type() {
+    // Loop, zero iterations: one carried value (i64 scalar) and two scan outputs of other
+    // types, s + c (i64 scalar) and the captured f32 [3] row. Each empty output is its own
+    // scan output's type with 0 iterations stacked: i64 [0] and f32 [0, 3].
+    let body = subgraph(
+        &[
+            ("i", DType::I64),
+            ("cond_in", DType::Bool),
+            ("s", DType::I64),
+            ("c", DType::I64),
+            ("v", DType::F32),
+        ],
+        vec![
+            Node::new("keep", Op::Identity, &["cond_in"], &["cond_out"]),
+            add("step", "s", "i", "s_out"),
+            add("shift", "s_out", "c", "scan"),
+            Node::new("copy", Op::Identity, &["v"], &["row"]),
+        ],
+        &["cond_out", "s_out", "scan", "row"],
+    );
+    let op = Op::Loop {
+        body: Box::new(body),
+        captures: 2,
+    };
+    let row = f32s(&[3], &[1.0, 2.0, 3.0]);
+    let out = run(
+        &op,
+        &[
+            &Tensor::scalar_i64(0),
+            &flag(true),
+            &Tensor::scalar_i64(10),
+            &Tensor::scalar_i64(100),
+            &row,
+        ],
+        3,
+    );
+    assert_eq!(out[0], Tensor::scalar_i64(10));
+    assert_eq!(out[1], i64s(&[0], &[]));
+    assert_eq!(out[2], f32s(&[0, 3], &[]));
+    // Scan over a sequence of length 0: one state (f32 [2]) and two scan outputs, the new
+    // sum (f32 [2]) and the Cast of the row to i64 (i64 [2]): empty f32 [0, 2] and i64
+    // [0, 2], the state unchanged.
+    let body = subgraph(
+        &[("sum", DType::F32), ("row", DType::F32)],
+        vec![
+            add("add", "sum", "row", "next"),
+            Node::new("copy", Op::Identity, &["next"], &["out"]),
+            Node::new("cast", Op::Cast { to: DType::I64 }, &["row"], &["ints"]),
+        ],
+        &["next", "out", "ints"],
+    );
+    let op = Op::Scan {
+        body: Box::new(body),
+        num_scan_inputs: 1,
+        scan_input_axes: vec![],
+        scan_input_directions: vec![],
+        scan_output_axes: vec![],
+        scan_output_directions: vec![],
+        captures: 0,
+    };
+    let start = f32s(&[2], &[1.0, 2.0]);
+    let out = run(&op, &[&start, &f32s(&[0, 2], &[])], 3);
+    assert_eq!(out[0], start);
+    assert_eq!(out[1], f32s(&[0, 2], &[]));
+    assert_eq!(out[2], i64s(&[0, 2], &[]));
+}

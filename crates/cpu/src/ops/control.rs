@@ -323,7 +323,10 @@ fn run_scan(
         }
     }
     let mut results = state;
-    let empty_facts = if length == 0 && scan_count > 0 {
+    // The scan outputs are empty together, when the sequence is; their types then come from
+    // inference, as Loop's do. Asked only then (not for `length == 0` alone, where there may
+    // be no scan output to type).
+    let empty_facts = if scans.iter().any(Vec::is_empty) {
         infer_on_tensors(op, inputs, num_outputs)?
     } else {
         Vec::new()

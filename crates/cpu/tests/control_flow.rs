@@ -565,3 +565,67 @@ fn empty_scan_outputs_take_each_outputs_own_type() {
     assert_eq!(out[1], f32s(&[0, 2], &[]));
     assert_eq!(out[2], i64s(&[0, 2], &[]));
 }
+
+#[test]
+fn scan_outputs_of_rank_two_stack_along_a_middle_axis() {
+    // Scan over x [3, 2, 2] (axis 0), each slice [2, 2] passed through and stacked on
+    // output axis 1: y[a, t, b] = x[t, a, b], so y [2, 3, 2] is x with its first two axes
+    // swapped.
+    let Op::Scan { body, .. } = running_sum(false, false) else {
+        panic!("running_sum is a Scan");
+    };
+    let op = Op::Scan {
+        body,
+        num_scan_inputs: 1,
+        scan_input_axes: vec![],
+        scan_input_directions: vec![],
+        scan_output_axes: vec![1],
+        scan_output_directions: vec![],
+        captures: 0,
+    };
+    let x: Vec<f32> = (0..12).map(|v| v as f32).collect();
+    let zero = f32s(&[2, 2], &[0.0; 4]);
+    let out = run(&op, &[&zero, &f32s(&[3, 2, 2], &x)], 2);
+    // Running sums of the slices [0 1; 2 3], [4 5; 6 7], [8 9; 10 11]: [0 1; 2 3],
+    // [4 6; 8 10], [12 15; 18 21]; row a of each goes to y[a, t, ..].
+    assert_eq!(
+        out[1],
+        f32s(
+            &[2, 3, 2],
+            &[0.0, 1.0, 4.0, 6.0, 12.0, 15.0, 2.0, 3.0, 8.0, 10.0, 18.0, 21.0]
+        )
+    );
+}
+
+#[test]
+fn a_scan_output_that_changes_shape_between_iterations_is_an_error() {
+    // Loop, 2 iterations, scan output Range(0, i, 1): [0] in the first, [1] in the second.
+    let body = subgraph(
+        &[
+            ("i", DType::I64),
+            ("cond_in", DType::Bool),
+            ("zero", DType::I64),
+            ("one", DType::I64),
+        ],
+        vec![
+            Node::new("keep", Op::Identity, &["cond_in"], &["cond_out"]),
+            Node::new("range", Op::Range, &["zero", "i", "one"], &["grows"]),
+        ],
+        &["cond_out", "grows"],
+    );
+    let op = Op::Loop {
+        body: Box::new(body),
+        captures: 2,
+    };
+    let (two, zero, one) = (
+        Tensor::scalar_i64(2),
+        Tensor::scalar_i64(0),
+        Tensor::scalar_i64(1),
+    );
+    let inputs = [Some(&two), Some(&flag(true)), Some(&zero), Some(&one)];
+    let got = run_op(&op, &inputs, 1);
+    assert!(
+        matches!(&got, Err(OpError::Shape(m)) if m.contains("every iteration must give the same shape")),
+        "{got:?}"
+    );
+}

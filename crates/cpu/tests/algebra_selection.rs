@@ -76,6 +76,8 @@ fn einsum_forms() {
     // A label of extent 1 broadcasts: [[1], [2]] times rows of a, summed over j.
     let c = f32s(&[2, 1], &[1.0, 2.0]);
     check(&one(&einsum("ij,ij->i"), &[&c, &a]), &[2], &[3.0, 14.0]);
+    // In either operand.
+    check(&one(&einsum("ij,ij->i"), &[&a, &c]), &[2], &[3.0, 14.0]);
     // Integers are exact.
     let big = i64s(&[2], &[1 << 40, 3]);
     let out = one(&einsum("i,i->"), &[&big, &big]);
@@ -113,6 +115,48 @@ fn det_pivots_and_batches() {
     check(&one(&Op::Det, &[&t]), &[], &[-2.0]);
     let not_square = f32s(&[2, 3], &[0.0; 6]);
     assert!(run(&Op::Det, &[Some(&not_square)], 1).is_err());
+    // Det is defined for floats only: square integer matrices are refused too.
+    let ints = i64s(&[2, 2], &[1, 2, 3, 4]);
+    assert!(matches!(
+        run(&Op::Det, &[Some(&ints)], 1),
+        Err(OpError::Shape(m)) if m.contains("float X")
+    ));
+}
+
+#[test]
+fn det_pivots_on_the_largest_magnitude_first_on_ties() {
+    // Column 0 holds 3, −3 and 2: the pivot is row 0 (the first of the tie), then the
+    // larger remaining magnitude of column 1. The determinant, summed exactly over the six
+    // permutations in rationals, is 5/16; that pivot order gives it exactly in f64, while
+    // pivoting on the tie's second row, or on the wrong column's entries, ends an ulp or more
+    // off. The input is f64 so that the result is not rounded to f32.
+    let x = match Tensor::from_vec(
+        [3, 3],
+        vec![3.0f64, 0.25, -0.25, -3.0, 0.125, -1.0, 2.0, 0.5, -1.0],
+    ) {
+        Ok(t) => t,
+        Err(e) => panic!("bad test tensor: {e}"),
+    };
+    check(&one(&Op::Det, &[&x]), &[], &[0.3125]);
+}
+
+#[test]
+fn einsum_accumulation_counts_the_summed_terms() {
+    // The tolerance model's K for Einsum: the product of the extents of the labels that are
+    // summed (absent from the output), 1 when none is.
+    let a = f32s(&[2, 3], &[1.0; 6]);
+    let b = f32s(&[3, 4], &[1.0; 12]);
+    for (eq, inputs, k) in [
+        ("ij,jk->ik", vec![Some(&a), Some(&b)], 3),
+        ("ij->", vec![Some(&a)], 6),
+        ("ij->ji", vec![Some(&a)], 1),
+        ("ij,jk", vec![Some(&a), Some(&b)], 3),
+    ] {
+        match concord_cpu::accumulation(&einsum(eq), &inputs) {
+            Ok(Some(figures)) => assert_eq!(figures.k, k, "{eq}"),
+            other => panic!("{eq}: {other:?}"),
+        }
+    }
 }
 
 #[test]

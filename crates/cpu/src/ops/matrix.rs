@@ -277,4 +277,30 @@ mod tests {
             .and_then(|(av, bv)| multiply_add(av, bv, &mut c));
         assert!(matches!(r, Err(OpError::Shape(_))));
     }
+
+    #[test]
+    fn the_product_lands_at_the_start_of_a_longer_slice_and_never_past_a_short_one() {
+        // c may be longer than m×n: the product fills its start and the rest is untouched.
+        let (m, k, n) = (2, 3, 4);
+        let a = values(m * k, 5);
+        let b = values(k * n, 6);
+        let mut c = vec![7.0; m * n + 3];
+        let ok = MatRef::row_major(&a, m, k)
+            .and_then(|av| Ok((av, MatRef::row_major(&b, k, n)?)))
+            .and_then(|(av, bv)| multiply_add(av, bv, &mut c));
+        assert!(ok.is_ok());
+        let want: Vec<f64> = naive(m, k, n, &a, &b).iter().map(|v| v + 7.0).collect();
+        assert_eq!(c[..m * n], want[..]);
+        assert_eq!(c[m * n..], [7.0; 3]);
+        // One element short: refused, nothing written.
+        let mut short = vec![0.0; m * n - 1];
+        let r = MatRef::row_major(&a, m, k)
+            .and_then(|av| Ok((av, MatRef::row_major(&b, k, n)?)))
+            .and_then(|(av, bv)| multiply_add(av, bv, &mut short));
+        assert!(
+            matches!(&r, Err(OpError::Shape(msg)) if msg.contains("does not fit the 7 output elements")),
+            "{r:?}"
+        );
+        assert_eq!(short, vec![0.0; m * n - 1]);
+    }
 }

@@ -449,6 +449,113 @@ fn deform_conv_groups_and_offset_groups() {
 }
 
 #[test]
+fn deform_conv_matches_a_direct_loop_across_batches_and_offset_groups() {
+    // Two batch entries, four input channels in two groups, two offset groups, two output
+    // channels, a 2×2 kernel with pads 1, a mask and a bias. The offsets are whole numbers,
+    // so each tap reads one element of X (or the padding's 0), and every value is a small
+    // dyadic number: the sums are exact. The expected values come from the definition, one
+    // output element at a time: y[b, m, oy, ox] = bias[m] + Σ over the group's channels c
+    // and taps t of W[m, c, t] · mask[b, g(c), t, oy, ox] · X[b, c, oy − 1 + kh + Δh,
+    // ox − 1 + kw + Δw], with (Δh, Δw) = offset[b, g(c), t, ·, oy, ox] and g(c) the offset
+    // group of c.
+    let (n, c, m, h, w) = (2usize, 4usize, 2usize, 3usize, 3usize);
+    let (kh, kw, pad) = (2usize, 2usize, 1usize);
+    let (groups, offset_groups) = (2usize, 2usize);
+    let (oh, ow) = (h + 2 * pad - kh + 1, w + 2 * pad - kw + 1);
+    let taps = kh * kw;
+    // A fixed sequence of small whole numbers, different for every tensor.
+    let ints = |len: usize, seed: usize, span: usize| -> Vec<i64> {
+        (0..len)
+            .map(|i| ((i * 7 + seed * 13 + i * i * 3) % span) as i64)
+            .collect()
+    };
+    let x: Vec<f32> = ints(n * c * h * w, 1, 17)
+        .iter()
+        .map(|&v| v as f32 - 8.0)
+        .collect();
+    let cg = c / groups;
+    let wv: Vec<f32> = ints(m * cg * taps, 2, 5)
+        .iter()
+        .map(|&v| v as f32 - 2.0)
+        .collect();
+    let offsets: Vec<f32> = ints(n * offset_groups * taps * 2 * oh * ow, 3, 3)
+        .iter()
+        .map(|&v| v as f32 - 1.0)
+        .collect();
+    let mask: Vec<f32> = ints(n * offset_groups * taps * oh * ow, 4, 3)
+        .iter()
+        .map(|&v| [0.5, 1.0, 2.0][v as usize])
+        .collect();
+    let bias = [0.25f32, -1.0];
+    let op = Op::DeformConv(DeformConv {
+        group: groups,
+        offset_group: offset_groups,
+        pads: vec![pad; 4],
+        ..deform(&[kh, kw])
+    });
+    let inputs = [
+        f32s(&[n, c, h, w], &x),
+        f32s(&[m, cg, kh, kw], &wv),
+        f32s(&[n, offset_groups * taps * 2, oh, ow], &offsets),
+        f32s(&[m], &bias),
+        f32s(&[n, offset_groups * taps, oh, ow], &mask),
+    ];
+    let y = one(&op, &inputs.iter().map(Some).collect::<Vec<_>>());
+    let mut want = Vec::new();
+    for b in 0..n {
+        for mo in 0..m {
+            let g = mo / (m / groups);
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let mut sum = f64::from(bias[mo]);
+                    for cl in 0..cg {
+                        let ch = g * cg + cl;
+                        let og = ch / (c / offset_groups);
+                        for t in 0..taps {
+                            let (ty, tx) = (t / kw, t % kw);
+                            let off = |axis: usize| {
+                                offsets[(((b * offset_groups + og) * taps + t) * 2 + axis)
+                                    * oh
+                                    * ow
+                                    + oy * ow
+                                    + ox] as i64
+                            };
+                            let iy = (oy + ty) as i64 - pad as i64 + off(0);
+                            let ix = (ox + tx) as i64 - pad as i64 + off(1);
+                            if iy < 0 || ix < 0 || iy >= h as i64 || ix >= w as i64 {
+                                continue;
+                            }
+                            let xv = x[((b * c + ch) * h + iy as usize) * w + ix as usize];
+                            let scale = mask
+                                [((b * offset_groups + og) * taps + t) * oh * ow + oy * ow + ox];
+                            sum += f64::from(wv[(mo * cg + cl) * taps + t])
+                                * f64::from(scale)
+                                * f64::from(xv);
+                        }
+                    }
+                    want.push(sum);
+                }
+            }
+        }
+    }
+    check(&y, &[n, m, oh, ow], &want);
+}
+
+#[test]
+fn deform_conv_without_output_channels_is_empty() {
+    // W with no output channel: an empty (1, 0, 2, 2) output, no error.
+    let x = f32s(&[1, 1, 3, 3], &[1.0; 9]);
+    let w = f32s(&[0, 1, 2, 2], &[]);
+    let offsets = f32s(&[1, 8, 2, 2], &[0.0; 32]);
+    let op = Op::DeformConv(deform(&[2, 2]));
+    check(
+        &one(&op, &[Some(&x), Some(&w), Some(&offsets)]),
+        &[1, 0, 2, 2],
+        &[],
+    );
+}
+
+#[test]
 fn deform_conv_in_one_dimension() {
     // X = 1, 2, 3, 4, W = ones of 2: outputs 3, 5, 7; tap 1 of output 2 moves by 0.5 to
     // 3.5, half of 4 and half of the padding: 3 + 2 = 5.

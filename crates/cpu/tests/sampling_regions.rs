@@ -450,18 +450,25 @@ fn deform_conv_groups_and_offset_groups() {
 
 #[test]
 fn deform_conv_matches_a_direct_loop_across_batches_and_offset_groups() {
+    // Unit stride and dilation, then 2 for both.
+    deform_conv_against_a_direct_loop(1, 1);
+    deform_conv_against_a_direct_loop(2, 2);
+}
+
+fn deform_conv_against_a_direct_loop(stride: usize, dilation: usize) {
     // Two batch entries, four input channels in two groups, two offset groups, two output
     // channels, a 2×2 kernel with pads 1, a mask and a bias. The offsets are whole numbers,
     // so each tap reads one element of X (or the padding's 0), and every value is a small
     // dyadic number: the sums are exact. The expected values come from the definition, one
     // output element at a time: y[b, m, oy, ox] = bias[m] + Σ over the group's channels c
-    // and taps t of W[m, c, t] · mask[b, g(c), t, oy, ox] · X[b, c, oy − 1 + kh + Δh,
-    // ox − 1 + kw + Δw], with (Δh, Δw) = offset[b, g(c), t, ·, oy, ox] and g(c) the offset
-    // group of c.
-    let (n, c, m, h, w) = (2usize, 4usize, 2usize, 3usize, 3usize);
+    // and taps t = (kh, kw) of W[m, c, t] · mask[b, g(c), t, oy, ox] · X[b, c, s·oy − 1 +
+    // d·kh + Δh, s·ox − 1 + d·kw + Δw], with (Δh, Δw) = offset[b, g(c), t, ·, oy, ox], g(c)
+    // the offset group of c, s the stride and d the dilation.
+    let (n, c, m, h, w) = (2usize, 4usize, 2usize, 4usize, 4usize);
     let (kh, kw, pad) = (2usize, 2usize, 1usize);
     let (groups, offset_groups) = (2usize, 2usize);
-    let (oh, ow) = (h + 2 * pad - kh + 1, w + 2 * pad - kw + 1);
+    let out = |len: usize, k: usize| (len + 2 * pad - dilation * (k - 1) - 1) / stride + 1;
+    let (oh, ow) = (out(h, kh), out(w, kw));
     let taps = kh * kw;
     // A fixed sequence of small whole numbers, different for every tensor.
     let ints = |len: usize, seed: usize, span: usize| -> Vec<i64> {
@@ -491,6 +498,8 @@ fn deform_conv_matches_a_direct_loop_across_batches_and_offset_groups() {
         group: groups,
         offset_group: offset_groups,
         pads: vec![pad; 4],
+        strides: vec![stride; 2],
+        dilations: vec![dilation; 2],
         ..deform(&[kh, kw])
     });
     let inputs = [
@@ -520,8 +529,8 @@ fn deform_conv_matches_a_direct_loop_across_batches_and_offset_groups() {
                                     + oy * ow
                                     + ox] as i64
                             };
-                            let iy = (oy + ty) as i64 - pad as i64 + off(0);
-                            let ix = (ox + tx) as i64 - pad as i64 + off(1);
+                            let iy = (stride * oy + dilation * ty) as i64 - pad as i64 + off(0);
+                            let ix = (stride * ox + dilation * tx) as i64 - pad as i64 + off(1);
                             if iy < 0 || ix < 0 || iy >= h as i64 || ix >= w as i64 {
                                 continue;
                             }

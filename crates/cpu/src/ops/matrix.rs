@@ -95,9 +95,7 @@ pub(crate) fn multiply_add(a: MatRef, b: MatRef, c: &mut [f64]) -> Result<(), Op
             c.len()
         )));
     }
-    if m == 0 || n == 0 || k == 0 {
-        return Ok(());
-    }
+    // An empty a or b needs no case of its own: the loops below then pack and add nothing.
 
     let mut b_pack = vec![0.0; KC * NC.min(n).next_multiple_of(NR)];
     let mut a_pack = vec![0.0; MC.min(m).next_multiple_of(MR) * KC];
@@ -302,5 +300,20 @@ mod tests {
             "{r:?}"
         );
         assert_eq!(short, vec![0.0; m * n - 1]);
+    }
+
+    #[test]
+    fn empty_products_add_nothing() {
+        // k = 0 adds the empty sum to each element; m = 0 or n = 0 has no element.
+        for (m, k, n) in [(2, 0, 3), (0, 4, 3), (2, 4, 0), (0, 0, 0)] {
+            let a = values(m * k, 1);
+            let b = values(k * n, 2);
+            let mut c = vec![1.5; m * n + 1];
+            let ok = MatRef::row_major(&a, m, k)
+                .and_then(|av| Ok((av, MatRef::row_major(&b, k, n)?)))
+                .and_then(|(av, bv)| multiply_add(av, bv, &mut c));
+            assert!(ok.is_ok(), "m={m} k={k} n={n}");
+            assert_eq!(c, vec![1.5; m * n + 1], "m={m} k={k} n={n}");
+        }
     }
 }

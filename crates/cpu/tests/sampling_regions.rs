@@ -456,15 +456,15 @@ fn deform_conv_matches_a_direct_loop_across_batches_and_offset_groups() {
 }
 
 fn deform_conv_against_a_direct_loop(stride: usize, dilation: usize) {
-    // Two batch entries, four input channels in two groups, two offset groups, two output
-    // channels, a 2×2 kernel with pads 1, a mask and a bias. The offsets are whole numbers,
+    // Two batch entries, four input and four output channels in two groups, two offset
+    // groups, a 2×2 kernel with pads 1, a mask and a bias. The offsets are whole numbers,
     // so each tap reads one element of X (or the padding's 0), and every value is a small
     // dyadic number: the sums are exact. The expected values come from the definition, one
     // output element at a time: y[b, m, oy, ox] = bias[m] + Σ over the group's channels c
     // and taps t = (kh, kw) of W[m, c, t] · mask[b, g(c), t, oy, ox] · X[b, c, s·oy − 1 +
     // d·kh + Δh, s·ox − 1 + d·kw + Δw], with (Δh, Δw) = offset[b, g(c), t, ·, oy, ox], g(c)
     // the offset group of c, s the stride and d the dilation.
-    let (n, c, m, h, w) = (2usize, 4usize, 2usize, 4usize, 4usize);
+    let (n, c, m, h, w) = (2usize, 4usize, 4usize, 4usize, 4usize);
     let (kh, kw, pad) = (2usize, 2usize, 1usize);
     let (groups, offset_groups) = (2usize, 2usize);
     let out = |len: usize, k: usize| (len + 2 * pad - dilation * (k - 1) - 1) / stride + 1;
@@ -493,7 +493,7 @@ fn deform_conv_against_a_direct_loop(stride: usize, dilation: usize) {
         .iter()
         .map(|&v| [0.5, 1.0, 2.0][v as usize])
         .collect();
-    let bias = [0.25f32, -1.0];
+    let bias = [0.25f32, -1.0, 0.5, 2.0];
     let op = Op::DeformConv(DeformConv {
         group: groups,
         offset_group: offset_groups,

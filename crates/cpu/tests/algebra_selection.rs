@@ -209,6 +209,53 @@ fn nms_ties_thresholds_and_limits() {
 }
 
 #[test]
+fn nms_refuses_boxes_and_scores_that_do_not_match() {
+    let op = Op::NonMaxSuppression {
+        center_point_box: false,
+    };
+    let refused = |boxes: &Tensor, scores: &Tensor| {
+        matches!(
+            run(&op, &[Some(boxes), Some(scores)], 1),
+            Err(OpError::Shape(m)) if m.contains("must be (batches, spatial, 4)")
+        )
+    };
+    let boxes = f32s(&[1, 2, 4], &[0.0; 8]);
+    let scores = f32s(&[1, 1, 2], &[0.5; 2]);
+    assert!(run(&op, &[Some(&boxes), Some(&scores)], 1).is_ok());
+    // Each condition broken alone: boxes not rank 3, scores not rank 3, boxes' last dim not
+    // 4, different batches, different spatial counts.
+    assert!(refused(&f32s(&[2, 4], &[0.0; 8]), &scores));
+    assert!(refused(&boxes, &f32s(&[1, 2], &[0.5; 2])));
+    assert!(refused(&f32s(&[1, 2, 5], &[0.0; 10]), &scores));
+    assert!(refused(&f32s(&[2, 2, 4], &[0.0; 16]), &scores));
+    assert!(refused(&boxes, &f32s(&[1, 1, 3], &[0.5; 3])));
+    // Both must be f32: the error names the one that is not, and its type.
+    let wide = |dims: &[usize], len: usize| match Tensor::from_vec(dims.to_vec(), vec![0.0f64; len])
+    {
+        Ok(t) => t,
+        Err(e) => panic!("bad test tensor: {e}"),
+    };
+    assert!(matches!(
+        run(&op, &[Some(&wide(&[1, 2, 4], 8)), Some(&scores)], 1),
+        Err(OpError::DType {
+            index: 0,
+            name: "boxes",
+            actual: concord_core::DType::F64,
+            ..
+        })
+    ));
+    assert!(matches!(
+        run(&op, &[Some(&boxes), Some(&wide(&[1, 1, 2], 2))], 1),
+        Err(OpError::DType {
+            index: 1,
+            name: "scores",
+            actual: concord_core::DType::F64,
+            ..
+        })
+    ));
+}
+
+#[test]
 fn nms_orders_nan_scores_after_every_number() {
     let op = Op::NonMaxSuppression {
         center_point_box: false,

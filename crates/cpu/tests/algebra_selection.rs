@@ -209,6 +209,31 @@ fn nms_ties_thresholds_and_limits() {
 }
 
 #[test]
+fn nms_center_point_boxes_span_half_their_size_each_way() {
+    // [x_centre, y_centre, width, height]: A = (0, 0.5, 2, 2) spans x in [-1, 1] and y in
+    // [-0.5, 1.5]; B = (1.5, 1, 2, 2) spans x in [0.5, 2.5] and y in [0, 2]. Their IoU is
+    // (0.5 · 1.5) / (4 + 4 − 0.75) = 0.103…, above 0.1, so B (the lower score) is
+    // suppressed; at 0.2 both are kept. The same boxes as corners [y1, x1, y2, x2] select
+    // the same.
+    let centred = f32s(&[1, 2, 4], &[0.0, 0.5, 2.0, 2.0, 1.5, 1.0, 2.0, 2.0]);
+    let corners = f32s(&[1, 2, 4], &[-0.5, -1.0, 1.5, 1.0, 0.0, 0.5, 2.0, 2.5]);
+    let scores = f32s(&[1, 1, 2], &[0.9, 0.8]);
+    let max = i64s(&[1], &[10]);
+    for (center_point_box, boxes) in [(true, &centred), (false, &corners)] {
+        let op = Op::NonMaxSuppression { center_point_box };
+        for (iou, want) in [(0.1, vec![0, 0, 0]), (0.2, vec![0, 0, 0, 0, 0, 1])] {
+            let iou = f32s(&[1], &[iou]);
+            let got = one(&op, &[boxes, &scores, &max, &iou]);
+            assert_eq!(
+                got.to_i64_vec().unwrap_or_default(),
+                want,
+                "center_point_box {center_point_box}"
+            );
+        }
+    }
+}
+
+#[test]
 fn nms_refuses_boxes_and_scores_that_do_not_match() {
     let op = Op::NonMaxSuppression {
         center_point_box: false,

@@ -19,6 +19,30 @@ use super::{optional, required};
 use concord_core::{DType, OpError, Shape, Tensor, TensorData};
 use std::cmp::Ordering;
 
+/// Whether boxes `a` and `c` (x_min, x_max, y_min, y_max) overlap with an IoU strictly
+/// above `threshold`, in f32, step for step as onnxruntime's NMS computes it, early returns
+/// included. Those returns decide nothing the last comparison would not: `threshold` is at
+/// least 0 (checked), and where one fires the IoU is 0, negative or NaN (a one-axis gap gives
+/// an intersection of at most 0; an area or intersection of 0 is an underflow, with an
+/// intersection at most the smaller area; the union is then above 0). So each `||` with `&&`
+/// (cargo-mutants) is equivalent, excluded in .cargo/mutants.toml. Only the first return's
+/// two-axis case matters, a negative times a negative, and `&&` keeps it.
+fn iou_above(a: [f32; 4], c: [f32; 4], threshold: f32) -> bool {
+    let (ix_min, ix_max) = (a[0].max(c[0]), a[1].min(c[1]));
+    let (iy_min, iy_max) = (a[2].max(c[2]), a[3].min(c[3]));
+    if ix_max <= ix_min || iy_max <= iy_min {
+        return false;
+    }
+    let intersection = (ix_max - ix_min) * (iy_max - iy_min);
+    let area_a = (a[1] - a[0]) * (a[3] - a[2]);
+    let area_c = (c[1] - c[0]) * (c[3] - c[2]);
+    let union = area_a + area_c - intersection;
+    if intersection <= 0.0 || area_a <= 0.0 || area_c <= 0.0 || union <= 0.0 {
+        return false;
+    }
+    intersection / union > threshold
+}
+
 /// NonMaxSuppression's selected_indices: (batch, class, box) rows, batch-major, then class,
 /// then selection order.
 pub(crate) fn non_max_suppression(
@@ -104,21 +128,6 @@ pub(crate) fn non_max_suppression(
             ]
         }
     };
-    let overlaps = |a: [f32; 4], c: [f32; 4]| -> bool {
-        let (ix_min, ix_max) = (a[0].max(c[0]), a[1].min(c[1]));
-        let (iy_min, iy_max) = (a[2].max(c[2]), a[3].min(c[3]));
-        if ix_max <= ix_min || iy_max <= iy_min {
-            return false;
-        }
-        let intersection = (ix_max - ix_min) * (iy_max - iy_min);
-        let area_a = (a[1] - a[0]) * (a[3] - a[2]);
-        let area_c = (c[1] - c[0]) * (c[3] - c[2]);
-        let union = area_a + area_c - intersection;
-        if intersection <= 0.0 || area_a <= 0.0 || area_c <= 0.0 || union <= 0.0 {
-            return false;
-        }
-        intersection / union > iou_threshold
-    };
     let mut rows: Vec<i64> = Vec::new();
     if max_per_class > 0 {
         for batch in 0..batches {
@@ -134,7 +143,10 @@ pub(crate) fn non_max_suppression(
                 let mut selected: Vec<(usize, [f32; 4])> = Vec::new();
                 for i in candidates {
                     let corners_i = corners(batch * spatial + i);
-                    if selected.iter().all(|&(_, c)| !overlaps(corners_i, c)) {
+                    if selected
+                        .iter()
+                        .all(|&(_, c)| !iou_above(corners_i, c, iou_threshold))
+                    {
                         selected.push((i, corners_i));
                         if selected.len() == max_per_class {
                             break;

@@ -431,23 +431,10 @@ impl Windows {
 /// from visiting every tap: a kernel of 2^40 taps (valid under SAME padding, which pads it
 /// to fit) costs no more than the input it reads.
 fn axis_taps(axis: &Axis) -> Vec<(Vec<usize>, usize)> {
-    if axis.dilation == 0 {
-        // Not produced by `resolve`; visiting the taps is exact for it.
-        return (0..axis.output)
-            .map(|o| {
-                let coords = (0..axis.kernel)
-                    .filter_map(|t| axis.input_coord(o, t))
-                    .collect();
-                let inside = (0..axis.kernel)
-                    .filter(|&t| axis.inside_padded(o, t))
-                    .count();
-                (coords, inside)
-            })
-            .collect();
-    }
+    // `resolve` refuses a dilation of 0; `max(1)` only keeps the divisions below defined.
     let (s, d, k) = (
         axis.stride as u128,
-        axis.dilation as u128,
+        axis.dilation.max(1) as u128,
         axis.kernel as u128,
     );
     let pad_begin = axis.pad_begin as u128;

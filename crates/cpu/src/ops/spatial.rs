@@ -48,12 +48,6 @@ impl Axis {
             .checked_sub(self.pad_begin)
             .filter(|&i| i < self.input)
     }
-
-    /// Whether tap `tap` of output `out` lies inside the padded input (input plus both
-    /// pads). Only ceil_mode windows can reach past it.
-    pub fn inside_padded(&self, out: usize, tap: usize) -> bool {
-        out * self.stride + tap * self.dilation < self.pad_begin + self.input + self.pad_end
-    }
 }
 
 /// Resolves the window geometry of every spatial axis of an input whose spatial extents are

@@ -234,6 +234,41 @@ fn nms_center_point_boxes_span_half_their_size_each_way() {
 }
 
 #[test]
+fn nms_selects_per_batch_and_class_from_their_own_boxes_and_scores() {
+    // Batch 0: three disjoint unit boxes. Batch 1: boxes 0 and 1 the same (IoU 1), box 2
+    // apart. Rows come batch-major, then class, then in selection order.
+    let boxes = f32s(
+        &[2, 3, 4],
+        &[
+            0.0, 0.0, 1.0, 1.0, 0.0, 2.0, 1.0, 3.0, 0.0, 4.0, 1.0, 5.0, //
+            0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 4.0, 1.0, 5.0,
+        ],
+    );
+    let scores = f32s(
+        &[2, 2, 3],
+        &[
+            0.1, 0.9, 0.5, 0.8, 0.2, 0.3, //
+            0.6, 0.7, 0.1, 0.9, 0.4, 0.95,
+        ],
+    );
+    let op = Op::NonMaxSuppression {
+        center_point_box: false,
+    };
+    let got = one(
+        &op,
+        &[&boxes, &scores, &i64s(&[1], &[10]), &f32s(&[1], &[0.5])],
+    );
+    #[rustfmt::skip]
+    let want = vec![
+        0, 0, 1, 0, 0, 2, 0, 0, 0, // batch 0, class 0: all three by score
+        0, 1, 0, 0, 1, 2, 0, 1, 1, // batch 0, class 1
+        1, 0, 1, 1, 0, 2, // batch 1, class 0: 0 is box 1's twin, suppressed
+        1, 1, 2, 1, 1, 0, // batch 1, class 1: 1 is box 0's twin, suppressed
+    ];
+    assert_eq!(got.to_i64_vec().unwrap_or_default(), want);
+}
+
+#[test]
 fn nms_refuses_boxes_and_scores_that_do_not_match() {
     let op = Op::NonMaxSuppression {
         center_point_box: false,

@@ -336,4 +336,16 @@ mod tests {
             Err(OpError::Shape(_))
         ));
     }
+
+    #[test]
+    fn a_kernel_shape_is_needed_only_where_there_are_spatial_axes() {
+        assert!(matches!(
+            resolve(&[5], &attrs(&[], &[], &[])),
+            Err(OpError::Attribute {
+                name: "kernel_shape",
+                ..
+            })
+        ));
+        assert_eq!(resolve(&[], &attrs(&[], &[], &[])).ok(), Some(Vec::new()));
+    }
 }

@@ -143,7 +143,7 @@ const TEST_SETS: &[TestSet] = &[
     kernel_tests("ngram.rs", &["scatter_tfidf"]),
     kernel_tests("norm.rs", &["elementwise_infer", "elementwise_norm"]),
     kernel_tests("pool.rs", &["nn_infer", "nn_pool"]),
-    kernel_tests("quant.rs", &[]),
+    kernel_tests("quant.rs", &["quant"]),
     kernel_tests("random.rs", &["random"]),
     kernel_tests("recurrent.rs", &["nn_recurrent"]),
     kernel_tests("reduce.rs", &["elementwise_infer", "elementwise_reduce"]),

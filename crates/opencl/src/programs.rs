@@ -163,7 +163,10 @@ impl ProgramCache {
 
 /// Build options that depend on the device, not on the kernel.
 fn device_options(device: &Device) -> String {
-    let mut options = Vec::new();
+    // `-w` (a standard OpenCL build option): no warnings. Some compilers (PoCL's clang)
+    // print their count straight to the process's stderr ("20 warnings generated."), under
+    // the user's own output, and a kernel's warning is nothing the user can act on.
+    let mut options = vec!["-w"];
     if device.fp64 {
         options.push("-DUSE_FP64");
     }

@@ -94,7 +94,7 @@ const TEST_SETS: &[TestSet] = &[
     kernel_tests("algebra.rs", &["algebra_selection"]),
     kernel_tests("attention.rs", &["elementwise_attention"]),
     kernel_tests("control.rs", &["control_flow"]),
-    // QLinearConv and ConvInteger (quant.rs) call conv(); no kernel-test binary of their own.
+    // QLinearConv and ConvInteger (quant.rs) call conv(); quant.rs's own tests check dtypes only.
     kernel_tests("conv.rs", &["nn_col2im", "nn_conv", "nn_infer"]),
     // DeformConv is in sampling_regions, and sampling.rs calls into deform.rs.
     kernel_tests("deform.rs", &["sampling", "sampling_regions"]),

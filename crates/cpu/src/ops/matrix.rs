@@ -212,6 +212,16 @@ mod tests {
         c
     }
 
+    /// `c += a · b` for row-major a (m×k) and b (k×n).
+    fn product_into(
+        a: &[f64],
+        b: &[f64],
+        (m, k, n): (usize, usize, usize),
+        c: &mut [f64],
+    ) -> Result<(), OpError> {
+        multiply_add(MatRef::row_major(a, m, k)?, MatRef::row_major(b, k, n)?, c)
+    }
+
     fn values(len: usize, seed: u64) -> Vec<f64> {
         // Small integers keep every partial sum exact, so the comparison can be exact.
         (0..len as u64)
@@ -232,9 +242,7 @@ mod tests {
             let a = values(m * k, 1);
             let b = values(k * n, 2);
             let mut c = vec![0.0; m * n];
-            let ok = MatRef::row_major(&a, m, k)
-                .and_then(|av| Ok((av, MatRef::row_major(&b, k, n)?)))
-                .and_then(|(av, bv)| multiply_add(av, bv, &mut c));
+            let ok = product_into(&a, &b, (m, k, n), &mut c);
             assert!(ok.is_ok());
             assert_eq!(c, naive(m, k, n, &a, &b), "m={m} k={k} n={n}");
         }
@@ -283,18 +291,14 @@ mod tests {
         let a = values(m * k, 5);
         let b = values(k * n, 6);
         let mut c = vec![7.0; m * n + 3];
-        let ok = MatRef::row_major(&a, m, k)
-            .and_then(|av| Ok((av, MatRef::row_major(&b, k, n)?)))
-            .and_then(|(av, bv)| multiply_add(av, bv, &mut c));
+        let ok = product_into(&a, &b, (m, k, n), &mut c);
         assert!(ok.is_ok());
         let want: Vec<f64> = naive(m, k, n, &a, &b).iter().map(|v| v + 7.0).collect();
         assert_eq!(c[..m * n], want[..]);
         assert_eq!(c[m * n..], [7.0; 3]);
         // One element short: refused, nothing written.
         let mut short = vec![0.0; m * n - 1];
-        let r = MatRef::row_major(&a, m, k)
-            .and_then(|av| Ok((av, MatRef::row_major(&b, k, n)?)))
-            .and_then(|(av, bv)| multiply_add(av, bv, &mut short));
+        let r = product_into(&a, &b, (m, k, n), &mut short);
         assert!(
             matches!(&r, Err(OpError::Shape(msg)) if msg.contains("does not fit the 7 output elements")),
             "{r:?}"
@@ -309,9 +313,7 @@ mod tests {
             let a = values(m * k, 1);
             let b = values(k * n, 2);
             let mut c = vec![1.5; m * n + 1];
-            let ok = MatRef::row_major(&a, m, k)
-                .and_then(|av| Ok((av, MatRef::row_major(&b, k, n)?)))
-                .and_then(|(av, bv)| multiply_add(av, bv, &mut c));
+            let ok = product_into(&a, &b, (m, k, n), &mut c);
             assert!(ok.is_ok(), "m={m} k={k} n={n}");
             assert_eq!(c, vec![1.5; m * n + 1], "m={m} k={k} n={n}");
         }

@@ -305,7 +305,9 @@ fn matmul_integer(inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     let b = required(inputs, 1, "B")?;
     let a_zp = optional(inputs, 2).map(|z| (z, 2, "a_zero_point"));
     let b_zp = optional(inputs, 3).map(|z| (z, 3, "b_zero_point"));
-    let a = minus_zero_point(OP, a, 0, "A", a_zp, if a.rank() >= 2 { -2 } else { -1 })?;
+    // Per row of A: axis -2. A 1-D A is one row, so its zero point must be a scalar (the
+    // axis does not exist and a longer zero point is refused).
+    let a = minus_zero_point(OP, a, 0, "A", a_zp, -2)?;
     let b = minus_zero_point(OP, b, 1, "B", b_zp, -1)?;
     let y = gemm::matmul(&[Some(&a), Some(&b)])?;
     Tensor::from_f64(DType::I32, y.shape().clone(), y.to_f64_vec())
@@ -376,8 +378,9 @@ fn qlinear_matmul(inputs: &[Option<&Tensor>]) -> Result<Tensor, OpError> {
     let multiplier = round_to(sdt, vec![ab / y_s])?[0];
     let a_zp = optional(inputs, 2).map(|z| (z, 2, "a_zero_point"));
     let b_zp = optional(inputs, 5).map(|z| (z, 5, "b_zero_point"));
-    let a = minus_zero_point(OP, a, 0, "a", a_zp, -1)?;
-    let b = minus_zero_point(OP, b, 3, "b", b_zp, -1)?;
+    // Both zero points are single values (`scalar` above), so the axis is never read.
+    let a = minus_zero_point(OP, a, 0, "a", a_zp, 0)?;
+    let b = minus_zero_point(OP, b, 3, "b", b_zp, 0)?;
     let acc = gemm::matmul(&[Some(&a), Some(&b)])?;
     requantize(&acc.to_f64_vec(), |_| multiplier, y_zp, acc.shape().clone())
 }

@@ -348,4 +348,30 @@ mod tests {
         ));
         assert_eq!(resolve(&[], &attrs(&[], &[], &[])).ok(), Some(Vec::new()));
     }
+
+    #[test]
+    fn col2im_add_without_input_positions_adds_nothing() {
+        // ConvTranspose and Col2Im refuse empty spatial extents before they get here, so
+        // only this test reaches the guard: no positions must mean no rows, not
+        // `chunks_exact(0)`'s panic, whatever the kernel.
+        let axis = TransposedAxis {
+            input: 0,
+            kernel: 2,
+            stride: 1,
+            dilation: 1,
+            pad_begin: 0,
+            output: 1,
+        };
+        let mut image = [7.0];
+        col2im_add(&[1.0, 2.0], &[axis], &mut image);
+        assert_eq!(image, [7.0]);
+        // And the positions with no kernel taps: no rows either.
+        let axis = TransposedAxis {
+            input: 2,
+            kernel: 0,
+            ..axis
+        };
+        col2im_add(&[1.0, 2.0], &[axis], &mut image);
+        assert_eq!(image, [7.0]);
+    }
 }

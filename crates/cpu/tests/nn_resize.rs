@@ -414,3 +414,63 @@ fn scales_and_sizes_errors() {
         &[],
     );
 }
+
+#[test]
+fn an_output_as_long_as_its_input_is_still_resampled_when_the_coordinates_move() {
+    // tf_crop_and_resize, roi [0.125, 0.875] of 4 → 4: x = 0.375 + o·0.75·3 / 3 = 0.375,
+    // 1.125, 1.875, 2.625, none of them a whole index. On the ramp 8·i, linear gives 8·x.
+    let x = f32s(&[4], &[0., 8., 16., 24.]);
+    let y = crop(
+        &linear(CoordinateTransform::TfCropAndResize),
+        &x,
+        &[0.125, 0.875],
+        &[4],
+    )
+    .expect("crop");
+    check(&y, DType::F32, &[4], &[3., 9., 15., 21.], Tolerance::Exact);
+}
+
+#[test]
+fn extrapolation_over_an_empty_tensor_writes_nothing() {
+    // Axis 0 reaches outside the input (roi [−0.5, 1.5]: x = −0.5 for the first output), but
+    // axis 1 is empty, so the output [3, 0] has no element to fill.
+    let x = f32s(&[2, 0], &[]);
+    let op = Op::Resize(Resize {
+        mode: ResizeMode::Linear,
+        coordinate_transformation_mode: CoordinateTransform::TfCropAndResize,
+        extrapolation_value: -7.0,
+        ..Resize::default()
+    });
+    let y = crop(&op, &x, &[-0.5, 0., 1.5, 1.], &[3, 0]).expect("empty crop");
+    check(&y, DType::F32, &[3, 0], &[], Tolerance::Exact);
+}
+
+#[test]
+fn antialias_leaves_an_axis_that_is_not_downsampled_alone() {
+    // Scale 1 resizes nothing, antialias or not: an infinity stays one, as onnxruntime
+    // leaves it (a window or a linear tap that weighs the neighbour by 0 would give
+    // 0·inf = NaN next to it). Cubic is left out: its taps at a whole coordinate weigh the
+    // neighbours by 0 too, as the ONNX reference's do.
+    let x = f32s(&[3], &[1., f32::INFINITY, 3.]);
+    for antialias in [false, true] {
+        let op = Op::Resize(Resize {
+            mode: ResizeMode::Linear,
+            antialias,
+            ..Resize::default()
+        });
+        let y = with_scales(&op, &x, &[1.]);
+        let want = [1., f64::INFINITY, 3.];
+        check(&y, DType::F32, &[3], &want, Tolerance::Exact);
+        // The same along an axis left alone beside one that is doubled: half_pixel x =
+        // o/2 − 0.25 gives the edge, then 3/4·a + 1/4·b, 1/4·a + 3/4·b, the edge.
+        let rows = f32s(&[3, 2], &[1., 5., f32::INFINITY, 9., 3., 7.]);
+        let y = with_scales(&op, &rows, &[1., 2.]);
+        #[rustfmt::skip]
+        let want = [
+            1., 2., 4., 5.,
+            f64::INFINITY, f64::INFINITY, f64::INFINITY, 9.,
+            3., 4., 6., 7.,
+        ];
+        check(&y, DType::F32, &[3, 4], &want, Tolerance::Exact);
+    }
+}

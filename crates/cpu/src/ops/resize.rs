@@ -99,8 +99,10 @@ pub(crate) fn resize(
         let mut next = dims.clone();
         next[axis] = out_len;
         budget.check_tensor(DType::F64, &next)?;
-        let per_index = std::mem::size_of::<Tap>() + std::mem::size_of::<bool>();
-        budget.check_bytes(out_len.checked_mul(per_index).map(|b| b as u64), || {
+        // The budget bounds each allocation on its own; the flags (a byte an index) are
+        // smaller than the taps, so the taps' check covers both.
+        let tap = std::mem::size_of::<Tap>();
+        budget.check_bytes(out_len.checked_mul(tap).map(|b| b as u64), || {
             format!("Resize's {out_len} taps along axis {axis}")
         })?;
         let span = ResizeAxis::new(dims[axis], out_len, scale).with_roi(roi);
@@ -188,8 +190,11 @@ enum Tap {
 /// weights widened to f64 for the reference's f64 blend (exactly: see
 /// [`concord_core::resize::Tap::w1`]).
 fn axis_taps(attrs: &Resize, axis: &ResizeAxis) -> Vec<Tap> {
-    let resized = !(axis.scale == 1.0 && axis.out_len == axis.in_len);
-    if attrs.antialias && attrs.mode != ResizeMode::Nearest && resized {
+    // Antialiasing widens the filter by 1 / scale when downsampling. At a scale of 1 or more
+    // its taps are the plain ones (the same filter, support and edge rule, only normalised
+    // apart), so only a scale below 1 takes them: an axis at scale 1 stays a copy, and an
+    // upscaled one differs from onnxruntime's antialiased taps by rounding alone.
+    if attrs.antialias && attrs.mode != ResizeMode::Nearest && axis.scale < 1.0 {
         return antialias_taps(attrs, axis)
             .into_iter()
             .map(Tap::Window)
@@ -201,8 +206,10 @@ fn axis_taps(attrs: &Resize, axis: &ResizeAxis) -> Vec<Tap> {
     resize_axis_taps(attrs, axis)
         .into_iter()
         .map(|t| {
-            if t.is_copy() {
-                // A plain copy, so an infinite value does not become NaN through 0·inf.
+            if t.is_copy() || t.w1 == 0.0 {
+                // A plain copy, so an infinite value does not become NaN through 0·inf: an
+                // edge, or a whole coordinate (every index of an axis at scale 1), whose
+                // right neighbour has weight 0.
                 return Tap::Nearest(t.i0);
             }
             let w1 = f64::from(t.w1);

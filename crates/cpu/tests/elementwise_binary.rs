@@ -537,3 +537,34 @@ fn integer_minus_one_to_negative_powers_alternates() {
         &[-1, 1, -1, 1],
     );
 }
+
+/// Outputs over the memory budget are refused before the kernel runs, naming them: one
+/// output as "an output of …", several as "outputs …", and for a computing kernel the f64
+/// working copy it holds beside them (4 + 8 bytes an element of an f32 Add; a Split only
+/// moves elements, so 4).
+#[test]
+fn outputs_over_the_budget_are_named() {
+    use concord_core::{MemoryBudget, OpError};
+    let a = f32s(&[10], &[1.0; 10]);
+    let got = concord_cpu::run_op_within(
+        &Op::Binary(Binary::Add),
+        &[Some(&a), Some(&a)],
+        1,
+        MemoryBudget::new(100),
+    );
+    assert!(
+        matches!(&got, Err(OpError::MemoryBudget { what, bytes: Some(120), limit: 100 })
+            if what == "an output of f32 [10] with the f64 working copy the reference computes it in"),
+        "{got:?}"
+    );
+    let split = Op::Split {
+        axis: 0,
+        num_outputs: 2,
+    };
+    let got = concord_cpu::run_op_within(&split, &[Some(&a)], 2, MemoryBudget::new(30));
+    assert!(
+        matches!(&got, Err(OpError::MemoryBudget { what, bytes: Some(40), limit: 30 })
+            if what == "outputs f32 [5], f32 [5]"),
+        "{got:?}"
+    );
+}

@@ -474,3 +474,27 @@ fn antialias_leaves_an_axis_that_is_not_downsampled_alone() {
         check(&y, DType::F32, &[3, 4], &want, Tolerance::Exact);
     }
 }
+
+#[test]
+fn antialiased_halving_of_one_axis() {
+    // Linear with antialias at scale 1/2: the triangle widened to a support of 2 around
+    // x = 2·o + 0.5 (half_pixel) weighs inputs 2·o − 1 ..= 2·o + 2 by 1/4, 3/4, 3/4, 1/4
+    // (normalised: 1/8, 3/8, 3/8, 1/8), an index past an edge counting as the edge:
+    // o = 0: 1/2·0 + 3/8·8 + 1/8·16 = 5; o = 1: 1/8·8 + 3/8·16 + 1/2·24 = 19 (the ONNX
+    // reference implementation gives the same). One axis, so a sign or an offset the
+    // window sum got wrong is not undone by the next axis.
+    let op = Op::Resize(Resize {
+        mode: ResizeMode::Linear,
+        antialias: true,
+        ..Resize::default()
+    });
+    let x = f32s(&[2, 4], &[0., 8., 16., 24., 1., 1., 1., 1.]);
+    let y = with_scales(&op, &x, &[1., 0.5]);
+    check(
+        &y,
+        DType::F32,
+        &[2, 2],
+        &[5., 19., 1., 1.],
+        Tolerance::Exact,
+    );
+}

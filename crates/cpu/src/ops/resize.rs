@@ -268,11 +268,13 @@ fn resize_axis(values: &[f64], dims: &[usize], axis: usize, taps: &[Tap]) -> Vec
     let inner: usize = dims[axis + 1..].iter().product();
     let in_len = dims[axis];
     let outer: usize = dims[..axis].iter().product();
-    let mut out = Vec::with_capacity(outer * taps.len() * inner);
+    // No inner elements: the output, outer · taps · 0 long, is empty. An empty axis is never
+    // resized (`plan` refuses to grow one, and one that stays empty is skipped), but its
+    // blocks would be `chunks_exact(0)`'s panic.
     if inner == 0 || in_len == 0 {
-        out.resize(outer * taps.len() * inner, 0.0);
-        return out;
+        return Vec::new();
     }
+    let mut out = Vec::with_capacity(outer * taps.len() * inner);
     for block in values.chunks_exact(in_len * inner) {
         for tap in taps {
             match *tap {

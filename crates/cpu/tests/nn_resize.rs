@@ -498,3 +498,26 @@ fn antialiased_halving_of_one_axis() {
         Tolerance::Exact,
     );
 }
+
+#[test]
+fn cubic_doubling_of_one_axis() {
+    // Cubic (A = −0.75), half_pixel doubling: x = o/2 − 0.25, so r is 3/4 (even o) or 1/4
+    // (odd o), and the four weights (Keys) are −0.10546875, 0.87890625, 0.26171875,
+    // −0.03515625 for r = 1/4 and the same reversed for r = 3/4; neighbours past an edge
+    // repeat it. On [0, 64, 0, 128] that gives −6.75, 16.75, 56.25, 51.75, 3.25, 22.25,
+    // 96.75, 141.5, all exact (the ONNX reference implementation gives the same), and a
+    // constant row stays constant. One axis, so a sign the tap sum got wrong is not undone
+    // by the next axis.
+    let op = Op::Resize(Resize {
+        mode: ResizeMode::Cubic,
+        ..Resize::default()
+    });
+    let x = f32s(&[2, 4], &[0., 64., 0., 128., 1., 1., 1., 1.]);
+    let y = with_scales(&op, &x, &[1., 2.]);
+    #[rustfmt::skip]
+    let want = [
+        -6.75, 16.75, 56.25, 51.75, 3.25, 22.25, 96.75, 141.5,
+        1., 1., 1., 1., 1., 1., 1., 1.,
+    ];
+    check(&y, DType::F32, &[2, 8], &want, Tolerance::Exact);
+}

@@ -165,6 +165,18 @@ fn roi_align_adaptive_grid_and_edges() {
         &[1, 1, 1, 1],
         &[1.0],
     );
+    // A region of negative width (half_pixel does not widen it) has no samples, and so no
+    // rows of samples either, however tall it is: every bin is 0, at once, not after
+    // walking an adaptive grid of 10^30 rows of nothing.
+    let op = roi_align(RoiAlignMode::Avg, RoiCoordinates::HalfPixel, [2, 2], 0, 1.0);
+    for rois in [[3.0, 0.0, 1.0, 1e30], [0.0, 3.0, 1e30, 1.0]] {
+        let rois = f32s(&[1, 4], &rois);
+        check(
+            &one(&op, &[Some(&x), Some(&rois), Some(&zero)]),
+            &[1, 1, 2, 2],
+            &[0.0; 4],
+        );
+    }
 }
 
 #[test]
@@ -241,6 +253,15 @@ fn roi_align_reads_the_batch_entry_each_region_names() {
         run(&op, &[Some(&x), Some(&f64_rois), Some(&indices)]),
         Err(OpError::DType { index: 1, .. })
     ));
+    // An X with no rows or no columns has nothing to sample, whichever is empty.
+    for dims in [[2, 2, 0, 4], [2, 2, 4, 0]] {
+        let empty = f32s(&dims, &[]);
+        let got = run(&op, &[Some(&empty), Some(&rois), Some(&indices)]);
+        assert!(
+            matches!(&got, Err(OpError::Shape(m)) if m.contains("H and W must be at least 1")),
+            "{dims:?}: {got:?}"
+        );
+    }
 }
 
 fn max_roi_pool(pooled: [usize; 2], spatial_scale: f32) -> Op {

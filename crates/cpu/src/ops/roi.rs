@@ -149,14 +149,9 @@ fn region_samples(
         if ratio > 0 {
             ratio
         } else {
-            let g = (extent / bins as f64).ceil();
-            // NaN and negative extents give no samples; `as` saturates a huge one, which
-            // the allocation below then refuses.
-            if g > 0.0 {
-                g as usize
-            } else {
-                0
-            }
+            // `as` takes NaN and negative extents to 0 samples and saturates a huge one,
+            // which the budget below then refuses.
+            (extent / bins as f64).ceil() as usize
         }
     };
     let mut grid_h = grid(attrs.sampling_ratio, roi_h, oh);

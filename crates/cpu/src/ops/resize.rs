@@ -111,7 +111,7 @@ pub(crate) fn resize(
             outside.push((axis, flags));
         }
         let taps = axis_taps(attrs, &span);
-        if out_len == span.in_len && taps.iter().enumerate().all(|(i, t)| *t == Tap::Nearest(i)) {
+        if out_len == span.in_len && taps.iter().enumerate().all(|(i, t)| t.copies(i)) {
             continue;
         }
         values = resize_axis(&values, &dims, axis, &taps);
@@ -186,6 +186,22 @@ enum Tap {
     Window(Vec<(usize, f64)>),
 }
 
+impl Tap {
+    /// Whether the tap reads input index `i` alone, with weight 1. An axis whose every tap
+    /// does (an axis at scale 1: linear and cubic taps at whole coordinates weigh the
+    /// neighbours by 0) is left as it is, as onnxruntime leaves the axes it does not resize:
+    /// an infinity must not make 0·inf = NaN beside it. On a resized axis such a tap is
+    /// computed like the others, NaN included, as onnxruntime and the ONNX reference do.
+    fn copies(&self, i: usize) -> bool {
+        match *self {
+            Tap::Nearest(j) => j == i,
+            Tap::Linear { i0, w1, .. } => i0 == i && w1 == 0.0,
+            Tap::Cubic { i: ref at, w } => at[1] == i && w == [0.0, 1.0, 0.0, 0.0],
+            Tap::Window(_) => false,
+        }
+    }
+}
+
 /// The tap of every output index along `axis`: core's one Resize tap rule, with the
 /// weights widened to f64 for the reference's f64 blend (exactly: see
 /// [`concord_core::resize::Tap::w1`]).
@@ -206,10 +222,8 @@ fn axis_taps(attrs: &Resize, axis: &ResizeAxis) -> Vec<Tap> {
     resize_axis_taps(attrs, axis)
         .into_iter()
         .map(|t| {
-            if t.is_copy() || t.w1 == 0.0 {
-                // A plain copy, so an infinite value does not become NaN through 0·inf: an
-                // edge, or a whole coordinate (every index of an axis at scale 1), whose
-                // right neighbour has weight 0.
+            if t.is_copy() {
+                // A plain copy, so an infinite value does not become NaN through 0·inf.
                 return Tap::Nearest(t.i0);
             }
             let w1 = f64::from(t.w1);

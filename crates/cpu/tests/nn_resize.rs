@@ -428,6 +428,24 @@ fn an_output_as_long_as_its_input_is_still_resampled_when_the_coordinates_move()
     )
     .expect("crop");
     check(&y, DType::F32, &[4], &[3., 9., 15., 21.], Tolerance::Exact);
+    // roi [0.0625, 1.0625] of 5 → 5: x = 0.25 + o, each a quarter past its own index (the
+    // last past the input, so extrapolated: 0). Every tap starts at its own index and is
+    // still no copy: linear gives 8·x on the ramp; cubic (A = −0.75, weights −0.10546875,
+    // 0.87890625, 0.26171875, −0.03515625 at r = 1/4, edges repeated) gives 1.53125,
+    // 10.375, 18.375, 26.65625, as the ONNX reference implementation does.
+    let x = f32s(&[5], &[0., 8., 16., 24., 32.]);
+    for (mode, want) in [
+        (ResizeMode::Linear, [2., 10., 18., 26., 0.]),
+        (ResizeMode::Cubic, [1.53125, 10.375, 18.375, 26.65625, 0.]),
+    ] {
+        let op = resize(
+            mode,
+            CoordinateTransform::TfCropAndResize,
+            NearestMode::RoundPreferFloor,
+        );
+        let y = crop(&op, &x, &[0.0625, 1.0625], &[5]).expect("crop");
+        check(&y, DType::F32, &[5], &want, Tolerance::Exact);
+    }
 }
 
 #[test]

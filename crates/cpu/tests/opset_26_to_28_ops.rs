@@ -239,6 +239,59 @@ fn linear_attention_gated_delta_decays_then_corrects() {
 }
 
 #[test]
+fn linear_attention_refuses_inconsistent_heads_and_shapes() {
+    let t = f32s(&[1, 2, 2], &[1.0, 0.0, 0.0, 1.0]);
+    let heads = |kv_num_heads, q_num_heads| Op::LinearAttention {
+        kv_num_heads,
+        q_num_heads,
+        scale: 1.0,
+        update_rule: LinearAttentionRule::Linear,
+    };
+    // No kv heads (the loader refuses it; an Op built by hand must too, without dividing by
+    // zero), and no query heads to split the query's last extent into.
+    let got = run(&heads(0, 1), &[Some(&t), Some(&t), Some(&t)], 1);
+    assert!(
+        matches!(
+            &got,
+            Err(OpError::Attribute {
+                name: "kv_num_heads",
+                ..
+            })
+        ),
+        "{got:?}"
+    );
+    let got = run(&heads(1, 0), &[Some(&t), Some(&t), Some(&t)], 1);
+    assert!(
+        matches!(&got, Err(OpError::Shape(m)) if m.contains("query must be 3-D")),
+        "{got:?}"
+    );
+    // A value of another sequence length than query and key (whose agree).
+    let long = f32s(&[1, 3, 2], &[0.0; 6]);
+    let got = run(&heads(1, 1), &[Some(&t), Some(&t), Some(&long)], 1);
+    assert!(
+        matches!(&got, Err(OpError::Shape(m)) if m.contains("do not agree")),
+        "{got:?}"
+    );
+    // A decay of another batch: neither (1, 2, 1) per head nor (1, 2, 2) per key dim.
+    let gated = Op::LinearAttention {
+        kv_num_heads: 1,
+        q_num_heads: 1,
+        scale: 1.0,
+        update_rule: LinearAttentionRule::Gated,
+    };
+    let decay = f32s(&[2, 2, 1], &[0.0; 4]);
+    let got = run(
+        &gated,
+        &[Some(&t), Some(&t), Some(&t), None, Some(&decay)],
+        1,
+    );
+    assert!(
+        matches!(&got, Err(OpError::Shape(m)) if m.contains("decay must be")),
+        "{got:?}"
+    );
+}
+
+#[test]
 fn causal_conv_with_state_carries_the_last_inputs() {
     // One channel, k = 3, weight (1, 2, 3), past state (10, 20), input (1, 2):
     // padded = 10 20 1 2; outputs 1·10 + 2·20 + 3·1 = 53 and 1·20 + 2·1 + 3·2 = 28;

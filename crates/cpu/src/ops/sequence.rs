@@ -100,6 +100,13 @@ fn linear_attention(
     inputs: &[Option<&Tensor>],
 ) -> Result<Vec<Tensor>, OpError> {
     let (hq, hkv, rule) = (attrs.q_heads, attrs.kv_heads, attrs.rule);
+    if hkv == 0 {
+        // The ONNX loader refuses it too; an Op built by hand reaches this.
+        return Err(OpError::Attribute {
+            name: "kv_num_heads",
+            detail: "LinearAttention: kv_num_heads must be at least 1, got 0".into(),
+        });
+    }
     if hq % hkv != 0 {
         return Err(OpError::Attribute {
             name: "q_num_heads",

@@ -272,23 +272,26 @@ fn linear_attention_refuses_inconsistent_heads_and_shapes() {
         matches!(&got, Err(OpError::Shape(m)) if m.contains("do not agree")),
         "{got:?}"
     );
-    // A decay of another batch: neither (1, 2, 1) per head nor (1, 2, 2) per key dim.
+    // A decay of another batch, with a last extent of one per head or one per key dim:
+    // neither (1, 2, 1) nor (1, 2, 2).
     let gated = Op::LinearAttention {
         kv_num_heads: 1,
         q_num_heads: 1,
         scale: 1.0,
         update_rule: LinearAttentionRule::Gated,
     };
-    let decay = f32s(&[2, 2, 1], &[0.0; 4]);
-    let got = run(
-        &gated,
-        &[Some(&t), Some(&t), Some(&t), None, Some(&decay)],
-        1,
-    );
-    assert!(
-        matches!(&got, Err(OpError::Shape(m)) if m.contains("decay must be")),
-        "{got:?}"
-    );
+    for per in [1, 2] {
+        let decay = f32s(&[2, 2, per], &vec![0.0; 4 * per]);
+        let got = run(
+            &gated,
+            &[Some(&t), Some(&t), Some(&t), None, Some(&decay)],
+            1,
+        );
+        assert!(
+            matches!(&got, Err(OpError::Shape(m)) if m.contains("decay must be")),
+            "{per}: {got:?}"
+        );
+    }
 }
 
 #[test]

@@ -292,6 +292,23 @@ fn linear_attention_refuses_inconsistent_heads_and_shapes() {
             "{per}: {got:?}"
         );
     }
+    // A beta of another batch, with one value per head (and so one for all): not (1, 2, 1).
+    let delta = Op::LinearAttention {
+        kv_num_heads: 1,
+        q_num_heads: 1,
+        scale: 1.0,
+        update_rule: LinearAttentionRule::Delta,
+    };
+    let beta = f32s(&[2, 2, 1], &[0.5; 4]);
+    let got = run(
+        &delta,
+        &[Some(&t), Some(&t), Some(&t), None, None, Some(&beta)],
+        1,
+    );
+    assert!(
+        matches!(&got, Err(OpError::Shape(m)) if m.contains("beta must be")),
+        "{got:?}"
+    );
 }
 
 #[test]

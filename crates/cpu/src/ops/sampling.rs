@@ -58,6 +58,8 @@ fn reflect(x: f64, lo: f64, hi: f64) -> f64 {
     if range <= 0.0 {
         return lo;
     }
+    // x equal to lo or hi may take either branch: it is d = 0 from that end, which gives x
+    // back. `toward` compares lo with hi, which the return above has made different.
     let (d, near, far) = if x < lo {
         (lo - x, lo, hi)
     } else if x > hi {

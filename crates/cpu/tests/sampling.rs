@@ -240,3 +240,30 @@ fn inference_matches_the_kernels() {
         vec![Dim::Fixed(2), Dim::Unknown, Dim::Unknown, Dim::Fixed(2)]
     );
 }
+
+#[test]
+fn grid_sample_takes_one_spatial_axis_and_checks_shapes() {
+    // r = 1: X (1, 1, 3), grid (1, 2, 1). With align_corners the position is (n + 1)/2 · 2:
+    // −1 → 0 (10), 0.5 → 1.5 (halfway between 20 and 30).
+    let x = f32s(&[1, 1, 3], &[10.0, 20.0, 30.0]);
+    let grid = f32s(&[1, 2, 1], &[-1.0, 0.5]);
+    let op = gs(GridSampleMode::Linear, GridPadding::Zeros, true);
+    check(&one(&op, &[&x, &grid]), &[1, 1, 2], &[10.0, 25.0]);
+    // Each condition alone: X without a spatial axis, a grid of another rank than X's, of
+    // another batch, or whose last extent is not the number of spatial axes.
+    let cases: [(&[usize], &[usize]); 4] = [
+        (&[1, 3], &[1, 0]),
+        (&[1, 1, 3], &[1, 2]),
+        (&[1, 1, 3], &[2, 2, 1]),
+        (&[1, 1, 3], &[1, 2, 2]),
+    ];
+    for (xd, gd) in cases {
+        let x = f32s(xd, &vec![1.0; xd.iter().product()]);
+        let grid = f32s(gd, &vec![0.0; gd.iter().product()]);
+        let got = run_op(&op, &[Some(&x), Some(&grid)], 1);
+        assert!(
+            matches!(&got, Err(concord_core::OpError::Shape(m)) if m.contains("GridSample needs")),
+            "{xd:?}, {gd:?}: {got:?}"
+        );
+    }
+}

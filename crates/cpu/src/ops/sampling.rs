@@ -52,14 +52,11 @@ fn denormalize(n: f64, len: usize, align_corners: bool) -> f64 {
     }
 }
 
-/// Reflects `x` at `lo` and `hi` until it lies between them.
+/// Reflects `x` at `lo` and `hi` until it lies between them (an x between them, or NaN,
+/// as it is; an x outside an empty range, lo).
 fn reflect(x: f64, lo: f64, hi: f64) -> f64 {
-    let range = hi - lo;
-    if range <= 0.0 {
-        return lo;
-    }
     // x equal to lo or hi may take either branch: it is d = 0 from that end, which gives x
-    // back. `toward` compares lo with hi, which the return above has made different.
+    // back. `toward` compares lo with hi, which the return below makes different.
     let (d, near, far) = if x < lo {
         (lo - x, lo, hi)
     } else if x > hi {
@@ -67,6 +64,10 @@ fn reflect(x: f64, lo: f64, hi: f64) -> f64 {
     } else {
         return x;
     };
+    let range = hi - lo;
+    if range <= 0.0 {
+        return lo;
+    }
     let n = (d / range).floor();
     let r = d - n * range;
     // An even number of whole ranges lands on the near side, an odd one on the far side.
@@ -181,7 +182,7 @@ fn grid_sample(
                     pos = pos.round_ties_even();
                 }
                 // Border padding leaves the position where it is: its taps are clamped below.
-                if padding == GridPadding::Reflection && (pos < axis.lo || pos > axis.hi) {
+                if padding == GridPadding::Reflection {
                     pos = reflect(pos, axis.lo, axis.hi);
                 }
                 let at = |i: f64| axis.tap(i as i64, padding).map(|i| i * strides[k]);

@@ -163,6 +163,25 @@ fn affine_grid_2d_and_3d() {
     // size's N must be theta's.
     let wrong = Tensor::vec_i64(vec![2, 1, 1, 1, 2]);
     assert!(run_op(&op, &[Some(&theta), Some(&wrong)], 1).is_err());
+    // An empty extent gives an empty grid; a negative one, or four spatial axes (with a
+    // theta of the matching (N, 4, 5) shape), is refused.
+    let empty = Tensor::vec_i64(vec![1, 1, 1, 0, 2]);
+    check(&one(&op, &[&theta, &empty]), &[1, 1, 0, 2, 3], &[]);
+    let refused = [
+        (theta.clone(), vec![1, 1, 1, -1, 2]),
+        (f32s(&[1, 4, 5], &[0.0; 20]), vec![1, 1, 1, 1, 1, 1]),
+    ];
+    for (theta, size) in refused {
+        let got = run_op(
+            &op,
+            &[Some(&theta), Some(&Tensor::vec_i64(size.clone()))],
+            1,
+        );
+        assert!(
+            matches!(&got, Err(concord_core::OpError::Shape(m)) if m.contains("AffineGrid needs")),
+            "{size:?}: {got:?}"
+        );
+    }
 }
 
 #[test]

@@ -65,6 +65,23 @@ fn attention_scores_are_scaled_by_one_over_root_head_size() {
 }
 
 #[test]
+fn large_scores_do_not_overflow_the_softmax() {
+    // Head size 1, scale 1: q·k = 1600 and 1560. exp(1600) overflows f64, so the softmax
+    // must subtract the row's maximum: the weights are 1 / (1 + e^−40) and e^−40 / (1 +
+    // e^−40), and Y = that first weight (V = 1, 0), which is 1 in f32.
+    let q = f32s(&[1, 1, 1, 1], &[40.0]);
+    let k = f32s(&[1, 1, 2, 1], &[40.0, 39.0]);
+    let v = f32s(&[1, 1, 2, 1], &[1.0, 0.0]);
+    let mut op = attention();
+    if let Op::Attention { scale, .. } = &mut op {
+        *scale = Some(1.0);
+    }
+    let y = ok(&op, &[&q, &k, &v]);
+    let w = 1.0 / (1.0 + (-40.0f64).exp());
+    check_float(&y, DType::F32, &[1, 1, 1, 1], &[w], RoundedOnce);
+}
+
+#[test]
 fn causal_bool_and_short_masks_exclude_keys() {
     let q = f32s(&[1, 1, 2, 1], &[0.0, 0.0]);
     let k = f32s(&[1, 1, 2, 1], &[0.0, 0.0]);
@@ -208,9 +225,18 @@ fn attention_rejects_bad_operands_with_typed_errors() {
         Failure::Shape,
         "Attention",
     );
-    // 3-D without head counts.
+    // 3-D without head counts, and with 0 of them (the loader refuses 0; an Op built by
+    // hand must too, without dividing by zero).
     check_err(
         run(&attention(), &[&k3, &k3, &k3]),
+        Failure::Attribute,
+        "q_num_heads",
+    );
+    check_err(
+        run(
+            &attention_with(false, Some(0), Some(1), 0),
+            &[&k3, &k3, &k3],
+        ),
         Failure::Attribute,
         "q_num_heads",
     );
@@ -227,6 +253,68 @@ fn attention_rejects_bad_operands_with_typed_errors() {
         run(&attention(), &[&q, &k, &k, &mask]),
         Failure::DType { index: 3 },
         "attn_mask",
+    );
+    // A mask of rank 0 or 5.
+    for dims in [&[][..], &[1, 1, 1, 1, 1][..]] {
+        let mask = f32s(dims, &[0.0]);
+        check_err(
+            run(&attention(), &[&q, &k, &k, &mask]),
+            Failure::Shape,
+            "rank 1 to 4",
+        );
+    }
+    // A past cache of another batch, another number of kv heads or another head size than
+    // the new keys (1, 2, _, 2), each alone.
+    for dims in [[2, 2, 1, 2], [1, 1, 1, 2], [1, 2, 1, 3]] {
+        let past = f32s(&dims, &vec![0.0; dims.iter().product()]);
+        check_err(
+            run_opt(
+                &attention(),
+                &[Some(&q), Some(&k), Some(&k), None, Some(&past), Some(&past)],
+            ),
+            Failure::Shape,
+            "does not match",
+        );
+    }
+    // Each condition of K and V fitting Q alone: V of another batch, head count or sequence
+    // length; K of another head size (V's may differ); K and V with no heads.
+    let cases: [([usize; 4], [usize; 4]); 5] = [
+        ([1, 2, 1, 2], [2, 2, 1, 2]),
+        ([1, 2, 1, 2], [1, 1, 1, 2]),
+        ([1, 2, 1, 2], [1, 2, 2, 2]),
+        ([1, 2, 1, 3], [1, 2, 1, 2]),
+        ([1, 0, 1, 2], [1, 0, 1, 2]),
+    ];
+    for (kd, vd) in cases {
+        let k = f32s(&kd, &vec![0.0; kd.iter().product()]);
+        let v = f32s(&vd, &vec![0.0; vd.iter().product()]);
+        check_err(
+            run(&attention(), &[&q, &k, &v]),
+            Failure::Shape,
+            "do not fit",
+        );
+    }
+    // V of another rank than Q and K.
+    let v3 = f32s(&[1, 1, 2], &[0.0; 2]);
+    check_err(
+        run(&attention(), &[&q, &k, &v3]),
+        Failure::Shape,
+        "one rank",
+    );
+    // K, V and the caches must have Q's dtype.
+    let k_i64 = i64s(&[1, 2, 1, 2], &[0; 4]);
+    check_err(
+        run(&attention(), &[&q, &k_i64, &k]),
+        Failure::DType { index: 1 },
+        "K",
+    );
+    check_err(
+        run_opt(
+            &attention(),
+            &[Some(&q), Some(&k), Some(&k), None, Some(&k_i64), Some(&k)],
+        ),
+        Failure::DType { index: 4 },
+        "past_key",
     );
     // past_key without past_value.
     check_err(
@@ -282,6 +370,20 @@ fn rotary_embedding_rejects_bad_operands_with_typed_errors() {
     let x3 = f32s(&[1, 1, 4], &[0.0; 4]);
     check_err(
         run(&rotary(false, None, 0), &[&x3, &cache, &cache]),
+        Failure::Attribute,
+        "num_heads",
+    );
+    // With position_ids, caches of another width than half the rotary dimension (2).
+    let wide = f32s(&[2, 3], &[0.0; 6]);
+    let first = i64s(&[1, 1], &[0]);
+    check_err(
+        run(&rotary(false, None, 0), &[&x, &wide, &wide, &first]),
+        Failure::Shape,
+        "(max position + 1, 2)",
+    );
+    // 0 heads is refused as no heads is (an Op built by hand; the loader refuses it).
+    check_err(
+        run(&rotary(false, Some(0), 0), &[&x3, &cache, &cache]),
         Failure::Attribute,
         "num_heads",
     );

@@ -274,12 +274,7 @@ fn linear_attention_refuses_inconsistent_heads_and_shapes() {
     );
     // A decay of another batch, with a last extent of one per head or one per key dim:
     // neither (1, 2, 1) nor (1, 2, 2).
-    let gated = Op::LinearAttention {
-        kv_num_heads: 1,
-        q_num_heads: 1,
-        scale: 1.0,
-        update_rule: LinearAttentionRule::Gated,
-    };
+    let gated = linear_attention(LinearAttentionRule::Gated, 1.0);
     for per in [1, 2] {
         let decay = f32s(&[2, 2, per], &vec![0.0; 4 * per]);
         let got = run(
@@ -293,12 +288,7 @@ fn linear_attention_refuses_inconsistent_heads_and_shapes() {
         );
     }
     // A beta of another batch, with one value per head (and so one for all): not (1, 2, 1).
-    let delta = Op::LinearAttention {
-        kv_num_heads: 1,
-        q_num_heads: 1,
-        scale: 1.0,
-        update_rule: LinearAttentionRule::Delta,
-    };
+    let delta = linear_attention(LinearAttentionRule::Delta, 1.0);
     let beta = f32s(&[2, 2, 1], &[0.5; 4]);
     let got = run(
         &delta,

@@ -169,7 +169,7 @@ enum Target {
 }
 
 /// Where one output index along an axis reads from.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 enum Tap {
     /// Copies input index `i`.
     Nearest(usize),

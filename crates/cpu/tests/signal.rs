@@ -189,6 +189,19 @@ fn inverse_onesided_dft_is_irfft() {
         &[1, 2, 1],
         &[4.0, 6.0],
     );
+    // Two spectra along a leading axis, each inverted into its own slot: the one above and
+    // that of the impulse 1, 0, 0, 0 (every bin 1); numpy's irfft gives the same.
+    let two_spectra = f64s(
+        &[2, 3, 2],
+        &[
+            10.0, 0.0, -2.0, 2.0, -2.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0,
+        ],
+    );
+    check(
+        &one(&dft(Some(1), true, true), &[Some(&two_spectra)]),
+        &[2, 4, 1],
+        &[1.0, 2.0, 3.0, 4.0, 1.0, 0.0, 0.0, 0.0],
+    );
     // A real input has no spectrum to invert.
     let real = f64s(&[1, 3, 1], &[1.0, 2.0, 3.0]);
     assert!(matches!(
@@ -232,6 +245,68 @@ fn dft_along_another_axis() {
         &[2, 2, 2],
         &[3.0, 0.0, -1.0, 0.0, 7.0, 0.0, -1.0, 0.0],
     );
+}
+
+#[test]
+fn dft_axis_reaches_every_axis_but_the_last() {
+    // The signal axis ranges over all but the last (parts) axis at any rank: axis 3 of a
+    // rank-5 input, which holds x = 1, 2, 3, 4 (spectrum as in dft_of_a_short_signal).
+    let x5 = f64s(&[1, 1, 1, 4, 1], &[1.0, 2.0, 3.0, 4.0]);
+    check(
+        &one(&dft(Some(3), false, false), &[Some(&x5)]),
+        &[1, 1, 1, 4, 2],
+        &[10.0, 0.0, -2.0, 2.0, -2.0, 0.0, -2.0, -2.0],
+    );
+    // At rank 2 only axis 0 is a signal axis: axis 1 is the parts axis.
+    let x2 = f64s(&[4, 1], &[1.0, 2.0, 3.0, 4.0]);
+    check(
+        &one(&dft(Some(0), false, false), &[Some(&x2)]),
+        &[4, 2],
+        &[10.0, 0.0, -2.0, 2.0, -2.0, 0.0, -2.0, -2.0],
+    );
+    for axis in [1, -1] {
+        let got = run(&dft(Some(axis), false, false), &[Some(&x2)]);
+        assert!(
+            matches!(&got, Err(OpError::Shape(m)) if m.contains("out of range")),
+            "axis {axis}: {got:?}"
+        );
+    }
+    // A rank-1 input has no signal axis beside its parts: the error says what DFT needs,
+    // not that some axis is out of range.
+    let x1 = f64s(&[2], &[1.0, 2.0]);
+    for axis in [None, Some(0)] {
+        let got = run(&dft(axis, false, false), &[Some(&x1)]);
+        assert!(
+            matches!(&got, Err(OpError::Shape(m)) if m.contains("DFT needs input")),
+            "axis {axis:?}: {got:?}"
+        );
+    }
+}
+
+/// DFT's twiddle tables and f64 output are checked against the memory budget, beyond the
+/// output gate: a onesided f32 DFT of 1000 samples has an output of 501 × 2 elements
+/// (12 bytes each with the f64 working copy the gate counts: 12,024 bytes) and scratch of
+/// 8 · (2 · 1000 + 1002) = 24,016 bytes.
+#[test]
+fn dft_scratch_is_held_to_the_budget() {
+    use concord_core::MemoryBudget;
+    let x = tensor(Tensor::from_vec(vec![1, 1000, 1], vec![1.0f32; 1000]));
+    let op = dft(Some(1), false, true);
+    let got = concord_cpu::run_op_within(&op, &[Some(&x)], 1, MemoryBudget::new(24_015));
+    assert!(
+        matches!(&got, Err(OpError::MemoryBudget { what, bytes: Some(24_016), limit: 24_015 })
+            if what.contains("twiddle tables of 1000 entries")),
+        "{got:?}"
+    );
+    // At exactly the scratch's size it runs: all ones transform to 1000 at bin 0, 0 elsewhere.
+    let out = match concord_cpu::run_op_within(&op, &[Some(&x)], 1, MemoryBudget::new(24_016)) {
+        Ok(mut t) if t.len() == 1 => t.remove(0),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(out.dims(), [1, 501, 2]);
+    let v = out.to_f64_vec();
+    assert!((v[0] - 1000.0).abs() < 1e-3, "bin 0: {}", v[0]);
+    assert!(v[1..].iter().all(|e| e.abs() < 1e-3), "other bins not 0");
 }
 
 #[test]
@@ -300,6 +375,25 @@ fn stft_frames_a_signal() {
         &one(&full, &[Some(&complex), Some(&two), None, Some(&two)]),
         &[1, 2, 2, 2],
         &[3.0, 1.0, -1.0, 1.0, 7.0, -1.0, -1.0, -1.0],
+    );
+    // One frame as long as the signal (frame_length 4 = L, implied by the window): the
+    // complex signal 1+i, 2, 3−i, i windowed by (1, 2, 1, 2) is y = 1+i, 4, 3−i, 2i, and
+    // Y_k = Σ y_n·(−i)^(kn): Y0 = 8 + 2i, Y1 = (1+i) − 4i − (3−i) − 2 = −4 − 2i,
+    // Y2 = (1+i) − 4 + (3−i) − 2i = −2i, Y3 = (1+i) + 4i − (3−i) + 2 = 6i (numpy's fft of
+    // x·w gives the same).
+    let signal = f64s(&[1, 4, 2], &[1.0, 1.0, 2.0, 0.0, 3.0, -1.0, 0.0, 1.0]);
+    let weights = f64s(&[4], &[1.0, 2.0, 1.0, 2.0]);
+    check(
+        &one(&full, &[Some(&signal), Some(&one_step), Some(&weights)]),
+        &[1, 1, 4, 2],
+        &[8.0, 2.0, -4.0, -2.0, 0.0, -2.0, 0.0, 6.0],
+    );
+    // A window that is not 1-D is refused as such when it would set frame_length.
+    let square = f64s(&[2, 2], &[1.0; 4]);
+    let got = run(&full, &[Some(&x), Some(&two), Some(&square)]);
+    assert!(
+        matches!(&got, Err(OpError::Shape(m)) if m.contains("1-D window")),
+        "{got:?}"
     );
     // A frame longer than the signal, and neither window nor frame_length, are refused.
     let five = Tensor::scalar_i64(5);
@@ -420,6 +514,12 @@ fn mel_weight_matrix_refuses_bad_operands() {
     assert!(matches!(
         mel(DType::F32, &mel_inputs(2, 8, 1000, f32::NAN, 400.0)),
         Err(OpError::Shape(_))
+    ));
+    let mut int_edge = mel_inputs(2, 8, 1000, 0.0, 400.0);
+    int_edge[3] = Tensor::scalar_i64(0);
+    assert!(matches!(
+        mel(DType::F32, &int_edge),
+        Err(OpError::DType { index: 3, .. })
     ));
     let mut float_count = mel_inputs(2, 8, 1000, 0.0, 400.0);
     float_count[1] = Tensor::scalar_f32(8.0);

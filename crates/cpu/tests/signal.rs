@@ -202,6 +202,20 @@ fn inverse_onesided_dft_is_irfft() {
         &[2, 4, 1],
         &[1.0, 2.0, 3.0, 4.0, 1.0, 0.0, 0.0, 0.0],
     );
+    // One bin has no default dft_length (2 · (1 − 1) = 0): it must be given. With it, the
+    // single bin X0 = 6 is a constant signal of 6 / 3 = 2.
+    let dc = f64s(&[1, 1, 2], &[6.0, 0.0]);
+    let got = run(&dft(Some(1), true, true), &[Some(&dc)]);
+    assert!(
+        matches!(&got, Err(OpError::Shape(m)) if m.contains("needs dft_length")),
+        "{got:?}"
+    );
+    let three = Tensor::scalar_i64(3);
+    check(
+        &one(&dft(Some(1), true, true), &[Some(&dc), Some(&three)]),
+        &[1, 3, 1],
+        &[2.0, 2.0, 2.0],
+    );
     // A real input has no spectrum to invert.
     let real = f64s(&[1, 3, 1], &[1.0, 2.0, 3.0]);
     assert!(matches!(
@@ -520,6 +534,13 @@ fn mel_weight_matrix_refuses_bad_operands() {
     assert!(matches!(
         mel(DType::F32, &int_edge),
         Err(OpError::DType { index: 3, .. })
+    ));
+    // An edge of the right type must still be one value.
+    let mut two_edges = mel_inputs(2, 8, 1000, 0.0, 400.0);
+    two_edges[4] = tensor(Tensor::from_vec(vec![2], vec![300.0f32, 400.0]));
+    assert!(matches!(
+        mel(DType::F32, &two_edges),
+        Err(OpError::Shape(m)) if m.contains("input 4 (upper_edge_hertz) must hold one value")
     ));
     let mut float_count = mel_inputs(2, 8, 1000, 0.0, 400.0);
     float_count[1] = Tensor::scalar_f32(8.0);

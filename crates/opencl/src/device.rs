@@ -127,6 +127,12 @@ pub struct Device {
     pub is_cpu: bool,
     /// The platform is PoCL, whose kernel-binary cache needs runs to take turns.
     pub is_pocl: bool,
+    /// Whether a forward's commands are held back until it waits (see [`Queue::scope`]):
+    /// on CPU devices, where it was measured to help, except those that run commands inline
+    /// ([`runs_commands_inline`]).
+    ///
+    /// [`Queue::scope`]: crate::cl::Queue::scope
+    pub gate_queues: bool,
     /// `cl_khr_fp16`: the device has half arithmetic. Without it the opencl-fp16 target
     /// still runs, storage-only (see [`Device::half_storage`]), and says what that costs.
     pub fp16_arithmetic: bool,
@@ -256,6 +262,11 @@ pub fn open(discovery: &Discovery) -> Result<Device, ClError> {
         .details
         .get("platform")
         .is_some_and(|p| p.contains("Portable Computing Language"));
+    // As the probe names it ("type"): a device that is also a GPU or an accelerator
+    // (Oclgrind reports all three) gets the GPU-shaped kernels.
+    let is_cpu = device_type & dev::CL_DEVICE_TYPE_CPU != 0
+        && device_type & (dev::CL_DEVICE_TYPE_GPU | dev::CL_DEVICE_TYPE_ACCELERATOR) == 0;
+    let gate_queues = is_cpu && !runs_commands_inline(is_pocl, &info.name);
     let half_storage = match context.build_program(HALF_STORAGE_CHECK, "") {
         Ok(_) => Ok(()),
         Err(cl::BuildError::Api(e)) => Err(format!("building a vload_half kernel: {e}")),
@@ -278,12 +289,19 @@ pub fn open(discovery: &Discovery) -> Result<Device, ClError> {
         // Reported in bits; an unanswered query leaves 4 KiB, which any device accepts.
         base_align_bytes: cl::device_u64(id, dev::CL_DEVICE_MEM_BASE_ADDR_ALIGN)
             .map_or(4096, |bits| (bits as usize / 8).max(1)),
-        // As the probe names it ("type"): a device that is also a GPU or an accelerator
-        // (Oclgrind reports all three) gets the GPU-shaped kernels.
-        is_cpu: device_type & dev::CL_DEVICE_TYPE_CPU != 0
-            && device_type & (dev::CL_DEVICE_TYPE_GPU | dev::CL_DEVICE_TYPE_ACCELERATOR) == 0,
+        is_cpu,
         is_pocl,
+        gate_queues,
     })
+}
+
+/// Whether the device runs a queue's commands inline, in the host thread that releases
+/// them, rather than on worker threads: PoCL's `basic` device (named `basic-…`; `cpu-minimal…`
+/// before PoCL 1.6). Holding a forward's commands behind a user event gains nothing there,
+/// and PoCL 3.1's basic device deadlocks in `clSetUserEventStatus` when the event releases
+/// them (it runs them while holding the lock they take), so its queues are not gated.
+fn runs_commands_inline(is_pocl: bool, device_name: &str) -> bool {
+    is_pocl && (device_name.starts_with("basic") || device_name.starts_with("cpu-minimal"))
 }
 
 /// The device to run on: among the devices `selection` matches (all when there is none), a
@@ -456,6 +474,18 @@ mod tests {
             fp16: false,
             details,
         }
+    }
+
+    /// Only PoCL's inline device goes ungated: its pthread device, another platform's device
+    /// that happens to be named `basic…`, and GPUs keep the gate's choice to `is_cpu`.
+    #[test]
+    fn only_pocls_inline_device_runs_commands_inline() {
+        assert!(runs_commands_inline(true, "basic-skylake-avx512-AMD EPYC"));
+        assert!(runs_commands_inline(true, "cpu-minimal-haswell"));
+        assert!(!runs_commands_inline(true, "pthread-haswell-AMD EPYC"));
+        assert!(!runs_commands_inline(true, "cpu-haswell"));
+        assert!(!runs_commands_inline(false, "basic device"));
+        assert!(!runs_commands_inline(false, "NVIDIA H100 80GB HBM3"));
     }
 
     /// A machine with PoCL (platform 0) and Oclgrind (platform 1).

@@ -701,11 +701,12 @@ impl ExecPlan {
     /// whatever was made before it is released, and nothing shared is touched.
     pub fn new_workspace(&self, device: &Device) -> Result<Workspace, Error> {
         let setup = |what: String| move |e: ClError| OpenClError::from(e).in_partition(&what);
-        // Gated on CPU devices, where it was measured to help (see `Queue::scope`); a GPU's
-        // driver starts each command as it comes, overlapping the host's enqueueing.
+        // Gated on CPU devices, where it was measured to help (see `Queue::scope`), but for
+        // those that run commands inline (`Device::gate_queues`); a GPU's driver starts each
+        // command as it comes, overlapping the host's enqueueing.
         let queue = device
             .context
-            .queue(device.is_cpu)
+            .queue(device.gate_queues)
             .map_err(setup("making a workspace's queue".into()))?;
         let mut slots: Vec<Buffer> = Vec::with_capacity(self.slot_bytes.len());
         for (i, &bytes) in self.slot_bytes.iter().enumerate() {

@@ -26,7 +26,9 @@
 //!   are enqueued without waiting inside [`cl::Queue::scope`], which borrows the host memory
 //!   they copy from and into and waits for the queue before it returns. On CPU devices they
 //!   are held behind a gate (a barrier on a user event) until that wait, so the device runs
-//!   them back to back (on PoCL this took a third off forwards made of many small kernels). Transfers copy
+//!   them back to back (on PoCL this took a third off forwards made of many small kernels),
+//!   except on PoCL's `basic` device, which runs commands inline in the waiting thread and
+//!   deadlocked when the gate released them (`Device::gate_queues`). Transfers copy
 //!   straight from the input tensors' memory and into the output tensors' own where the
 //!   device storage is the dtype's (f32 on `opencl`, f16, i64), with no staging copy.
 //! - No panics on device errors: opencl3's panicking wrappers are not used; every OpenCL

@@ -7,7 +7,7 @@
 //! device error. All `unsafe` of the crate that touches OpenCL lives in this file.
 //!
 //! Every call that can fail while a net is built or run passes one fault point
-//! ([`CallKind`]) first. With the `fault-injection` cargo feature, [`faults::inject`] makes
+//! ([`CallKind`]) first. With the `fault-injection` cargo feature, `faults::inject` makes
 //! the Nth call of one kind on the calling thread fail with a chosen CL error instead of
 //! reaching the driver, which is how the tests prove that each failure is a typed error and
 //! leaves the executor usable. Without the feature a fault point compiles to nothing.

@@ -127,12 +127,6 @@ pub struct Device {
     pub is_cpu: bool,
     /// The platform is PoCL, whose kernel-binary cache needs runs to take turns.
     pub is_pocl: bool,
-    /// Whether a forward's commands are held back until it waits (see [`Queue::scope`]):
-    /// on CPU devices, where it was measured to help, except those that run commands inline
-    /// ([`runs_commands_inline`]).
-    ///
-    /// [`Queue::scope`]: crate::cl::Queue::scope
-    pub gate_queues: bool,
     /// `cl_khr_fp16`: the device has half arithmetic. Without it the opencl-fp16 target
     /// still runs, storage-only (see [`Device::half_storage`]), and says what that costs.
     pub fp16_arithmetic: bool,
@@ -140,6 +134,15 @@ pub struct Device {
     /// OpenCL, no extension) builds on this device, checked when the device is opened;
     /// the error is the build's, for the probe's reason.
     pub half_storage: Result<(), String>,
+}
+
+impl Device {
+    /// Whether a forward's commands are held back until it waits (see
+    /// [`crate::cl::Queue::scope`]): on CPU devices, where it was measured to help, except
+    /// those that run commands inline ([`runs_commands_inline`]).
+    pub fn gate_queues(&self) -> bool {
+        self.is_cpu && !runs_commands_inline(self.is_pocl, &self.info.name)
+    }
 }
 
 /// How a device stores and computes the half-precision target, as `concord info` shows it
@@ -262,11 +265,6 @@ pub fn open(discovery: &Discovery) -> Result<Device, ClError> {
         .details
         .get("platform")
         .is_some_and(|p| p.contains("Portable Computing Language"));
-    // As the probe names it ("type"): a device that is also a GPU or an accelerator
-    // (Oclgrind reports all three) gets the GPU-shaped kernels.
-    let is_cpu = device_type & dev::CL_DEVICE_TYPE_CPU != 0
-        && device_type & (dev::CL_DEVICE_TYPE_GPU | dev::CL_DEVICE_TYPE_ACCELERATOR) == 0;
-    let gate_queues = is_cpu && !runs_commands_inline(is_pocl, &info.name);
     let half_storage = match context.build_program(HALF_STORAGE_CHECK, "") {
         Ok(_) => Ok(()),
         Err(cl::BuildError::Api(e)) => Err(format!("building a vload_half kernel: {e}")),
@@ -289,9 +287,11 @@ pub fn open(discovery: &Discovery) -> Result<Device, ClError> {
         // Reported in bits; an unanswered query leaves 4 KiB, which any device accepts.
         base_align_bytes: cl::device_u64(id, dev::CL_DEVICE_MEM_BASE_ADDR_ALIGN)
             .map_or(4096, |bits| (bits as usize / 8).max(1)),
-        is_cpu,
+        // As the probe names it ("type"): a device that is also a GPU or an accelerator
+        // (Oclgrind reports all three) gets the GPU-shaped kernels.
+        is_cpu: device_type & dev::CL_DEVICE_TYPE_CPU != 0
+            && device_type & (dev::CL_DEVICE_TYPE_GPU | dev::CL_DEVICE_TYPE_ACCELERATOR) == 0,
         is_pocl,
-        gate_queues,
     })
 }
 

@@ -706,7 +706,7 @@ impl ExecPlan {
         // command as it comes, overlapping the host's enqueueing.
         let queue = device
             .context
-            .queue(device.gate_queues)
+            .queue(device.gate_queues())
             .map_err(setup("making a workspace's queue".into()))?;
         let mut slots: Vec<Buffer> = Vec::with_capacity(self.slot_bytes.len());
         for (i, &bytes) in self.slot_bytes.iter().enumerate() {

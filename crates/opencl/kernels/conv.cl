@@ -1,9 +1,9 @@
 // conv.cl: depthwise (and channel-multiplier) convolution, where every output channel
 // reads one input channel, so there is nothing to share between channels and a GEMM would
-// waste its tile. Four kernels: `depthwise` (any geometry; what GPUs run), and for CPU
-// devices `depthwise_s1` (width stride 1, the image read in place), `depthwise_rows`
-// (width stride 1 or 2, rows padded in a private buffer) and `depthwise_plane` (stride 1,
-// small planes padded whole in a private buffer), described where they are defined.
+// waste its tile. Three kernels: `depthwise` (any geometry; what GPUs run), and for CPU
+// devices `depthwise_inplace` (width stride 1 or 2, the image read in place) and
+// `depthwise_rows` (width stride 1 or 2, rows padded in a private buffer, for left pads
+// wider than 3), described where they are defined.
 // ConvTranspose lives here too: `conv_transpose` (any geometry, one output per work-item)
 // and, for CPU devices, `conv_transpose_rows` (kernel == stride, one tap per output).
 //
@@ -152,17 +152,23 @@ __kernel void depthwise_rows(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias
     }
 }
 
-// The CPU variant of depthwise for width stride 1, reading the image in place: a tap of a
-// 16-column chunk is one 16-lane load at its offset o, with the lanes outside the row
-// (o + j < 0 or >= W) set to zero. Loads may run past a row's end (into the next row, or
-// past the buffer's end into the slack every slot has, see Builder::slot_bytes) but never
-// before its start: a chunk starting left of the row (o < 0, only the first chunk, for
-// taps inside the left pad) loads at the row's start and shifts the lanes right with a
-// constant swizzle (pads up to 3; wider left pads use depthwise_rows). A work-item owns
-// rpi consecutive output rows of one plane and walks them chunk by chunk, so consecutive
-// rows' accumulations are independent work for the core.
-// geo0 and geo1 as in `depthwise` (SH, SW and the last two entries unused), rpi = rows per
-// item, planes = N · C_out. Global (ceil(OH / rpi), planes).
+// The CPU variant of depthwise for width strides 1 and 2, reading the image in place. A
+// tap of a 16-column chunk is one 16-lane load at its offset o (stride 2: two loads, their
+// even lanes), with the lanes outside the row (o + SW·j < 0 or >= W) set to zero. Loads
+// may run past a row's end (into the next row, or past the buffer's end into the slack
+// every slot has, see Builder::slot_bytes) but never before its start: a chunk starting
+// left of the row (o < 0, only the first chunk, for taps inside the left pad) loads at the
+// row's start and shifts the lanes right with a constant swizzle (pads up to 3; wider left
+// pads use depthwise_rows). A work-item owns rpi consecutive output rows of one plane and
+// walks them chunk by chunk, DWI_ROWS rows at a time where all their taps lie inside the
+// image (rows at the top and bottom edges one at a time, their taps checked): the rows'
+// accumulators are independent chains that keep the core's multiply-add units busy, and
+// no branch depends on the row. Each output takes its taps in the order of `depthwise`
+// (kh, then kw), so the bits are those of one row at a time.
+// geo0 and geo1 as in `depthwise` (the last two entries unused), rpi = rows per item,
+// planes = N · C_out. Global (ceil(OH / rpi), planes).
+
+#define DWI_ROWS 4
 
 #define SHIFT1(v) (float16)(0.0f, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6, v.s7, v.s8, \
                             v.s9, v.sa, v.sb, v.sc, v.sd, v.se)
@@ -171,15 +177,84 @@ __kernel void depthwise_rows(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias
 #define SHIFT3(v) (float16)(0.0f, 0.0f, 0.0f, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6, \
                             v.s7, v.s8, v.s9, v.sa, v.sb, v.sc)
 
-__kernel void depthwise_s1(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTPTR R,
-                           int has_res, int act, float act_a, float act_b, int8 geo0,
-                           int8 geo1, int rpi, int planes) {
+// Lanes j = 0..15 of input row xr at columns o + SW·j (SW 1 or 2, o >= -3), zero outside
+// [0, W).
+inline float16 dwi_taps(CTPTR xr, int o, int W, int SW, int16 lane) {
+    float16 xv;
+    if (SW == 1) {
+        if (o >= 0) {
+            xv = DW_LOAD(xr, o);
+        } else {
+            const float16 v = DW_LOAD(xr, 0);
+            xv = o == -1 ? SHIFT1(v) : o == -2 ? SHIFT2(v) : SHIFT3(v);
+        }
+    } else {
+        const int at = max(o, 0);
+        const float16 lo = DW_LOAD(xr, at), hi = DW_LOAD(xr, at + 16);
+        if (o >= 0) {
+            xv = (float16)(lo.even, hi.even);
+        } else if (o == -2) {
+            // Column 2j - 2: lane j is the (j - 1)th even column.
+            const float16 e = (float16)(lo.even, hi.even);
+            xv = SHIFT1(e);
+        } else {
+            // Columns 2j - 1 (o = -1) and 2j - 3 (o = -3): the odd columns, shifted.
+            const float16 od = (float16)(lo.odd, hi.odd);
+            xv = o == -1 ? SHIFT1(od) : SHIFT2(od);
+        }
+    }
+    if (o + SW * 15 >= W) xv = select((float16)0.0f, xv, lane * SW + o < W);
+    return xv;
+}
+
+// Adds bias, residual and activation to a block row's chunk and stores its lanes that are
+// inside the row.
+__attribute__((always_inline)) inline void dwi_store(TPTR Y, CTPTR R, int has_res, long y_row, int ow0, int OW, float16 acc,
+                      float b, int act, float act_a, float act_b) {
+    float16 v = acc + b;
+    if (ow0 + 16 <= OW) {
+        if (has_res) v += DW_LOAD(R, y_row + ow0);
+        DW_STORE(activate16(v, act, act_a, act_b), Y, y_row + ow0);
+    } else {
+        float t[16];
+        const int left = OW - ow0;
+        if (has_res) {
+            for (int j = 0; j < 16; ++j) t[j] = j < left ? LD(R, y_row + ow0 + j) : 0.0f;
+            v += vload16(0, t);
+        }
+        vstore16(activate16(v, act, act_a, act_b), 0, t);
+        for (int j = 0; j < left; ++j) ST(Y, y_row + ow0 + j, t[j]);
+    }
+}
+
+// One output row's chunk at ow0, its taps checked against the image's rows.
+#define DWI_ROW(oh)                                                                         \
+    do {                                                                                    \
+        float16 acc = 0.0f;                                                                 \
+        for (int kh = 0; kh < KH; ++kh) {                                                   \
+            const int ih = (oh) * SH - PH + kh * DH;                                        \
+            if (ih < 0 || ih >= H) continue;                                                \
+            CTPTR xr = x + (long)ih * W;                                                    \
+            for (int kw = 0; kw < KW; ++kw) {                                               \
+                const int o = ow0 * SW - PW + kw * DW;                                      \
+                if (o >= W) continue;                                                       \
+                acc = fma(dwi_taps(xr, o, W, SW, lane), (float16)LD(w, kh * KW + kw), acc); \
+            }                                                                               \
+        }                                                                                   \
+        dwi_store(Y, R, has_res, ((long)plane * OH + (oh)) * OW, ow0, OW, acc, b, act,      \
+                  act_a, act_b);                                                            \
+    } while (0)
+
+__kernel void depthwise_inplace(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTPTR R,
+                                int has_res, int act, float act_a, float act_b, int8 geo0,
+                                int8 geo1, int rpi, int planes) {
     const int OH = geo1.s2, OW = geo1.s3;
     const int oh_begin = get_global_id(0) * rpi;
     const int plane = get_global_id(1);
     if (oh_begin >= OH || plane >= planes) return;
     const int H = geo0.s0, W = geo0.s1, KH = geo0.s2, KW = geo0.s3;
-    const int PH = geo0.s6, PW = geo0.s7, DH = geo1.s0, DW = geo1.s1;
+    const int SH = geo0.s4, SW = geo0.s5, PH = geo0.s6, PW = geo0.s7;
+    const int DH = geo1.s0, DW = geo1.s1;
     const int c_out_total = geo1.s4 * geo1.s5;
     const int n = plane / c_out_total;
     const int co = plane - n * c_out_total;
@@ -190,109 +265,40 @@ __kernel void depthwise_s1(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, 
     const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const int oh_end = min(OH, oh_begin + rpi);
     for (int ow0 = 0; ow0 < OW; ow0 += 16) {
-        for (int oh = oh_begin; oh < oh_end; ++oh) {
-            float16 acc = 0.0f;
+        int oh = oh_begin;
+        // Rows whose taps reach above the image, one at a time.
+        for (; oh < oh_end && oh * SH - PH < 0; ++oh) {
+            DWI_ROW(oh);
+        }
+        // Blocks of DWI_ROWS rows whose taps all lie inside the image: no row checks.
+        for (; oh + DWI_ROWS <= oh_end; oh += DWI_ROWS) {
+            const int ih0 = oh * SH - PH;
+            if (ih0 + (DWI_ROWS - 1) * SH + (KH - 1) * DH >= H) break;
+            float16 acc0 = 0.0f, acc1 = 0.0f, acc2 = 0.0f, acc3 = 0.0f;
             for (int kh = 0; kh < KH; ++kh) {
-                const int ih = oh - PH + kh * DH;
-                if (ih < 0 || ih >= H) continue;
-                CTPTR xr = x + (long)ih * W;
+                CTPTR x0 = x + (long)(ih0 + kh * DH) * W;
+                CTPTR x1 = x0 + (long)SH * W;
+                CTPTR x2 = x1 + (long)SH * W;
+                CTPTR x3 = x2 + (long)SH * W;
                 for (int kw = 0; kw < KW; ++kw) {
-                    const int o = ow0 - PW + kw * DW;
+                    const int o = ow0 * SW - PW + kw * DW;
                     if (o >= W) continue;
-                    const float wv = LD(w, kh * KW + kw);
-                    float16 xv;
-                    if (o >= 0) {
-                        xv = DW_LOAD(xr, o);
-                        if (o + 16 > W) xv = select((float16)0.0f, xv, lane + o < W);
-                    } else {
-                        const float16 v = DW_LOAD(xr, 0);
-                        xv = o == -1 ? SHIFT1(v) : o == -2 ? SHIFT2(v) : SHIFT3(v);
-                        if (o + 16 > W) xv = select((float16)0.0f, xv, lane + o < W);
-                    }
-                    acc = fma(xv, (float16)wv, acc);
+                    const float16 wv = (float16)LD(w, kh * KW + kw);
+                    acc0 = fma(dwi_taps(x0, o, W, SW, lane), wv, acc0);
+                    acc1 = fma(dwi_taps(x1, o, W, SW, lane), wv, acc1);
+                    acc2 = fma(dwi_taps(x2, o, W, SW, lane), wv, acc2);
+                    acc3 = fma(dwi_taps(x3, o, W, SW, lane), wv, acc3);
                 }
             }
             const long y_row = ((long)plane * OH + oh) * OW;
-            float16 v = acc + b;
-            if (ow0 + 16 <= OW) {
-                if (has_res) v += DW_LOAD(R, y_row + ow0);
-                DW_STORE(activate16(v, act, act_a, act_b), Y, y_row + ow0);
-            } else {
-                float t[16];
-                const int left = OW - ow0;
-                if (has_res) {
-                    for (int j = 0; j < 16; ++j) t[j] = j < left ? LD(R, y_row + ow0 + j) : 0.0f;
-                    v += vload16(0, t);
-                }
-                vstore16(activate16(v, act, act_a, act_b), 0, t);
-                for (int j = 0; j < left; ++j) ST(Y, y_row + ow0 + j, t[j]);
-            }
+            dwi_store(Y, R, has_res, y_row, ow0, OW, acc0, b, act, act_a, act_b);
+            dwi_store(Y, R, has_res, y_row + OW, ow0, OW, acc1, b, act, act_a, act_b);
+            dwi_store(Y, R, has_res, y_row + 2L * OW, ow0, OW, acc2, b, act, act_a, act_b);
+            dwi_store(Y, R, has_res, y_row + 3L * OW, ow0, OW, acc3, b, act, act_a, act_b);
         }
-    }
-}
-
-// The CPU variant of depthwise for small planes with stride 1 (rows narrower than the
-// 16 lanes that depthwise_s1 spends on each): a work-item owns one whole plane. It copies
-// the plane into a private zero-padded buffer with rows of wp = W + PW + PE columns, and
-// numbers the outputs in the buffer's own layout, lane L = r·wp + c: then the input under
-// tap (kh, kw) of lane L is buf[L + kh·DH·wp + kw·DW] for every lane, so each tap is one
-// unconditional 16-lane load per chunk of lanes and a multiply-add, taps in the same order
-// as `depthwise`. Lanes with c >= OW fall on padding columns and are never stored.
-// span = the buffer's length (zeroed 16 floats at a time): the chunks' lanes plus the last
-// tap's reach, at most DWP_BUF, a multiple of 16.
-// geo0 = (H, W, KH, KW, SH, SW, PH, PW), geo1 = (DH, DW, OH, OW, C_in, multiplier, wp,
-// span), planes = N · C_out. Global (planes).
-
-#define DWP_BUF 640
-
-__kernel void depthwise_plane(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTPTR R,
-                              int has_res, int act, float act_a, float act_b, int8 geo0,
-                              int8 geo1, int planes) {
-    const int plane = get_global_id(0);
-    if (plane >= planes) return;
-    const int H = geo0.s0, W = geo0.s1, KH = geo0.s2, KW = geo0.s3;
-    const int PH = geo0.s6, PW = geo0.s7, DH = geo1.s0, DW = geo1.s1;
-    const int OH = geo1.s2, OW = geo1.s3, wp = geo1.s6, span = geo1.s7;
-    const int c_out_total = geo1.s4 * geo1.s5;
-    const int n = plane / c_out_total;
-    const int co = plane - n * c_out_total;
-    const int ci = co / geo1.s5;
-    CTPTR x = X + ((long)n * geo1.s4 + ci) * H * W;
-    CTPTR w = Wt + (long)co * KH * KW;
-    const float b = has_bias ? LD(bias, co) : 0.0f;
-    float buf[DWP_BUF];
-    for (int j = 0; j < span; j += 16) vstore16((float16)0.0f, 0, buf + j);
-    for (int ih = 0; ih < H; ++ih) {
-        float* row = buf + (ih + PH) * wp + PW;
-        for (int iw = 0; iw < W; ++iw) row[iw] = LD(x, ih * W + iw);
-    }
-    const long y_plane = (long)plane * OH * OW;
-    const int lanes = OH * wp;
-    for (int l0 = 0; l0 < lanes; l0 += 16) {
-        float16 acc = 0.0f;
-        for (int kh = 0; kh < KH; ++kh) {
-            const float* br = buf + l0 + kh * DH * wp;
-            for (int kw = 0; kw < KW; ++kw) {
-                acc = fma(vload16(0, br + kw * DW), (float16)LD(w, kh * KW + kw), acc);
-            }
-        }
-        // Without a residual the activation takes the whole vector at once.
-        float16 v = acc + b;
-        if (!has_res) v = activate16(v, act, act_a, act_b);
-        float t[16];
-        vstore16(v, 0, t);
-        int r = l0 / wp, c = l0 - r * wp;
-        for (int j = 0; j < 16 && r < OH; ++j) {
-            if (c < OW) {
-                const long at = y_plane + r * OW + c;
-                float u = t[j];
-                if (has_res) u = activate(u + LD(R, at), act, act_a, act_b);
-                ST(Y, at, u);
-            }
-            if (++c == wp) {
-                c = 0;
-                ++r;
-            }
+        // The rest (rows whose taps reach below the image, a short last block).
+        for (; oh < oh_end; ++oh) {
+            DWI_ROW(oh);
         }
     }
 }

@@ -142,9 +142,40 @@ void gemm_tiled(CTPTR A, CTPTR B, TPTR Y, int M, int N, int K, int8 sa, int8 sb,
 // Rows of a register block: a work-item sums HR rows × NR columns at a time, HR float16
 // accumulators. On AVX2 a float16 is two of its sixteen vector registers, so eight rows
 // (sixteen registers of sums, plus the B vector and a broadcast) spilled on every
-// multiply-add; four rows fit, and measured 1.6-2.8x faster on PoCL. Each sum is the same
-// multiply-adds in the same order as before, so the values are unchanged.
+// multiply-add; four rows fit, and measured 1.6-2.8x faster on PoCL. A device whose native
+// float vectors are 16 lanes (AVX-512: 32 registers, each a whole float16) gets -DHR=8 from
+// the host (`device_options`): eight independent sums keep its multiply-add units busy
+// where four wait on each other's latency, and the B vector is loaded once per panel
+// instead of twice. Each sum is the same multiply-adds in the same order at either HR, so
+// the values are unchanged.
+#ifndef HR
 #define HR 4
+#endif
+
+#if HR == 8
+#define ACC_DECL float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0
+#define FMA_ROWS()                                                                          \
+    FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3); FMA_ROW(4); FMA_ROW(5); FMA_ROW(6);      \
+    FMA_ROW(7)
+#define FMA_ROWS_IN()                                                                       \
+    FMA_ROW_IN(0); FMA_ROW_IN(1); FMA_ROW_IN(2); FMA_ROW_IN(3); FMA_ROW_IN(4);               \
+    FMA_ROW_IN(5); FMA_ROW_IN(6); FMA_ROW_IN(7)
+#define ACC_STORE(s)                                                                        \
+    do {                                                                                    \
+        (s)[0] = c0; (s)[1] = c1; (s)[2] = c2; (s)[3] = c3;                                 \
+        (s)[4] = c4; (s)[5] = c5; (s)[6] = c6; (s)[7] = c7;                                 \
+    } while (0)
+#elif HR == 4
+#define ACC_DECL float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0
+#define FMA_ROWS() FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3)
+#define FMA_ROWS_IN() FMA_ROW_IN(0); FMA_ROW_IN(1); FMA_ROW_IN(2); FMA_ROW_IN(3)
+#define ACC_STORE(s)                                                                        \
+    do {                                                                                    \
+        (s)[0] = c0; (s)[1] = c1; (s)[2] = c2; (s)[3] = c3;                                 \
+    } while (0)
+#else
+#error "HR must be 4 or 8"
+#endif
 
 #ifndef MBLOCKS
 #define MBLOCKS 8
@@ -187,7 +218,7 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p
         for (int h = 0; h < MR; h += HR) {
             const int m0 = mb * MR + h;
             if (m0 >= M) break;
-            float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+            ACC_DECL;
             if (p.s5 > 0) {
                 // A in place: rows past M read the last row, and their sums are never
                 // stored.
@@ -196,20 +227,27 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p
                 CTPTR a1 = a + (long)min(m0 + 1, M - 1) * p.s5;
                 CTPTR a2 = a + (long)min(m0 + 2, M - 1) * p.s5;
                 CTPTR a3 = a + (long)min(m0 + 3, M - 1) * p.s5;
+#if HR == 8
+                CTPTR a4 = a + (long)min(m0 + 4, M - 1) * p.s5;
+                CTPTR a5 = a + (long)min(m0 + 5, M - 1) * p.s5;
+                CTPTR a6 = a + (long)min(m0 + 6, M - 1) * p.s5;
+                CTPTR a7 = a + (long)min(m0 + 7, M - 1) * p.s5;
+#endif
                 CTPTR bk = bp;
                 for (int k = 0; k < K; ++k, bk += ldb) {
                     const float16 bv = LOAD_NR(bk, 0);
-                    FMA_ROW_IN(0); FMA_ROW_IN(1); FMA_ROW_IN(2); FMA_ROW_IN(3);
+                    FMA_ROWS_IN();
                 }
             } else {
                 CTPTR ak = Ap + (long)b0 * p.s2 + (long)b1 * p.s3 + (long)mb * K * MR + h;
                 CTPTR bk = bp;
                 for (int k = 0; k < K; ++k, ak += MR, bk += ldb) {
                     const float16 bv = LOAD_NR(bk, 0);
-                    FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3);
+                    FMA_ROWS();
                 }
             }
-            float16 rows[HR] = {c0, c1, c2, c3};
+            float16 rows[HR];
+            ACC_STORE(rows);
             for (int i = 0; i < HR; ++i) {
                 const int m = m0 + i;
                 if (m >= M) break;
@@ -336,9 +374,8 @@ __kernel void im2col(CTPTR X, TPTR Col, int K, int N, int8 geo0, int8 geo1, int 
 // stride 2 (a copy with each row's columns de-interleaved, see pad_planes), column t / 2 of
 // phase t % 2, which starts `even` values into the row.
 inline void conv_taps(CTPTR ak, CTPTR xb, long plane, int C, int KH, int KW, int DH, int DW,
-                      int Wp, int SW, int even, float16* s0, float16* s1, float16* s2,
-                      float16* s3) {
-    float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+                      int Wp, int SW, int even, float16* rows) {
+    ACC_DECL;
     for (int c = 0; c < C; ++c) {
         CTPTR xc = xb + (long)c * plane;
         for (int kh = 0; kh < KH; ++kh) {
@@ -346,14 +383,11 @@ inline void conv_taps(CTPTR ak, CTPTR xb, long plane, int C, int KH, int KW, int
             for (int kw = 0; kw < KW; ++kw, ak += MR) {
                 const int t = kw * DW;
                 const float16 bv = LOAD_NR(xr, SW == 1 ? t : (t & 1) * even + (t >> 1));
-                FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3);
+                FMA_ROWS();
             }
         }
     }
-    *s0 = c0;
-    *s1 = c1;
-    *s2 = c2;
-    *s3 = c3;
+    ACC_STORE(rows);
 }
 
 // A convolution with width stride 1 or 2 over output rows: the image is zero-padded into
@@ -389,10 +423,9 @@ __kernel void conv_rows(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 g
         for (int h = 0; h < MR; h += HR) {
             const int m0 = mb * MR + h;
             if (m0 >= M) break;
-            float16 c0, c1, c2, c3;
+            float16 rows[HR];
             conv_taps(Ap + (long)mb * K * MR + h, xb, p.s1, C, KH, KW, DH, DW, Wp, SW, even,
-                      &c0, &c1, &c2, &c3);
-            float16 rows[HR] = {c0, c1, c2, c3};
+                      rows);
             for (int i = 0; i < HR && m0 + i < M; ++i) {
                 const int m = m0 + i;
                 const float bm = has_bias ? LD(bias, m) : 0.0f;
@@ -443,10 +476,8 @@ __kernel void conv_shift(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 
         for (int h = 0; h < MR; h += HR) {
             const int m0 = mb * MR + h;
             if (m0 >= M) break;
-            float16 c0, c1, c2, c3;
-            conv_taps(Ap + (long)mb * K * MR + h, xb, p.s1, C, KH, KW, DH, DW, Wp, 1, 0, &c0,
-                      &c1, &c2, &c3);
-            float16 rows[HR] = {c0, c1, c2, c3};
+            float16 rows[HR];
+            conv_taps(Ap + (long)mb * K * MR + h, xb, p.s1, C, KH, KW, DH, DW, Wp, 1, 0, rows);
             for (int i = 0; i < HR; ++i) {
                 const int m = m0 + i;
                 if (m >= M) break;

@@ -125,6 +125,9 @@ pub struct Device {
     pub base_align_bytes: usize,
     /// True for CPU devices (PoCL): kernels pick CPU-friendly tile shapes.
     pub is_cpu: bool,
+    /// `CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT`: the floats one of the device's vector
+    /// registers holds (PoCL: 8 with AVX2, 16 with AVX-512), 1 when unanswered.
+    pub native_float_lanes: usize,
     /// The platform is PoCL, whose kernel-binary cache needs runs to take turns.
     pub is_pocl: bool,
     /// `cl_khr_fp16`: the device has half arithmetic. Without it the opencl-fp16 target
@@ -292,6 +295,8 @@ pub fn open(discovery: &Discovery) -> Result<Device, ClError> {
         is_cpu: device_type & dev::CL_DEVICE_TYPE_CPU != 0
             && device_type & (dev::CL_DEVICE_TYPE_GPU | dev::CL_DEVICE_TYPE_ACCELERATOR) == 0,
         is_pocl,
+        native_float_lanes: cl::device_u64(id, dev::CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT)
+            .map_or(1, |v| v as usize),
     })
 }
 

@@ -4,7 +4,7 @@
 use crate::device::{self, Device, DeviceSelection, Discovery, Unavailable};
 use crate::error::OpenClError;
 use crate::partition::OpenClPartition;
-use crate::plan::GemmKernel;
+use crate::plan::{BlockRows, GemmKernel};
 use crate::programs::ProgramCache;
 use concord_core::{
     Availability, Capability, DType, Error, Executor, FallbackCause, Graph, MemoryBudget, Node,
@@ -44,6 +44,9 @@ pub struct OpenClOptions {
     /// The GEMM kernel behind Conv, Gemm and MatMul (default: `CONCORD_OPENCL_GEMM` if set,
     /// else chosen by device type).
     pub gemm: GemmKernel,
+    /// Rows of the CPU-device kernels' register blocks (default: chosen by the device's
+    /// native vector width).
+    pub block_rows: BlockRows,
     /// The device to run on (default: `CONCORD_OPENCL_DEVICE` if set, else the ranking in
     /// [`DeviceSelection`]); a selection matching no device leaves the executor
     /// unavailable, with every device listed.
@@ -122,10 +125,11 @@ impl OpenClExecutor {
                             .unwrap_or("?")
                     ),
                 })?;
+                let block_rows = options.block_rows.rows(device.native_float_lanes);
                 Ok(Arc::new(Runtime {
                     serialize_runs: device.is_pocl,
                     device,
-                    programs: ProgramCache::default(),
+                    programs: ProgramCache::new(block_rows),
                     options,
                     first_runs: std::sync::Mutex::new(()),
                 }))

@@ -56,11 +56,11 @@ pub const SLOT_SLACK: usize = 128;
 /// Lanes of the CPU-device kernels' vector loads (float16, vload_half16).
 pub const VECTOR_LANES: usize = 16;
 
-/// The furthest past a value's end such a load reaches, in bytes: one starting at the
-/// value's last element, of the widest storage those kernels have (f32). Loads that reach
-/// further (two 16-lane loads for stride 2, a window's reach) read padded copies sized for
-/// them (pad_planes' room past the last row), never a slot's end.
-pub const MAX_VECTOR_OVERRUN: usize = (VECTOR_LANES - 1) * std::mem::size_of::<f32>();
+/// The furthest past a value's end such loads reach, in bytes: two consecutive 16-lane
+/// loads starting at the value's last element (depthwise_inplace's stride 2), of the widest
+/// storage those kernels have (f32). Loads that reach further (a window's reach) read
+/// padded copies sized for them (pad_planes' room past the last row), never a slot's end.
+pub const MAX_VECTOR_OVERRUN: usize = (2 * VECTOR_LANES - 1) * std::mem::size_of::<f32>();
 
 // Every slot's slack covers the furthest overrun; a kernel with wider vectors fails here.
 const _: () = assert!(SLOT_SLACK >= MAX_VECTOR_OVERRUN);
@@ -138,9 +138,33 @@ pub enum GemmKernel {
     RegisterBlocked,
 }
 
+/// Rows of the register block that the CPU-device GEMM and conv kernels sum at a time (HR in
+/// gemm.cl). Either gives the same values: each sum is the same multiply-adds in the same
+/// order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum BlockRows {
+    /// Eight where one of the device's vector registers holds 16 floats (AVX-512, which has
+    /// 32 of them), else four (AVX2's sixteen registers would spill eight rows of sums).
+    #[default]
+    Auto,
+    Four,
+    Eight,
+}
+
+impl BlockRows {
+    /// The rows for a device whose native float vectors hold `native_float_lanes` lanes.
+    pub(crate) fn rows(self, native_float_lanes: usize) -> usize {
+        match self {
+            BlockRows::Auto if native_float_lanes >= 16 => 8,
+            BlockRows::Auto | BlockRows::Four => 4,
+            BlockRows::Eight => 8,
+        }
+    }
+}
+
 /// The environment variable that forces a GEMM kernel family when the options leave it
 /// [`GemmKernel::Auto`]: `auto`, `local-tiled` or `register-blocked` (the CPU-device
-/// kernels: register-blocked GEMM, shifted and row convs, depthwise_s1/rows, padded
+/// kernels: register-blocked GEMM, shifted and row convs, depthwise_inplace/rows, padded
 /// MaxPool, copy_runs). For checking a kernel family on a device that would not pick it.
 pub const GEMM_VAR: &str = "CONCORD_OPENCL_GEMM";
 

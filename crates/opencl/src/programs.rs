@@ -46,9 +46,10 @@ type BuildSlot = Arc<OnceLock<Result<Arc<Program>, OpenClError>>>;
 /// Built programs, shared by every partition an executor prepares (and so by every net
 /// built from one registry). Each key is built at most once; concurrent requests for the
 /// same key wait for the one build.
-#[derive(Default)]
 pub struct ProgramCache {
     entries: Mutex<HashMap<ProgramKey, BuildSlot>>,
+    /// Rows of the CPU-device kernels' register blocks (HR in gemm.cl), 4 or 8.
+    block_rows: usize,
 }
 
 impl fmt::Debug for ProgramCache {
@@ -93,6 +94,15 @@ impl Family {
 }
 
 impl ProgramCache {
+    /// An empty cache whose CPU-device builds sum `block_rows` rows at a time (see
+    /// [`crate::BlockRows`]).
+    pub fn new(block_rows: usize) -> Self {
+        ProgramCache {
+            entries: Mutex::default(),
+            block_rows,
+        }
+    }
+
     /// Number of programs built or being built, for tests and `Debug`.
     pub fn len(&self) -> usize {
         self.entries.lock().map(|e| e.len()).unwrap_or(0)
@@ -116,7 +126,7 @@ impl ProgramCache {
             concord_core::op::kernel_code_defines(),
             family.source()
         );
-        let options = device_options(device);
+        let options = device_options(device, self.block_rows);
         let key = ProgramKey {
             family,
             variant: variant.to_string(),
@@ -161,8 +171,9 @@ impl ProgramCache {
     }
 }
 
-/// Build options that depend on the device, not on the kernel.
-fn device_options(device: &Device) -> String {
+/// Build options that depend on the device (and the register block chosen for it), not on
+/// the kernel.
+fn device_options(device: &Device, block_rows: usize) -> String {
     // `-w` (a standard OpenCL build option): no warnings. Some compilers (PoCL's clang)
     // print their count straight to the process's stderr ("20 warnings generated."), under
     // the user's own output, and a kernel's warning is nothing the user can act on.
@@ -176,6 +187,11 @@ fn device_options(device: &Device) -> String {
     }
     if device.is_cpu {
         options.push("-DCPU_DEVICE");
+        // Eight float16 sums per register block where a vector register holds all 16
+        // lanes (see HR in gemm.cl and BlockRows); gemm.cl's default is four.
+        if block_rows == 8 {
+            options.push("-DHR=8");
+        }
     }
     options.join(" ")
 }

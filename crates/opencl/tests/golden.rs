@@ -15,7 +15,7 @@ mod common;
 
 use common::{compare, golden_dir, load_manifest, opencl_here, read_inputs, read_npy, OpenClHere};
 use concord::{ExecutorRegistry, FallbackPolicy, NetBuilder, Overrides};
-use concord_opencl::{FusionFault, GemmKernel, OpenClExecutor, OpenClOptions};
+use concord_opencl::{BlockRows, FusionFault, GemmKernel, OpenClExecutor, OpenClOptions};
 use std::sync::Arc;
 
 /// A node that is expected to fall back to the reference, and why.
@@ -131,6 +131,25 @@ fn golden_cases_on_opencl_with_the_gemm_the_device_would_not_pick() {
         "golden_cases_on_opencl_with_the_gemm_the_device_would_not_pick",
         registry,
     );
+}
+
+/// The same cases on the CPU-device kernels with each register block: four rows of sums at
+/// a time (what AVX2 devices get) and eight (AVX-512), whichever the device would pick, so
+/// both builds of gemm.cl's GEMM and convs are held to onnxruntime's outputs on any machine.
+#[test]
+fn golden_cases_on_opencl_with_four_and_eight_row_register_blocks() {
+    for rows in [BlockRows::Four, BlockRows::Eight] {
+        let executor = OpenClExecutor::with_options(OpenClOptions {
+            gemm: GemmKernel::RegisterBlocked,
+            block_rows: rows,
+            ..OpenClOptions::default()
+        });
+        let registry = ExecutorRegistry::with_builtins().with(Arc::new(executor));
+        run_golden(
+            &format!("golden_cases_on_opencl_with_four_and_eight_row_register_blocks ({rows:?})"),
+            registry,
+        );
+    }
 }
 
 /// The fusions of a transformer block (a MatMul's bias, residual, erf GELU and scale by a

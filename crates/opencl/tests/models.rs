@@ -305,13 +305,22 @@ fn wide_and_ragged_layers_agree_with_the_reference() {
         layer(8, 8, 20, 5, 1, 8),
         layer(8, 8, 21, 9, 1, 8),
         layer(16, 16, 7, 3, 1, 16),
-        // Planes at most 8 wide with stride 1 (depthwise_plane): 4×4 with 5×5 taps, the
-        // 8-wide edge, a channel multiplier, dilation 2, and a one-pixel plane.
+        // Stride 2 read in place (depthwise_inplace) with left pads of 1, 2 and 3 (odd and
+        // even columns shifted into the pad), odd and even widths, planes tall enough for
+        // blocks of four rows and an edge row on each side, and one a block fills exactly.
+        layer(8, 8, 29, 3, 2, 8),
+        layer(8, 8, 30, 5, 2, 8),
+        layer(8, 8, 29, 7, 2, 8),
+        layer(8, 8, 19, 3, 2, 8),
+        layer(4, 4, 70, 3, 2, 4),
+        // Small planes: 4×4 with 5×5 taps, the 8-wide edge, a channel multiplier, dilation
+        // 2, a one-pixel plane, and a left pad of 4 (depthwise_rows).
         layer(16, 16, 4, 5, 1, 16),
         layer(8, 8, 8, 3, 1, 8),
         layer(6, 12, 6, 3, 1, 6),
         dilated(8, 8, 6, 1, 8),
         layer(8, 8, 1, 3, 1, 8),
+        layer(8, 8, 6, 9, 1, 8),
         // A Sigmoid taken into the epilogue of a dense conv and of a depthwise one.
         gated_layer(12, 20, 37, 3, 1, 1),
         gated_layer(16, 16, 6, 3, 1, 16),

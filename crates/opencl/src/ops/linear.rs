@@ -16,8 +16,9 @@
 //! - stride 2 with few input channels (stems): `conv_rows`, output rows of the padded copy,
 //!   even lanes of two loads;
 //! - otherwise: `im2col` into packed panels, then `gemm_block`;
-//! - depthwise: `depthwise_s1` (stride 1, the image read in place) or `depthwise_rows`
-//!   (stride 2, each input row padded in a private buffer), else the generic `depthwise`.
+//! - depthwise: `depthwise_inplace` (width stride 1 or 2, left pad up to 3, the image read
+//!   in place, four output rows at a time) or `depthwise_rows` (each input row padded in a
+//!   private buffer), else the generic `depthwise`.
 //!
 //! Vector loads may run past a value's end; every slot has [`crate::plan::SLOT_SLACK`]
 //! bytes for that, and those lanes are dropped.
@@ -381,12 +382,10 @@ pub(super) fn conv(b: &mut Builder, fused: &FusedNode, attrs: &Conv) -> Result<(
             cout,
         };
         if b.gemm == GemmKernel::RegisterBlocked {
-            if depthwise_plane(b, &program, &d)?.is_some() {
-                return Ok(());
-            }
-            // depthwise_s1 steps one input row per output row: height stride 1 only.
-            if h.stride == 1 && wa.stride == 1 && wa.pad_begin <= 3 && xl_is_slot(&d.xl) {
-                return depthwise_s1(b, &program, &d);
+            // depthwise_inplace shifts lanes for left pads of up to 3 and reads past a row's
+            // end into a slot's slack.
+            if wa.stride <= 2 && wa.pad_begin <= 3 && xl_is_slot(&d.xl) {
+                return depthwise_inplace(b, &program, &d);
             }
             if wa.stride <= 2 && depthwise_rows(b, &program, &d)?.is_some() {
                 return Ok(());
@@ -1094,7 +1093,7 @@ fn depthwise_args(d: &DepthwiseCall, tail: [usize; 2]) -> Result<Vec<Arg>, OpErr
     ])
 }
 
-/// Launches one of the CPU depthwise kernels (depthwise_s1, depthwise_rows), which take
+/// Launches one of the CPU depthwise kernels (depthwise_inplace, depthwise_rows), which take
 /// `rpi` consecutive output rows of one plane per work-item: about 2,048 outputs' worth,
 /// so a small plane is one item.
 fn launch_depthwise_rows_of_planes(
@@ -1126,14 +1125,14 @@ fn xl_is_slot(l: &Loc) -> bool {
     matches!(l, Loc::Slot(_))
 }
 
-/// Depthwise conv with stride 1 on both axes reading the image in place (see depthwise_s1 in
-/// conv.cl).
-fn depthwise_s1(
+/// Depthwise conv with width stride 1 or 2 reading the image in place (see
+/// depthwise_inplace in conv.cl).
+fn depthwise_inplace(
     b: &mut Builder,
     program: &std::sync::Arc<crate::cl::Program>,
     d: &DepthwiseCall,
 ) -> Result<(), OpError> {
-    launch_depthwise_rows_of_planes(b, program, "depthwise_s1", d, [0, 0])
+    launch_depthwise_rows_of_planes(b, program, "depthwise_inplace", d, [0, 0])
 }
 
 /// Depthwise conv with width stride 1 or 2 as 16-lane taps over a private zero-padded copy
@@ -1154,54 +1153,6 @@ fn depthwise_rows(
         return Ok(None);
     }
     launch_depthwise_rows_of_planes(b, program, "depthwise_rows", d, [chunks, span])?;
-    Ok(Some(()))
-}
-
-/// The longest padded plane depthwise_plane buffers (DWP_BUF in conv.cl, a multiple of the
-/// 16 floats it zeroes at a time).
-const DWP_BUF: usize = 640;
-
-/// Depthwise conv with stride 1 over a plane at most 8 wide, padded whole in a private
-/// buffer (see depthwise_plane in conv.cl): one work-item per plane, every tap an
-/// unconditional 16-lane load. None for wider rows, where depthwise_s1 wastes at most half
-/// of its 16 lanes and measured as fast or faster (`layer_bench`: equal at 8×8, 2× slower
-/// at 12×12 with a 3×3 kernel, 2× faster at 4×4 with 5×5), or when the padded plane is too
-/// big for the kernel's buffer.
-fn depthwise_plane(
-    b: &mut Builder,
-    program: &std::sync::Arc<crate::cl::Program>,
-    d: &DepthwiseCall,
-) -> Result<Option<()>, OpError> {
-    let (h, wa) = (d.h, d.wa);
-    if h.stride != 1 || wa.stride != 1 || wa.output > 8 {
-        return Ok(None);
-    }
-    // Saturating: the geometry is only measured against the buffer here, and attributes
-    // too large for it are not this function's to refuse.
-    let wp = wa
-        .input
-        .saturating_add(wa.pad_begin)
-        .saturating_add(wa.pad_end);
-    // The last chunk's lanes and the furthest tap's reach past them; the rows the copy
-    // writes (a pad_end past the taps' reach leaves rows that no output reads).
-    let lanes = h.output.saturating_mul(wp);
-    let reach = (h.kernel.saturating_sub(1))
-        .saturating_mul(h.dilation)
-        .saturating_mul(wp)
-        .saturating_add(wa.kernel.saturating_sub(1).saturating_mul(wa.dilation));
-    let span = lanes
-        .saturating_add(16)
-        .saturating_add(reach)
-        .max(h.input.saturating_add(h.pad_begin).saturating_mul(wp));
-    if span > DWP_BUF {
-        return Ok(None);
-    }
-    // The zeroed length: every chunk's lanes and reach, in whole 16-float stores.
-    let span = span.next_multiple_of(16).min(DWP_BUF);
-    let planes = d.batch * d.cout;
-    let mut args = depthwise_args(d, [wp, span])?;
-    args.push(Arg::I32(i32_arg(planes, "planes")?));
-    b.launch(program, "depthwise_plane", &[planes], Some(&[4]), args);
     Ok(Some(()))
 }
 

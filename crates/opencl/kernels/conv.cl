@@ -208,11 +208,15 @@ inline float16 dwi_taps(CTPTR xr, int o, int W, int SW, int16 lane) {
 }
 
 // Adds bias, residual and activation to a block row's chunk and stores its lanes that are
-// inside the row.
-__attribute__((always_inline)) inline void dwi_store(TPTR Y, CTPTR R, int has_res, long y_row, int ow0, int OW, float16 acc,
-                      float b, int act, float act_a, float act_b) {
+// inside the row; with `spill`, a short row is stored as one whole vector, whose lanes past
+// the row's end land on the next row of the same plane (the caller's to allow: see
+// DWI_SPILL).
+__attribute__((always_inline)) inline void dwi_store(TPTR Y, CTPTR R, int has_res, long y_row,
+                                                     int ow0, int OW, float16 acc, float b,
+                                                     int act, float act_a, float act_b,
+                                                     int spill) {
     float16 v = acc + b;
-    if (ow0 + 16 <= OW) {
+    if (ow0 + 16 <= OW || spill) {
         if (has_res) v += DW_LOAD(R, y_row + ow0);
         DW_STORE(activate16(v, act, act_a, act_b), Y, y_row + ow0);
     } else {
@@ -226,6 +230,15 @@ __attribute__((always_inline)) inline void dwi_store(TPTR Y, CTPTR R, int has_re
         for (int j = 0; j < left; ++j) ST(Y, y_row + ow0 + j, t[j]);
     }
 }
+
+// Whether output row oh may be stored as a whole vector past its end (dwi_store's spill):
+// only where a row is one chunk (so nothing of the rows after it is stored before it),
+// without a residual (which may share the output's memory, and would be overwritten before
+// it is read), and only when every row the vector's 16 lanes reach (15 / OW rows past oh:
+// two for rows of 7) is this work-item's, not another work-item's or another plane's.
+// Those rows are stored after this one, so every lane spilled onto them is overwritten
+// with its own value.
+#define DWI_SPILL(oh) (!has_res && OW <= 16 && (oh) + 15 / OW < oh_end)
 
 // One output row's chunk at ow0, its taps checked against the image's rows.
 #define DWI_ROW(oh)                                                                         \
@@ -242,7 +255,7 @@ __attribute__((always_inline)) inline void dwi_store(TPTR Y, CTPTR R, int has_re
             }                                                                               \
         }                                                                                   \
         dwi_store(Y, R, has_res, ((long)plane * OH + (oh)) * OW, ow0, OW, acc, b, act,      \
-                  act_a, act_b);                                                            \
+                  act_a, act_b, DWI_SPILL(oh));                                             \
     } while (0)
 
 __kernel void depthwise_inplace(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTPTR R,
@@ -291,10 +304,13 @@ __kernel void depthwise_inplace(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_b
                 }
             }
             const long y_row = ((long)plane * OH + oh) * OW;
-            dwi_store(Y, R, has_res, y_row, ow0, OW, acc0, b, act, act_a, act_b);
-            dwi_store(Y, R, has_res, y_row + OW, ow0, OW, acc1, b, act, act_a, act_b);
-            dwi_store(Y, R, has_res, y_row + 2L * OW, ow0, OW, acc2, b, act, act_a, act_b);
-            dwi_store(Y, R, has_res, y_row + 3L * OW, ow0, OW, acc3, b, act, act_a, act_b);
+            dwi_store(Y, R, has_res, y_row, ow0, OW, acc0, b, act, act_a, act_b, DWI_SPILL(oh));
+            dwi_store(Y, R, has_res, y_row + OW, ow0, OW, acc1, b, act, act_a, act_b,
+                      DWI_SPILL(oh + 1));
+            dwi_store(Y, R, has_res, y_row + 2L * OW, ow0, OW, acc2, b, act, act_a, act_b,
+                      DWI_SPILL(oh + 2));
+            dwi_store(Y, R, has_res, y_row + 3L * OW, ow0, OW, acc3, b, act, act_a, act_b,
+                      DWI_SPILL(oh + 3));
         }
         // The rest (rows whose taps reach below the image, a short last block).
         for (; oh < oh_end; ++oh) {

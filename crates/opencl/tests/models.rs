@@ -122,6 +122,14 @@ fn layer(cin: usize, cout: usize, size: usize, k: usize, stride: usize, group: u
     b.graph
 }
 
+/// A layer on an input of `height` rows of `size` columns (the builder's are square).
+fn tall(cin: usize, size: usize, height: usize, k: usize, stride: usize) -> Graph {
+    let mut g = layer(cin, cin, size, k, stride, cin);
+    g.name += &format!("_h{height}");
+    g.inputs[0].shape[2] = Dim::Fixed(height);
+    g
+}
+
 /// Conv → BatchNormalization → Sigmoid.
 fn gated_layer(
     cin: usize,
@@ -321,6 +329,11 @@ fn wide_and_ragged_layers_agree_with_the_reference() {
         dilated(8, 8, 6, 1, 8),
         layer(8, 8, 1, 3, 1, 8),
         layer(8, 8, 6, 9, 1, 8),
+        // Rows narrower than a vector, stored whole onto the next row but for a work-item's
+        // last (depthwise_inplace takes 2,048 outputs' worth of rows: 256 rows of 8, so
+        // 300 rows are two work-items), at strides 1 and 2.
+        tall(4, 8, 300, 3, 1),
+        tall(4, 14, 600, 3, 2),
         // A Sigmoid taken into the epilogue of a dense conv and of a depthwise one.
         gated_layer(12, 20, 37, 3, 1, 1),
         gated_layer(16, 16, 6, 3, 1, 16),

@@ -81,8 +81,8 @@ __kernel void depthwise(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTP
 #define DW_LOAD(p, i) vload_half16(0, (p) + (i))
 #define DW_STORE(v, p, i) vstore_half16_rte((v), 0, (p) + (i))
 #else
-#define DW_LOAD(p, i) vload16(0, (p) + (i))
-#define DW_STORE(v, p, i) vstore16((v), 0, (p) + (i))
+#define DW_LOAD(p, i) VLOAD16((p) + (i))
+#define DW_STORE(v, p, i) VSTORE16((v), (p) + (i))
 #endif
 
 __kernel void depthwise_rows(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTPTR R,

@@ -135,8 +135,8 @@ void gemm_tiled(CTPTR A, CTPTR B, TPTR Y, int M, int N, int K, int8 sa, int8 sb,
 #define LOAD_NR(p, i) vload_half16(0, (p) + (i))
 #define STORE_NR(v, p, i) vstore_half16_rte((v), 0, (p) + (i))
 #else
-#define LOAD_NR(p, i) vload16(0, (p) + (i))
-#define STORE_NR(v, p, i) vstore16((v), 0, (p) + (i))
+#define LOAD_NR(p, i) VLOAD16((p) + (i))
+#define STORE_NR(v, p, i) VSTORE16((v), (p) + (i))
 #endif
 
 // Rows of a register block: a work-item sums HR rows × NR columns at a time, HR float16

@@ -84,8 +84,8 @@ __kernel void global_average_pool(CTPTR X, TPTR Y, int planes, int size) {
 #define POOL_LOAD(p, i) vload_half16(0, (p) + (i))
 #define POOL_STORE(v, p, i) vstore_half16_rte((v), 0, (p) + (i))
 #else
-#define POOL_LOAD(p, i) vload16(0, (p) + (i))
-#define POOL_STORE(v, p, i) vstore16((v), 0, (p) + (i))
+#define POOL_LOAD(p, i) VLOAD16((p) + (i))
+#define POOL_STORE(v, p, i) VSTORE16((v), (p) + (i))
 #endif
 
 __kernel void max_pool_padded(CTPTR Xp, TPTR Y, int8 geo, int OH, int OW) {

@@ -691,11 +691,11 @@ impl Queue {
     /// worker threads): clFinish puts the thread to sleep, and on PoCL's `pthread` device
     /// waking it again was most of a small model's forward. Polling, the thread stays
     /// runnable and gives its core to the workers when they need it.
-    /// `CONCORD_BENCH_ROUNDS=3 cargo bench -p concord-opencl --bench models`, interleaved
-    /// runs on PoCL 3.1's `pthread` device (2 cores), without → with: mlp_64_10 70.0 →
-    /// 23.0 µs, torch_gru_lm 94.7 → 78.2 µs, torch_resnet 270.2 → 217.7 µs,
-    /// torchvision_vit 292.9 → 241.4 µs. Nothing here is an error: a marker or a poll that
-    /// fails leaves the wait to clFinish, which reports the device's failure.
+    /// The bench binaries without and with it, run alternately twice
+    /// (`CONCORD_BENCH_ROUNDS=3`, PoCL 3.1's `pthread` device, 2 cores; README "Speed"):
+    /// mlp_64_10 59.3 → 31.3 and 59.7 → 23.1 µs, torch_resnet 318.3 → 212.9 and 249.9 →
+    /// 215.8 µs. Nothing here is an error: a marker or a poll that fails leaves the wait to
+    /// clFinish, which reports the device's failure.
     fn poll_until_done(&self, limit: std::time::Duration) {
         // SAFETY: a marker on this queue with no wait list; its event is released by Event.
         let Ok(marker) =

@@ -125,7 +125,9 @@ impl OpenClExecutor {
                             .unwrap_or("?")
                     ),
                 })?;
-                let block_rows = options.block_rows.rows(device.native_float_lanes);
+                let block_rows = options
+                    .block_rows
+                    .rows(device.is_cpu, device.native_float_lanes);
                 Ok(Arc::new(Runtime {
                     serialize_runs: device.is_pocl,
                     device,

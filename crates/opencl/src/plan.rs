@@ -143,19 +143,23 @@ pub enum GemmKernel {
 /// order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum BlockRows {
-    /// Eight where one of the device's vector registers holds 16 floats (AVX-512, which has
-    /// 32 of them), else four (AVX2's sixteen registers would spill eight rows of sums).
+    /// Eight on a CPU device where one of its vector registers holds 16 floats (AVX-512,
+    /// which has 32 of them), else four (AVX2's sixteen registers would spill eight rows of
+    /// sums).
     #[default]
     Auto,
+    /// Four, on any device.
     Four,
+    /// Eight, on any device that runs the register-blocked kernels.
     Eight,
 }
 
 impl BlockRows {
-    /// The rows for a device whose native float vectors hold `native_float_lanes` lanes.
-    pub(crate) fn rows(self, native_float_lanes: usize) -> usize {
+    /// The rows for a device (a CPU device or not) whose native float vectors hold
+    /// `native_float_lanes` lanes.
+    pub(crate) fn rows(self, is_cpu: bool, native_float_lanes: usize) -> usize {
         match self {
-            BlockRows::Auto if native_float_lanes >= 16 => 8,
+            BlockRows::Auto if is_cpu && native_float_lanes >= 16 => 8,
             BlockRows::Auto | BlockRows::Four => 4,
             BlockRows::Eight => 8,
         }
@@ -821,7 +825,17 @@ pub fn shape_key(inputs: &BTreeMap<String, Tensor>, names: &[String]) -> Vec<Vec
 
 #[cfg(test)]
 mod tests {
-    use super::{coalesce, Slots};
+    use super::{coalesce, BlockRows, Slots};
+
+    #[test]
+    fn block_rows_are_eight_only_on_cpu_devices_with_16_float_vectors_or_when_asked() {
+        assert_eq!(BlockRows::Auto.rows(true, 16), 8);
+        assert_eq!(BlockRows::Auto.rows(true, 8), 4);
+        assert_eq!(BlockRows::Auto.rows(true, 1), 4);
+        assert_eq!(BlockRows::Auto.rows(false, 16), 4);
+        assert_eq!(BlockRows::Four.rows(true, 16), 4);
+        assert_eq!(BlockRows::Eight.rows(false, 1), 8);
+    }
 
     #[test]
     fn a_part_is_never_handed_out_and_names_its_parent() {

@@ -187,11 +187,12 @@ fn device_options(device: &Device, block_rows: usize) -> String {
     }
     if device.is_cpu {
         options.push("-DCPU_DEVICE");
-        // Eight float16 sums per register block where a vector register holds all 16
-        // lanes (see HR in gemm.cl and BlockRows); gemm.cl's default is four.
-        if block_rows == 8 {
-            options.push("-DHR=8");
-        }
+    }
+    // Eight float16 sums per register block of the register-blocked kernels (see HR in
+    // gemm.cl and BlockRows): chosen where a vector register holds all 16 lanes, or asked
+    // for, on any device that runs those kernels; gemm.cl's default is four.
+    if block_rows == 8 {
+        options.push("-DHR=8");
     }
     options.join(" ")
 }

@@ -314,8 +314,9 @@ fn wide_and_ragged_layers_agree_with_the_reference() {
         layer(8, 8, 21, 9, 1, 8),
         layer(16, 16, 7, 3, 1, 16),
         // Stride 2 read in place (depthwise_inplace) with left pads of 1, 2 and 3 (odd and
-        // even columns shifted into the pad), odd and even widths, planes tall enough for
-        // blocks of four rows and an edge row on each side, and one a block fills exactly.
+        // even columns shifted into the pad), odd and even widths, and planes tall enough
+        // for blocks of four rows between the edge rows, with one to five rows left after
+        // the last block (taken one at a time).
         layer(8, 8, 29, 3, 2, 8),
         layer(8, 8, 30, 5, 2, 8),
         layer(8, 8, 29, 7, 2, 8),

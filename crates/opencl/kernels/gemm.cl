@@ -196,6 +196,58 @@ void gemm_tiled(CTPTR A, CTPTR B, TPTR Y, int M, int N, int K, int8 sa, int8 sb,
 // packed loop did not win back); sbias as in gemm_tiled.
 // A values are read as scalars so the compiler folds each broadcast into its
 // multiply-add.
+// HR consecutive values of an A panel as one vector (rows m0 .. m0 + HR - 1 at one k).
+#if HR == 8
+typedef float8 hrv_t;
+#if defined(T_F16)
+#define HR_LOAD(p) vload_half8(0, (p))
+#else
+#define HR_LOAD(p) vload8(0, (p))
+#endif
+#else
+typedef float4 hrv_t;
+#if defined(T_F16)
+#define HR_LOAD(p) vload_half4(0, (p))
+#else
+#define HR_LOAD(p) vload4(0, (p))
+#endif
+#endif
+
+// gemm_block's HR rows of columns n0 .. n0 + left - 1 one column at a time (see `narrow`
+// there): each output's multiply-adds are those of the 16-column tiles, in the same order,
+// and the epilogue is theirs too (bias, residual, then activate16 over the column's rows).
+inline void gemm_block_columns(CTPTR ak, CTPTR bp, int ldb, TPTR Y, int M, int N, int K,
+                               int m0, int n0, int left, int b1, long y_base, CTPTR bias,
+                               int8 sbias, float alpha, float beta, CTPTR R, int has_res,
+                               int act, float act_a, float act_b) {
+    for (int j = 0; j < left; ++j) {
+        hrv_t acc = 0;
+        CTPTR a = ak;
+        CTPTR bk = bp + j;
+        for (int k = 0; k < K; ++k, a += MR, bk += ldb) acc = fma(HR_LOAD(a), (hrv_t)LD(bk, 0), acc);
+        float t[NR];
+        for (int i = 0; i < NR; ++i) t[i] = 0.0f;
+#if HR == 8
+        vstore8(acc, 0, t);
+#else
+        vstore4(acc, 0, t);
+#endif
+        const int n = n0 + j;
+        for (int i = 0; i < HR && m0 + i < M; ++i) {
+            const int m = m0 + i;
+            float v = alpha * t[i];
+            if (sbias.s3) {
+                v += beta * LD(bias, (long)b1 * sbias.s2 + (long)m * sbias.s0
+                                         + (long)n * sbias.s1);
+            }
+            if (has_res) v += LD(R, y_base + (long)m * N + n);
+            t[i] = v;
+        }
+        vstore16(activate16(vload16(0, t), act, act_a, act_b), 0, t);
+        for (int i = 0; i < HR && m0 + i < M; ++i) ST(Y, y_base + (long)(m0 + i) * N + n, t[i]);
+    }
+}
+
 __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p, int batch1,
                          CTPTR bias, int8 sbias, float alpha, float beta, CTPTR R,
                          int has_res, int act, float act_a, float act_b) {
@@ -212,12 +264,23 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p
                + (p.s4 > 0 ? (long)n0 : (long)nb * K * NR);
     const int left = min(N - n0, NR);
     const long y_base = (long)batch * M * N;
+    // A ragged last panel of fewer than 4 columns (a 7×7 image's 49 is three panels and
+    // one column) with A packed: one column at a time, its HR rows' sums in one vector over
+    // the panel's consecutive A values, instead of HR vectors of which `left` lanes count.
+    const int narrow = left < 4 && p.s5 == 0;
     for (int mb = mg * MBLOCKS; mb < mg * MBLOCKS + MBLOCKS; ++mb) {
         // A panel's MR rows in passes of HR (see HR): the B panel is read once per pass,
         // from cache.
         for (int h = 0; h < MR; h += HR) {
             const int m0 = mb * MR + h;
             if (m0 >= M) break;
+            if (narrow) {
+                gemm_block_columns(Ap + (long)b0 * p.s2 + (long)b1 * p.s3 + (long)mb * K * MR
+                                       + h,
+                                   bp, ldb, Y, M, N, K, m0, n0, left, b1, y_base, bias, sbias,
+                                   alpha, beta, R, has_res, act, act_a, act_b);
+                continue;
+            }
             ACC_DECL;
             if (p.s5 > 0) {
                 // A in place: rows past M read the last row, and their sums are never

@@ -77,14 +77,6 @@ __kernel void depthwise(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTP
 #define DW_BUF 640
 #define DW_CHUNKS 32
 
-#if defined(T_F16)
-#define DW_LOAD(p, i) vload_half16(0, (p) + (i))
-#define DW_STORE(v, p, i) vstore_half16_rte((v), 0, (p) + (i))
-#else
-#define DW_LOAD(p, i) VLOAD16((p) + (i))
-#define DW_STORE(v, p, i) VSTORE16((v), (p) + (i))
-#endif
-
 __kernel void depthwise_rows(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTPTR R,
                              int has_res, int act, float act_a, float act_b, int8 geo0,
                              int8 geo1, int rpi, int planes) {
@@ -137,8 +129,8 @@ __kernel void depthwise_rows(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias
             const int ow0 = c * 16;
             float16 v = acc[c] + b;
             if (ow0 + 16 <= OW) {
-                if (has_res) v += DW_LOAD(R, y_row + ow0);
-                DW_STORE(activate16(v, act, act_a, act_b), Y, y_row + ow0);
+                if (has_res) v += LD16(R, y_row + ow0);
+                ST16(activate16(v, act, act_a, act_b), Y, y_row + ow0);
             } else {
                 float t[16];
                 vstore16(v, 0, t);
@@ -183,14 +175,14 @@ inline float16 dwi_taps(CTPTR xr, int o, int W, int SW, int16 lane) {
     float16 xv;
     if (SW == 1) {
         if (o >= 0) {
-            xv = DW_LOAD(xr, o);
+            xv = LD16(xr, o);
         } else {
-            const float16 v = DW_LOAD(xr, 0);
+            const float16 v = LD16(xr, 0);
             xv = o == -1 ? SHIFT1(v) : o == -2 ? SHIFT2(v) : SHIFT3(v);
         }
     } else {
         const int at = max(o, 0);
-        const float16 lo = DW_LOAD(xr, at), hi = DW_LOAD(xr, at + 16);
+        const float16 lo = LD16(xr, at), hi = LD16(xr, at + 16);
         if (o >= 0) {
             xv = (float16)(lo.even, hi.even);
         } else if (o == -2) {
@@ -217,8 +209,8 @@ __attribute__((always_inline)) inline void dwi_store(TPTR Y, CTPTR R, int has_re
                                                      int spill) {
     float16 v = acc + b;
     if (ow0 + 16 <= OW || spill) {
-        if (has_res) v += DW_LOAD(R, y_row + ow0);
-        DW_STORE(activate16(v, act, act_a, act_b), Y, y_row + ow0);
+        if (has_res) v += LD16(R, y_row + ow0);
+        ST16(activate16(v, act, act_a, act_b), Y, y_row + ow0);
     } else {
         float t[16];
         const int left = OW - ow0;
@@ -446,7 +438,7 @@ __kernel void conv_transpose_rows(CTPTR X, CTPTR Wt, CTPTR bias, int has_bias, T
         CTPTR wr = Wt + ((long)g * CG * MG + mo) * taps + ((long)k0 * K1 + k1) * K2;
         const long w_step = (long)MG * taps;
         for (int ic = 0; ic < CG; ++ic) {
-            const float16 xv = DW_LOAD(xr, 0);
+            const float16 xv = LD16(xr, 0);
             a0 = fma(xv, (float16)LD(wr, 0), a0);
             if (S2 > 1) a1 = fma(xv, (float16)LD(wr, 1), a1);
             if (S2 > 2) a2 = fma(xv, (float16)LD(wr, 2), a2);

@@ -131,14 +131,6 @@ void gemm_tiled(CTPTR A, CTPTR B, TPTR Y, int M, int N, int K, int8 sa, int8 sb,
 #define MR 8
 #define NR 16
 
-#if defined(T_F16)
-#define LOAD_NR(p, i) vload_half16(0, (p) + (i))
-#define STORE_NR(v, p, i) vstore_half16_rte((v), 0, (p) + (i))
-#else
-#define LOAD_NR(p, i) VLOAD16((p) + (i))
-#define STORE_NR(v, p, i) VSTORE16((v), (p) + (i))
-#endif
-
 // Rows of a register block: a work-item sums HR rows × NR columns at a time, HR float16
 // accumulators. On AVX2 a float16 is two of its sixteen vector registers, so eight rows
 // (sixteen registers of sums, plus the B vector and a broadcast) spilled on every
@@ -187,18 +179,11 @@ void gemm_tiled(CTPTR A, CTPTR B, TPTR Y, int M, int N, int K, int8 sa, int8 sb,
 // The same with A read in place: a##i points at row m0 + i's current k.
 #define FMA_ROW_IN(i) c##i = fma((float16)LD(a##i, k), bv, c##i)
 
-// Global (ceil(N / NR), ceil(ceil(M / MR) / MBLOCKS), batch): a work-item owns one B panel
-// and MBLOCKS A panels, so its B panel stays in cache while it walks the rows.
-// p = (bp_s0, bp_s1, ap_s0, ap_s1, ldb, lda): panel offsets per b0 and b1 of B and of A
-// (A's b0 offset is 0 for a conv's weights), B's row stride when it is not packed, and
-// A's row stride when A is not packed either but read in place, its k contiguous (a
-// MatMul's or Gemm's activations: packing them was one more launch and pass, which the
-// packed loop did not win back); sbias as in gemm_tiled.
-// A values are read as scalars so the compiler folds each broadcast into its
-// multiply-add.
-// HR consecutive values of an A panel as one vector (rows m0 .. m0 + HR - 1 at one k).
+// HR consecutive values of an A panel as one vector (rows m0 .. m0 + HR - 1 at one k), and
+// such a vector into a private array.
 #if HR == 8
 typedef float8 hrv_t;
+#define HR_SPILL(v, t) vstore8((v), 0, (t))
 #if defined(T_F16)
 #define HR_LOAD(p) vload_half8(0, (p))
 #else
@@ -206,6 +191,7 @@ typedef float8 hrv_t;
 #endif
 #else
 typedef float4 hrv_t;
+#define HR_SPILL(v, t) vstore4((v), 0, (t))
 #if defined(T_F16)
 #define HR_LOAD(p) vload_half4(0, (p))
 #else
@@ -224,14 +210,12 @@ inline void gemm_block_columns(CTPTR ak, CTPTR bp, int ldb, TPTR Y, int M, int N
         hrv_t acc = 0;
         CTPTR a = ak;
         CTPTR bk = bp + j;
-        for (int k = 0; k < K; ++k, a += MR, bk += ldb) acc = fma(HR_LOAD(a), (hrv_t)LD(bk, 0), acc);
+        for (int k = 0; k < K; ++k, a += MR, bk += ldb) {
+            acc = fma(HR_LOAD(a), (hrv_t)LD(bk, 0), acc);
+        }
         float t[NR];
         for (int i = 0; i < NR; ++i) t[i] = 0.0f;
-#if HR == 8
-        vstore8(acc, 0, t);
-#else
-        vstore4(acc, 0, t);
-#endif
+        HR_SPILL(acc, t);
         const int n = n0 + j;
         for (int i = 0; i < HR && m0 + i < M; ++i) {
             const int m = m0 + i;
@@ -248,6 +232,15 @@ inline void gemm_block_columns(CTPTR ak, CTPTR bp, int ldb, TPTR Y, int M, int N
     }
 }
 
+// Global (ceil(N / NR), ceil(ceil(M / MR) / MBLOCKS), batch): a work-item owns one B panel
+// and MBLOCKS A panels, so its B panel stays in cache while it walks the rows.
+// p = (bp_s0, bp_s1, ap_s0, ap_s1, ldb, lda): panel offsets per b0 and b1 of B and of A
+// (A's b0 offset is 0 for a conv's weights), B's row stride when it is not packed, and
+// A's row stride when A is not packed either but read in place, its k contiguous (a
+// MatMul's or Gemm's activations: packing them was one more launch and pass, which the
+// packed loop did not win back); sbias as in gemm_tiled.
+// A values are read as scalars so the compiler folds each broadcast into its
+// multiply-add.
 __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p, int batch1,
                          CTPTR bias, int8 sbias, float alpha, float beta, CTPTR R,
                          int has_res, int act, float act_a, float act_b) {
@@ -298,14 +291,14 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p
 #endif
                 CTPTR bk = bp;
                 for (int k = 0; k < K; ++k, bk += ldb) {
-                    const float16 bv = LOAD_NR(bk, 0);
+                    const float16 bv = LD16(bk, 0);
                     FMA_ROWS_IN();
                 }
             } else {
                 CTPTR ak = Ap + (long)b0 * p.s2 + (long)b1 * p.s3 + (long)mb * K * MR + h;
                 CTPTR bk = bp;
                 for (int k = 0; k < K; ++k, ak += MR, bk += ldb) {
-                    const float16 bv = LOAD_NR(bk, 0);
+                    const float16 bv = LD16(bk, 0);
                     FMA_ROWS();
                 }
             }
@@ -321,7 +314,7 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p
                     if (sbias.s1 == 0) {
                         v += beta * LD(bias, bias_row);
                     } else if (sbias.s1 == 1 && left == NR) {
-                        v += beta * LOAD_NR(bias, bias_row + n0);
+                        v += beta * LD16(bias, bias_row + n0);
                     } else {
                         float t[NR];
                         for (int j = 0; j < NR; ++j)
@@ -332,8 +325,8 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p
                     }
                 }
                 if (left == NR) {
-                    if (has_res) v += LOAD_NR(R, row + n0);
-                    STORE_NR(activate16(v, act, act_a, act_b), Y, row + n0);
+                    if (has_res) v += LD16(R, row + n0);
+                    ST16(activate16(v, act, act_a, act_b), Y, row + n0);
                 } else {
                     float t[NR];
                     if (has_res) {
@@ -367,7 +360,6 @@ __kernel void pack_a(CTPTR A, TPTR Ap, int M, int K, int8 sa, int batch1, int pa
     for (int k = kc * KC; k < k_end; ++k)
         ST(Ap, dst + (long)k * MR, m < M ? LD(A, src + (long)k * sa.s1) : 0.0f);
 }
-
 
 // Packs a strided B (per batch offsets from sb = (b_sk, b_sn, b_s0, b_s1)) into
 // [ceil(N / NR)][K][NR] panels per batch, zero-padded. Global (panels, ceil(K / KC), batches).
@@ -445,7 +437,7 @@ inline void conv_taps(CTPTR ak, CTPTR xb, long plane, int C, int KH, int KW, int
             CTPTR xr = xc + kh * DH * Wp;
             for (int kw = 0; kw < KW; ++kw, ak += MR) {
                 const int t = kw * DW;
-                const float16 bv = LOAD_NR(xr, SW == 1 ? t : (t & 1) * even + (t >> 1));
+                const float16 bv = LD16(xr, SW == 1 ? t : (t & 1) * even + (t >> 1));
                 FMA_ROWS();
             }
         }
@@ -495,8 +487,8 @@ __kernel void conv_rows(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 g
                 const long at = y_base + (long)m * N;
                 float16 v = rows[i] + bm;
                 if (left == NR) {
-                    if (has_res) v += LOAD_NR(R, at);
-                    STORE_NR(activate16(v, act, act_a, act_b), Y, at);
+                    if (has_res) v += LD16(R, at);
+                    ST16(activate16(v, act, act_a, act_b), Y, at);
                 } else {
                     float t[NR];
                     vstore16(v, 0, t);
@@ -549,8 +541,8 @@ __kernel void conv_shift(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 
                 float16 v = rows[i] + bm;
                 if (whole) {
                     const long at = row + (long)oh0 * OW + ow0;
-                    if (has_res) v += LOAD_NR(R, at);
-                    STORE_NR(activate16(v, act, act_a, act_b), Y, at);
+                    if (has_res) v += LD16(R, at);
+                    ST16(activate16(v, act, act_a, act_b), Y, at);
                     continue;
                 }
                 float t[NR];

@@ -79,15 +79,6 @@ __kernel void global_average_pool(CTPTR X, TPTR Y, int planes, int size) {
 // NaN wins; a -inf pad never beats a pixel, so the result is max_pool's). One output row
 // of one plane per work-item.
 // geo = (KH, KW, SH, SW, DH, DW, rows, Wp). Global (OH, planes).
-
-#if defined(T_F16)
-#define POOL_LOAD(p, i) vload_half16(0, (p) + (i))
-#define POOL_STORE(v, p, i) vstore_half16_rte((v), 0, (p) + (i))
-#else
-#define POOL_LOAD(p, i) VLOAD16((p) + (i))
-#define POOL_STORE(v, p, i) VSTORE16((v), (p) + (i))
-#endif
-
 __kernel void max_pool_padded(CTPTR Xp, TPTR Y, int8 geo, int OH, int OW) {
     const int oh = get_global_id(0);
     const int plane = get_global_id(1);
@@ -105,10 +96,10 @@ __kernel void max_pool_padded(CTPTR Xp, TPTR Y, int8 geo, int OH, int OW) {
             for (int kw = 0; kw < KW; ++kw) {
                 float16 v;
                 if (SW == 1) {
-                    v = POOL_LOAD(xr, kw * DW);
+                    v = LD16(xr, kw * DW);
                 } else {
-                    const float16 lo = POOL_LOAD(xr, kw * DW);
-                    const float16 hi = POOL_LOAD(xr, kw * DW + 16);
+                    const float16 lo = LD16(xr, kw * DW);
+                    const float16 hi = LD16(xr, kw * DW + 16);
                     v = (float16)(lo.even, hi.even);
                 }
                 // best != best is isnan(best) without a call: with the call, Oclgrind
@@ -118,7 +109,7 @@ __kernel void max_pool_padded(CTPTR Xp, TPTR Y, int8 geo, int OH, int OW) {
             }
         }
         if (ow0 + 16 <= OW) {
-            POOL_STORE(best, Y, y_row + ow0);
+            ST16(best, Y, y_row + ow0);
         } else {
             float t[16];
             vstore16(best, 0, t);

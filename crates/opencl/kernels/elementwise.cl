@@ -127,13 +127,16 @@ __kernel void clip(CTPTR x, TPTR y, int n, CTPTR lo, CTPTR hi, int has_lo, int h
 
 #endif
 
-// Broadcasting binary arithmetic: `op` is a B_* code.
+// Broadcasting binary arithmetic: `op` is a B_* code; a_off and b_off place each operand's
+// first element (a view's offset).
 __kernel void binary(CTPTR a, CTPTR b, TPTR y, int n, int rank, int8 dims, int8 sa, int8 sb,
-                     __global int* status, int op) {
+                     __global int* status, int op, int a_off, int b_off) {
     int i = get_global_id(0);
     if (i >= n) return;
     int ia = i, ib = i;
     if (rank > 0) offsets2(i, rank, dims, sa, sb, &ia, &ib);
+    ia += a_off;
+    ib += b_off;
     C p = LD(a, ia);
     C q = LD(b, ib);
     ST(y, i, binary_value(op, p, q, status));
@@ -142,13 +145,14 @@ __kernel void binary(CTPTR a, CTPTR b, TPTR y, int n, int rank, int8 dims, int8 
 // Broadcasting binary arithmetic a row at a time. The output is `rows` × `inner` (the
 // innermost coalesced axis); a work-item computes 16 consecutive values of one row, with
 // the row's operand offsets worked out once (the outer `rank` axes in dims, sa, sb) and
-// a_in, b_in each operand's stride along the row: 1, or 0 where it repeats one value (a
-// per-channel scale). Float Add, Sub, Mul and Div of a whole chunk run on float16 vectors:
-// the same IEEE operations on each lane as binary_value.
+// a_in, b_in each operand's stride along the row: 1, 0 where it repeats one value (a
+// per-channel scale), or any other for a view (a transposed operand); a_off, b_off place
+// each operand's first element. Float Add, Sub, Mul and Div of a whole chunk with strides
+// 0 or 1 run on float16 vectors: the same IEEE operations on each lane as binary_value.
 // Global (rows · chunks, rounded up to the work-group), chunks = ceil(inner / 16).
 __kernel void binary_rows(CTPTR a, CTPTR b, TPTR y, int rows, int inner, int chunks,
                           int rank, int8 dims, int8 sa, int8 sb, __global int* status, int op,
-                          int a_in, int b_in) {
+                          int a_in, int b_in, int a_off, int b_off) {
     const int g = get_global_id(0);
     const int row = g / chunks;
     if (row >= rows) return;
@@ -156,11 +160,11 @@ __kernel void binary_rows(CTPTR a, CTPTR b, TPTR y, int rows, int inner, int chu
     const int left = min(16, inner - j0);
     int ra = row, rb = row;
     if (rank > 0) offsets2(row, rank, dims, sa, sb, &ra, &rb);
-    CTPTR pa = a + ra + (long)j0 * a_in;
-    CTPTR pb = b + rb + (long)j0 * b_in;
+    CTPTR pa = a + a_off + ra + (long)j0 * a_in;
+    CTPTR pb = b + b_off + rb + (long)j0 * b_in;
     const long at = (long)row * inner + j0;
 #if !defined(T_I64)
-    if (left == 16 && a_in <= 1 && b_in <= 1
+    if (left == 16 && (a_in == 0 || a_in == 1) && (b_in == 0 || b_in == 1)
         && (op == B_ADD || op == B_SUB || op == B_MUL || op == B_DIV)) {
         const float16 p = a_in ? LD16(pa, 0) : (float16)LD(pa, 0);
         const float16 q = b_in ? LD16(pb, 0) : (float16)LD(pb, 0);

@@ -14,7 +14,8 @@
 // fly) with the geometry in geo0 = (H, W, KH, KW, SH, SW, PH, PW) and
 // geo1 = (DH, DW, OW, KH·KW).
 //
-// sa = (a_sm, a_sk, a_s0, a_s1), sb = (b_sk, b_sn, b_s0, b_s1) (b_sk/b_sn unused for conv),
+// sa = (a_sm, a_sk, a_s0, a_s1, a_offset), sb = (b_sk, b_sn, b_s0, b_s1, b_offset) (b_sk/b_sn
+// unused for conv; the offsets place a view's first element),
 // sbias = (bias_sm, bias_sn, bias_s1, has_bias). Y and R are contiguous (batch, M, N).
 
 #ifndef TSM
@@ -48,8 +49,8 @@ void gemm_tiled(CTPTR A, CTPTR B, TPTR Y, int M, int N, int K, int8 sa, int8 sb,
     const int batch = get_global_id(2);
     const int b0 = batch / batch1;
     const int b1 = batch % batch1;
-    const long a_base = (long)b0 * sa.s2 + (long)b1 * sa.s3;
-    const long b_base = (long)b0 * sb.s2 + (long)b1 * sb.s3;
+    const long a_base = (long)b0 * sa.s2 + (long)b1 * sa.s3 + sa.s4;
+    const long b_base = (long)b0 * sb.s2 + (long)b1 * sb.s3 + sb.s4;
 
     __local float As[TSK][TSM];
     __local float Bs[TSK][TSN];
@@ -234,11 +235,11 @@ inline void gemm_block_columns(CTPTR ak, CTPTR bp, int ldb, TPTR Y, int M, int N
 
 // Global (ceil(N / NR), ceil(ceil(M / MR) / MBLOCKS), batch): a work-item owns one B panel
 // and MBLOCKS A panels, so its B panel stays in cache while it walks the rows.
-// p = (bp_s0, bp_s1, ap_s0, ap_s1, ldb, lda): panel offsets per b0 and b1 of B and of A
-// (A's b0 offset is 0 for a conv's weights), B's row stride when it is not packed, and
-// A's row stride when A is not packed either but read in place, its k contiguous (a
-// MatMul's or Gemm's activations: packing them was one more launch and pass, which the
-// packed loop did not win back); sbias as in gemm_tiled.
+// p = (bp_s0, bp_s1, ap_s0, ap_s1, ldb, lda, a_offset): panel offsets per b0 and b1 of B
+// and of A (A's b0 offset is 0 for a conv's weights), B's row stride when it is not packed,
+// and A's row stride and first element when A is not packed either but read in place, its
+// k contiguous (a MatMul's or Gemm's activations, views included: packing them was one
+// more launch and pass, which the packed loop did not win back); sbias as in gemm_tiled.
 // A values are read as scalars so the compiler folds each broadcast into its
 // multiply-add.
 __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p, int batch1,
@@ -278,7 +279,7 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p
             if (p.s5 > 0) {
                 // A in place: rows past M read the last row, and their sums are never
                 // stored.
-                CTPTR a = Ap + (long)b0 * p.s2 + (long)b1 * p.s3;
+                CTPTR a = Ap + (long)b0 * p.s2 + (long)b1 * p.s3 + p.s6;
                 CTPTR a0 = a + (long)min(m0, M - 1) * p.s5;
                 CTPTR a1 = a + (long)min(m0 + 1, M - 1) * p.s5;
                 CTPTR a2 = a + (long)min(m0 + 2, M - 1) * p.s5;
@@ -345,7 +346,7 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p
 // B panel is a contiguous run of memory.
 #define KC 32
 
-// Packs A (strided, per batch b = (b0, b1) offsets from sa) into [ceil(M / MR)][K][MR]
+// Packs A (strided as sa says, offset included) into [ceil(M / MR)][K][MR]
 // panels. A work-item packs KC values of k for one row m (so a small A, such as the one
 // row of a classifier's Gemm, is not split into thousands of work-groups).
 // Global (MR · ceil(M / MR), ceil(K / KC), batches of A).
@@ -354,14 +355,14 @@ __kernel void pack_a(CTPTR A, TPTR Ap, int M, int K, int8 sa, int batch1, int pa
     const int kc = get_global_id(1);
     const int batch = get_global_id(2);
     const int b0 = batch / batch1, b1 = batch % batch1;
-    const long src = (long)b0 * sa.s2 + (long)b1 * sa.s3 + (long)m * sa.s0;
+    const long src = (long)b0 * sa.s2 + (long)b1 * sa.s3 + (long)m * sa.s0 + sa.s4;
     const long dst = (long)batch * packed_per_batch + (long)(m / MR) * K * MR + m % MR;
     const int k_end = min(K, (kc + 1) * KC);
     for (int k = kc * KC; k < k_end; ++k)
         ST(Ap, dst + (long)k * MR, m < M ? LD(A, src + (long)k * sa.s1) : 0.0f);
 }
 
-// Packs a strided B (per batch offsets from sb = (b_sk, b_sn, b_s0, b_s1)) into
+// Packs a strided B (sb = (b_sk, b_sn, b_s0, b_s1, b_offset)) into
 // [ceil(N / NR)][K][NR] panels per batch, zero-padded. Global (panels, ceil(K / KC), batches).
 __kernel void pack_b(CTPTR B, TPTR Bp, int K, int N, int8 sb, int batch1) {
     const int nb = get_global_id(0);
@@ -370,7 +371,7 @@ __kernel void pack_b(CTPTR B, TPTR Bp, int K, int N, int8 sb, int batch1) {
     const int panels = (N + NR - 1) / NR;
     if (nb >= panels) return;
     const int b0 = batch / batch1, b1 = batch % batch1;
-    const long src = (long)b0 * sb.s2 + (long)b1 * sb.s3;
+    const long src = (long)b0 * sb.s2 + (long)b1 * sb.s3 + sb.s4;
     const long dst = ((long)batch * panels + nb) * K * NR;
     const int k_end = min(K, (kc + 1) * KC);
     for (int k = kc * KC; k < k_end; ++k) {

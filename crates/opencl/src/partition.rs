@@ -166,6 +166,7 @@ impl OpenClPartition {
     fn build_plan(&self, input_shapes: &[Shape]) -> Result<ExecPlan, Error> {
         let mut b = self.builder();
         b.concat_parts = self.concat_parts(input_shapes)?;
+        b.materialized = self.graph.outputs.iter().cloned().collect();
         let mut inputs = Vec::new();
         for (info, shape) in self.graph.inputs.iter().zip(input_shapes) {
             b.shapes.insert(info.name.clone(), shape.clone());

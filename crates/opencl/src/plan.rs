@@ -218,6 +218,26 @@ pub struct Builder<'a> {
     pub concat_parts: HashMap<String, ConcatPart>,
     /// The slot of each Concat output that one of its parts has already claimed.
     concat_slots: HashMap<String, usize>,
+    /// Values that are strided windows onto another value's buffer (see [`View`]), not yet
+    /// copied out.
+    views: HashMap<String, View>,
+    /// Values that must have buffers of their own (the partition's outputs): never left as
+    /// views.
+    pub materialized: HashSet<String>,
+}
+
+/// A value that a movement op made as a window onto another value's buffer instead of a
+/// copy: element `c` (a coordinate of the value's shape) is at `offset + Σ c·strides` of
+/// `base`. Transpose, Slice, Split, Expand, a Gather of constant indices and the reshapes
+/// of such a window make views; MatMul and the binary kernels read them in place; any other
+/// consumer gets a contiguous copy, made by the first that asks ([`Builder::input`]), which
+/// is the copy the movement op made before views. A view holds its base's slot live until
+/// it is released or copied out.
+#[derive(Clone, Debug)]
+pub struct View {
+    pub base: Loc,
+    pub offset: i64,
+    pub strides: Vec<i64>,
 }
 
 /// A Concat input that its producer writes straight into the Concat's output: the value's
@@ -400,6 +420,8 @@ impl<'a> Builder<'a> {
             launches: Vec::new(),
             concat_parts: HashMap::new(),
             concat_slots: HashMap::new(),
+            views: HashMap::new(),
+            materialized: HashSet::new(),
         }
     }
 
@@ -515,10 +537,31 @@ impl<'a> Builder<'a> {
         Ok(())
     }
 
-    /// The device location of a value, uploading it first when it is host-known.
+    /// The device location of a value, uploading it first when it is host-known and
+    /// copying it out contiguously when it is a [`View`].
     pub fn input(&mut self, name: &str) -> Result<Loc, OpError> {
         if let Some(loc) = self.loc.get(name) {
             return Ok(loc.clone());
+        }
+        if let Some(view) = self.views.remove(name) {
+            let dims = self.shape(name)?.dims().to_vec();
+            let storage = self.storage(self.dtype(name)?);
+            // The copy's buffer is taken while the base still holds its own, so the two
+            // are never the same slot.
+            let dst = self.alloc(name)?;
+            self.unhold(&view.base, name);
+            crate::ops::copy_nd(
+                self,
+                storage,
+                view.base,
+                dst.clone(),
+                &dims,
+                &view.strides,
+                &strides_of(&dims),
+                view.offset,
+                0,
+            )?;
+            return Ok(dst);
         }
         let Some(tensor) = self.host_value(name) else {
             return Err(OpError::Shape(format!(
@@ -533,6 +576,66 @@ impl<'a> Builder<'a> {
         let loc = Loc::Const(buffer);
         self.loc.insert(name.to_string(), loc.clone());
         Ok(loc)
+    }
+
+    /// `name` as a window onto a buffer: its [`View`], or its own buffer with row-major
+    /// strides.
+    pub fn view(&mut self, name: &str) -> Result<View, OpError> {
+        if let Some(view) = self.views.get(name) {
+            return Ok(view.clone());
+        }
+        let strides = strides_of(self.shape(name)?.dims());
+        Ok(View {
+            base: self.input(name)?,
+            offset: 0,
+            strides,
+        })
+    }
+
+    /// Whether `name` is a [`View`] (no buffer of its own yet).
+    pub fn is_view(&self, name: &str) -> bool {
+        self.views.contains_key(name)
+    }
+
+    /// Makes `name` (whose shape is known) the window `view`: another name for the base
+    /// when the window is all of it in order, else a [`View`], or at once a copy when
+    /// `name` must have a buffer of its own.
+    pub fn set_view(&mut self, name: &str, view: View) -> Result<(), OpError> {
+        let dims = self.shape(name)?.dims().to_vec();
+        if view.strides.len() != dims.len() {
+            return Err(OpError::Shape(format!(
+                "the view `{name}` has {} strides for shape {dims:?}",
+                view.strides.len()
+            )));
+        }
+        let (_, flat) = coalesce(&dims, &[&view.strides, &strides_of(&dims)]);
+        let whole = flat[0] == flat[1] && (flat[0][..] == [1] || flat[0][..] == [0]);
+        if let Loc::Slot(s) = view.base {
+            let owner = self.slots.owner(s);
+            self.slot_values[owner].insert(name.to_string());
+        }
+        if view.offset == 0 && whole {
+            self.loc.insert(name.to_string(), view.base);
+            return Ok(());
+        }
+        self.views.insert(name.to_string(), view);
+        if self.materialized.contains(name) {
+            self.input(name)?;
+        }
+        Ok(())
+    }
+
+    /// `name` no longer keeps `base`'s slot live (a view released or copied out).
+    fn unhold(&mut self, base: &Loc, name: &str) {
+        if let Loc::Slot(s) = base {
+            let s = self.slots.owner(*s);
+            if let Some(values) = self.slot_values.get_mut(s) {
+                values.remove(name);
+                if values.is_empty() && !self.slots.free.contains(&s) {
+                    self.slots.free.push(s);
+                }
+            }
+        }
     }
 
     /// The value of `name` when it is known on the host (an initializer or a plan-time
@@ -603,6 +706,10 @@ impl<'a> Builder<'a> {
 
     /// Marks `name` dead: its slot is free once no live value shares it.
     pub fn release(&mut self, name: &str) {
+        if let Some(view) = self.views.remove(name) {
+            self.unhold(&view.base, name);
+            return;
+        }
         if let Some(Loc::Slot(s)) = self.loc.get(name) {
             let s = self.slots.owner(*s);
             if let Some(values) = self.slot_values.get_mut(s) {

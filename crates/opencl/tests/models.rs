@@ -411,6 +411,190 @@ fn folded_squeeze_excite_blocks_agree_with_the_reference() {
     check_all(test, graphs);
 }
 
+/// A graph of one input being built node by node, with its constants.
+struct Views {
+    g: Graph,
+    lcg: Lcg,
+}
+
+impl Views {
+    fn new(name: &str, dims: &[usize], outputs: &[&str]) -> Views {
+        Views {
+            g: Graph {
+                name: name.into(),
+                inputs: vec![concord::ValueInfo::fixed("input", DType::F32, dims)],
+                outputs: outputs.iter().map(|o| o.to_string()).collect(),
+                opset: 18,
+                ..Graph::default()
+            },
+            lcg: Lcg::new(dims.iter().sum::<usize>() as u64),
+        }
+    }
+
+    fn ints(&mut self, name: &str, values: &[i64]) -> String {
+        let t = Tensor::from_i64([values.len()], values.to_vec()).expect("ints");
+        self.g.initializers.insert(name.into(), t);
+        name.into()
+    }
+
+    fn weight(&mut self, name: &str, dims: &[usize]) -> String {
+        let t = self.lcg.tensor(dims, 0.5);
+        self.g.initializers.insert(name.into(), t);
+        name.into()
+    }
+
+    fn node(&mut self, op: Op, inputs: &[&str], output: &str) -> String {
+        self.g.nodes.push(Node::new(output, op, inputs, &[output]));
+        output.into()
+    }
+
+    fn transpose(&mut self, x: &str, perm: &[i64], y: &str) -> String {
+        self.node(
+            Op::Transpose {
+                perm: Some(perm.to_vec()),
+            },
+            &[x],
+            y,
+        )
+    }
+
+    fn reshape(&mut self, x: &str, dims: &[i64], y: &str) -> String {
+        let shape = self.ints(&format!("{y}_shape"), dims);
+        self.node(Op::Reshape { allowzero: false }, &[x, &shape], y)
+    }
+
+    fn slice(&mut self, x: &str, se: [&[i64]; 2], axes: &[i64], steps: &[i64], y: &str) -> String {
+        let starts = self.ints(&format!("{y}_starts"), se[0]);
+        let ends = self.ints(&format!("{y}_ends"), se[1]);
+        let axes = self.ints(&format!("{y}_axes"), axes);
+        let steps = self.ints(&format!("{y}_steps"), steps);
+        self.node(Op::Slice, &[x, &starts, &ends, &axes, &steps], y)
+    }
+
+    fn gather(&mut self, x: &str, indices: Tensor, axis: i64, y: &str) -> String {
+        let name = format!("{y}_indices");
+        self.g.initializers.insert(name.clone(), indices);
+        self.node(Op::Gather { axis }, &[x, &name], y)
+    }
+
+    fn binary(&mut self, op: concord::op::Binary, a: &str, b: &str, y: &str) -> String {
+        self.node(Op::Binary(op), &[a, b], y)
+    }
+}
+
+/// Attention as PyTorch exports it: the fused q/k/v projection split by a Transpose and
+/// Gathers of constant indices, heads split and merged by Reshape and Transpose, K
+/// transposed, q scaled. Every movement op here makes a view, which MatMul, Mul and Gemm
+/// read in place; the merge of the heads is copied out (no strides make it a [6, 16]).
+fn attention_views() -> Graph {
+    use concord::op::Binary;
+    let mut v = Views::new("attention_views", &[6, 48], &["y", "kt"]);
+    v.reshape("input", &[6, 3, 2, 8], "qkv");
+    v.transpose("qkv", &[1, 2, 0, 3], "heads");
+    let q = v.gather("heads", Tensor::scalar_i64(0), 0, "q");
+    v.gather("heads", Tensor::scalar_i64(1), 0, "k");
+    let vv = v.gather("heads", Tensor::scalar_i64(2), 0, "v");
+    let kt = v.transpose("k", &[0, 2, 1], "kt");
+    let scale = "scale".to_string();
+    v.g.initializers
+        .insert(scale.clone(), Tensor::scalar_f32(0.35));
+    let qs = v.binary(Binary::Mul, &q, &scale, "qs");
+    let s = v.node(Op::MatMul, &[&qs, &kt], "scores");
+    let p = v.node(Op::Softmax { axis: -1 }, &[&s], "probs");
+    let o = v.node(Op::MatMul, &[&p, &vv], "o");
+    v.transpose(&o, &[1, 0, 2], "merged");
+    v.reshape("merged", &[6, 16], "flat");
+    let w = v.weight("w", &[5, 16]);
+    let bias = v.weight("bias", &[5]);
+    v.node(
+        Op::Gemm(concord::op::Gemm {
+            trans_b: true,
+            ..Default::default()
+        }),
+        &["flat", &w, &bias],
+        "y",
+    );
+    v.g
+}
+
+/// Slice, Split, Expand and Gather views read by binary kernels (with offsets, strides and
+/// the 0 stride of a broadcast), by MatMul (rows unevenly spaced across batches, a
+/// reversing slice copied out first) and by Concat, and copied out for a unary op and
+/// for graph outputs.
+fn slice_views() -> Graph {
+    use concord::op::Binary;
+    let mut v = Views::new(
+        "slice_views",
+        &[4, 10, 12],
+        &[
+            "sum",
+            "mm_rev",
+            "cat",
+            "relu",
+            "mm_rows",
+            "mm_batched",
+            "split_b",
+        ],
+    );
+    let s1 = v.slice("input", [&[1, 2], &[9, 11]], &[1, 2], &[2, 3], "s1");
+    let s2 = v.slice("input", [&[0, 0], &[4, 3]], &[1, 2], &[1, 1], "s2");
+    v.binary(Binary::Sub, &s1, &s2, "sum");
+    let rev = v.slice("input", [&[-1], &[-100]], &[2], &[-2], "rev");
+    let w6 = v.weight("w6", &[6, 5]);
+    v.node(Op::MatMul, &[&rev, &w6], "mm_rev");
+    let split = Node::new(
+        "split",
+        Op::Split {
+            axis: 1,
+            num_outputs: 2,
+        },
+        &["input", "split_sizes"],
+        &["split_a", "split_b"],
+    );
+    v.ints("split_sizes", &[3, 7]);
+    v.g.nodes.push(split);
+    v.node(Op::Concat { axis: 1 }, &["split_b", "split_a"], "cat");
+    let one = v.gather(
+        "input",
+        Tensor::from_i64([1], vec![2]).expect("index"),
+        1,
+        "one",
+    );
+    let shape = v.ints("expand_shape", &[4, 5, 12]);
+    let e = v.node(Op::Expand, &[&one, &shape], "expanded");
+    let head = v.slice("input", [&[0], &[5]], &[1], &[1], "head");
+    let added = v.binary(Binary::Add, &e, &head, "added");
+    let picked = v.gather(
+        &added,
+        Tensor::from_i64([3], vec![1, 4, 7]).expect("indices"),
+        2,
+        "picked",
+    );
+    v.node(Op::Unary(concord::op::Unary::Relu), &[&picked], "relu");
+    let rows = v.slice("input", [&[1], &[3]], &[0], &[1], "rows");
+    v.reshape(&rows, &[20, 12], "rows_flat");
+    let w12 = v.weight("w12", &[12, 4]);
+    v.node(Op::MatMul, &["rows_flat", &w12], "mm_rows");
+    v.transpose("input", &[1, 0, 2], "swapped");
+    v.node(Op::MatMul, &["swapped", &w12], "mm_batched");
+    v.g
+}
+
+/// Movement ops make views instead of copies; each consumer reads them in place or copies
+/// them out. A wrong stride, offset or shuffle in a view shows up in these outputs.
+#[test]
+fn movement_views_agree_with_the_reference() {
+    check_all(
+        "movement_views_agree_with_the_reference",
+        vec![
+            attention_views(),
+            slice_views(),
+            as_f16(attention_views()),
+            as_f16(slice_views()),
+        ],
+    );
+}
+
 fn graph_dims(graph: &Graph) -> Vec<usize> {
     graph.inputs[0]
         .shape

@@ -1,7 +1,7 @@
 //! Elementwise ops (kernels/elementwise.cl): unary maths and activations, broadcasting
 //! binary arithmetic and Equal, Clip, Where.
 
-use super::{broadcast_strides, input, optional_input, output};
+use super::{broadcast_strides, input, optional_input, output, view_broadcast_strides};
 use crate::plan::StorageDefines;
 use crate::plan::{coalesce, i32_arg, int8, Arg, Builder, GemmKernel, Storage};
 use crate::programs::Family;
@@ -40,17 +40,24 @@ fn binary(b: &mut Builder, node: &Node, op: Binary) -> Result<(), OpError> {
     let out = b.shape(y)?.clone();
     let (sa, sb) = (b.shape(a_name)?.clone(), b.shape(b_name)?.clone());
     let n = out.numel();
+    // The operands are read where they are, views included (a transposed activation
+    // scaled), except by Equal's kernel, which reads them contiguous.
+    if op == Binary::Equal {
+        b.input(a_name)?;
+        b.input(b_name)?;
+    }
+    let (av, bv) = (b.view(a_name)?, b.view(b_name)?);
     // Broadcast index arithmetic over the fewest axes that visit the same elements.
     let (dims, strides) = coalesce(
         out.dims(),
         &[
-            &broadcast_strides(sa.dims(), out.dims()),
-            &broadcast_strides(sb.dims(), out.dims()),
+            &view_broadcast_strides(sa.dims(), &av.strides, out.dims()),
+            &view_broadcast_strides(sb.dims(), &bv.strides, out.dims()),
         ],
     );
     let program = b.program(Family::Elementwise, storage.variant())?;
-    let a = b.input(a_name)?;
-    let bb = b.input(b_name)?;
+    let (a_off, b_off) = (i32_arg_signed(av.offset)?, i32_arg_signed(bv.offset)?);
+    let (a, bb) = (av.base, bv.base);
     let yl = b.alloc(y)?;
     let status = if integer && matches!(op, Binary::Div | Binary::Mod { .. }) {
         Arg::Status
@@ -64,7 +71,8 @@ fn binary(b: &mut Builder, node: &Node, op: Binary) -> Result<(), OpError> {
         } else {
             "binary"
         };
-        let (rank, sa, sb) = if strides.iter().all(|s| s[..] == [1]) {
+        let flat = strides.iter().all(|s| s[..] == [1]) && a_off == 0 && b_off == 0;
+        let (rank, sa, sb) = if flat {
             (0, [0; 8], [0; 8])
         } else {
             (dims.len(), int8(&strides[0])?, int8(&strides[1])?)
@@ -82,7 +90,7 @@ fn binary(b: &mut Builder, node: &Node, op: Binary) -> Result<(), OpError> {
             status,
         ];
         if kernel == "binary" {
-            args.push(Arg::I32(op.code() as i32));
+            args.extend([Arg::I32(op.code() as i32), Arg::I32(a_off), Arg::I32(b_off)]);
         }
         b.launch_1d(&program, kernel, n, args);
         return Ok(());
@@ -109,14 +117,25 @@ fn binary(b: &mut Builder, node: &Node, op: Binary) -> Result<(), OpError> {
         Arg::Int8(int8(&strides[1][..last])?),
         status,
         Arg::I32(op.code() as i32),
-        Arg::I32(strides[0][last] as i32),
-        Arg::I32(strides[1][last] as i32),
+        Arg::I32(i32_arg_signed(strides[0][last])?),
+        Arg::I32(i32_arg_signed(strides[1][last])?),
+        Arg::I32(a_off),
+        Arg::I32(b_off),
     ];
     b.launch(&program, "binary_rows", &[rows * chunks], Some(&[4]), args);
     Ok(())
 }
 
 /// Unary ops: the `unary` kernel with the op's U_* code and parameters.
+/// An offset or stride as a kernel's 32-bit argument.
+fn i32_arg_signed(v: i64) -> Result<i32, OpError> {
+    i32::try_from(v).map_err(|_| {
+        OpError::Unsupported(format!(
+            "offset or stride {v} exceeds the kernels' 32-bit indexing"
+        ))
+    })
+}
+
 fn unary(b: &mut Builder, node: &Node, op: Unary) -> Result<(), OpError> {
     let (x, y) = (input(node, 0, "X")?, output(node)?);
     let dtype = b.dtype(x)?;

@@ -26,7 +26,7 @@
 use super::{input, optional_input, output};
 use crate::fuse::{Activation, Epilogue, FusedNode};
 use crate::plan::StorageDefines;
-use crate::plan::{i32_arg, int8, Arg, Builder, GemmKernel, Loc, Storage};
+use crate::plan::{i32_arg, int8, Arg, Builder, GemmKernel, Loc, Storage, View};
 use crate::programs::Family;
 use concord_core::op::{AutoPad, Conv, Gemm};
 use concord_core::{DType, Shape, Tensor};
@@ -115,10 +115,11 @@ struct GemmCall {
     m: usize,
     n: usize,
     k: usize,
-    /// (a_sm, a_sk, a_s0, a_s1)
-    sa: [i64; 4],
-    /// (b_sk, b_sn, b_s0, b_s1)
-    sb: [i64; 4],
+    /// (a_sm, a_sk, a_s0, a_s1, a_offset): A's strides per row, per k and per batch index,
+    /// and where its first element is (a view's offset).
+    sa: [i64; 5],
+    /// (b_sk, b_sn, b_s0, b_s1, b_offset)
+    sb: [i64; 5],
     batch: usize,
     batch1: usize,
     bias: Option<(Loc, [i64; 3])>,
@@ -455,8 +456,14 @@ pub(super) fn conv(b: &mut Builder, fused: &FusedNode, attrs: &Conv) -> Result<(
         m,
         n,
         k,
-        sa: [k as i64, 1, 0, (m * k) as i64],
-        sb: [plane as i64, 1, (cin * plane) as i64, (cg * plane) as i64],
+        sa: [k as i64, 1, 0, (m * k) as i64, 0],
+        sb: [
+            plane as i64,
+            1,
+            (cin * plane) as i64,
+            (cg * plane) as i64,
+            0,
+        ],
         batch: batch * group,
         batch1: group,
         bias: bias.map(|l| (l, [1, 0, m as i64])),
@@ -484,16 +491,6 @@ pub(super) fn gemm(b: &mut Builder, fused: &FusedNode, attrs: &Gemm) -> Result<(
         (ad[0], ad[1])
     };
     let n = if attrs.trans_b { bd[0] } else { bd[1] };
-    let sa = if attrs.trans_a {
-        [1, m as i64, 0, 0]
-    } else {
-        [k as i64, 1, 0, 0]
-    };
-    let sb = if attrs.trans_b {
-        [1, k as i64, 0, 0]
-    } else {
-        [n as i64, 1, 0, 0]
-    };
     let dtype = b.dtype(a)?;
     let variant = b.storage(dtype).variant();
     // As in the reference (and onnxruntime), C is not read at all when beta is 0, so an
@@ -523,12 +520,24 @@ pub(super) fn gemm(b: &mut Builder, fused: &FusedNode, attrs: &Gemm) -> Result<(
         None => None,
     };
     let epilogue = fused_epilogue(b, fused, y)?;
-    let al = b.input(a)?;
-    let bl = b.input(bn)?;
+    // A and B are read where they are, views included (a transposed activation).
+    let av = operand_view(b, a)?;
+    let bv = operand_view(b, bn)?;
+    let (sa, sb) = (&av.strides, &bv.strides);
+    let sa = if attrs.trans_a {
+        [sa[1], sa[0], 0, 0, av.offset]
+    } else {
+        [sa[0], sa[1], 0, 0, av.offset]
+    };
+    let sb = if attrs.trans_b {
+        [sb[1], sb[0], 0, 0, bv.offset]
+    } else {
+        [sb[0], sb[1], 0, 0, bv.offset]
+    };
     let yl = b.alloc(y)?;
     let call = GemmCall {
-        a: al,
-        b: bl,
+        a: av.base,
+        b: bv.base,
         y: yl,
         b_name: bn.to_string(),
         node: node.name.clone(),
@@ -597,20 +606,52 @@ pub(super) fn matmul(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> 
             )));
         }
     }
-    let strides = |p: [usize; 2], mat: usize| -> [i64; 2] {
-        let s1 = if p[1] == 1 { 0 } else { mat as i64 };
-        let s0 = if p[0] == 1 { 0 } else { (mat * p[1]) as i64 };
-        [s0, s1]
+    // Each operand is read where it is, views included (a transposed or sliced
+    // activation): its strides per row, per k (per column for B) and per batch index, 0
+    // along axes of extent 1 that broadcast.
+    let av = operand_view(b, a)?;
+    let bv = operand_view(b, bn)?;
+    let matrix_strides = |dims: &[usize], st: &[i64], vector_is_row: bool| -> [i64; 4] {
+        let r = st.len();
+        let (s_outer, s_inner) = match r {
+            1 if vector_is_row => (0, st[0]),
+            1 => (st[0], 0),
+            _ => (st[r - 2], st[r - 1]),
+        };
+        let mut batch = [0i64; 2];
+        let batch_dims = &dims[..r.saturating_sub(2)];
+        for (i, (&d, &s)) in batch_dims
+            .iter()
+            .rev()
+            .zip(st[..r.saturating_sub(2)].iter().rev())
+            .enumerate()
+        {
+            batch[1 - i] = if d == 1 { 0 } else { s };
+        }
+        [s_outer, s_inner, batch[0], batch[1]]
     };
-    let [a0, a1] = strides(pa, m * k);
-    let [b0, b1] = strides(pb, k * n);
+    let a_dims = b.shape(a)?.dims().to_vec();
+    let b_dims = b.shape(bn)?.dims().to_vec();
+    let [sm, sk, a0, a1] = matrix_strides(&a_dims, &av.strides, true);
+    let [bk, bn_s, b0, b1] = matrix_strides(&b_dims, &bv.strides, false);
     // B without batch dims (a weight) meets every batch of A alike: A's batches are then
     // more rows of one GEMM ([17, 1, 32] × [32, 96] is 17 × 32 by 32 × 96, not 17 GEMMs of
-    // one row), each output element summed over k exactly as before.
-    let (m, out_batch, [a0, a1]) = if pb == [1, 1] {
-        (m * out_batch[0] * out_batch[1], [1, 1], [0, 0])
+    // one row), each output element summed over k exactly as before, where A's rows are
+    // evenly spaced across its batches (always, unless A is a view).
+    let row = if m > 1 {
+        sm
+    } else if pa[1] > 1 {
+        a1
     } else {
-        (m, out_batch, [a0, a1])
+        a0
+    };
+    let rows_even = (m == 1 || sm == row)
+        && (pa[1] == 1 || a1 == m as i64 * row)
+        && (pa[0] == 1 || a0 == (pa[1] * m) as i64 * row);
+    let (m, out_batch, [sm, a0, a1]) = if pb == [1, 1] && rows_even {
+        (m * out_batch[0] * out_batch[1], [1, 1], [row, 0, 0])
+    } else {
+        (m, out_batch, [sm, a0, a1])
     };
     let dtype = b.dtype(a)?;
     let variant = b.storage(dtype).variant();
@@ -630,20 +671,18 @@ pub(super) fn matmul(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> 
         None => None,
     };
     let epilogue = fused_epilogue(b, fused, y)?;
-    let al = b.input(a)?;
-    let bl = b.input(bn)?;
     let yl = b.alloc(y)?;
     let call = GemmCall {
-        a: al,
-        b: bl,
+        a: av.base,
+        b: bv.base,
         y: yl,
         b_name: bn.to_string(),
         node: node.name.clone(),
         m,
         n,
         k,
-        sa: [k as i64, 1, a0, a1],
-        sb: [n as i64, 1, b0, b1],
+        sa: [sm, sk, a0, a1, av.offset],
+        sb: [bk, bn_s, b0, b1, bv.offset],
         batch: out_batch[0] * out_batch[1],
         batch1: out_batch[1],
         bias,
@@ -653,6 +692,17 @@ pub(super) fn matmul(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> 
         conv: None,
     };
     launch_gemm(b, variant, call)
+}
+
+/// A GEMM operand as a window onto a buffer (see [`View`]): a view with a negative stride
+/// (a reversing Slice) is copied out first, as the GEMM kernels step forward only.
+fn operand_view(b: &mut Builder, name: &str) -> Result<View, OpError> {
+    let view = b.view(name)?;
+    if view.strides.iter().all(|&s| s >= 0) {
+        return Ok(view);
+    }
+    b.input(name)?;
+    b.view(name)
 }
 
 /// The residual (checked to have the output's shape) and the activation a MatMul or Gemm
@@ -741,6 +791,7 @@ fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
             p: [(c.cin * plane) as i64, (cg * plane) as i64, 0, ap_s1 as i64],
             ldb: plane,
             lda: 0,
+            a_first: 0,
             batch: batches,
             batch1: c.group,
             bias: c.bias.map(|l| (l, [1, 0, c.m as i64])),
@@ -766,7 +817,13 @@ fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
     b.dtypes.insert(temp.clone(), dtype);
     let panels = b.alloc(&temp)?;
     if pointwise {
-        let sb = [plane as i64, 1, (c.cin * plane) as i64, (cg * plane) as i64];
+        let sb = [
+            plane as i64,
+            1,
+            (c.cin * plane) as i64,
+            (cg * plane) as i64,
+            0,
+        ];
         launch_pack_b(
             b,
             &program,
@@ -822,6 +879,7 @@ fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
         ],
         ldb: 0,
         lda: 0,
+        a_first: 0,
         batch: batches,
         batch1: c.group,
         bias: c.bias.map(|l| (l, [1, 0, c.m as i64])),
@@ -1165,11 +1223,11 @@ fn launch_pack_b(
     dst: Loc,
     k: usize,
     n: usize,
-    sb: [i64; 4],
+    sb: [i64; 5],
     batch1: usize,
     batches: usize,
 ) -> Result<(), OpError> {
-    let sb8 = [sb[0], sb[1], sb[2], sb[3], 0, 0, 0, 0];
+    let sb8 = [sb[0], sb[1], sb[2], sb[3], sb[4], 0, 0, 0];
     b.launch(
         program,
         "pack_b",
@@ -1258,6 +1316,8 @@ struct BlockedCall {
     /// A's row stride when A is read in place (M ≤ MR, its k contiguous; `p`'s A offsets
     /// are then its batch strides), 0 for A panels.
     lda: usize,
+    /// Where A's first element is when A is read in place (a view's offset).
+    a_first: i64,
     batch: usize,
     batch1: usize,
     bias: Option<(Loc, [i64; 3])>,
@@ -1287,7 +1347,7 @@ fn launch_blocked(
         call.p[3],
         call.ldb as i64,
         call.lda as i64,
-        0,
+        call.a_first,
         0,
     ];
     b.launch(
@@ -1353,15 +1413,18 @@ fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<()
     // 92 µs, 256×128×128 316 vs 293, 1024×128×128 1,247 vs 1,123, 1024×512×512 18.4 vs
     // 18.7 ms, within noise; torchvision_vit 466 vs 412 µs a forward).
     let a_in_place = call.sa[1] == 1 && call.sa.iter().all(|&s| s >= 0);
-    let (ap, lda, a_offsets) = if a_in_place {
+    let (ap, lda, a_offsets, a_first) = if a_in_place {
         (
             call.a.clone(),
             call.sa[0].max(1) as usize,
             [call.sa[2], call.sa[3]],
+            call.sa[4],
         )
     } else {
         let ap = temp(b, "packed_a", a_batches * per_batch)?;
-        let sa8 = [call.sa[0], call.sa[1], call.sa[2], call.sa[3], 0, 0, 0, 0];
+        let sa8 = [
+            call.sa[0], call.sa[1], call.sa[2], call.sa[3], call.sa[4], 0, 0, 0,
+        ];
         b.launch(
             &program,
             "pack_a",
@@ -1378,11 +1441,11 @@ fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<()
             ],
         );
         let per_b1 = per_batch as i64;
-        (ap, 0, [per_b1 * call.batch1.max(1) as i64, per_b1])
+        (ap, 0, [per_b1 * call.batch1.max(1) as i64, per_b1], 0)
     };
     // B becomes NR-column panels, one panel set per batch index: on the host once when it
     // is a constant (a Gemm's weight), else by the pack_b kernel.
-    let [b_sk, b_sn, b_s0, b_s1] = call.sb;
+    let [b_sk, b_sn, b_s0, b_s1, b_first] = call.sb;
     let panel_set = n.div_ceil(NR) * k * NR;
     let batch1 = call.batch1.max(1);
     let host_b = b
@@ -1394,7 +1457,7 @@ fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<()
             let mut packed = vec![0f32; panel_set];
             for kk in 0..k {
                 for nn in 0..n {
-                    let src = (kk as i64 * b_sk + nn as i64 * b_sn) as usize;
+                    let src = (b_first + kk as i64 * b_sk + nn as i64 * b_sn) as usize;
                     packed[((nn / NR) * k + kk) * NR + nn % NR] =
                         values.get(src).copied().unwrap_or(0.0) as f32;
                 }
@@ -1432,6 +1495,7 @@ fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<()
         p: [p[0], p[1], a_offsets[0], a_offsets[1]],
         ldb: 0,
         lda,
+        a_first,
         batch: call.batch,
         batch1: call.batch1,
         bias: call.bias,

@@ -15,6 +15,7 @@ mod reduce;
 mod resize;
 
 pub(crate) use linear::local_tiled_fits;
+pub(crate) use movement::copy_nd;
 
 use crate::fuse::FusedNode;
 use crate::plan::Builder;
@@ -344,6 +345,19 @@ pub(crate) fn output(node: &Node) -> Result<&str, OpError> {
 }
 
 /// Strides of an operand of shape `dims` broadcast to `out` (0 on broadcast axes).
+/// The strides with which an operand of `dims`, laid out with `strides` (a view's, or its
+/// own row-major ones), is read for each coordinate of the broadcast output `out`: 0 along
+/// axes it lacks or has of extent 1.
+pub(crate) fn view_broadcast_strides(dims: &[usize], strides: &[i64], out: &[usize]) -> Vec<i64> {
+    let lead = out.len() - dims.len().min(out.len());
+    (0..out.len())
+        .map(|axis| match axis.checked_sub(lead) {
+            Some(i) if dims[i] != 1 => strides[i],
+            _ => 0,
+        })
+        .collect()
+}
+
 pub(crate) fn broadcast_strides(dims: &[usize], out: &[usize]) -> Vec<i64> {
     let own = crate::plan::strides_of(dims);
     let offset = out.len() - dims.len().min(out.len());

@@ -1,12 +1,18 @@
 //! Data movement (kernels/movement.cl and cast.cl). Reshape, Flatten, Squeeze, Unsqueeze,
-//! Identity, Dropout and a Transpose that moves only axes of extent 1 move nothing: their
-//! output is another name for the input's buffer. Transpose, Slice, Expand, Concat and
-//! Split are strided copies over the fewest axes that visit the same elements (see
-//! [`coalesce`]); Pad, Gather and Cast have their own kernels.
+//! Identity and Dropout move nothing: their output is another name for the input's buffer.
+//! Transpose, Slice, Split, Expand and a Gather of constant, evenly stepping indices copy
+//! nothing either: their output is a [`View`], a strided window onto the input's buffer
+//! (and a reshape of a view is a view where strides for the new shape exist). MatMul, Gemm
+//! and the binary kernels read views in place, Concat copies them into its output, and any
+//! other consumer gets a contiguous copy (see [`Builder::input`]), over the fewest axes
+//! that visit the same elements (see [`coalesce`]). Pad, Cast and other Gathers have their
+//! own kernels.
 
-use super::{broadcast_strides, input, optional_input, output};
+use super::{input, optional_input, output};
 use crate::plan::StorageDefines;
-use crate::plan::{coalesce, i32_arg, int8, strides_of, Arg, Builder, GemmKernel, Loc, Storage};
+use crate::plan::{
+    coalesce, i32_arg, int8, strides_of, Arg, Builder, GemmKernel, Loc, Storage, View,
+};
 use crate::programs::Family;
 use concord_core::shape::normalize_axis;
 use concord_core::{DType, Node, Op, OpError, Tensor, TensorData};
@@ -19,10 +25,7 @@ pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
         | Op::Squeeze
         | Op::Unsqueeze
         | Op::Identity
-        | Op::Dropout => {
-            let x = input(node, 0, "data")?;
-            b.alias(output(node)?, x)
-        }
+        | Op::Dropout => reshape(b, input(node, 0, "data")?, output(node)?),
         Op::Transpose { perm } => transpose(b, node, perm.as_deref()),
         Op::Slice => slice(b, node),
         Op::Expand => expand(b, node),
@@ -44,7 +47,7 @@ const COPY_RUN_MIN: usize = 8;
 
 /// A strided copy: for every coordinate of `dims`, dst[dst_off + c·ds] = src[src_off + c·ss].
 #[allow(clippy::too_many_arguments)]
-pub(super) fn copy_nd(
+pub(crate) fn copy_nd(
     b: &mut Builder,
     storage: Storage,
     src: Loc,
@@ -124,8 +127,7 @@ pub(super) fn copy_nd(
 
 fn transpose(b: &mut Builder, node: &Node, perm: Option<&[i64]>) -> Result<(), OpError> {
     let (x, y) = (input(node, 0, "data")?, output(node)?);
-    let in_dims = b.shape(x)?.dims().to_vec();
-    let rank = in_dims.len();
+    let rank = b.shape(x)?.rank();
     let perm: Vec<usize> = match perm {
         Some(p) => p
             .iter()
@@ -133,29 +135,83 @@ fn transpose(b: &mut Builder, node: &Node, perm: Option<&[i64]>) -> Result<(), O
             .collect::<Result<_, _>>()?,
         None => (0..rank).rev().collect(),
     };
-    let in_strides = strides_of(&in_dims);
-    let out_dims = b.shape(y)?.dims().to_vec();
-    let ss: Vec<i64> = perm.iter().map(|&p| in_strides[p]).collect();
-    // A transpose that moves only axes of extent 1 keeps every element where it is: its
-    // output is another name for its input, as a Reshape's is.
-    let (_, flat) = coalesce(&out_dims, &[&ss, &strides_of(&out_dims)]);
-    if flat.iter().all(|s| s[..] == [1]) {
+    let v = b.view(x)?;
+    let strides = perm
+        .iter()
+        .map(|&p| {
+            v.strides.get(p).copied().ok_or_else(|| {
+                OpError::Shape(format!(
+                    "Transpose: perm names axis {p} of a rank-{rank} input"
+                ))
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    b.set_view(y, View { strides, ..v })
+}
+
+/// A Reshape, Flatten, Squeeze, Unsqueeze, Identity or Dropout: another name for the
+/// input's buffer, or for a view the same window with the new shape's strides where one
+/// exists (else the view is copied out first).
+fn reshape(b: &mut Builder, x: &str, y: &str) -> Result<(), OpError> {
+    if !b.is_view(x) {
         return b.alias(y, x);
     }
-    let storage = b.storage(b.dtype(x)?);
-    let src = b.input(x)?;
-    let dst = b.alloc(y)?;
-    copy_nd(
-        b,
-        storage,
-        src,
-        dst,
-        &out_dims,
-        &ss,
-        &strides_of(&out_dims),
-        0,
-        0,
-    )
+    let dims = b.shape(x)?.dims().to_vec();
+    let new = b.shape(y)?.dims().to_vec();
+    let v = b.view(x)?;
+    match reshaped_strides(&dims, &v.strides, &new) {
+        Some(strides) => b.set_view(y, View { strides, ..v }),
+        None => b.alias(y, x),
+    }
+}
+
+/// Strides with which `new` walks the same elements, in the same order, as `dims` with
+/// `strides` do, when some exist: each group of new axes must cover a group of old axes
+/// that steps through memory as one run. None for a size mismatch or an empty value.
+pub(crate) fn reshaped_strides(dims: &[usize], strides: &[i64], new: &[usize]) -> Option<Vec<i64>> {
+    let count: usize = dims.iter().product();
+    if count == 0 || count != new.iter().product::<usize>() || dims.len() != strides.len() {
+        return None;
+    }
+    let old: Vec<(usize, i64)> = dims
+        .iter()
+        .zip(strides)
+        .filter(|(&d, _)| d != 1)
+        .map(|(&d, &s)| (d, s))
+        .collect();
+    let mut out = vec![0i64; new.len()];
+    let (mut ni, mut oi) = (0, 0);
+    while ni < new.len() && oi < old.len() {
+        if new[ni] == 1 {
+            ni += 1;
+            continue;
+        }
+        let (n0, o0) = (ni, oi);
+        let (mut np, mut op) = (new[ni], old[oi].0);
+        while np != op {
+            if np < op {
+                ni += 1;
+                np *= *new.get(ni)?;
+            } else {
+                oi += 1;
+                op *= old.get(oi)?.0;
+            }
+        }
+        if (o0..oi).any(|k| old[k].1 != old[k + 1].1 * old[k + 1].0 as i64) {
+            return None;
+        }
+        let mut stride = old[oi].1;
+        for k in (n0..=ni).rev() {
+            out[k] = stride;
+            stride *= new[k] as i64;
+        }
+        ni += 1;
+        oi += 1;
+    }
+    if oi != old.len() || new[ni.min(new.len())..].iter().any(|&d| d != 1) {
+        return None;
+    }
+    Some(out)
 }
 
 /// Reads an i64 operand known on the host.
@@ -194,7 +250,6 @@ fn slice(b: &mut Builder, node: &Node) -> Result<(), OpError> {
             steps.len()
         )));
     }
-    let in_strides = strides_of(&in_dims);
     let mut first = vec![0i64; rank];
     let mut step_of = vec![1i64; rank];
     for i in 0..starts.len() {
@@ -219,22 +274,16 @@ fn slice(b: &mut Builder, node: &Node) -> Result<(), OpError> {
         first[axis] = start;
         step_of[axis] = step;
     }
-    let out_dims = b.shape(y)?.dims().to_vec();
-    let ss: Vec<i64> = (0..rank).map(|a| in_strides[a] * step_of[a]).collect();
-    let src_off: i64 = (0..rank).map(|a| first[a] * in_strides[a]).sum();
-    let storage = b.storage(b.dtype(x)?);
-    let src = b.input(x)?;
-    let dst = b.alloc(y)?;
-    copy_nd(
-        b,
-        storage,
-        src,
-        dst,
-        &out_dims,
-        &ss,
-        &strides_of(&out_dims),
-        src_off,
-        0,
+    let v = b.view(x)?;
+    let strides = (0..rank).map(|a| v.strides[a] * step_of[a]).collect();
+    let offset = v.offset + (0..rank).map(|a| first[a] * v.strides[a]).sum::<i64>();
+    b.set_view(
+        y,
+        View {
+            base: v.base,
+            offset,
+            strides,
+        },
     )
 }
 
@@ -242,21 +291,19 @@ fn expand(b: &mut Builder, node: &Node) -> Result<(), OpError> {
     let (x, y) = (input(node, 0, "input")?, output(node)?);
     let in_dims = b.shape(x)?.dims().to_vec();
     let out_dims = b.shape(y)?.dims().to_vec();
-    let ss = broadcast_strides(&in_dims, &out_dims);
-    let storage = b.storage(b.dtype(x)?);
-    let src = b.input(x)?;
-    let dst = b.alloc(y)?;
-    copy_nd(
-        b,
-        storage,
-        src,
-        dst,
-        &out_dims,
-        &ss,
-        &strides_of(&out_dims),
-        0,
-        0,
-    )
+    let v = b.view(x)?;
+    // Each output axis steps as the input axis it comes from, and not at all where the
+    // input repeats (absent or of extent 1).
+    let lead = out_dims.len().saturating_sub(in_dims.len());
+    let strides = (0..out_dims.len())
+        .map(
+            |axis| match axis.checked_sub(lead).map(|i| (in_dims[i], v.strides[i])) {
+                Some((d, s)) if d != 1 => s,
+                _ => 0,
+            },
+        )
+        .collect();
+    b.set_view(y, View { strides, ..v })
 }
 
 fn concat(b: &mut Builder, node: &Node, axis: i64) -> Result<(), OpError> {
@@ -280,16 +327,16 @@ fn concat(b: &mut Builder, node: &Node, axis: i64) -> Result<(), OpError> {
             at += dims.get(axis).copied().unwrap_or(0) as i64;
             continue;
         }
-        let src = b.input(name)?;
+        let src = b.view(name)?;
         copy_nd(
             b,
             storage,
-            src,
+            src.base,
             dst.clone(),
             &dims,
-            &strides_of(&dims),
+            &src.strides,
             &out_strides,
-            0,
+            src.offset,
             at * out_strides[axis],
         )?;
         at += dims.get(axis).copied().unwrap_or(0) as i64;
@@ -301,23 +348,16 @@ fn split(b: &mut Builder, node: &Node, axis: i64) -> Result<(), OpError> {
     let x = input(node, 0, "input")?;
     let in_dims = b.shape(x)?.dims().to_vec();
     let axis = normalize_axis(axis, in_dims.len())?;
-    let in_strides = strides_of(&in_dims);
-    let storage = b.storage(b.dtype(x)?);
-    let src = b.input(x)?;
+    let v = b.view(x)?;
     let mut at = 0i64;
     for name in node.outputs.iter().filter(|o| !o.is_empty()) {
         let dims = b.shape(name)?.dims().to_vec();
-        let dst = b.alloc(name)?;
-        copy_nd(
-            b,
-            storage,
-            src.clone(),
-            dst,
-            &dims,
-            &in_strides,
-            &strides_of(&dims),
-            at * in_strides[axis],
-            0,
+        b.set_view(
+            name,
+            View {
+                offset: v.offset + at * v.strides[axis],
+                ..v.clone()
+            },
         )?;
         at += dims.get(axis).copied().unwrap_or(0) as i64;
     }
@@ -426,6 +466,32 @@ fn gather(b: &mut Builder, node: &Node, axis: i64) -> Result<(), OpError> {
         .host_value(indices)
         .map(Tensor::to_f64_vec)
         .is_some_and(|v| v.iter().all(|i| (-extent..extent).contains(i)));
+    // Constant indices in range that step evenly (one index, or a run such as 2, 4, 6)
+    // select a window of the data: a view, no copy.
+    let known = b.host_value(indices).map(Tensor::to_f64_vec);
+    let rank = b.shape(indices)?.rank();
+    if let (Some(idx), true, true) = (known, in_range, rank <= 1) {
+        let wrap = |i: f64| if i < 0.0 { i + extent } else { i } as i64;
+        let first = idx.first().map_or(0, |&i| wrap(i));
+        let step = idx.get(1).map_or(1, |&i| wrap(i) - first);
+        if idx.windows(2).all(|w| wrap(w[1]) - wrap(w[0]) == step) {
+            let v = b.view(data)?;
+            let mut strides = v.strides.clone();
+            if rank == 0 {
+                strides.remove(axis);
+            } else {
+                strides[axis] *= step;
+            }
+            return b.set_view(
+                y,
+                View {
+                    offset: v.offset + first * v.strides[axis],
+                    strides,
+                    base: v.base,
+                },
+            );
+        }
+    }
     let storage = b.storage(b.dtype(data)?);
     let program = b.program(Family::Movement, storage.bits_variant())?;
     let src = b.input(data)?;

@@ -1,0 +1,47 @@
+//! Runs one golden case's forward on OpenCL f32 in a loop, for `perf record`:
+//! `cargo run --release -p concord-opencl --example forward_loop -- CASE [ITERS]`.
+//! It prints the median forward time.
+
+// A measuring tool, not library code: a failure ends it with the message.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use concord::{FallbackPolicy, NetBuilder, Overrides};
+use std::time::Instant;
+
+fn main() {
+    let name = std::env::args()
+        .nth(1)
+        .expect("usage: forward_loop CASE [ITERS]");
+    let iters: usize = std::env::args()
+        .nth(2)
+        .map(|s| s.parse().unwrap())
+        .unwrap_or(2000);
+    let manifest = common::load_manifest();
+    let case = manifest
+        .cases
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no golden case {name}"));
+    let bytes = std::fs::read(common::golden_dir().join(&case.model)).unwrap();
+    let graph = concord::internals::onnx::load(&bytes).unwrap();
+    let inputs = common::case_inputs(case).unwrap();
+    let net = NetBuilder::from_graph(graph)
+        .registry(common::shared_registry())
+        .backend(concord::backends::OPENCL)
+        .target(concord::targets::OPENCL)
+        .fallback(FallbackPolicy::Allow)
+        .overrides(Overrides::default())
+        .build()
+        .unwrap();
+    let mut times = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        let start = Instant::now();
+        net.forward(inputs.iter().cloned()).unwrap();
+        times.push(start.elapsed().as_secs_f64() * 1e6);
+    }
+    times.sort_by(f64::total_cmp);
+    println!("{name}: median {:.1} µs over {iters}", times[iters / 2]);
+}

@@ -235,9 +235,10 @@ inline void gemm_block_columns(CTPTR ak, CTPTR bp, int ldb, TPTR Y, int M, int N
 
 // Global (ceil(N / NR), ceil(ceil(M / MR) / MBLOCKS), batch): a work-item owns one B panel
 // and MBLOCKS A panels, so its B panel stays in cache while it walks the rows.
-// p = (bp_s0, bp_s1, ap_s0, ap_s1, ldb, lda, a_offset): panel offsets per b0 and b1 of B
-// and of A (A's b0 offset is 0 for a conv's weights), B's row stride when it is not packed,
-// and A's row stride and first element when A is not packed either but read in place, its
+// p = (bp_s0, bp_s1, ap_s0, ap_s1, ldb, lda, a_offset, b_offset): panel offsets per b0 and
+// b1 of B and of A (A's b0 offset is 0 for a conv's weights), B's row stride and first
+// element when it is not packed but read in place (an image, or an activation with
+// contiguous rows), and A's row stride and first element when A is not packed either, its
 // k contiguous (a MatMul's or Gemm's activations, views included: packing them was one
 // more launch and pass, which the packed loop did not win back); sbias as in gemm_tiled.
 // A values are read as scalars so the compiler folds each broadcast into its
@@ -251,11 +252,12 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p
     const int n0 = nb * NR;
     if (n0 >= N) return;
     const int b0 = batch / batch1, b1 = batch % batch1;
-    // p.s4 > 0: B is not packed but row-major with that row stride (the image of a 1×1
-    // conv). A ragged last panel then loads past each row's end; those lanes are dropped.
+    // p.s4 > 0: B is not packed but row-major with that row stride, from element p.s7 on
+    // (the image of a 1×1 conv, or a MatMul's activation). A ragged last panel then loads
+    // past each row's end; those lanes are dropped.
     const int ldb = p.s4 > 0 ? p.s4 : NR;
     CTPTR bp = Bp + (long)b0 * p.s0 + (long)b1 * p.s1
-               + (p.s4 > 0 ? (long)n0 : (long)nb * K * NR);
+               + (p.s4 > 0 ? (long)n0 + p.s7 : (long)nb * K * NR);
     const int left = min(N - n0, NR);
     const long y_base = (long)batch * M * N;
     // A ragged last panel of fewer than 4 columns (a 7×7 image's 49 is three panels and

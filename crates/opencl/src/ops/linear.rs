@@ -792,6 +792,7 @@ fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
             ldb: plane,
             lda: 0,
             a_first: 0,
+            b_first: 0,
             batch: batches,
             batch1: c.group,
             bias: c.bias.map(|l| (l, [1, 0, c.m as i64])),
@@ -880,6 +881,7 @@ fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
         ldb: 0,
         lda: 0,
         a_first: 0,
+        b_first: 0,
         batch: batches,
         batch1: c.group,
         bias: c.bias.map(|l| (l, [1, 0, c.m as i64])),
@@ -1318,6 +1320,8 @@ struct BlockedCall {
     lda: usize,
     /// Where A's first element is when A is read in place (a view's offset).
     a_first: i64,
+    /// Where B's first element is when B is read in place (a view's offset).
+    b_first: i64,
     batch: usize,
     batch1: usize,
     bias: Option<(Loc, [i64; 3])>,
@@ -1348,7 +1352,7 @@ fn launch_blocked(
         call.ldb as i64,
         call.lda as i64,
         call.a_first,
-        0,
+        call.b_first,
     ];
     b.launch(
         program,
@@ -1384,9 +1388,9 @@ fn launch_blocked(
 
 /// Gemm and MatMul on the register-blocked kernel: A read in place when its k is
 /// contiguous, else packed into row panels (on the device, as it is usually an
-/// activation), B used in place when its rows are contiguous, else
-/// copied to row-major (on the host once when it is a constant, such as a transposed FC
-/// weight).
+/// activation); B packed into column panels on the host once when it is a constant (a
+/// weight, transposed or not), read in place when it is an activation with contiguous
+/// rows, else packed on the device.
 fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<(), OpError> {
     let storage = if variant == Storage::F16.variant() {
         Storage::F16
@@ -1452,6 +1456,41 @@ fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<()
         .host_value(&call.b_name)
         .filter(|_| b_s0 == 0 && b_s1 == 0)
         .map(Tensor::to_f64_vec);
+    // B with contiguous rows in a slot (an activation, a view of one included) is read in
+    // place, its rows `b_sk` apart: a ragged last panel's 16-lane loads run past a row's end
+    // into the value's next row or the slot's slack, and those lanes are dropped. Packing it
+    // was one more launch and pass over B.
+    let b_in_place = host_b.is_none()
+        && b_sn == 1
+        && b_sk > 0
+        && [b_s0, b_s1, b_first].iter().all(|&s| s >= 0)
+        && matches!(call.b, Loc::Slot(_));
+    if b_in_place {
+        let blocked = BlockedCall {
+            ap,
+            b: call.b,
+            y: call.y,
+            m,
+            n,
+            k,
+            p: [b_s0, b_s1, a_offsets[0], a_offsets[1]],
+            ldb: b_sk as usize,
+            lda,
+            a_first,
+            b_first,
+            batch: call.batch,
+            batch1: call.batch1,
+            bias: call.bias,
+            alpha: call.alpha,
+            beta: call.beta,
+            epilogue: call.epilogue,
+        };
+        launch_blocked(b, &program, blocked)?;
+        for t in temps {
+            b.release(&t);
+        }
+        return Ok(());
+    }
     let bl = match host_b {
         Some(values) => {
             let mut packed = vec![0f32; panel_set];
@@ -1496,6 +1535,7 @@ fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<()
         ldb: 0,
         lda,
         a_first,
+        b_first: 0,
         batch: call.batch,
         batch1: call.batch1,
         bias: call.bias,

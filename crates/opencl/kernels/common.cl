@@ -11,6 +11,13 @@
 // reference bit for bit; kernels that want fused multiply-add call fma() explicitly.
 #pragma OPENCL FP_CONTRACT OFF
 
+// The scalar arguments of a kernel that takes them in one buffer `P` (the executor's
+// PARAM_KERNELS): one long each, in the launch's order, an int8 as eight, a float as its
+// bits.
+#define P_INT(i) ((int)P[(i)])
+#define P_FLOAT(i) as_float((uint)P[(i)])
+#define P_INT8(i) convert_int8(vload8(0, P + (i)))
+
 #ifdef USE_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 typedef double acc_t;

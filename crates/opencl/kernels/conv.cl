@@ -250,9 +250,17 @@ __attribute__((always_inline)) inline void dwi_store(TPTR Y, CTPTR R, int has_re
                   act_a, act_b, DWI_SPILL(oh));                                             \
     } while (0)
 
-__kernel void depthwise_inplace(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTPTR R,
-                                int has_res, int act, float act_a, float act_b, int8 geo0,
-                                int8 geo1, int rpi, int planes) {
+__kernel void depthwise_inplace(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, CTPTR R,
+                                __global const long* restrict P) {
+    const int has_bias = P_INT(0);
+    const int has_res = P_INT(1);
+    const int act = P_INT(2);
+    const float act_a = P_FLOAT(3);
+    const float act_b = P_FLOAT(4);
+    const int8 geo0 = P_INT8(5);
+    const int8 geo1 = P_INT8(13);
+    const int rpi = P_INT(21);
+    const int planes = P_INT(22);
     const int OH = geo1.s2, OW = geo1.s3;
     const int oh_begin = get_global_id(0) * rpi;
     const int plane = get_global_id(1);

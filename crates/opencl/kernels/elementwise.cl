@@ -150,9 +150,14 @@ __kernel void binary(CTPTR a, CTPTR b, TPTR y, int n, int rank, int8 dims, int8 
 // each operand's first element. Float Add, Sub, Mul and Div of a whole chunk with strides
 // 0 or 1 run on float16 vectors: the same IEEE operations on each lane as binary_value.
 // Global (rows · chunks, rounded up to the work-group), chunks = ceil(inner / 16).
-__kernel void binary_rows(CTPTR a, CTPTR b, TPTR y, int rows, int inner, int chunks,
-                          int rank, int8 dims, int8 sa, int8 sb, __global int* status, int op,
-                          int a_in, int b_in, int a_off, int b_off) {
+// Its scalars come in P (a PARAM_KERNEL): rows, inner, chunks, rank, dims, sa, sb, op, a_in,
+// b_in, a_off, b_off.
+__kernel void binary_rows(CTPTR a, CTPTR b, TPTR y, __global int* status,
+                          __global const long* restrict P) {
+    const int rows = P_INT(0), inner = P_INT(1), chunks = P_INT(2), rank = P_INT(3);
+    const int8 dims = P_INT8(4), sa = P_INT8(12), sb = P_INT8(20);
+    const int op = P_INT(28), a_in = P_INT(29), b_in = P_INT(30);
+    const int a_off = P_INT(31), b_off = P_INT(32);
     const int g = get_global_id(0);
     const int row = g / chunks;
     if (row >= rows) return;

@@ -243,9 +243,15 @@ inline void gemm_block_columns(CTPTR ak, CTPTR bp, int ldb, TPTR Y, int M, int N
 // more launch and pass, which the packed loop did not win back); sbias as in gemm_tiled.
 // A values are read as scalars so the compiler folds each broadcast into its
 // multiply-add.
-__kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, int M, int N, int K, int8 p, int batch1,
-                         CTPTR bias, int8 sbias, float alpha, float beta, CTPTR R,
-                         int has_res, int act, float act_a, float act_b) {
+__kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, CTPTR bias, CTPTR R,
+                         __global const long* restrict P) {
+    const int M = P_INT(0), N = P_INT(1), K = P_INT(2);
+    const int8 p = P_INT8(3);
+    const int batch1 = P_INT(11);
+    const int8 sbias = P_INT8(12);
+    const float alpha = P_FLOAT(20), beta = P_FLOAT(21);
+    const int has_res = P_INT(22), act = P_INT(23);
+    const float act_a = P_FLOAT(24), act_b = P_FLOAT(25);
     const int nb = get_global_id(0);
     const int mg = get_global_id(1);
     const int batch = get_global_id(2);

@@ -19,9 +19,17 @@ __kernel void copy_nd(__global const ELEM* src, __global ELEM* dst, int n, int r
 // one work-item per run of `inner` elements, whose start is found from the outer axes
 // (`dims`, `ss`, `ds`), its elements `ss_in` and `ds_in` apart, so the index arithmetic is
 // paid once per run instead of once per element.
-__kernel void copy_runs(__global const ELEM* src, __global ELEM* dst, int runs, int rank,
-                        int8 dims, int8 ss, int8 ds, int src_off, int dst_off, int inner,
-                        int ss_in, int ds_in) {
+__kernel void copy_runs(__global const ELEM* src, __global ELEM* dst, __global const long* restrict P) {
+    const int runs = P_INT(0);
+    const int rank = P_INT(1);
+    const int8 dims = P_INT8(2);
+    const int8 ss = P_INT8(10);
+    const int8 ds = P_INT8(18);
+    const int src_off = P_INT(26);
+    const int dst_off = P_INT(27);
+    const int inner = P_INT(28);
+    const int ss_in = P_INT(29);
+    const int ds_in = P_INT(30);
     int r = get_global_id(0);
     if (r >= runs) return;
     int is = r, id = r;
@@ -103,8 +111,15 @@ __kernel void gather_runs(__global const ELEM* data, __global const long* indice
 // writes, no per-element index arithmetic. With `split`, each padded row is stored with its
 // columns de-interleaved: the even ones first (ceil(Wp / 2) of them), then the odd ones,
 // so that a stride-2 kernel reads its taps as contiguous vectors. Global (rows, planes).
-__kernel void pad_planes(__global const ELEM* src, __global ELEM* dst, int H, int W, int rows,
-                         int Wp, int PH, int PW, long fill, int split) {
+__kernel void pad_planes(__global const ELEM* src, __global ELEM* dst, __global const long* restrict P) {
+    const int H = P_INT(0);
+    const int W = P_INT(1);
+    const int rows = P_INT(2);
+    const int Wp = P_INT(3);
+    const int PH = P_INT(4);
+    const int PW = P_INT(5);
+    const long fill = P[6];
+    const int split = P_INT(7);
     const int r = get_global_id(0);
     const int plane = get_global_id(1);
     if (r >= rows) return;

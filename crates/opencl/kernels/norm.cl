@@ -145,9 +145,15 @@ __kernel void layer_norm(CTPTR X, CTPTR scale, CTPTR bias, TPTR Y, int rows, int
 
 // layer_norm with work-group r normalising row r (arguments as there, less rows); the
 // launch has exactly rows work-groups.
-__kernel void layer_norm_rows(CTPTR X, CTPTR scale, CTPTR bias, TPTR Y, int cols, int nrank,
-                              int8 ndims, int8 sscale, int8 sbias, int has_bias,
-                              float epsilon) {
+__kernel void layer_norm_rows(CTPTR X, CTPTR scale, CTPTR bias, TPTR Y,
+                              __global const long* restrict P) {
+    const int cols = P_INT(0);
+    const int nrank = P_INT(1);
+    const int8 ndims = P_INT8(2);
+    const int8 sscale = P_INT8(10);
+    const int8 sbias = P_INT8(18);
+    const int has_bias = P_INT(26);
+    const float epsilon = P_FLOAT(27);
     __local acc_t part[ROW_GROUP];
     const int t = get_local_id(0), step = get_local_size(0);
     const long base = (long)get_group_id(0) * cols;

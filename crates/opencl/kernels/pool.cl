@@ -131,10 +131,20 @@ __kernel void max_pool_padded(CTPTR Xp, TPTR Y, int8 geo, int OH, int OW) {
 
 #define SE_MAX 2048
 
-__kernel void squeeze_excite(CTPTR X, CTPTR W1, CTPTR B1, int has_b1, CTPTR W2, CTPTR B2,
-                             int has_b2, TPTR Y, int apply, int C, int M, int size, int act1,
-                             float act1_a, float act1_b, int act2, float act2_a,
-                             float act2_b) {
+__kernel void squeeze_excite(CTPTR X, CTPTR W1, CTPTR B1, CTPTR W2, CTPTR B2, TPTR Y,
+                             __global const long* restrict P) {
+    const int has_b1 = P_INT(0);
+    const int has_b2 = P_INT(1);
+    const int apply = P_INT(2);
+    const int C = P_INT(3);
+    const int M = P_INT(4);
+    const int size = P_INT(5);
+    const int act1 = P_INT(6);
+    const float act1_a = P_FLOAT(7);
+    const float act1_b = P_FLOAT(8);
+    const int act2 = P_INT(9);
+    const float act2_a = P_FLOAT(10);
+    const float act2_b = P_FLOAT(11);
     __local float means[SE_MAX];
     __local float mid[SE_MAX];
     const int n = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);

@@ -206,7 +206,7 @@ impl OpenClPartition {
                 node: node.name.clone(),
                 op: node.op.name(),
                 fused: fused.fused.clone(),
-                launches: b.take_launches(),
+                launches: b.take_launches().map_err(at)?,
             });
             for &slot in &step.frees {
                 b.release(self.schedule.name(slot));

@@ -206,3 +206,63 @@ pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     }
     h
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Family;
+    use crate::plan::PARAM_KERNELS;
+
+    /// The parameters of kernel `name` in `source`, if it is defined there.
+    fn params(source: &str, name: &str) -> Option<Vec<String>> {
+        let at = source.find(&format!("void {name}("))?;
+        let head = &source[..at];
+        if !head[head.rfind(';').unwrap_or(0)..].contains("__kernel") {
+            return None;
+        }
+        let rest = &source[at + name.len() + 6..];
+        let list = &rest[..rest.find(')')?];
+        Some(
+            list.split(',')
+                .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+                .collect(),
+        )
+    }
+
+    /// Every kernel that takes its scalars in a buffer declares only buffers, the last of
+    /// them the parameters `P`: a scalar left in its signature would take the place of the
+    /// next argument the executor binds.
+    #[test]
+    fn param_kernels_declare_buffers_and_then_p() {
+        let families = [
+            Family::Elementwise,
+            Family::Cast,
+            Family::Movement,
+            Family::Gemm,
+            Family::Conv,
+            Family::Pool,
+            Family::Norm,
+            Family::Reduce,
+            Family::Resize,
+            Family::Recurrent,
+        ];
+        for name in PARAM_KERNELS {
+            let found: Vec<Vec<String>> = families
+                .iter()
+                .filter_map(|f| params(f.source(), name))
+                .collect();
+            assert_eq!(found.len(), 1, "{name} is defined {} times", found.len());
+            let params = &found[0];
+            assert_eq!(
+                params.last().map(String::as_str),
+                Some("__global const long* restrict P"),
+                "{name}: {params:?}"
+            );
+            for p in &params[..params.len() - 1] {
+                assert!(
+                    p.contains('*') || p.starts_with("CTPTR") || p.starts_with("TPTR"),
+                    "{name} takes the scalar `{p}`"
+                );
+            }
+        }
+    }
+}

@@ -2,7 +2,9 @@
 //! into its weights and bias on the host, in f64), a same-shape residual Add, and a
 //! pointwise activation, so that a ResNet or MobileNet block is one kernel per conv. A
 //! MatMul absorbs the Add of a constant bias along its last axis (a transformer's
-//! projection, exported as MatMul + Add); a MatMul or Gemm absorbs a residual Add, a
+//! projection, exported as MatMul + Add); a MatMul or Gemm absorbs a residual Add (also
+//! where the graph leaves the operands' shapes open, as dynamic axes do: a plan whose
+//! shapes turn out to differ runs that Add apart), a
 //! pointwise activation, and the erf GELU as PyTorch exports it (Div, Erf, Add, Mul, Mul),
 //! so that an encoder layer's MLP is two GEMM launches. In the activation's place any of
 //! them can absorb a Mul or Div by a one-element constant (attention's score scale). The
@@ -72,6 +74,11 @@ pub struct Epilogue {
     /// A value of the output's shape added before the activation.
     pub residual: Option<String>,
     pub activation: Activation,
+    /// The residual's Add, when it was fused on shapes that may prove different once the
+    /// inputs are known (dims the graph leaves unknown or names differently): a plan whose
+    /// concrete shapes differ (the Add broadcasts) runs the GEMM and this Add as two
+    /// launches. Nothing is fused after such a residual.
+    pub unchecked_add: Option<Node>,
 }
 
 /// A deliberately wrong fusion, which a test plants (through
@@ -185,9 +192,10 @@ pub fn fuse(graph: &mut Graph) -> Vec<FusedNode> {
                 {}
             }
             Op::MatMul | Op::Gemm(_) => {
-                while absorb_next(graph, &mut nodes, i, &outputs)
-                    || absorb_gelu(graph, &mut nodes, i, &outputs)
-                    || absorb_silu(graph, &mut nodes, i, &outputs)
+                while nodes[i].epilogue.unchecked_add.is_none()
+                    && (absorb_next(graph, &mut nodes, i, &outputs)
+                        || absorb_gelu(graph, &mut nodes, i, &outputs)
+                        || absorb_silu(graph, &mut nodes, i, &outputs))
                 {}
             }
             _ => {}
@@ -297,6 +305,19 @@ fn absorb_next(
                         && !nodes[i..].iter().any(|n| n.node.outputs.contains(&other)) =>
                 {
                     nodes[i].epilogue.residual = Some(other);
+                    true
+                }
+                // A GEMM's residual whose shape the graph does not pin down (a transformer
+                // exported with dynamic axes: the reshaped attention output's dims are
+                // unknown until the inputs are) is fused on the condition that the plan's
+                // concrete shapes agree (see `Epilogue::unchecked_add`).
+                Some(other)
+                    if matches!(head.node.op, Op::MatMul | Op::Gemm(_))
+                        && maybe_same_shape(graph, &value, &other)
+                        && !nodes[i..].iter().any(|n| n.node.outputs.contains(&other)) =>
+                {
+                    nodes[i].epilogue.residual = Some(other);
+                    nodes[i].epilogue.unchecked_add = Some(consumer.clone());
                     true
                 }
                 // A bias comes before any residual, as the kernels add them.
@@ -776,6 +797,23 @@ fn same_known_shape(graph: &Graph, a: &str, b: &str) -> bool {
                 && x.shape
                     .iter()
                     .all(|d| !matches!(d, concord_core::Dim::Unknown))
+        }
+        _ => false,
+    }
+}
+
+/// Whether `a` and `b` can have one shape: one dtype, one rank, and equal extents wherever
+/// both are known (the plan checks the rest).
+fn maybe_same_shape(graph: &Graph, a: &str, b: &str) -> bool {
+    use concord_core::Dim;
+    match (graph.values.get(a), graph.values.get(b)) {
+        (Some(x), Some(y)) => {
+            x.dtype == y.dtype
+                && x.shape.len() == y.shape.len()
+                && x.shape.iter().zip(&y.shape).all(|pair| match pair {
+                    (Dim::Fixed(m), Dim::Fixed(n)) => m == n,
+                    _ => true,
+                })
         }
         _ => false,
     }

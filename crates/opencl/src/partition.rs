@@ -749,7 +749,7 @@ fn infer_fused(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> {
     Ok(())
 }
 
-fn infer_concrete(b: &mut Builder, node: &concord_core::Node) -> Result<(), OpError> {
+pub(crate) fn infer_concrete(b: &mut Builder, node: &concord_core::Node) -> Result<(), OpError> {
     let mut dims: Vec<Option<(concord_core::DType, Vec<concord_core::Dim>)>> = Vec::new();
     for input in &node.inputs {
         match input {

@@ -595,6 +595,130 @@ fn movement_views_agree_with_the_reference() {
     );
 }
 
+/// A projection with a bias and a residual Add whose operands' shapes the graph leaves
+/// open (dims named differently), as transformers exported with dynamic axes have them:
+/// the GEMM takes the residual into its epilogue when the concrete shapes agree, and runs
+/// it as a separate Add when the residual broadcasts.
+fn open_residual(gemm: bool) -> Graph {
+    use concord::executor::Dim;
+    let dims = |name: &str| vec![Dim::Named(name.into()), Dim::Fixed(24)];
+    let mut g = Graph {
+        name: format!("open_residual_{}", if gemm { "gemm" } else { "matmul" }),
+        inputs: vec![
+            concord::ValueInfo::new("x", DType::F32, dims("rows")),
+            concord::ValueInfo::new("r", DType::F32, dims("residual_rows")),
+        ],
+        outputs: vec!["y".into()],
+        opset: 18,
+        ..Graph::default()
+    };
+    let mut lcg = Lcg::new(24);
+    g.initializers
+        .insert("w".into(), lcg.tensor(&[24, 24], 0.5));
+    g.initializers.insert("bias".into(), lcg.tensor(&[24], 0.5));
+    if gemm {
+        g.nodes.push(Node::new(
+            "proj",
+            Op::Gemm(concord::op::Gemm::default()),
+            &["x", "w", "bias"],
+            &["p"],
+        ));
+    } else {
+        g.nodes
+            .push(Node::new("proj", Op::MatMul, &["x", "w"], &["m"]));
+        g.nodes.push(Node::new(
+            "proj_bias",
+            Op::Binary(concord::op::Binary::Add),
+            &["m", "bias"],
+            &["p"],
+        ));
+    }
+    g.nodes.push(Node::new(
+        "residual",
+        Op::Binary(concord::op::Binary::Add),
+        &["r", "p"],
+        &["y"],
+    ));
+    g
+}
+
+/// The residual of [`open_residual`], fused when the rows agree and split when the
+/// residual's one row broadcasts, gives the reference's values either way.
+#[test]
+fn residuals_of_open_shapes_agree_with_the_reference() {
+    let test = "residuals_of_open_shapes_agree_with_the_reference";
+    let here = opencl_here(test);
+    let mut failures = Vec::new();
+    for gemm in [false, true] {
+        let graph = open_residual(gemm);
+        let reference = NetBuilder::from_graph(graph.clone())
+            .overrides(Overrides::default())
+            .build()
+            .expect("reference build");
+        let net = NetBuilder::from_graph(graph.clone())
+            .registry(common::shared_registry())
+            .backend(concord::backends::OPENCL)
+            .fallback(FallbackPolicy::Allow)
+            .overrides(Overrides::default())
+            .profiling(true)
+            .build()
+            .expect("OpenCL build");
+        if let OpenClHere::Available = here {
+            let placement = net.placement();
+            assert!(
+                placement.nodes.iter().all(|n| n.executor == "opencl"),
+                "{}: not all on OpenCL: {placement:?}",
+                graph.name
+            );
+        }
+        for (rows, residual_rows) in [(5, 5), (5, 1), (1, 5)] {
+            let lcg = Lcg::new(rows as u64 * 7 + residual_rows as u64);
+            let feed = || {
+                [
+                    ("x".to_string(), lcg.clone().tensor(&[rows, 24], 1.0)),
+                    (
+                        "r".to_string(),
+                        Lcg::new(3).tensor(&[residual_rows, 24], 1.0),
+                    ),
+                ]
+            };
+            let want = reference.forward(feed()).expect("reference forward");
+            let got = net.forward(feed()).expect("OpenCL forward");
+            let (want, got) = (want.get("y").expect("y"), got.get("y").expect("y"));
+            let close = want.dims() == got.dims()
+                && want
+                    .as_f32()
+                    .expect("f32")
+                    .iter()
+                    .zip(got.as_f32().expect("f32"))
+                    .all(|(a, b)| (a - b).abs() <= 1e-4 * (1.0 + a.abs()));
+            if !close {
+                failures.push(format!(
+                    "{} with {rows} rows and {residual_rows} residual rows: got {:?} {:?}, \
+                     expected {:?} {:?}",
+                    graph.name,
+                    got.dims(),
+                    &got.as_f32().expect("f32")[..4.min(got.as_f32().expect("f32").len())],
+                    want.dims(),
+                    &want.as_f32().expect("f32")[..4.min(want.as_f32().expect("f32").len())]
+                ));
+            }
+        }
+        if let OpenClHere::Available = here {
+            // On OpenCL the residual Add is fused into the projection.
+            let profile = net.profile();
+            let add = profile.entries.iter().find(|e| e.name == "residual");
+            assert_eq!(
+                add.and_then(|e| e.fused_into.as_deref()),
+                Some("proj"),
+                "{}: the residual Add is not fused: {profile}",
+                graph.name
+            );
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 fn graph_dims(graph: &Graph) -> Vec<usize> {
     graph.inputs[0]
         .shape

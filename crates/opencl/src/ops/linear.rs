@@ -476,6 +476,9 @@ pub(super) fn conv(b: &mut Builder, fused: &FusedNode, attrs: &Conv) -> Result<(
 }
 
 pub(super) fn gemm(b: &mut Builder, fused: &FusedNode, attrs: &Gemm) -> Result<(), OpError> {
+    if split_residual(b, fused, |b, head| gemm(b, head, attrs))? {
+        return Ok(());
+    }
     let node = &fused.node;
     let (a, bn, y) = (input(node, 0, "A")?, input(node, 1, "B")?, output(node)?);
     let ad = b.shape(a)?.dims().to_vec();
@@ -558,6 +561,9 @@ pub(super) fn gemm(b: &mut Builder, fused: &FusedNode, attrs: &Gemm) -> Result<(
 }
 
 pub(super) fn matmul(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> {
+    if split_residual(b, fused, matmul)? {
+        return Ok(());
+    }
     let node = &fused.node;
     let (a, bn, y) = (input(node, 0, "A")?, input(node, 1, "B")?, output(node)?);
     let mut ad = b.shape(a)?.dims().to_vec();
@@ -692,6 +698,51 @@ pub(super) fn matmul(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> 
         conv: None,
     };
     launch_gemm(b, variant, call)
+}
+
+/// A residual Add fused on the condition that the concrete shapes agree (see
+/// `Epilogue::unchecked_add`) whose shapes in this plan do not (it broadcasts): `build`
+/// makes the GEMM's own output (bias included), then the Add runs as its own node, as the
+/// graph has them. True when it split; false leaves the fused node to be built whole.
+fn split_residual(
+    b: &mut Builder,
+    fused: &FusedNode,
+    build: impl Fn(&mut Builder, &FusedNode) -> Result<(), OpError>,
+) -> Result<bool, OpError> {
+    let (Some(add), Some(residual)) = (&fused.epilogue.unchecked_add, &fused.epilogue.residual)
+    else {
+        return Ok(false);
+    };
+    let y = output(&fused.node)?;
+    if b.shape(residual)? == b.shape(y)? {
+        return Ok(false);
+    }
+    // The Add's other operand: the value the GEMM makes.
+    let product = add
+        .present_inputs()
+        .find(|n| *n != residual.as_str())
+        .ok_or_else(|| OpError::Shape(format!("{}: the Add reads its residual twice", add.name)))?
+        .to_string();
+    let mut head = fused.clone();
+    head.epilogue.residual = None;
+    head.epilogue.unchecked_add = None;
+    head.node.outputs = vec![product.clone()];
+    let (shape, dtype) = (b.shape(y)?.clone(), b.dtype(y)?);
+    b.shapes.insert(product.clone(), shape);
+    b.dtypes.insert(product.clone(), dtype);
+    build(b, &head)?;
+    crate::partition::infer_concrete(b, add)?;
+    super::build(
+        b,
+        &FusedNode {
+            node: add.clone(),
+            epilogue: Epilogue::default(),
+            fused: Vec::new(),
+            excite: None,
+        },
+    )?;
+    b.release(&product);
+    Ok(true)
 }
 
 /// A GEMM operand as a window onto a buffer (see [`View`]): a view with a negative stride

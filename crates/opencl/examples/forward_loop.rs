@@ -1,6 +1,9 @@
-//! Runs one golden case's forward on OpenCL f32 in a loop, for `perf record`:
-//! `cargo run --release -p concord-opencl --example forward_loop -- CASE [ITERS]`.
-//! It prints the median forward time.
+//! Runs one model's forward on OpenCL f32 in a loop, for `perf record` and for timing one
+//! change against another binary: `cargo run --release -p concord-opencl --example
+//! forward_loop -- MODEL [ITERS]`, MODEL a golden case's name or a bench model's .onnx
+//! file with its input beside it (`target/bench-models/resnet18_like.onnx` and
+//! `resnet18_like.input.npy`, which the models bench writes). It prints the median
+//! forward time.
 
 // A measuring tool, not library code: a failure ends it with the message.
 #![allow(clippy::unwrap_used, clippy::panic)]
@@ -19,15 +22,25 @@ fn main() {
         .nth(2)
         .map(|s| s.parse().unwrap())
         .unwrap_or(2000);
-    let manifest = common::load_manifest();
-    let case = manifest
-        .cases
-        .iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no golden case {name}"));
-    let bytes = std::fs::read(common::golden_dir().join(&case.model)).unwrap();
-    let graph = concord::internals::onnx::load(&bytes).unwrap();
-    let inputs = common::case_inputs(case).unwrap();
+    let (graph, inputs) = match name.strip_suffix(".onnx") {
+        Some(stem) => {
+            let graph = concord::internals::onnx::load(&std::fs::read(&name).unwrap()).unwrap();
+            let npy = std::path::PathBuf::from(format!("{stem}.input.npy"));
+            let input = common::read_npy(&npy).unwrap();
+            (graph, vec![("input".to_string(), input)])
+        }
+        None => {
+            let manifest = common::load_manifest();
+            let case = manifest
+                .cases
+                .iter()
+                .find(|c| c.name == name)
+                .unwrap_or_else(|| panic!("no golden case {name}"));
+            let bytes = std::fs::read(common::golden_dir().join(&case.model)).unwrap();
+            let graph = concord::internals::onnx::load(&bytes).unwrap();
+            (graph, common::case_inputs(case).unwrap())
+        }
+    };
     let net = NetBuilder::from_graph(graph)
         .registry(common::shared_registry())
         .backend(concord::backends::OPENCL)

@@ -233,8 +233,9 @@ inline void gemm_block_columns(CTPTR ak, CTPTR bp, int ldb, TPTR Y, int M, int N
     }
 }
 
-// Global (ceil(N / NR), ceil(ceil(M / MR) / MBLOCKS), batch): a work-item owns one B panel
-// and MBLOCKS A panels, so its B panel stays in cache while it walks the rows.
+// Global (ceil(N / NR), ceil(ceil(M / MR) / mblocks), batch): a work-item owns one B panel
+// and mblocks (the launch's choice, MBLOCKS or fewer) A panels, so its B panel stays in
+// cache while it walks the rows.
 // p = (bp_s0, bp_s1, ap_s0, ap_s1, ldb, lda, a_offset, b_offset): panel offsets per b0 and
 // b1 of B and of A (A's b0 offset is 0 for a conv's weights), B's row stride and first
 // element when it is not packed but read in place (an image, or an activation with
@@ -252,6 +253,7 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, CTPTR bias, CTPTR R,
     const float alpha = P_FLOAT(20), beta = P_FLOAT(21);
     const int has_res = P_INT(22), act = P_INT(23);
     const float act_a = P_FLOAT(24), act_b = P_FLOAT(25);
+    const int mblocks = P_INT(26);
     const int nb = get_global_id(0);
     const int mg = get_global_id(1);
     const int batch = get_global_id(2);
@@ -270,7 +272,7 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, CTPTR bias, CTPTR R,
     // one column) with A packed: one column at a time, its HR rows' sums in one vector over
     // the panel's consecutive A values, instead of HR vectors of which `left` lanes count.
     const int narrow = left < 4 && p.s5 == 0;
-    for (int mb = mg * MBLOCKS; mb < mg * MBLOCKS + MBLOCKS; ++mb) {
+    for (int mb = mg * mblocks; mb < mg * mblocks + mblocks; ++mb) {
         // A panel's MR rows in passes of HR (see HR): the B panel is read once per pass,
         // from cache.
         for (int h = 0; h < MR; h += HR) {

@@ -195,6 +195,19 @@ __kernel void unary(CTPTR x, TPTR y, int n, int op, float alpha, float beta) {
     ST(y, i, unary_value(op, LD(x, i), alpha, beta));
 }
 
+// unary over a strided operand (a view: a slice or transpose of a value), read where it is:
+// element i of the output reads X at x_off plus its coordinates in `dims` times `sx`. Its
+// scalars come in P (a PARAM_KERNEL): n, rank, dims, sx, x_off, op, alpha, beta.
+__kernel void unary_strided(CTPTR x, TPTR y, __global const long* restrict P) {
+    const int n = P_INT(0), rank = P_INT(1);
+    const int8 dims = P_INT8(2), sx = P_INT8(10);
+    const int x_off = P_INT(18), op = P_INT(19);
+    const float alpha = P_FLOAT(20), beta = P_FLOAT(21);
+    const int i = get_global_id(0);
+    if (i >= n) return;
+    ST(y, i, unary_value(op, LD(x, x_off + offset1(i, rank, dims, sx)), alpha, beta));
+}
+
 // Where: condition (uchar), X and Y of this variant, three-way broadcast. `dims` are the
 // output's; sc, sx, sy the operands' strides.
 __kernel void where_select(__global const uchar* c, CTPTR x, CTPTR yv, TPTR out, int n,

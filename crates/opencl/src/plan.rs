@@ -62,6 +62,7 @@ pub const PARAM_KERNELS: &[&str] = &[
     "gemm_block",
     "depthwise_inplace",
     "binary_rows",
+    "unary_strided",
     "copy_runs",
     "pad_planes",
     "layer_norm_rows",
@@ -253,9 +254,9 @@ pub struct Builder<'a> {
 /// A value that a movement op made as a window onto another value's buffer instead of a
 /// copy: element `c` (a coordinate of the value's shape) is at `offset + Σ c·strides` of
 /// `base`. Transpose, Slice, Split, Expand, a Gather of constant indices and the reshapes
-/// of such a window make views; MatMul and the binary kernels read them in place; any other
-/// consumer gets a contiguous copy, made by the first that asks ([`Builder::input`]), which
-/// is the copy the movement op made before views. A view holds its base's slot live until
+/// of such a window make views; MatMul, Gemm, the binary and the unary kernels read them in
+/// place; any other consumer gets a contiguous copy, made by the first that asks
+/// ([`Builder::input`]), which is the copy the movement op made before views. A view holds its base's slot live until
 /// it is released or copied out.
 #[derive(Clone, Debug)]
 pub struct View {

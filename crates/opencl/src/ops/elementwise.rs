@@ -148,6 +148,36 @@ fn unary(b: &mut Builder, node: &Node, op: Unary) -> Result<(), OpError> {
     let [alpha, beta] = op.params();
     let n = b.shape(y)?.numel();
     let program = b.program(Family::Elementwise, b.storage(dtype).variant())?;
+    // A view (a slice or transpose) is read where it is, over up to eight axes.
+    let strided = if b.is_view(x) {
+        let view = b.view(x)?;
+        let (dims, strides) = coalesce(b.shape(x)?.dims(), &[&view.strides]);
+        Some((view, dims, strides)).filter(|(_, dims, _)| dims.len() <= 8)
+    } else {
+        None
+    };
+    if let Some((view, dims, strides)) = strided {
+        let dims64: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+        let yl = b.alloc(y)?;
+        b.launch_1d(
+            &program,
+            "unary_strided",
+            n,
+            vec![
+                Arg::Buf(view.base),
+                Arg::Buf(yl),
+                Arg::I32(i32_arg(n, "element count")?),
+                Arg::I32(dims.len() as i32),
+                Arg::Int8(int8(&dims64)?),
+                Arg::Int8(int8(&strides[0])?),
+                Arg::I32(i32_arg_signed(view.offset)?),
+                Arg::I32(op.def().code() as i32),
+                Arg::F32(alpha),
+                Arg::F32(beta),
+            ],
+        );
+        return Ok(());
+    }
     let xl = b.input(x)?;
     let yl = b.alloc(y)?;
     b.launch_1d(

@@ -2,11 +2,11 @@
 //! Identity and Dropout move nothing: their output is another name for the input's buffer.
 //! Transpose, Slice, Split, Expand and a Gather of constant, evenly stepping indices copy
 //! nothing either: their output is a [`View`], a strided window onto the input's buffer
-//! (and a reshape of a view is a view where strides for the new shape exist). MatMul, Gemm
-//! and the binary kernels read views in place, Concat copies them into its output, and any
-//! other consumer gets a contiguous copy (see [`Builder::input`]), over the fewest axes
-//! that visit the same elements (see [`coalesce`]). Pad, Cast and other Gathers have their
-//! own kernels.
+//! (and a reshape of a view is a view where strides for the new shape exist). MatMul, Gemm,
+//! the binary kernels and the unary ones read views in place, Concat copies them into its
+//! output, and any other consumer gets a contiguous copy (see [`Builder::input`]), over the
+//! fewest axes that visit the same elements (see [`coalesce`]). Pad, Cast and other Gathers
+//! have their own kernels.
 
 use super::{input, optional_input, output};
 use crate::plan::StorageDefines;

@@ -117,8 +117,9 @@ __kernel void softmax_rows(CTPTR X, TPTR Y, int len) {
 }
 
 // Scale and B broadcast to the normalised shape (rank nrank, dims ndims): element c of a
-// row reads them at the offsets their strides (0 on broadcast axes) give; has_bias == 0
-// means no B.
+// row reads them at the offsets their strides (0 on broadcast axes) give, or at c itself
+// with nrank 0 (both of the normalised shape, the usual case: no index arithmetic per
+// element); has_bias == 0 means no B.
 __kernel void layer_norm(CTPTR X, CTPTR scale, CTPTR bias, TPTR Y, int rows, int cols,
                          int nrank, int8 ndims, int8 sscale, int8 sbias, int has_bias,
                          float epsilon) {
@@ -135,8 +136,8 @@ __kernel void layer_norm(CTPTR X, CTPTR scale, CTPTR bias, TPTR Y, int rows, int
     }
     const acc_t inv = 1 / sqrt(sq / cols + (acc_t)epsilon);
     for (int c = 0; c < cols; ++c) {
-        int is = 0, ib = 0;
-        offsets2(c, nrank, ndims, sscale, sbias, &is, &ib);
+        int is = c, ib = c;
+        if (nrank > 0) offsets2(c, nrank, ndims, sscale, sbias, &is, &ib);
         acc_t v = ((acc_t)LD(X, base + c) - mean) * inv * (acc_t)LD(scale, is);
         if (has_bias) v += (acc_t)LD(bias, ib);
         ST(Y, base + c, (float)v);
@@ -167,8 +168,8 @@ __kernel void layer_norm_rows(CTPTR X, CTPTR scale, CTPTR bias, TPTR Y,
     }
     const acc_t inv = 1 / sqrt(group_reduce(part, sq, 1) / cols + (acc_t)epsilon);
     for (int c = t; c < cols; c += step) {
-        int is = 0, ib = 0;
-        offsets2(c, nrank, ndims, sscale, sbias, &is, &ib);
+        int is = c, ib = c;
+        if (nrank > 0) offsets2(c, nrank, ndims, sscale, sbias, &is, &ib);
         acc_t v = ((acc_t)LD(X, base + c) - mean) * inv * (acc_t)LD(scale, is);
         if (has_bias) v += (acc_t)LD(bias, ib);
         ST(Y, base + c, (float)v);

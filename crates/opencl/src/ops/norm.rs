@@ -7,7 +7,7 @@
 
 use super::{broadcast_strides, input, optional_input, output};
 use crate::plan::StorageDefines;
-use crate::plan::{i32_arg, int8, Arg, Builder, GemmKernel};
+use crate::plan::{i32_arg, int8, strides_of, Arg, Builder, GemmKernel};
 use crate::programs::Family;
 use concord_core::shape::normalize_axis;
 use concord_core::{Node, Op, OpError};
@@ -118,6 +118,18 @@ pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
                 None => [0; 8],
             };
             let ndims: Vec<i64> = normalised.iter().map(|&d| d as i64).collect();
+            // Scale and B of the normalised shape are read at each element's own index
+            // (rank 0 for the kernels).
+            let own = strides_of(normalised);
+            let own_layout = |s: &[i32; 8]| {
+                normalised
+                    .iter()
+                    .zip(s)
+                    .zip(&own)
+                    .all(|((&d, &a), &b)| d == 1 || i64::from(a) == b)
+            };
+            let flat = own_layout(&scale_strides) && (bias.is_none() || own_layout(&bias_strides));
+            let nrank = if flat { 0 } else { ndims.len() as i32 };
             let xl = b.input(x)?;
             let sl = b.input(scale)?;
             let bl = match bias {
@@ -132,7 +144,7 @@ pub(super) fn build(b: &mut Builder, node: &Node) -> Result<(), OpError> {
                 Arg::Buf(bl),
                 Arg::Buf(yl),
                 Arg::I32(i32_arg(cols, "normalised size")?),
-                Arg::I32(ndims.len() as i32),
+                Arg::I32(nrank),
                 Arg::Int8(int8(&ndims)?),
                 Arg::Int8(scale_strides),
                 Arg::Int8(bias_strides),

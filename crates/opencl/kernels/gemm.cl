@@ -204,7 +204,8 @@ typedef float4 hrv_t;
 // there): each output's multiply-adds are those of the 16-column tiles, in the same order,
 // and the epilogue is theirs too (bias, residual, then activate16 over the column's rows).
 inline void gemm_block_columns(CTPTR ak, CTPTR bp, int ldb, TPTR Y, int M, int N, int K,
-                               int m0, int n0, int left, int b1, long y_base, CTPTR bias,
+                               int m0, int n0, int left, int b1, long y_base, int ldy,
+                               CTPTR bias,
                                int8 sbias, float alpha, float beta, CTPTR R, int has_res,
                                int act, float act_a, float act_b) {
     for (int j = 0; j < left; ++j) {
@@ -225,11 +226,11 @@ inline void gemm_block_columns(CTPTR ak, CTPTR bp, int ldb, TPTR Y, int M, int N
                 v += beta * LD(bias, (long)b1 * sbias.s2 + (long)m * sbias.s0
                                          + (long)n * sbias.s1);
             }
-            if (has_res) v += LD(R, y_base + (long)m * N + n);
+            if (has_res) v += LD(R, y_base + (long)m * ldy + n);
             t[i] = v;
         }
         vstore16(activate16(vload16(0, t), act, act_a, act_b), 0, t);
-        for (int i = 0; i < HR && m0 + i < M; ++i) ST(Y, y_base + (long)(m0 + i) * N + n, t[i]);
+        for (int i = 0; i < HR && m0 + i < M; ++i) ST(Y, y_base + (long)(m0 + i) * ldy + n, t[i]);
     }
 }
 
@@ -254,6 +255,11 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, CTPTR bias, CTPTR R,
     const int has_res = P_INT(22), act = P_INT(23);
     const float act_a = P_FLOAT(24), act_b = P_FLOAT(25);
     const int mblocks = P_INT(26);
+    // Where the output's rows go: (b0, b1, row) strides, or a row stride of 0 for the
+    // contiguous (batch, M, N) (a Transpose folded into a MatMul permutes them; R, read
+    // only without one, stays contiguous).
+    const long ys0 = P[27], ys1 = P[28];
+    const int ysm = P_INT(29);
     const int nb = get_global_id(0);
     const int mg = get_global_id(1);
     const int batch = get_global_id(2);
@@ -267,7 +273,8 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, CTPTR bias, CTPTR R,
     CTPTR bp = Bp + (long)b0 * p.s0 + (long)b1 * p.s1
                + (p.s4 > 0 ? (long)n0 + p.s7 : (long)nb * K * NR);
     const int left = min(N - n0, NR);
-    const long y_base = (long)batch * M * N;
+    const long y_base = ysm > 0 ? (long)b0 * ys0 + (long)b1 * ys1 : (long)batch * M * N;
+    const int ldy = ysm > 0 ? ysm : N;
     // A ragged last panel of fewer than 4 columns (a 7×7 image's 49 is three panels and
     // one column) with A packed: one column at a time, its HR rows' sums in one vector over
     // the panel's consecutive A values, instead of HR vectors of which `left` lanes count.
@@ -281,8 +288,8 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, CTPTR bias, CTPTR R,
             if (narrow) {
                 gemm_block_columns(Ap + (long)b0 * p.s2 + (long)b1 * p.s3 + (long)mb * K * MR
                                        + h,
-                                   bp, ldb, Y, M, N, K, m0, n0, left, b1, y_base, bias, sbias,
-                                   alpha, beta, R, has_res, act, act_a, act_b);
+                                   bp, ldb, Y, M, N, K, m0, n0, left, b1, y_base, ldy, bias,
+                                   sbias, alpha, beta, R, has_res, act, act_a, act_b);
                 continue;
             }
             ACC_DECL;
@@ -318,7 +325,7 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, CTPTR bias, CTPTR R,
             for (int i = 0; i < HR; ++i) {
                 const int m = m0 + i;
                 if (m >= M) break;
-                const long row = y_base + (long)m * N;
+                const long row = y_base + (long)m * ldy;
                 float16 v = alpha * rows[i];
                 if (sbias.s3) {
                     const long bias_row = (long)b1 * sbias.s2 + (long)m * sbias.s0;

@@ -6,7 +6,9 @@
 //! where the graph leaves the operands' shapes open, as dynamic axes do: a plan whose
 //! shapes turn out to differ runs that Add apart), a
 //! pointwise activation, and the erf GELU as PyTorch exports it (Div, Erf, Add, Mul, Mul),
-//! so that an encoder layer's MLP is two GEMM launches. In the activation's place any of
+//! so that an encoder layer's MLP is two GEMM launches; a MatMul absorbs the Transpose
+//! after it that keeps the last axis last (attention's merge of the heads), storing its
+//! rows where the Transpose would have put them. In the activation's place any of
 //! them can absorb a Mul or Div by a one-element constant (attention's score scale). The
 //! GELU and the scalings only need the value's rank to be known, not its extents: a
 //! constant of no higher rank cannot broadcast it. A Conv, MatMul or Gemm absorbs SiLU as
@@ -79,6 +81,10 @@ pub struct Epilogue {
     /// concrete shapes differ (the Add broadcasts) runs the GEMM and this Add as two
     /// launches. Nothing is fused after such a residual.
     pub unchecked_add: Option<Node>,
+    /// A MatMul that writes its output permuted so: the Transpose after it (attention's
+    /// merge of the heads, which keeps the last axis last) folded into where the GEMM
+    /// stores each row. Nothing is fused after it.
+    pub output_perm: Option<Vec<usize>>,
 }
 
 /// A deliberately wrong fusion, which a test plants (through
@@ -193,9 +199,11 @@ pub fn fuse(graph: &mut Graph) -> Vec<FusedNode> {
             }
             Op::MatMul | Op::Gemm(_) => {
                 while nodes[i].epilogue.unchecked_add.is_none()
+                    && nodes[i].epilogue.output_perm.is_none()
                     && (absorb_next(graph, &mut nodes, i, &outputs)
                         || absorb_gelu(graph, &mut nodes, i, &outputs)
-                        || absorb_silu(graph, &mut nodes, i, &outputs))
+                        || absorb_silu(graph, &mut nodes, i, &outputs)
+                        || absorb_transpose(graph, &mut nodes, i, &outputs))
                 {}
             }
             _ => {}
@@ -362,6 +370,63 @@ fn absorb_next(
     nodes[i].fused.push(consumer.name.clone());
     let inner = nodes[j].fused.clone();
     nodes[i].fused.extend(inner);
+    nodes.remove(j);
+    true
+}
+
+/// Absorbs the Transpose that alone reads MatMul `i`'s output when it keeps the last axis
+/// last (the output has rank 2 to 4, both operands rank 2 or more, and no residual is
+/// fused): the MatMul then stores its rows where the Transpose would have moved them. True
+/// when it did.
+fn absorb_transpose(
+    graph: &Graph,
+    nodes: &mut Vec<FusedNode>,
+    i: usize,
+    outputs: &HashSet<String>,
+) -> bool {
+    let head = &nodes[i];
+    if !matches!(head.node.op, Op::MatMul) || head.epilogue.residual.is_some() {
+        return false;
+    }
+    let rank_of = |index: usize| {
+        let name = head.node.inputs.get(index)?.as_deref()?;
+        let info = graph.values.get(name).map(|v| v.shape.len());
+        info.or_else(|| graph.initializers.get(name).map(|t| t.dims().len()))
+    };
+    if !(rank_of(0) >= Some(2) && rank_of(1) >= Some(2)) {
+        return false;
+    }
+    let Some(value) = sole_output(nodes, i, outputs) else {
+        return false;
+    };
+    let Some(j) = only_reader(nodes, i, &value, outputs) else {
+        return false;
+    };
+    let Op::Transpose { perm: Some(perm) } = &nodes[j].node.op else {
+        return false;
+    };
+    let rank = perm.len();
+    let perm: Vec<usize> = perm
+        .iter()
+        .filter_map(|&a| usize::try_from(a).ok())
+        .collect();
+    let mut seen = perm.clone();
+    seen.sort_unstable();
+    if !(2..=4).contains(&rank)
+        || perm.len() != rank
+        || seen != (0..rank).collect::<Vec<_>>()
+        || perm[rank - 1] != rank - 1
+        || !input_is(&nodes[j].node, 0, &value)
+    {
+        return false;
+    }
+    let Some(out) = nodes[j].node.outputs.first().cloned() else {
+        return false;
+    };
+    let name = nodes[j].node.name.clone();
+    nodes[i].epilogue.output_perm = Some(perm);
+    nodes[i].node.outputs = vec![out];
+    nodes[i].fused.push(name);
     nodes.remove(j);
     true
 }

@@ -740,6 +740,18 @@ impl PreparedPartition for OpenClPartition {
 /// squeeze-excite scales to its input writes the input's shape, not the pooled one.
 fn infer_fused(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> {
     infer_concrete(b, &fused.node)?;
+    if let Some(perm) = &fused.epilogue.output_perm {
+        // The Transpose folded into a MatMul: its output has the permuted shape.
+        let y = ops::output(&fused.node)?;
+        let dims = b.shape(y)?.dims().to_vec();
+        if dims.len() != perm.len() {
+            return Err(OpError::Shape(format!(
+                "MatMul: the folded Transpose's perm {perm:?} does not fit the output {dims:?}"
+            )));
+        }
+        let permuted: Vec<usize> = perm.iter().map(|&a| dims[a]).collect();
+        b.shapes.insert(y.to_string(), Shape::new(permuted));
+    }
     if fused.excite.is_some_and(|e| e.scales_input) {
         let x = ops::input(&fused.node, 0, "X")?;
         let shape = b.shape(x)?.clone();

@@ -128,6 +128,9 @@ struct GemmCall {
     epilogue: (Option<Loc>, Activation),
     /// (geo0, geo1) for an implicit-GEMM convolution.
     conv: Option<([i64; 8], [i64; 8])>,
+    /// Where the output's rows go when not contiguous (see `permuted_rows`; register-blocked
+    /// GEMM only): the strides of the batch indices b0, b1 and of a row.
+    y_strides: Option<[i64; 3]>,
 }
 
 fn launch_gemm(b: &mut Builder, dtype_variant: &str, call: GemmCall) -> Result<(), OpError> {
@@ -471,6 +474,7 @@ pub(super) fn conv(b: &mut Builder, fused: &FusedNode, attrs: &Conv) -> Result<(
         beta: 1.0,
         epilogue: (residual, activation),
         conv: conv_geo,
+        y_strides: None,
     };
     launch_gemm(b, variant, call)
 }
@@ -556,6 +560,7 @@ pub(super) fn gemm(b: &mut Builder, fused: &FusedNode, attrs: &Gemm) -> Result<(
         beta: attrs.beta,
         epilogue,
         conv: None,
+        y_strides: None,
     };
     launch_gemm(b, variant, call)
 }
@@ -564,6 +569,13 @@ pub(super) fn matmul(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> 
     if split_residual(b, fused, matmul)? {
         return Ok(());
     }
+    // A folded Transpose (see `Epilogue::output_perm`): the register-blocked GEMM stores
+    // its rows permuted; the tiled one makes the product, then one strided copy moves it.
+    let y_strides = match &fused.epilogue.output_perm {
+        Some(perm) if b.gemm == GemmKernel::RegisterBlocked => Some(permuted_rows(b, fused, perm)?),
+        Some(perm) => return unpermuted_then_copied(b, fused, perm),
+        None => None,
+    };
     let node = &fused.node;
     let (a, bn, y) = (input(node, 0, "A")?, input(node, 1, "B")?, output(node)?);
     let mut ad = b.shape(a)?.dims().to_vec();
@@ -654,7 +666,7 @@ pub(super) fn matmul(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> 
     let rows_even = (m == 1 || sm == row)
         && (pa[1] == 1 || a1 == m as i64 * row)
         && (pa[0] == 1 || a0 == (pa[1] * m) as i64 * row);
-    let (m, out_batch, [sm, a0, a1]) = if pb == [1, 1] && rows_even {
+    let (m, out_batch, [sm, a0, a1]) = if pb == [1, 1] && rows_even && y_strides.is_none() {
         (m * out_batch[0] * out_batch[1], [1, 1], [row, 0, 0])
     } else {
         (m, out_batch, [sm, a0, a1])
@@ -696,8 +708,66 @@ pub(super) fn matmul(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> 
         beta: 1.0,
         epilogue,
         conv: None,
+        y_strides,
     };
     launch_gemm(b, variant, call)
+}
+
+/// Where a MatMul's rows go in its output permuted by `perm` (which keeps the last axis
+/// last): the strides (b0, b1, row) in the permuted output of the product's batch indices
+/// and rows.
+fn permuted_rows(b: &Builder, fused: &FusedNode, perm: &[usize]) -> Result<[i64; 3], OpError> {
+    let y = output(&fused.node)?;
+    let permuted_strides = crate::plan::strides_of(b.shape(y)?.dims());
+    let r = perm.len();
+    // Axis perm[j] of the product is axis j of the output.
+    let mut strides = vec![0i64; r];
+    for (j, &axis) in perm.iter().enumerate() {
+        strides[axis] = permuted_strides[j];
+    }
+    let at = |i: Option<usize>| i.map_or(0, |i| strides[i]);
+    Ok([at(r.checked_sub(4)), at(r.checked_sub(3)), strides[r - 2]])
+}
+
+/// A MatMul with a folded Transpose on the tiled GEMM: the product into a value of its own,
+/// then one strided copy into the permuted output.
+fn unpermuted_then_copied(
+    b: &mut Builder,
+    fused: &FusedNode,
+    perm: &[usize],
+) -> Result<(), OpError> {
+    let y = output(&fused.node)?;
+    let permuted = b.shape(y)?.dims().to_vec();
+    let mut dims = vec![0usize; perm.len()];
+    for (j, &axis) in perm.iter().enumerate() {
+        dims[axis] = permuted[j];
+    }
+    let product = format!("{y}::unpermuted");
+    let dtype = b.dtype(y)?;
+    b.shapes.insert(product.clone(), Shape::new(dims.clone()));
+    b.dtypes.insert(product.clone(), dtype);
+    let mut head = fused.clone();
+    head.epilogue.output_perm = None;
+    head.node.outputs = vec![product.clone()];
+    matmul(b, &head)?;
+    let own = crate::plan::strides_of(&dims);
+    let src_strides: Vec<i64> = perm.iter().map(|&axis| own[axis]).collect();
+    let src = b.input(&product)?;
+    let dst = b.alloc(y)?;
+    let storage = b.storage(dtype);
+    super::copy_nd(
+        b,
+        storage,
+        src,
+        dst,
+        &permuted,
+        &src_strides,
+        &crate::plan::strides_of(&permuted),
+        0,
+        0,
+    )?;
+    b.release(&product);
+    Ok(())
 }
 
 /// A residual Add fused on the condition that the concrete shapes agree (see
@@ -845,6 +915,7 @@ fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
             lda: 0,
             a_first: 0,
             b_first: 0,
+            y_strides: None,
             batch: batches,
             batch1: c.group,
             bias: c.bias.map(|l| (l, [1, 0, c.m as i64])),
@@ -934,6 +1005,7 @@ fn conv_blocked(b: &mut Builder, c: ConvBlocked) -> Result<(), OpError> {
         lda: 0,
         a_first: 0,
         b_first: 0,
+        y_strides: None,
         batch: batches,
         batch1: c.group,
         bias: c.bias.map(|l| (l, [1, 0, c.m as i64])),
@@ -1374,6 +1446,8 @@ struct BlockedCall {
     a_first: i64,
     /// Where B's first element is when B is read in place (a view's offset).
     b_first: i64,
+    /// The output's row placement when not contiguous (see `GemmCall::y_strides`).
+    y_strides: Option<[i64; 3]>,
     batch: usize,
     batch1: usize,
     bias: Option<(Loc, [i64; 3])>,
@@ -1418,6 +1492,8 @@ fn launch_blocked(
         mblocks /= 2;
     }
     let row_groups = a_panels.div_ceil(mblocks);
+    // Row stride 0: the output is contiguous.
+    let ys = call.y_strides.unwrap_or([0, 0, 0]);
     let local_x = if panels.div_ceil(4) * row_groups * call.batch < 32 {
         1
     } else {
@@ -1447,6 +1523,9 @@ fn launch_blocked(
             Arg::F32(act_a),
             Arg::F32(act_b),
             Arg::I32(mblocks as i32),
+            Arg::I64(ys[0]),
+            Arg::I64(ys[1]),
+            Arg::I64(ys[2]),
         ],
     );
     Ok(())
@@ -1544,6 +1623,7 @@ fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<()
             lda,
             a_first,
             b_first,
+            y_strides: call.y_strides,
             batch: call.batch,
             batch1: call.batch1,
             bias: call.bias,
@@ -1602,6 +1682,7 @@ fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<()
         lda,
         a_first,
         b_first: 0,
+        y_strides: call.y_strides,
         batch: call.batch,
         batch1: call.batch1,
         bias: call.bias,

@@ -1610,66 +1610,43 @@ fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<()
         && b_sk > 0
         && [b_s0, b_s1, b_first].iter().all(|&s| s >= 0)
         && matches!(call.b, Loc::Slot(_));
-    if b_in_place {
-        let blocked = BlockedCall {
-            ap,
-            b: call.b,
-            y: call.y,
-            m,
-            n,
-            k,
-            p: [b_s0, b_s1, a_offsets[0], a_offsets[1]],
-            ldb: b_sk as usize,
-            lda,
-            a_first,
-            b_first,
-            y_strides: call.y_strides,
-            batch: call.batch,
-            batch1: call.batch1,
-            bias: call.bias,
-            alpha: call.alpha,
-            beta: call.beta,
-            epilogue: call.epilogue,
-        };
-        launch_blocked(b, &program, blocked)?;
-        for t in temps {
-            b.release(&t);
-        }
-        return Ok(());
-    }
-    let bl = match host_b {
-        Some(values) => {
-            let mut packed = vec![0f32; panel_set];
-            for kk in 0..k {
-                for nn in 0..n {
-                    let src = (b_first + kk as i64 * b_sk + nn as i64 * b_sn) as usize;
-                    packed[((nn / NR) * k + kk) * NR + nn % NR] =
-                        values.get(src).copied().unwrap_or(0.0) as f32;
+    let (bl, p, ldb, b_first) = if b_in_place {
+        (call.b, [b_s0, b_s1], b_sk as usize, b_first)
+    } else {
+        match host_b {
+            Some(values) => {
+                let mut packed = vec![0f32; panel_set];
+                for kk in 0..k {
+                    for nn in 0..n {
+                        let src = (b_first + kk as i64 * b_sk + nn as i64 * b_sn) as usize;
+                        packed[((nn / NR) * k + kk) * NR + nn % NR] =
+                            values.get(src).copied().unwrap_or(0.0) as f32;
+                    }
                 }
+                let t = Tensor::from_f32([panel_set], packed)
+                    .map_err(|e| OpError::Shape(e.to_string()))?;
+                let loc = b.constant(&format!("{}::b_panels", call.node), &t, storage)?;
+                // The same panels serve every batch.
+                (loc, [0, 0], 0, 0)
             }
-            let t =
-                Tensor::from_f32([panel_set], packed).map_err(|e| OpError::Shape(e.to_string()))?;
-            let loc = b.constant(&format!("{}::b_panels", call.node), &t, storage)?;
-            // The same panels serve every batch.
-            (loc, [0, 0])
-        }
-        None => {
-            let bp = temp(b, "b_panels", call.batch * panel_set)?;
-            launch_pack_b(
-                b,
-                &program,
-                call.b,
-                bp.clone(),
-                k,
-                n,
-                call.sb,
-                batch1,
-                call.batch,
-            )?;
-            (bp, [(batch1 * panel_set) as i64, panel_set as i64])
+            None => {
+                let bp = temp(b, "b_panels", call.batch * panel_set)?;
+                launch_pack_b(
+                    b,
+                    &program,
+                    call.b,
+                    bp.clone(),
+                    k,
+                    n,
+                    call.sb,
+                    batch1,
+                    call.batch,
+                )?;
+                let panels = [(batch1 * panel_set) as i64, panel_set as i64];
+                (bp, panels, 0, 0)
+            }
         }
     };
-    let (bl, p) = bl;
     let blocked = BlockedCall {
         ap,
         b: bl,
@@ -1678,10 +1655,10 @@ fn gemm_via_blocked(b: &mut Builder, variant: &str, call: GemmCall) -> Result<()
         n,
         k,
         p: [p[0], p[1], a_offsets[0], a_offsets[1]],
-        ldb: 0,
+        ldb,
         lda,
         a_first,
-        b_first: 0,
+        b_first,
         y_strides: call.y_strides,
         batch: call.batch,
         batch1: call.batch1,

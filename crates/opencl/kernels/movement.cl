@@ -19,7 +19,8 @@ __kernel void copy_nd(__global const ELEM* src, __global ELEM* dst, int n, int r
 // one work-item per run of `inner` elements, whose start is found from the outer axes
 // (`dims`, `ss`, `ds`), its elements `ss_in` and `ds_in` apart, so the index arithmetic is
 // paid once per run instead of once per element.
-__kernel void copy_runs(__global const ELEM* src, __global ELEM* dst, __global const long* restrict P) {
+__kernel void copy_runs(__global const ELEM* src, __global ELEM* dst,
+                        __global const long* restrict P) {
     const int runs = P_INT(0);
     const int rank = P_INT(1);
     const int8 dims = P_INT8(2);
@@ -111,7 +112,8 @@ __kernel void gather_runs(__global const ELEM* data, __global const long* indice
 // writes, no per-element index arithmetic. With `split`, each padded row is stored with its
 // columns de-interleaved: the even ones first (ceil(Wp / 2) of them), then the odd ones,
 // so that a stride-2 kernel reads its taps as contiguous vectors. Global (rows, planes).
-__kernel void pad_planes(__global const ELEM* src, __global ELEM* dst, __global const long* restrict P) {
+__kernel void pad_planes(__global const ELEM* src, __global ELEM* dst,
+                         __global const long* restrict P) {
     const int H = P_INT(0);
     const int W = P_INT(1);
     const int rows = P_INT(2);

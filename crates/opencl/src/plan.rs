@@ -256,8 +256,9 @@ pub struct Builder<'a> {
 /// `base`. Transpose, Slice, Split, Expand, a Gather of constant indices and the reshapes
 /// of such a window make views; MatMul, Gemm, the binary and the unary kernels read them in
 /// place; any other consumer gets a contiguous copy, made by the first that asks
-/// ([`Builder::input`]), which is the copy the movement op made before views. A view holds its base's slot live until
-/// it is released or copied out.
+/// ([`Builder::input`]), which is the copy the movement op made before views. A view holds
+/// its base's slot live until it is released or copied out. A window that is the first
+/// elements of its base in order is no view but another name for the base.
 #[derive(Clone, Debug)]
 pub struct View {
     pub base: Loc,

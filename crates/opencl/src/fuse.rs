@@ -296,16 +296,8 @@ fn absorb_next(
                 .cloned();
             // A MatMul with a vector B has no column axis in its output for the bias to
             // run along (its last axis is A's rows).
-            let b_rank = head
-                .node
-                .inputs
-                .get(1)
-                .and_then(|b| b.as_deref())
-                .and_then(|b| {
-                    let info = graph.values.get(b).map(|v| v.shape.len());
-                    info.or_else(|| graph.initializers.get(b).map(|t| t.dims().len()))
-                });
-            let head_is_matmul = matches!(head.node.op, Op::MatMul) && b_rank >= Some(2);
+            let head_is_matmul =
+                matches!(head.node.op, Op::MatMul) && input_rank(graph, &head.node, 1) >= Some(2);
             match other {
                 // The residual must exist when the head runs, i.e. be made before it.
                 Some(other)
@@ -388,12 +380,8 @@ fn absorb_transpose(
     if !matches!(head.node.op, Op::MatMul) || head.epilogue.residual.is_some() {
         return false;
     }
-    let rank_of = |index: usize| {
-        let name = head.node.inputs.get(index)?.as_deref()?;
-        let info = graph.values.get(name).map(|v| v.shape.len());
-        info.or_else(|| graph.initializers.get(name).map(|t| t.dims().len()))
-    };
-    if !(rank_of(0) >= Some(2) && rank_of(1) >= Some(2)) {
+    if !(input_rank(graph, &head.node, 0) >= Some(2) && input_rank(graph, &head.node, 1) >= Some(2))
+    {
         return false;
     }
     let Some(value) = sole_output(nodes, i, outputs) else {
@@ -865,6 +853,13 @@ fn same_known_shape(graph: &Graph, a: &str, b: &str) -> bool {
         }
         _ => false,
     }
+}
+
+/// The rank of `node`'s input `index`, when the graph knows it.
+fn input_rank(graph: &Graph, node: &Node, index: usize) -> Option<usize> {
+    let name = node.inputs.get(index)?.as_deref()?;
+    let info = graph.values.get(name).map(|v| v.shape.len());
+    info.or_else(|| graph.initializers.get(name).map(|t| t.dims().len()))
 }
 
 /// Whether `a` and `b` can have one shape: one dtype, one rank, and equal extents wherever

@@ -556,10 +556,7 @@ impl<'a> Builder<'a> {
     /// Makes `alias` another name for `of`'s device data (Reshape and friends).
     pub fn alias(&mut self, alias: &str, of: &str) -> Result<(), OpError> {
         let loc = self.input(of)?;
-        if let Loc::Slot(s) = loc {
-            let owner = self.slots.owner(s);
-            self.slot_values[owner].insert(alias.to_string());
-        }
+        self.hold(&loc, alias);
         self.loc.insert(alias.to_string(), loc);
         Ok(())
     }
@@ -637,10 +634,7 @@ impl<'a> Builder<'a> {
         }
         let (_, flat) = coalesce(&dims, &[&view.strides, &strides_of(&dims)]);
         let whole = flat[0] == flat[1] && (flat[0][..] == [1] || flat[0][..] == [0]);
-        if let Loc::Slot(s) = view.base {
-            let owner = self.slots.owner(s);
-            self.slot_values[owner].insert(name.to_string());
-        }
+        self.hold(&view.base, name);
         if view.offset == 0 && whole {
             self.loc.insert(name.to_string(), view.base);
             return Ok(());
@@ -652,7 +646,18 @@ impl<'a> Builder<'a> {
         Ok(())
     }
 
-    /// `name` no longer keeps `base`'s slot live (a view released or copied out).
+    /// `name` keeps `base`'s slot live (an alias or a view of what is there).
+    fn hold(&mut self, base: &Loc, name: &str) {
+        if let Loc::Slot(s) = base {
+            let owner = self.slots.owner(*s);
+            if let Some(values) = self.slot_values.get_mut(owner) {
+                values.insert(name.to_string());
+            }
+        }
+    }
+
+    /// `name` no longer keeps `base`'s slot live (released, or a view copied out); the slot
+    /// is free once nothing does.
     fn unhold(&mut self, base: &Loc, name: &str) {
         if let Loc::Slot(s) = base {
             let s = self.slots.owner(*s);
@@ -768,18 +773,12 @@ impl<'a> Builder<'a> {
 
     /// Marks `name` dead: its slot is free once no live value shares it.
     pub fn release(&mut self, name: &str) {
-        if let Some(view) = self.views.remove(name) {
-            self.unhold(&view.base, name);
-            return;
-        }
-        if let Some(Loc::Slot(s)) = self.loc.get(name) {
-            let s = self.slots.owner(*s);
-            if let Some(values) = self.slot_values.get_mut(s) {
-                values.remove(name);
-                if values.is_empty() && !self.slots.free.contains(&s) {
-                    self.slots.free.push(s);
-                }
-            }
+        let base = match self.views.remove(name) {
+            Some(view) => Some(view.base),
+            None => self.loc.get(name).cloned(),
+        };
+        if let Some(base) = base {
+            self.unhold(&base, name);
         }
     }
 
@@ -837,6 +836,16 @@ pub fn int8(values: &[i64]) -> Result<[i32; 8], OpError> {
         })?;
     }
     Ok(out)
+}
+
+/// An element offset or stride as a kernel's 32-bit argument (negative for a view that
+/// walks backwards).
+pub fn i32_offset(v: i64) -> Result<i32, OpError> {
+    i32::try_from(v).map_err(|_| {
+        OpError::Unsupported(format!(
+            "offset or stride {v} exceeds the kernels' 32-bit indexing"
+        ))
+    })
 }
 
 /// Row-major strides of `dims` as i64.

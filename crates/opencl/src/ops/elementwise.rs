@@ -3,7 +3,7 @@
 
 use super::{broadcast_strides, input, optional_input, output, view_broadcast_strides};
 use crate::plan::StorageDefines;
-use crate::plan::{coalesce, i32_arg, int8, Arg, Builder, GemmKernel, Storage};
+use crate::plan::{coalesce, i32_arg, i32_offset, int8, Arg, Builder, GemmKernel, Storage};
 use crate::programs::Family;
 use concord_core::op::{Binary, Unary};
 use concord_core::{DType, Node, Op, OpError};
@@ -56,7 +56,7 @@ fn binary(b: &mut Builder, node: &Node, op: Binary) -> Result<(), OpError> {
         ],
     );
     let program = b.program(Family::Elementwise, storage.variant())?;
-    let (a_off, b_off) = (i32_arg_signed(av.offset)?, i32_arg_signed(bv.offset)?);
+    let (a_off, b_off) = (i32_offset(av.offset)?, i32_offset(bv.offset)?);
     let (a, bb) = (av.base, bv.base);
     let yl = b.alloc(y)?;
     let status = if integer && matches!(op, Binary::Div | Binary::Mod { .. }) {
@@ -117,8 +117,8 @@ fn binary(b: &mut Builder, node: &Node, op: Binary) -> Result<(), OpError> {
         Arg::Int8(int8(&strides[1][..last])?),
         status,
         Arg::I32(op.code() as i32),
-        Arg::I32(i32_arg_signed(strides[0][last])?),
-        Arg::I32(i32_arg_signed(strides[1][last])?),
+        Arg::I32(i32_offset(strides[0][last])?),
+        Arg::I32(i32_offset(strides[1][last])?),
         Arg::I32(a_off),
         Arg::I32(b_off),
     ];
@@ -126,16 +126,8 @@ fn binary(b: &mut Builder, node: &Node, op: Binary) -> Result<(), OpError> {
     Ok(())
 }
 
-/// Unary ops: the `unary` kernel with the op's U_* code and parameters.
-/// An offset or stride as a kernel's 32-bit argument.
-fn i32_arg_signed(v: i64) -> Result<i32, OpError> {
-    i32::try_from(v).map_err(|_| {
-        OpError::Unsupported(format!(
-            "offset or stride {v} exceeds the kernels' 32-bit indexing"
-        ))
-    })
-}
-
+/// Unary ops: the `unary` kernel with the op's U_* code and parameters, or `unary_strided`
+/// over a view.
 fn unary(b: &mut Builder, node: &Node, op: Unary) -> Result<(), OpError> {
     let (x, y) = (input(node, 0, "X")?, output(node)?);
     let dtype = b.dtype(x)?;
@@ -170,7 +162,7 @@ fn unary(b: &mut Builder, node: &Node, op: Unary) -> Result<(), OpError> {
                 Arg::I32(dims.len() as i32),
                 Arg::Int8(int8(&dims64)?),
                 Arg::Int8(int8(&strides[0])?),
-                Arg::I32(i32_arg_signed(view.offset)?),
+                Arg::I32(i32_offset(view.offset)?),
                 Arg::I32(op.def().code() as i32),
                 Arg::F32(alpha),
                 Arg::F32(beta),

@@ -570,10 +570,11 @@ pub(super) fn matmul(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> 
         return Ok(());
     }
     // A folded Transpose (see `Epilogue::output_perm`): the register-blocked GEMM stores
-    // its rows permuted; the tiled one makes the product, then one strided copy moves it.
+    // its rows permuted; the tiled one makes the product, and the output is a permuted view
+    // of it.
     let y_strides = match &fused.epilogue.output_perm {
         Some(perm) if b.gemm == GemmKernel::RegisterBlocked => Some(permuted_rows(b, fused, perm)?),
-        Some(perm) => return unpermuted_then_copied(b, fused, perm),
+        Some(perm) => return unpermuted_then_viewed(b, fused, perm),
         None => None,
     };
     let node = &fused.node;
@@ -730,8 +731,9 @@ fn permuted_rows(b: &Builder, fused: &FusedNode, perm: &[usize]) -> Result<[i64;
 }
 
 /// A MatMul with a folded Transpose on the tiled GEMM: the product into a value of its own,
-/// then one strided copy into the permuted output.
-fn unpermuted_then_copied(
+/// and the output a permuted [`View`] of it (read in place or copied out by its consumer,
+/// as an unfolded Transpose's would be).
+fn unpermuted_then_viewed(
     b: &mut Builder,
     fused: &FusedNode,
     perm: &[usize],
@@ -743,31 +745,35 @@ fn unpermuted_then_copied(
         dims[axis] = permuted[j];
     }
     let product = format!("{y}::unpermuted");
-    let dtype = b.dtype(y)?;
-    b.shapes.insert(product.clone(), Shape::new(dims.clone()));
-    b.dtypes.insert(product.clone(), dtype);
     let mut head = fused.clone();
     head.epilogue.output_perm = None;
-    head.node.outputs = vec![product.clone()];
-    matmul(b, &head)?;
+    build_head_as(b, head, &product, Shape::new(dims.clone()), y, matmul)?;
     let own = crate::plan::strides_of(&dims);
-    let src_strides: Vec<i64> = perm.iter().map(|&axis| own[axis]).collect();
-    let src = b.input(&product)?;
-    let dst = b.alloc(y)?;
-    let storage = b.storage(dtype);
-    super::copy_nd(
-        b,
-        storage,
-        src,
-        dst,
-        &permuted,
-        &src_strides,
-        &crate::plan::strides_of(&permuted),
-        0,
-        0,
-    )?;
+    let view = View {
+        base: b.input(&product)?,
+        offset: 0,
+        strides: perm.iter().map(|&axis| own[axis]).collect(),
+    };
+    b.set_view(y, view)?;
     b.release(&product);
     Ok(())
+}
+
+/// Builds `head` (a fused node that gave up part of what it absorbed) with its output
+/// renamed `product`, of `shape` and of the dtype of `like`.
+fn build_head_as(
+    b: &mut Builder,
+    mut head: FusedNode,
+    product: &str,
+    shape: Shape,
+    like: &str,
+    build: impl Fn(&mut Builder, &FusedNode) -> Result<(), OpError>,
+) -> Result<(), OpError> {
+    let dtype = b.dtype(like)?;
+    b.shapes.insert(product.to_string(), shape);
+    b.dtypes.insert(product.to_string(), dtype);
+    head.node.outputs = vec![product.to_string()];
+    build(b, &head)
 }
 
 /// A residual Add fused on the condition that the concrete shapes agree (see
@@ -796,11 +802,8 @@ fn split_residual(
     let mut head = fused.clone();
     head.epilogue.residual = None;
     head.epilogue.unchecked_add = None;
-    head.node.outputs = vec![product.clone()];
-    let (shape, dtype) = (b.shape(y)?.clone(), b.dtype(y)?);
-    b.shapes.insert(product.clone(), shape);
-    b.dtypes.insert(product.clone(), dtype);
-    build(b, &head)?;
+    let shape = b.shape(y)?.clone();
+    build_head_as(b, head, &product, shape, y, build)?;
     crate::partition::infer_concrete(b, add)?;
     super::build(
         b,

@@ -344,7 +344,6 @@ pub(crate) fn output(node: &Node) -> Result<&str, OpError> {
         .ok_or_else(|| OpError::Shape(format!("{} has no output", node.op.name())))
 }
 
-/// Strides of an operand of shape `dims` broadcast to `out` (0 on broadcast axes).
 /// The strides with which an operand of `dims`, laid out with `strides` (a view's, or its
 /// own row-major ones), is read for each coordinate of the broadcast output `out`: 0 along
 /// axes it lacks or has of extent 1.
@@ -358,21 +357,8 @@ pub(crate) fn view_broadcast_strides(dims: &[usize], strides: &[i64], out: &[usi
         .collect()
 }
 
+/// Strides of an operand of shape `dims`, laid out row-major, broadcast to `out` (0 on
+/// broadcast axes).
 pub(crate) fn broadcast_strides(dims: &[usize], out: &[usize]) -> Vec<i64> {
-    let own = crate::plan::strides_of(dims);
-    let offset = out.len() - dims.len().min(out.len());
-    (0..out.len())
-        .map(|axis| {
-            if axis < offset {
-                0
-            } else {
-                let d = dims[axis - offset];
-                if d == 1 {
-                    0
-                } else {
-                    own[axis - offset]
-                }
-            }
-        })
-        .collect()
+    view_broadcast_strides(dims, &crate::plan::strides_of(dims), out)
 }

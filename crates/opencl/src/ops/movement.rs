@@ -8,10 +8,10 @@
 //! fewest axes that visit the same elements (see [`coalesce`]). Pad, Cast and other Gathers
 //! have their own kernels.
 
-use super::{input, optional_input, output};
+use super::{input, optional_input, output, view_broadcast_strides};
 use crate::plan::StorageDefines;
 use crate::plan::{
-    coalesce, i32_arg, int8, strides_of, Arg, Builder, GemmKernel, Loc, Storage, View,
+    coalesce, i32_arg, i32_offset, int8, strides_of, Arg, Builder, GemmKernel, Loc, Storage, View,
 };
 use crate::programs::Family;
 use concord_core::shape::normalize_axis;
@@ -71,11 +71,6 @@ pub(crate) fn copy_nd(
     } else {
         dims.len()
     };
-    let offset = |v: i64| {
-        i32::try_from(v).map_err(|_| {
-            OpError::Unsupported(format!("offset {v} exceeds the kernels' 32-bit indexing"))
-        })
-    };
     // On CPU devices a real permutation or strided copy walks its innermost axis in a loop
     // (copy_runs): the per-element index arithmetic, not the bytes, is what such a copy
     // costs there. On a GPU neighbouring work-items should touch neighbouring elements.
@@ -96,11 +91,11 @@ pub(crate) fn copy_nd(
                 Arg::Int8(int8(&dims64)?),
                 Arg::Int8(int8(&ss[..outer])?),
                 Arg::Int8(int8(&ds[..outer])?),
-                Arg::I32(offset(src_off)?),
-                Arg::I32(offset(dst_off)?),
+                Arg::I32(i32_offset(src_off)?),
+                Arg::I32(i32_offset(dst_off)?),
                 Arg::I32(i32_arg(inner, "run length")?),
-                Arg::I32(offset(ss[outer])?),
-                Arg::I32(offset(ds[outer])?),
+                Arg::I32(i32_offset(ss[outer])?),
+                Arg::I32(i32_offset(ds[outer])?),
             ],
         );
         return Ok(());
@@ -118,8 +113,8 @@ pub(crate) fn copy_nd(
             Arg::Int8(int8(&dims64)?),
             Arg::Int8(int8(ss)?),
             Arg::Int8(int8(ds)?),
-            Arg::I32(offset(src_off)?),
-            Arg::I32(offset(dst_off)?),
+            Arg::I32(i32_offset(src_off)?),
+            Arg::I32(i32_offset(dst_off)?),
         ],
     );
     Ok(())
@@ -168,7 +163,7 @@ fn reshape(b: &mut Builder, x: &str, y: &str) -> Result<(), OpError> {
 /// Strides with which `new` walks the same elements, in the same order, as `dims` with
 /// `strides` do, when some exist: each group of new axes must cover a group of old axes
 /// that steps through memory as one run. None for a size mismatch or an empty value.
-pub(crate) fn reshaped_strides(dims: &[usize], strides: &[i64], new: &[usize]) -> Option<Vec<i64>> {
+fn reshaped_strides(dims: &[usize], strides: &[i64], new: &[usize]) -> Option<Vec<i64>> {
     let count: usize = dims.iter().product();
     if count == 0 || count != new.iter().product::<usize>() || dims.len() != strides.len() {
         return None;
@@ -294,15 +289,7 @@ fn expand(b: &mut Builder, node: &Node) -> Result<(), OpError> {
     let v = b.view(x)?;
     // Each output axis steps as the input axis it comes from, and not at all where the
     // input repeats (absent or of extent 1).
-    let lead = out_dims.len().saturating_sub(in_dims.len());
-    let strides = (0..out_dims.len())
-        .map(
-            |axis| match axis.checked_sub(lead).map(|i| (in_dims[i], v.strides[i])) {
-                Some((d, s)) if d != 1 => s,
-                _ => 0,
-            },
-        )
-        .collect();
+    let strides = view_broadcast_strides(&in_dims, &v.strides, &out_dims);
     b.set_view(y, View { strides, ..v })
 }
 
@@ -462,13 +449,12 @@ fn gather(b: &mut Builder, node: &Node, axis: i64) -> Result<(), OpError> {
     // no status word for this node (two transfers fewer per forward where no other node
     // needs one). Known but out of range, the forward reports it as any Gather does.
     let extent = dims[axis] as f64;
-    let in_range = b
-        .host_value(indices)
-        .map(Tensor::to_f64_vec)
+    let known = b.host_value(indices).map(Tensor::to_f64_vec);
+    let in_range = known
+        .as_ref()
         .is_some_and(|v| v.iter().all(|i| (-extent..extent).contains(i)));
     // Constant indices in range that step evenly (one index, or a run such as 2, 4, 6)
     // select a window of the data: a view, no copy.
-    let known = b.host_value(indices).map(Tensor::to_f64_vec);
     let rank = b.shape(indices)?.rank();
     if let (Some(idx), true, true) = (known, in_range, rank <= 1) {
         let wrap = |i: f64| if i < 0.0 { i + extent } else { i } as i64;

@@ -518,9 +518,9 @@ fn attention_views() -> Graph {
 }
 
 /// Slice, Split, Expand and Gather views read by binary kernels (with offsets, strides and
-/// the 0 stride of a broadcast), by MatMul (rows unevenly spaced across batches, a
-/// reversing slice copied out first) and by Concat, and copied out for a unary op and
-/// for graph outputs.
+/// the 0 stride of a broadcast), by a unary kernel, by MatMul (rows unevenly spaced across
+/// batches, a reversing slice copied out first) and by Concat, and copied out for graph
+/// outputs; and a Slice of the first rows, which is no view but another name.
 fn slice_views() -> Graph {
     use concord::op::Binary;
     let mut v = Views::new(
@@ -534,6 +534,7 @@ fn slice_views() -> Graph {
             "mm_rows",
             "mm_batched",
             "split_b",
+            "mm_prefix",
         ],
     );
     let s1 = v.slice("input", [&[1, 2], &[9, 11]], &[1, 2], &[2, 3], "s1");
@@ -577,6 +578,10 @@ fn slice_views() -> Graph {
     v.node(Op::MatMul, &["rows_flat", &w12], "mm_rows");
     v.transpose("input", &[1, 0, 2], "swapped");
     v.node(Op::MatMul, &["swapped", &w12], "mm_batched");
+    // The first rows in order: no view, another name for the input's buffer.
+    let prefix = v.slice("input", [&[0], &[2]], &[0], &[1], "prefix");
+    v.reshape(&prefix, &[20, 12], "prefix_flat");
+    v.node(Op::MatMul, &["prefix_flat", &w12], "mm_prefix");
     v.g
 }
 

@@ -6,12 +6,15 @@
 //! step by step, which costs less there than a second launch. The kernels read W and R
 //! transposed, so that neighbouring work-items read neighbouring elements: a constant W or
 //! R is transposed once on the host, a run-time one by a copy launch. A work-item takes
-//! one hidden row of every gate, or with the CPU-device kernels four consecutive rows as
-//! 4-lane vectors ([`CPU_ROWS`]); every sum keeps the reference's order, so the outputs do
-//! not depend on these choices. Directions, `layout`, every activation function with its
-//! alpha and beta, `clip`, `linear_before_reset`, `input_forget`, initial states and
-//! peepholes are implemented; `sequence_lens` and RNN are declined by [`check`], so those
-//! nodes run on the reference and the placement says why.
+//! one hidden row of every gate, or with the CPU-device kernels three blocks of eight
+//! consecutive rows as 8-lane vectors ([`CPU_ROWS`], [`CPU_BLOCKS`]); every sum keeps the
+//! reference's order, so the outputs do not depend on these choices. Where every direction
+//! has the same kinds of activation functions, the build fixes them (`RNN_KIND_F`, `_G`,
+//! `_H`) and the kernels' switch over kinds folds away. Directions, `layout`, every
+//! activation function with its alpha and beta, `clip`, `linear_before_reset`,
+//! `input_forget`, initial states and peepholes are implemented; `sequence_lens` and RNN
+//! are declined by [`check`], so those nodes run on the reference and the placement says
+//! why.
 
 use super::{input, optional_input};
 use crate::plan::{i32_arg, strides_of, Arg, Builder, GemmKernel, Loc, StorageDefines};
@@ -24,15 +27,22 @@ use concord_core::{DType, Graph, Node, OpError, Shape, Tensor};
 /// intermediates (kernels/recurrent.cl's SCRATCH_ROWS).
 const SCRATCH_ROWS: usize = 5;
 
-/// The most work-items one (direction, batch entry) work-group has; each takes blocks of
-/// hidden rows j, j + L·ROWS, … .
+/// The most work-items one (direction, batch entry) work-group has; each takes spans of
+/// hidden rows j, j + L·SPAN, … (a span: RNN_BLOCKS blocks of RNN_ROWS rows).
 const MAX_GROUP: usize = 256;
 
-/// Consecutive hidden rows per work-item (the kernels' RNN_ROWS) with the CPU-device
-/// kernels: their sums, activations and updates are 4-lane vectors, which a CPU device
-/// computes at once (transcendental functions included). A GPU's work-items take one row
-/// each, so that a step's latency stays one row's.
-const CPU_ROWS: usize = 4;
+/// Consecutive hidden rows per block (the kernels' RNN_ROWS) with the CPU-device kernels:
+/// a block's sums, activations and updates are 8-lane vectors of double, which an AVX-512
+/// device computes in one instruction (transcendental functions included; four rows were
+/// 89 µs per torch_lstm_lm forward on PoCL's `basic` device, eight 72). A GPU's
+/// work-items take one row each, so that a step's latency stays one row's.
+const CPU_ROWS: usize = 8;
+
+/// Blocks of [`CPU_ROWS`] rows per work-item with the CPU-device kernels (the kernels'
+/// RNN_BLOCKS): every block's sum of every gate is a chain of its own, and twelve LSTM
+/// chains hide the addition's latency that four leave exposed (torch_lstm_lm 73 → 65 µs on
+/// `basic`). A block past the last hidden row is computed and dropped.
+const CPU_BLOCKS: usize = 3;
 
 /// Flag bits of the kernels' `flags` argument (kernels/recurrent.cl).
 const HAS_B: i32 = 1;
@@ -183,20 +193,61 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
         }
     }
 
+    // The activation table the kernels read: per function of each direction, its kind (its
+    // position in RnnActivationKind::ALL), alpha and beta; always f32, whatever the target.
+    let functions = r.cell.functions();
+    if r.activations.len() != functions * dirs {
+        return Err(OpError::Attribute {
+            name: "activations",
+            detail: format!(
+                "{name} with {dirs} direction(s) takes {} activations, the node has {}",
+                functions * dirs,
+                r.activations.len()
+            ),
+        });
+    }
+    let mut table = Vec::with_capacity(3 * r.activations.len());
+    let mut kinds = Vec::with_capacity(r.activations.len());
+    for a in &r.activations {
+        let kind = RnnActivationKind::ALL
+            .iter()
+            .position(|row| row.0 == a.kind)
+            .ok_or_else(|| {
+                OpError::Unsupported(format!(
+                    "{name}: activation {} has no code in the OpenCL kernels",
+                    a.kind.name()
+                ))
+            })?;
+        table.extend([kind as f32, a.alpha, a.beta]);
+        kinds.push(kind);
+    }
     let storage = b.storage(b.dtype(x)?);
     // The CPU-device kernel set goes with the register-blocked GEMM, which CPU devices get
     // and CONCORD_OPENCL_GEMM=register-blocked asks for anywhere (that is how `cargo xtask
     // oclgrind` checks these kernels' memory accesses on its simulated GPU).
-    let rows_per_item = if b.gemm == GemmKernel::RegisterBlocked {
-        CPU_ROWS
+    let (rows_per_block, blocks_per_item) = if b.gemm == GemmKernel::RegisterBlocked {
+        (CPU_ROWS, CPU_BLOCKS)
     } else {
-        1
+        (1, 1)
     };
-    let program = b.program(
-        Family::Recurrent,
-        &format!("{} -DRNN_ROWS={rows_per_item}", storage.variant()),
-    )?;
-    let blocks = hidden.div_ceil(rows_per_item);
+    let mut options = format!(
+        "{} -DRNN_ROWS={rows_per_block} -DRNN_BLOCKS={blocks_per_item}",
+        storage.variant()
+    );
+    // Where every direction has the same kinds of functions (as in every exported model),
+    // the build fixes them, so that the kernels' activation switch folds away and the
+    // functions inline; alpha and beta are still read from the table.
+    let mut directions = kinds.chunks(functions.max(1));
+    if let Some(first) = directions.next() {
+        if directions.all(|d| d == first) {
+            for (define, kind) in ["F", "G", "H"].iter().zip(first) {
+                options.push_str(&format!(" -DRNN_KIND_{define}={kind}"));
+            }
+        }
+    }
+    let program = b.program(Family::Recurrent, &options)?;
+    // Work-items per (direction, batch entry): one per span of hidden rows.
+    let spans = hidden.div_ceil(rows_per_block * blocks_per_item);
     let xl = b.input(x)?;
     let rows = gates * hidden;
     let wt = transposed(b, node, w, "W", [dirs, rows, input_size], storage)?;
@@ -231,9 +282,9 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
             })
     };
     // X's part of the gates: on a GPU one parallel launch ahead of the walk computes it for
-    // every step; the CPU-device walk computes it step by step itself, four rows at a time,
-    // where it costs less than a CPU device's second launch.
-    let inline_x = rows_per_item == CPU_ROWS;
+    // every step; the CPU-device walk computes it step by step itself, a span of rows at a
+    // time, where it costs less than a CPU device's second launch.
+    let inline_x = rows_per_block == CPU_ROWS;
     if inline_x {
         flags |= INLINE_X;
     }
@@ -259,32 +310,6 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
             None => scratch.clone(),
         });
     }
-    // The activation table the kernels read: per function of each direction, its kind (its
-    // position in RnnActivationKind::ALL), alpha and beta; always f32, whatever the target.
-    let functions = r.cell.functions();
-    if r.activations.len() != functions * dirs {
-        return Err(OpError::Attribute {
-            name: "activations",
-            detail: format!(
-                "{name} with {dirs} direction(s) takes {} activations, the node has {}",
-                functions * dirs,
-                r.activations.len()
-            ),
-        });
-    }
-    let mut table = Vec::with_capacity(3 * r.activations.len());
-    for a in &r.activations {
-        let kind = RnnActivationKind::ALL
-            .iter()
-            .position(|row| row.0 == a.kind)
-            .ok_or_else(|| {
-                OpError::Unsupported(format!(
-                    "{name}: activation {} has no code in the OpenCL kernels",
-                    a.kind.name()
-                ))
-            })?;
-        table.extend([kind as f32, a.alpha, a.beta]);
-    }
     let table =
         Tensor::from_f32([table.len()], table).map_err(|e| OpError::Shape(e.to_string()))?;
     let acts = b.constant(&format!("{}::activations", node.name), &table, Storage::F32)?;
@@ -306,8 +331,8 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
         b.launch(
             &program,
             "rnn_project",
-            &[blocks, steps, dirs],
-            Some(&[blocks.next_multiple_of(8).clamp(8, 64), 1, 1]),
+            &[spans, steps, dirs],
+            Some(&[spans.next_multiple_of(8).clamp(8, 64), 1, 1]),
             [
                 vec![
                     Arg::Buf(xl.clone()),
@@ -344,7 +369,7 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
         Arg::I32(flags),
         Arg::F32(r.clip.unwrap_or(0.0)),
     ]);
-    let local = blocks
+    let local = spans
         .clamp(1, MAX_GROUP)
         .min(b.device.max_work_group_size.max(1));
     let kernel = if lstm { "lstm" } else { "gru" };

@@ -103,6 +103,12 @@ impl ProgramCache {
         }
     }
 
+    /// The rows the CPU-device builds sum at a time: 8 where the device's vector registers
+    /// are many and wide (AVX-512), else 4.
+    pub fn block_rows(&self) -> usize {
+        self.block_rows
+    }
+
     /// Number of programs built or being built, for tests and `Debug`.
     pub fn len(&self) -> usize {
         self.entries.lock().map(|e| e.len()).unwrap_or(0)

@@ -6,7 +6,7 @@
 //! step by step, which costs less there than a second launch. The kernels read W and R
 //! transposed, so that neighbouring work-items read neighbouring elements: a constant W or
 //! R is transposed once on the host, a run-time one by a copy launch. A work-item takes
-//! one hidden row of every gate, or with the CPU-device kernels three blocks of eight
+//! one hidden row of every gate, or with the CPU-device kernels blocks of eight
 //! consecutive rows as 8-lane vectors ([`CPU_ROWS`], [`CPU_BLOCKS`]); every sum keeps the
 //! reference's order, so the outputs do not depend on these choices. Where every direction
 //! has the same kinds of activation functions, the build fixes them (`RNN_KIND_F`, `_G`,
@@ -39,9 +39,10 @@ const MAX_GROUP: usize = 256;
 const CPU_ROWS: usize = 8;
 
 /// Blocks of [`CPU_ROWS`] rows per work-item with the CPU-device kernels (the kernels'
-/// RNN_BLOCKS): every block's sum of every gate is a chain of its own, and twelve LSTM
-/// chains hide the addition's latency that four leave exposed (torch_lstm_lm 73 → 65 µs on
-/// `basic`). A block past the last hidden row is computed and dropped.
+/// RNN_BLOCKS) on a device with AVX-512's registers (the GEMM's [`crate::BlockRows`] of
+/// eight), else one: every block's sum of every gate is a chain of its own, and twelve
+/// LSTM chains hide the addition's latency that four leave exposed (torch_lstm_lm 73 → 65
+/// µs on `basic`). A block past the last hidden row is computed and dropped.
 const CPU_BLOCKS: usize = 3;
 
 /// Flag bits of the kernels' `flags` argument (kernels/recurrent.cl).
@@ -225,10 +226,12 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
     // The CPU-device kernel set goes with the register-blocked GEMM, which CPU devices get
     // and CONCORD_OPENCL_GEMM=register-blocked asks for anywhere (that is how `cargo xtask
     // oclgrind` checks these kernels' memory accesses on its simulated GPU).
-    let (rows_per_block, blocks_per_item) = if b.gemm == GemmKernel::RegisterBlocked {
-        (CPU_ROWS, CPU_BLOCKS)
-    } else {
-        (1, 1)
+    let (rows_per_block, blocks_per_item) = match b.gemm {
+        // Twelve 8-lane double sums need AVX-512's 32 vector registers; where the GEMM
+        // sums four rows at a time (AVX2's sixteen), a work-item takes one block.
+        GemmKernel::RegisterBlocked if b.programs.block_rows() == 8 => (CPU_ROWS, CPU_BLOCKS),
+        GemmKernel::RegisterBlocked => (CPU_ROWS, 1),
+        _ => (1, 1),
     };
     let mut options = format!(
         "{} -DRNN_ROWS={rows_per_block} -DRNN_BLOCKS={blocks_per_item}",

@@ -135,16 +135,15 @@ inline accv_t rnn_clip(accv_t v, int flags, float clip) {
     return v < -c ? -c : (v > c ? c : v);
 }
 
-// Flat offsets: X[t, n, i] (or X[n, t, i]); Y[t, d, n, j] (or Y[n, t, d, j]); a state's
-// [d, n, j] (or [n, d, j]).
+// Flat offsets: X[t, n, i] (or X[n, t, i]); a state's [d, n, j] (or [n, d, j]).
 inline long rnn_x_at(int t, int n, int seq, int batch, int input, int flags) {
     return (flags & BATCH_MAJOR) ? ((long)n * seq + t) * input : ((long)t * batch + n) * input;
 }
 
-inline long rnn_y_at(int t, int d, int n, int j, int seq, int dirs, int batch, int hidden,
-                     int flags) {
-    return (flags & BATCH_MAJOR) ? (((long)n * seq + t) * dirs + d) * hidden + j
-                                 : (((long)t * dirs + d) * batch + n) * hidden + j;
+// Y[t, d, n, j] is at t·ys.s0 + d·ys.s1 + n·ys.s2 + j·ys.s3: the strides of Y's layout
+// (seq-first, or batch-first with BATCH_MAJOR), or of the Transpose folded into the node.
+inline long rnn_y_at(int t, int d, int n, int j, int8 ys) {
+    return (long)t * ys.s0 + (long)d * ys.s1 + (long)n * ys.s2 + (long)j * ys.s3;
 }
 
 inline long rnn_state_at(int d, int n, int j, int dirs, int batch, int hidden, int flags) {
@@ -293,7 +292,7 @@ __kernel void rnn_project(CTPTR X, CTPTR WT, __global rnn_t* XW, int seq, int ba
 __kernel void gru(CTPTR X, CTPTR WT, __global const rnn_t* XW, CTPTR RT, CTPTR B, CTPTR H0,
                   TPTR Y, TPTR YH, __global rnn_t* S, __global const float* acts, int seq,
                   int batch, int input, int hidden, int dirs, int mode, int flags,
-                  float clip) {
+                  float clip, int8 ys) {
     const int lid = get_local_id(0), L = get_local_size(0);
     const int group = get_group_id(1);
     if (group >= dirs * batch) return;
@@ -379,7 +378,7 @@ __kernel void gru(CTPTR X, CTPTR WT, __global const rnn_t* XW, CTPTR RT, CTPTR B
         for (int j = lid; j < hidden; j += L) {
             h[j] = next[j];
             if (flags & HAS_Y) {
-                ST(Y, rnn_y_at(t, d, n, j, seq, dirs, batch, hidden, flags), (float)next[j]);
+                ST(Y, rnn_y_at(t, d, n, j, ys), (float)next[j]);
             }
         }
         barrier(CLK_GLOBAL_MEM_FENCE);
@@ -395,7 +394,7 @@ __kernel void gru(CTPTR X, CTPTR WT, __global const rnn_t* XW, CTPTR RT, CTPTR B
 __kernel void lstm(CTPTR X, CTPTR WT, __global const rnn_t* XW, CTPTR RT, CTPTR B, CTPTR H0,
                    CTPTR C0, CTPTR P, TPTR Y, TPTR YH, TPTR YC, __global rnn_t* S,
                    __global const float* acts, int seq, int batch, int input, int hidden,
-                   int dirs, int mode, int flags, float clip) {
+                   int dirs, int mode, int flags, float clip, int8 ys) {
     const int lid = get_local_id(0), L = get_local_size(0);
     const int group = get_group_id(1);
     if (group >= dirs * batch) return;
@@ -462,7 +461,7 @@ __kernel void lstm(CTPTR X, CTPTR WT, __global const rnn_t* XW, CTPTR RT, CTPTR 
         for (int j = lid; j < hidden; j += L) {
             h[j] = next[j];
             if (flags & HAS_Y) {
-                ST(Y, rnn_y_at(t, d, n, j, seq, dirs, batch, hidden, flags), (float)next[j]);
+                ST(Y, rnn_y_at(t, d, n, j, ys), (float)next[j]);
             }
         }
         barrier(CLK_GLOBAL_MEM_FENCE);

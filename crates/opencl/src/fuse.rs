@@ -81,9 +81,10 @@ pub struct Epilogue {
     /// concrete shapes differ (the Add broadcasts) runs the GEMM and this Add as two
     /// launches. Nothing is fused after such a residual.
     pub unchecked_add: Option<Node>,
-    /// A MatMul that writes its output permuted so: the Transpose after it (attention's
-    /// merge of the heads, which keeps the last axis last) folded into where the GEMM
-    /// stores each row. Nothing is fused after it.
+    /// A node that writes its output permuted so: the Transpose after it folded into where
+    /// the node stores. A MatMul's (attention's merge of the heads, which keeps the last
+    /// axis last) into where the GEMM stores each row, nothing fused after it; a GRU's or
+    /// LSTM's Y into the strides the walk stores it at.
     pub output_perm: Option<Vec<usize>>,
 }
 
@@ -105,6 +106,8 @@ pub enum FusionFault {
     /// A squeeze-excite tail folded into a GlobalAveragePool loses its second conv's
     /// activation (the gate).
     ExciteGateDropped,
+    /// A GRU or LSTM stores Y unpermuted although a Transpose of it was folded in.
+    RecurrentPermDropped,
 }
 
 /// A node of the fused partition.
@@ -197,6 +200,9 @@ pub fn fuse(graph: &mut Graph) -> Vec<FusedNode> {
                     || absorb_silu(graph, &mut nodes, i, &outputs)
                 {}
             }
+            Op::Recurrent(_) => {
+                absorb_recurrent_transpose(&mut nodes, i, &outputs);
+            }
             Op::MatMul | Op::Gemm(_) => {
                 while nodes[i].epilogue.unchecked_add.is_none()
                     && nodes[i].epilogue.output_perm.is_none()
@@ -226,6 +232,15 @@ pub fn plant(nodes: &mut [FusedNode], fault: FusionFault) {
     if fault == FusionFault::ExciteGateDropped {
         for excite in nodes.iter_mut().filter_map(|f| f.excite.as_mut()) {
             excite.expand = Activation::None;
+        }
+        return;
+    }
+    if fault == FusionFault::RecurrentPermDropped {
+        for fused in nodes
+            .iter_mut()
+            .filter(|f| matches!(f.node.op, Op::Recurrent(_)))
+        {
+            fused.epilogue.output_perm = None;
         }
         return;
     }
@@ -259,7 +274,7 @@ pub fn plant(nodes: &mut [FusedNode], fault: FusionFault) {
                     epilogue.activation = Activation::None;
                 }
             }
-            FusionFault::ExciteGateDropped => {}
+            FusionFault::ExciteGateDropped | FusionFault::RecurrentPermDropped => {}
         }
     }
 }
@@ -390,22 +405,10 @@ fn absorb_transpose(
     let Some(j) = only_reader(nodes, i, &value, outputs) else {
         return false;
     };
-    let Op::Transpose { perm: Some(perm) } = &nodes[j].node.op else {
+    let Some(perm) = transpose_of(&nodes[j].node, &value) else {
         return false;
     };
-    let rank = perm.len();
-    let perm: Vec<usize> = perm
-        .iter()
-        .filter_map(|&a| usize::try_from(a).ok())
-        .collect();
-    let mut seen = perm.clone();
-    seen.sort_unstable();
-    if !(2..=4).contains(&rank)
-        || perm.len() != rank
-        || seen != (0..rank).collect::<Vec<_>>()
-        || perm[rank - 1] != rank - 1
-        || !input_is(&nodes[j].node, 0, &value)
-    {
+    if perm.last() != Some(&(perm.len() - 1)) {
         return false;
     }
     let Some(out) = nodes[j].node.outputs.first().cloned() else {
@@ -417,6 +420,62 @@ fn absorb_transpose(
     nodes[i].fused.push(name);
     nodes.remove(j);
     true
+}
+
+/// Absorbs the Transpose that alone reads a GRU's or LSTM's Y (node `i`'s output 0): the
+/// walk stores Y's elements at the permuted strides instead, so that a bidirectional
+/// layer's Y, [seq, dirs, batch, hidden], reaches the next layer as [seq, batch, dirs,
+/// hidden] without a copy (PyTorch exports a stacked bidirectional LSTM or GRU with a
+/// Transpose and a Reshape after every layer). True when it did.
+fn absorb_recurrent_transpose(
+    nodes: &mut Vec<FusedNode>,
+    i: usize,
+    outputs: &HashSet<String>,
+) -> bool {
+    let Some(y) = nodes[i]
+        .node
+        .outputs
+        .first()
+        .filter(|y| !y.is_empty())
+        .cloned()
+    else {
+        return false;
+    };
+    let Some(j) = only_reader(nodes, i, &y, outputs) else {
+        return false;
+    };
+    let Some(perm) = transpose_of(&nodes[j].node, &y).filter(|p| p.len() == 4) else {
+        return false;
+    };
+    let Some(out) = nodes[j].node.outputs.first().cloned() else {
+        return false;
+    };
+    let name = nodes[j].node.name.clone();
+    nodes[i].epilogue.output_perm = Some(perm);
+    nodes[i].node.outputs[0] = out;
+    nodes[i].fused.push(name);
+    nodes.remove(j);
+    true
+}
+
+/// The perm of `node` when it is a Transpose of `value` (its input 0) with an explicit
+/// perm of rank 2 to 4 that names every axis once.
+fn transpose_of(node: &Node, value: &str) -> Option<Vec<usize>> {
+    let Op::Transpose { perm: Some(perm) } = &node.op else {
+        return None;
+    };
+    let rank = perm.len();
+    let perm: Vec<usize> = perm
+        .iter()
+        .filter_map(|&a| usize::try_from(a).ok())
+        .collect();
+    let mut seen = perm.clone();
+    seen.sort_unstable();
+    ((2..=4).contains(&rank)
+        && perm.len() == rank
+        && seen == (0..rank).collect::<Vec<_>>()
+        && input_is(node, 0, value))
+    .then_some(perm)
 }
 
 /// Absorbs the erf GELU that reads node `i`'s output `x` as PyTorch exports it:

@@ -741,12 +741,14 @@ impl PreparedPartition for OpenClPartition {
 fn infer_fused(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> {
     infer_concrete(b, &fused.node)?;
     if let Some(perm) = &fused.epilogue.output_perm {
-        // The Transpose folded into a MatMul: its output has the permuted shape.
+        // The Transpose folded into a MatMul, GRU or LSTM: its output has the permuted
+        // shape.
         let y = ops::output(&fused.node)?;
         let dims = b.shape(y)?.dims().to_vec();
         if dims.len() != perm.len() {
             return Err(OpError::Shape(format!(
-                "MatMul: the folded Transpose's perm {perm:?} does not fit the output {dims:?}"
+                "{}: the folded Transpose's perm {perm:?} does not fit the output {dims:?}",
+                fused.node.name
             )));
         }
         let permuted: Vec<usize> = perm.iter().map(|&a| dims[a]).collect();

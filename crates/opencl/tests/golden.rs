@@ -153,9 +153,10 @@ fn golden_cases_on_opencl_with_four_and_eight_row_register_blocks() {
 }
 
 /// The fusions of a transformer block (a MatMul's bias, residual, erf GELU and scale by a
-/// constant), EfficientNet's SiLU (Sigmoid and Mul fused into the Conv before them) and
-/// MobileNetV3's squeeze-excite blocks (two 1×1 convs folded into the pool before them)
-/// proved catchable: with each wrong fusion planted in the OpenCL executor, the
+/// constant), EfficientNet's SiLU (Sigmoid and Mul fused into the Conv before them),
+/// MobileNetV3's squeeze-excite blocks (two 1×1 convs folded into the pool before them) and
+/// a bidirectional LSTM's Transpose of Y (folded into where the walk stores Y) proved
+/// catchable: with each wrong fusion planted in the OpenCL executor, the
 /// outputs of the cases that have that fusion are out of the case's tolerance, element
 /// values wrong with the right shape (the unplanted executor passes the same cases in
 /// `golden_cases_on_opencl`). torch_bert_encoder's activations have extents known only at
@@ -163,8 +164,8 @@ fn golden_cases_on_opencl_with_four_and_eight_row_register_blocks() {
 /// √d is the scale. Without an OpenCL runtime the planted executor is never used, and the
 /// outputs (from the reference) match.
 #[test]
-fn a_planted_wrong_fusion_is_caught_by_the_transformer_and_efficientnet_cases() {
-    let test = "a_planted_wrong_fusion_is_caught_by_the_transformer_and_efficientnet_cases";
+fn a_planted_wrong_fusion_is_caught_by_a_named_golden_case() {
+    let test = "a_planted_wrong_fusion_is_caught_by_a_named_golden_case";
     let here = opencl_here(test);
     let manifest = load_manifest();
     let block = [
@@ -181,12 +182,17 @@ fn a_planted_wrong_fusion_is_caught_by_the_transformer_and_efficientnet_cases() 
     // conv takes, so the whole block folds into the pool.
     let efficientnet = [FusionFault::SiluAsHardSwish, FusionFault::ExciteGateDropped];
     let mobilenet_v3 = [FusionFault::ExciteGateDropped];
+    // Each layer's Y, [seq, dirs, batch, hidden], is transposed to [seq, batch, dirs,
+    // hidden] before the Reshape for the next; dirs and batch are both 2, so a Y stored
+    // unpermuted has the right shape and the wrong elements.
+    let lstm = [FusionFault::RecurrentPermDropped];
     for (case_name, faults) in [
         ("transformer_encoder_block", &block[..]),
         ("torchvision_vit", &block),
         ("torch_bert_encoder", &bert),
         ("torchvision_efficientnet", &efficientnet),
         ("torchvision_mobilenet_v3_small", &mobilenet_v3),
+        ("torch_lstm_lm", &lstm),
     ] {
         let Some(case) = manifest.cases.iter().find(|c| c.name == case_name) else {
             panic!("{test}: the golden manifest has no {case_name} case");

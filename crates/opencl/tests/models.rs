@@ -600,6 +600,95 @@ fn movement_views_agree_with_the_reference() {
     );
 }
 
+/// GRU and LSTM layers whose Y a Transpose alone reads, which the walk then stores at the
+/// permuted strides: a bidirectional LSTM's Y to [seq, batch, dirs, hidden] and reshaped
+/// for a GRU (PyTorch's stacked layers), a batch-first LSTM's Y and a bidirectional GRU's
+/// (linear_before_reset) moved by other perms. Hidden sizes 10, 7 and 9 leave ragged row
+/// blocks, and dirs and batch differ, so a stride applied to the wrong axis shows.
+fn recurrent_transposes() -> Graph {
+    use concord::op::{Recurrent, RecurrentCell, RnnDirection};
+    let mut v = Views::new(
+        "recurrent_transposes",
+        &[5, 3, 6],
+        &["stacked", "batch_first", "gru_moved"],
+    );
+    let layer = |v: &mut Views, r: Recurrent, x: &str, input: usize, hidden: usize, y: &str| {
+        let dirs = r.direction.count();
+        let rows = r.cell.gates() * hidden;
+        let w = v.weight(&format!("{y}_w"), &[dirs, rows, input]);
+        let rw = v.weight(&format!("{y}_r"), &[dirs, rows, hidden]);
+        let b = v.weight(&format!("{y}_b"), &[dirs, 2 * rows]);
+        v.node(Op::Recurrent(r), &[x, &w, &rw, &b], y)
+    };
+    let lstm = Recurrent::new(RecurrentCell::Lstm, RnnDirection::Bidirectional);
+    layer(&mut v, lstm.clone(), "input", 6, 10, "lstm_y");
+    v.transpose("lstm_y", &[0, 2, 1, 3], "lstm_t");
+    v.reshape("lstm_t", &[5, 3, 20], "lstm_flat");
+    layer(
+        &mut v,
+        Recurrent::new(RecurrentCell::Gru, RnnDirection::Forward),
+        "lstm_flat",
+        20,
+        7,
+        "gru_y",
+    );
+    v.reshape("gru_y", &[5, 3, 7], "stacked");
+    v.transpose("input", &[1, 0, 2], "batch_major_x");
+    let batch_major = Recurrent {
+        batch_major: true,
+        ..lstm
+    };
+    layer(&mut v, batch_major, "batch_major_x", 6, 10, "bm_y");
+    v.transpose("bm_y", &[2, 0, 1, 3], "batch_first");
+    let gru = Recurrent {
+        linear_before_reset: true,
+        ..Recurrent::new(RecurrentCell::Gru, RnnDirection::Bidirectional)
+    };
+    layer(&mut v, gru, "input", 6, 9, "gru2_y");
+    v.transpose("gru2_y", &[1, 2, 0, 3], "gru_moved");
+    v.g
+}
+
+/// A Transpose of a GRU's or LSTM's Y is folded into where the walk stores Y; the outputs
+/// agree with the reference, and on OpenCL the three Transposes are reported fused.
+#[test]
+fn recurrent_transposes_agree_with_the_reference() {
+    let test = "recurrent_transposes_agree_with_the_reference";
+    check_all(test, vec![recurrent_transposes()]);
+    if let OpenClHere::Available = opencl_here(test) {
+        let net = NetBuilder::from_graph(recurrent_transposes())
+            .registry(common::shared_registry())
+            .backend(concord::backends::OPENCL)
+            .fallback(FallbackPolicy::Allow)
+            .overrides(Overrides::default())
+            .profiling(true)
+            .build()
+            .expect("OpenCL build");
+        // The first forward is the profile's warm-up.
+        for _ in 0..2 {
+            let input = Lcg::new(1).tensor(&[5, 3, 6], 1.0);
+            net.forward([("input".to_string(), input)])
+                .expect("OpenCL forward");
+        }
+        let profile = net.profile();
+        for (transpose, into) in [
+            ("lstm_t", "lstm_y"),
+            ("batch_first", "bm_y"),
+            ("gru_moved", "gru2_y"),
+        ] {
+            let entry = profile
+                .entries
+                .iter()
+                .find(|e| e.kind == "node" && e.name == transpose);
+            assert_eq!(
+                entry.and_then(|e| e.fused_into.as_deref()),
+                Some(into),
+                "{test}: {transpose} is not fused into {into}: {profile}"
+            );
+        }
+    }
+}
+
 /// A projection with a bias and a residual Add whose operands' shapes the graph leaves
 /// open (dims named differently), as transformers exported with dynamic axes have them:
 /// the GEMM takes the residual into its epilogue when the concrete shapes agree, and runs

@@ -309,7 +309,7 @@ pub fn build(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> {
             reduce::build(b, node)
         }
         Op::Resize(attrs) => resize::build(b, node, attrs),
-        Op::Recurrent(r) => recurrent::build(b, node, r),
+        Op::Recurrent(r) => recurrent::build(b, node, r, fused.epilogue.output_perm.as_deref()),
         op if op.family() == Family::Movement => movement::build(b, node),
         // `supports` declines every op without a kernel, so this is a planner bug.
         other => Err(OpError::Unsupported(format!(

@@ -10,7 +10,9 @@
 //! consecutive rows as 8-lane vectors ([`CPU_ROWS`], [`CPU_BLOCKS`]); every sum keeps the
 //! reference's order, so the outputs do not depend on these choices. Where every direction
 //! has the same kinds of activation functions, the build fixes them (`RNN_KIND_F`, `_G`,
-//! `_H`) and the kernels' switch over kinds folds away. Directions, `layout`, every
+//! `_H`) and the kernels' switch over kinds folds away. A Transpose that alone reads Y is
+//! folded into the node (`Epilogue::output_perm`): the walk stores Y at its strides
+//! ([`y_strides`]). Directions, `layout`, every
 //! activation function with its alpha and beta, `clip`, `linear_before_reset`,
 //! `input_forget`, initial states and peepholes are implemented; `sequence_lens` and RNN
 //! are declined by [`check`], so those nodes run on the reference and the placement says
@@ -82,7 +84,12 @@ pub(super) fn check(graph: &Graph, node: &Node, r: &Recurrent) -> Result<(), Str
 }
 
 /// Builds the launches of a GRU or LSTM node: the walk, after `rnn_project` on a GPU.
-pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), OpError> {
+pub(super) fn build(
+    b: &mut Builder,
+    node: &Node,
+    r: &Recurrent,
+    output_perm: Option<&[usize]>,
+) -> Result<(), OpError> {
     let name = r.cell.name();
     let lstm = match r.cell {
         RecurrentCell::Lstm => true,
@@ -371,6 +378,11 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
         Arg::I32(mode),
         Arg::I32(flags),
         Arg::F32(r.clip.unwrap_or(0.0)),
+        Arg::Int8(y_strides(
+            [seq, dirs, batch, hidden],
+            r.batch_major,
+            output_perm,
+        )?),
     ]);
     let local = spans
         .clamp(1, MAX_GROUP)
@@ -384,6 +396,41 @@ pub(super) fn build(b: &mut Builder, node: &Node, r: &Recurrent) -> Result<(), O
     b.release(&transposed_name(node, "W"));
     b.release(&transposed_name(node, "R"));
     Ok(())
+}
+
+/// The element strides of Y's axes (t, d, n, j), then four zeros, as the kernels' `ys`: of
+/// Y's layout, [seq, dirs, batch, hidden] or with `batch_major` [batch, seq, dirs,
+/// hidden], or where a Transpose of Y was folded into the node (`perm`), of its output:
+/// Y's axis `perm[k]` is that output's axis k.
+fn y_strides(
+    [seq, dirs, batch, hidden]: [usize; 4],
+    batch_major: bool,
+    perm: Option<&[usize]>,
+) -> Result<[i32; 8], OpError> {
+    // Y's axes in its layout's order, as positions in (t, d, n, j).
+    let (order, dims) = if batch_major {
+        ([2, 0, 1, 3], [batch, seq, dirs, hidden])
+    } else {
+        ([0, 1, 2, 3], [seq, dirs, batch, hidden])
+    };
+    let identity = [0, 1, 2, 3];
+    let perm = perm.unwrap_or(&identity);
+    let mut seen = perm.to_vec();
+    seen.sort_unstable();
+    if seen != identity {
+        return Err(OpError::Shape(format!(
+            "the Transpose folded into Y has perm {perm:?}; Y has rank 4"
+        )));
+    }
+    // Row-major strides of the stored (permuted) shape, then each back to Y's axis.
+    let stored: Vec<usize> = perm.iter().map(|&a| dims[a]).collect();
+    let stored_strides = strides_of(&stored);
+    let mut ys = [0i32; 8];
+    for (k, &a) in perm.iter().enumerate() {
+        let stride = usize::try_from(stored_strides[k]).unwrap_or(usize::MAX);
+        ys[order[a]] = i32_arg(stride, "Y stride")?;
+    }
+    Ok(ys)
 }
 
 /// The name of the slot that holds a run-time W or R transposed.

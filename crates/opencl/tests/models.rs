@@ -44,12 +44,7 @@ fn agree(test: &str, graph: Graph, seed: u64) -> Result<(), String> {
         .overrides(Overrides::default())
         .build()
         .map_err(|e| format!("{}: reference build: {e}", graph.name))?;
-    let net = NetBuilder::from_graph(graph.clone())
-        .registry(common::shared_registry())
-        .backend(concord::backends::OPENCL)
-        .fallback(FallbackPolicy::Allow)
-        .overrides(Overrides::default())
-        .build()
+    let net = opencl_net(graph.clone(), FallbackPolicy::Allow, false)
         .map_err(|e| format!("{}: OpenCL build: {e}", graph.name))?;
     if let OpenClHere::Available = here {
         let off: Vec<String> = net
@@ -84,6 +79,22 @@ fn agree(test: &str, graph: Graph, seed: u64) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// `graph` on OpenCL, nodes it declines on the reference as `policy` allows, with each
+/// node's time recorded when `profiling`.
+fn opencl_net(
+    graph: Graph,
+    policy: FallbackPolicy,
+    profiling: bool,
+) -> Result<concord::Net, concord::Error> {
+    NetBuilder::from_graph(graph)
+        .registry(common::shared_registry())
+        .backend(concord::backends::OPENCL)
+        .fallback(policy)
+        .overrides(Overrides::default())
+        .profiling(profiling)
+        .build()
 }
 
 fn to_f16(t: &Tensor) -> Tensor {
@@ -377,13 +388,7 @@ fn folded_squeeze_excite_blocks_agree_with_the_reference() {
     graphs.extend(f16);
     if let OpenClHere::Available = opencl_here(test) {
         for graph in &graphs {
-            let net = NetBuilder::from_graph(graph.clone())
-                .registry(common::shared_registry())
-                .backend(concord::backends::OPENCL)
-                .fallback(FallbackPolicy::Deny)
-                .overrides(Overrides::default())
-                .profiling(true)
-                .build()
+            let net = opencl_net(graph.clone(), FallbackPolicy::Deny, true)
                 .unwrap_or_else(|e| panic!("{test}: {}: {e}", graph.name));
             let input = Lcg::new(3).tensor(&graph_dims(graph), 1.0);
             let input = if graph.inputs[0].dtype == DType::F16 {
@@ -656,14 +661,8 @@ fn recurrent_transposes_agree_with_the_reference() {
     let test = "recurrent_transposes_agree_with_the_reference";
     check_all(test, vec![recurrent_transposes()]);
     if let OpenClHere::Available = opencl_here(test) {
-        let net = NetBuilder::from_graph(recurrent_transposes())
-            .registry(common::shared_registry())
-            .backend(concord::backends::OPENCL)
-            .fallback(FallbackPolicy::Allow)
-            .overrides(Overrides::default())
-            .profiling(true)
-            .build()
-            .expect("OpenCL build");
+        let net =
+            opencl_net(recurrent_transposes(), FallbackPolicy::Allow, true).expect("OpenCL build");
         // The first forward is the profile's warm-up.
         for _ in 0..2 {
             let input = Lcg::new(1).tensor(&[5, 3, 6], 1.0);
@@ -749,14 +748,7 @@ fn residuals_of_open_shapes_agree_with_the_reference() {
             .overrides(Overrides::default())
             .build()
             .expect("reference build");
-        let net = NetBuilder::from_graph(graph.clone())
-            .registry(common::shared_registry())
-            .backend(concord::backends::OPENCL)
-            .fallback(FallbackPolicy::Allow)
-            .overrides(Overrides::default())
-            .profiling(true)
-            .build()
-            .expect("OpenCL build");
+        let net = opencl_net(graph.clone(), FallbackPolicy::Allow, true).expect("OpenCL build");
         if let OpenClHere::Available = here {
             let placement = net.placement();
             assert!(
@@ -833,14 +825,7 @@ fn profiled_forward_times_every_node_on_the_device() {
     let graph = common::mobilenet_v2_like(64, 0.5, 10);
     let input = common::image(64, 21);
     let build = |profiling: bool| {
-        NetBuilder::from_graph(graph.clone())
-            .registry(common::shared_registry())
-            .backend(concord::backends::OPENCL)
-            .fallback(FallbackPolicy::Allow)
-            .overrides(Overrides::default())
-            .profiling(profiling)
-            .build()
-            .expect("builds")
+        opencl_net(graph.clone(), FallbackPolicy::Allow, profiling).expect("builds")
     };
     let (profiled, plain) = (build(true), build(false));
     // The first forward is the warm-up the profile leaves out.

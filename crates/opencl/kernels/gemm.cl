@@ -526,8 +526,11 @@ __kernel void conv_rows(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 g
 // k = (c, kh, kw) is Xp itself shifted by c·plane + kh·DH·Wp + kw·DW: contiguous, so a
 // work-item loads its columns with vector loads per k, as from a packed panel. The GEMM
 // runs over OH·Wp "wide" columns; the Wp - OW columns past each output row's end are
-// computed and dropped in the epilogue. A work-item owns NR wide columns and MBLOCKS row
-// panels of A, each summed in passes of HR rows.
+// computed and dropped in the epilogue. Where that costs no more chunks, the host widens
+// Wp to a multiple of NR: every chunk then starts at a multiple of NR within its output row
+// and stores whole vectors, and a chunk wholly past the row's end returns at once. A
+// work-item owns NR wide columns and MBLOCKS row panels of A, each summed in passes of HR
+// rows.
 // p = (x_s0, plane, Wp, OW, N_wide, N); geo = (C, KH, KW, DH, DW).
 // Global (ceil(N_wide / NR), ceil(ceil(M / MR) / MBLOCKS), images).
 __kernel void conv_shift(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 geo,
@@ -544,6 +547,8 @@ __kernel void conv_shift(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 
     const long y_base = (long)batch * M * N;
     const int oh0 = n0 / Wp;
     const int ow0 = n0 - oh0 * Wp;
+    // A chunk wholly past its row's last output (planes widened to whole chunks).
+    if (ow0 >= OW && ow0 + NR <= Wp) return;
     const int whole = ow0 + NR <= OW;
     for (int mb = mg * MBLOCKS; mb < mg * MBLOCKS + MBLOCKS; ++mb) {
         for (int h = 0; h < MR; h += HR) {

@@ -1033,7 +1033,16 @@ fn conv_shifted(
     storage: Storage,
 ) -> Result<(), OpError> {
     let (h, wa) = (c.h, c.wa);
-    let wp = wa.input + wa.pad_begin + wa.pad_end;
+    let padded = wa.input + wa.pad_begin + wa.pad_end;
+    // Planes as wide as the padded image, or rounded up to whole NR-column chunks where that
+    // leaves no more chunks to compute: every chunk then starts at a multiple of NR in its
+    // output row, so its epilogue stores whole vectors (a chunk that straddles two rows
+    // stores lane by lane) and the chunks wholly past a row's end are skipped.
+    let wp = if h.output * wa.output.div_ceil(NR) <= (h.output * padded).div_ceil(NR) {
+        padded.next_multiple_of(NR)
+    } else {
+        padded
+    };
     // A work-item's shifted loads (one NR vector per tap) reach this far past its first
     // column.
     let reach = NR + (wa.kernel - 1) * wa.dilation;

@@ -12,11 +12,10 @@
 //! has the same kinds of activation functions, the build fixes them (`RNN_KIND_F`, `_G`,
 //! `_H`) and the kernels' switch over kinds folds away. A Transpose that alone reads Y is
 //! folded into the node (`Epilogue::output_perm`): the walk stores Y at its strides
-//! ([`y_strides`]). Directions, `layout`, every
-//! activation function with its alpha and beta, `clip`, `linear_before_reset`,
-//! `input_forget`, initial states and peepholes are implemented; `sequence_lens` and RNN
-//! are declined by [`check`], so those nodes run on the reference and the placement says
-//! why.
+//! ([`y_strides`]). Directions, `layout`, every activation function with its alpha and
+//! beta, `clip`, `linear_before_reset`, `input_forget`, initial states and peepholes are
+//! implemented; `sequence_lens` and RNN are declined by [`check`], so those nodes run on
+//! the reference and the placement says why.
 
 use super::{input, optional_input};
 use crate::plan::{i32_arg, strides_of, Arg, Builder, GemmKernel, Loc, StorageDefines};

@@ -183,7 +183,12 @@ impl Profiler {
             .totals
             .iter()
             .map(|((kind, name), (calls, total, bytes))| {
-                let (op, placement) = self.labels.get(name).cloned().unwrap_or_default();
+                // Labels are the nodes'; a transfer of a value that shares a node's name
+                // (exporters may name a node after its output) has neither.
+                let (op, placement) = match *kind {
+                    "node" => self.labels.get(name).cloned().unwrap_or_default(),
+                    _ => Default::default(),
+                };
                 let total_us = total.as_secs_f64() * 1e6;
                 ProfileEntry {
                     kind,
@@ -287,6 +292,29 @@ mod tests {
         recorder.record_on("conv0", "dev", Duration::from_micros(conv_us));
         recorder.record_fused("relu0", "conv0", "dev");
         profiler.merge(recorder);
+    }
+
+    /// A graph output that has its producing node's name: its download is a transfer
+    /// without the node's op and placement, and the node keeps them.
+    #[test]
+    fn a_transfer_named_like_a_node_has_no_op() {
+        let labels = BTreeMap::from([(
+            "y".to_string(),
+            ("Transpose".to_string(), "dev/dev".to_string()),
+        )]);
+        let profiler = Profiler::new(labels);
+        for _ in 0..2 {
+            let recorder = ForwardRecorder::default();
+            recorder.record_on("y", "dev", Duration::from_micros(5));
+            recorder.record_transfer("y", 64, Duration::from_micros(1));
+            profiler.merge(recorder);
+        }
+        let profile = profiler.snapshot();
+        let entry = |kind: &str| profile.entries.iter().find(|e| e.kind == kind);
+        let transfer = entry("transfer").map(|e| (e.op.as_str(), e.placement.as_str()));
+        assert_eq!(transfer, Some(("", "")), "{profile}");
+        let node = entry("node").map(|e| (e.op.as_str(), e.placement.as_str()));
+        assert_eq!(node, Some(("Transpose", "dev/dev")), "{profile}");
     }
 
     #[test]

@@ -568,16 +568,25 @@ __kernel void conv_shift(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 
                     ST16(activate16(v, act, act_a, act_b), Y, at);
                     continue;
                 }
+                // A chunk that ends its row or straddles two: the residual's lanes gathered
+                // and the activation applied to the whole vector (lane for lane what
+                // activate() gives), then the lanes that are outputs stored one by one.
                 float t[NR];
-                vstore16(v, 0, t);
+                if (has_res) {
+                    int oh = oh0, ow = ow0;
+                    for (int j = 0; j < NR; ++j) {
+                        t[j] = n0 + j < NW && ow < OW ? LD(R, row + (long)oh * OW + ow) : 0.0f;
+                        if (++ow == Wp) {
+                            ow = 0;
+                            ++oh;
+                        }
+                    }
+                    v += vload16(0, t);
+                }
+                vstore16(activate16(v, act, act_a, act_b), 0, t);
                 int oh = oh0, ow = ow0;
                 for (int j = 0; j < NR && n0 + j < NW; ++j) {
-                    if (ow < OW) {
-                        const long at = row + (long)oh * OW + ow;
-                        float u = t[j];
-                        if (has_res) u += LD(R, at);
-                        ST(Y, at, activate(u, act, act_a, act_b));
-                    }
+                    if (ow < OW) ST(Y, row + (long)oh * OW + ow, t[j]);
                     if (++ow == Wp) {
                         ow = 0;
                         ++oh;

@@ -198,3 +198,19 @@ inline float16 activate16(float16 v, int act, float a, float b) {
     }
     return activate16_other(v, act, a, b);
 }
+
+#if defined(T_F32) || defined(T_F16)
+// The epilogue of a ragged 16-lane chunk: the first `left` lanes of activate16(v + R's
+// lanes) stored at Y[at..]. The residual's lanes are gathered and the activation applied
+// once to the whole vector (lane for lane activate()'s results) rather than lane by lane.
+inline void store_prefix16(float16 v, int left, int has_res, CTPTR R, TPTR Y, long at,
+                           int act, float a, float b) {
+    float t[16];
+    if (has_res) {
+        for (int j = 0; j < 16; ++j) t[j] = j < left ? LD(R, at + j) : 0.0f;
+        v += vload16(0, t);
+    }
+    vstore16(activate16(v, act, a, b), 0, t);
+    for (int j = 0; j < left; ++j) ST(Y, at + j, t[j]);
+}
+#endif

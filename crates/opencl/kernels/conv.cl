@@ -132,13 +132,7 @@ __kernel void depthwise_rows(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias
                 if (has_res) v += LD16(R, y_row + ow0);
                 ST16(activate16(v, act, act_a, act_b), Y, y_row + ow0);
             } else {
-                float t[16];
-                vstore16(v, 0, t);
-                for (int j = 0; ow0 + j < OW; ++j) {
-                    float u = t[j];
-                    if (has_res) u += LD(R, y_row + ow0 + j);
-                    ST(Y, y_row + ow0 + j, activate(u, act, act_a, act_b));
-                }
+                store_prefix16(v, OW - ow0, has_res, R, Y, y_row + ow0, act, act_a, act_b);
             }
         }
     }

@@ -508,13 +508,7 @@ __kernel void conv_rows(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 g
                     if (has_res) v += LD16(R, at);
                     ST16(activate16(v, act, act_a, act_b), Y, at);
                 } else {
-                    float t[NR];
-                    vstore16(v, 0, t);
-                    for (int j = 0; j < left; ++j) {
-                        float u = t[j];
-                        if (has_res) u += LD(R, at + j);
-                        ST(Y, at + j, activate(u, act, act_a, act_b));
-                    }
+                    store_prefix16(v, left, has_res, R, Y, at, act, act_a, act_b);
                 }
             }
         }

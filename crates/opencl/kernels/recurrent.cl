@@ -5,7 +5,7 @@
 // this part of a step) the walk computes it step by step. One work-group per (direction,
 // batch entry) walks the whole sequence: its work-items share the hidden rows, add R times
 // the state to X's part, and barriers separate the steps. The state lives in a scratch
-// buffer of rnn_t (double where the device has it, like the reference's f64 state), one
+// buffer of acc_t (double where the device has it, like the reference's f64 state), one
 // region per work-group: h, the next h, and three rows of GRU intermediates; LSTM keeps
 // its cell state c in the third. Outputs are rounded once, when stored.
 //
@@ -30,50 +30,30 @@
 #define RNN_ROWS 1
 #endif
 
-// rnn_t is the kernels' arithmetic: double where the device has it (acc_t), like the
-// reference's f64 state. A block of RNN_ROWS rows is one vector of it.
-typedef acc_t rnn_t;
+// The kernels compute in acc_t: double where the device has it, like the reference's f64
+// state. A block of RNN_ROWS rows is one vector of it.
+#if RNN_ROWS == 8
 #ifdef USE_FP64
-#define RNN_VEC(n) double##n
-#define RNN_CONVERT(n, v) convert_double##n(v)
+typedef double8 accv_t;
+#define RNN_WIDEN(v) convert_double8(v)
 #else
-#define RNN_VEC(n) float##n
-#define RNN_CONVERT(n, v) (v)
+typedef float8 accv_t;
+#define RNN_WIDEN(v) (v)
 #endif
-#if RNN_ROWS == 16
-typedef RNN_VEC(16) accv_t;
-#define RNN_VLOAD(p) vload16(0, (p))
-#define RNN_VSTORE(v, p) vstore16((v), 0, (p))
-#if defined(T_F16)
-#define RNN_VLOAD_T(p) RNN_CONVERT(16, vload_half16(0, (p)))
-#else
-#define RNN_VLOAD_T(p) RNN_CONVERT(16, vload16(0, (p)))
-#endif
-#elif RNN_ROWS == 8
-typedef RNN_VEC(8) accv_t;
 #define RNN_VLOAD(p) vload8(0, (p))
 #define RNN_VSTORE(v, p) vstore8((v), 0, (p))
 #if defined(T_F16)
-#define RNN_VLOAD_T(p) RNN_CONVERT(8, vload_half8(0, (p)))
+#define RNN_VLOAD_T(p) RNN_WIDEN(vload_half8(0, (p)))
 #else
-#define RNN_VLOAD_T(p) RNN_CONVERT(8, vload8(0, (p)))
-#endif
-#elif RNN_ROWS == 4
-typedef RNN_VEC(4) accv_t;
-#define RNN_VLOAD(p) vload4(0, (p))
-#define RNN_VSTORE(v, p) vstore4((v), 0, (p))
-#if defined(T_F16)
-#define RNN_VLOAD_T(p) RNN_CONVERT(4, vload_half4(0, (p)))
-#else
-#define RNN_VLOAD_T(p) RNN_CONVERT(4, vload4(0, (p)))
+#define RNN_VLOAD_T(p) RNN_WIDEN(vload8(0, (p)))
 #endif
 #elif RNN_ROWS == 1
-typedef rnn_t accv_t;
+typedef acc_t accv_t;
 #define RNN_VLOAD(p) ((p)[0])
 #define RNN_VSTORE(v, p) ((p)[0] = (v))
-#define RNN_VLOAD_T(p) ((rnn_t)LD((p), 0))
+#define RNN_VLOAD_T(p) ((acc_t)LD((p), 0))
 #else
-#error "RNN_ROWS must be 1, 4 or 8"
+#error "RNN_ROWS must be 1 or 8"
 #endif
 
 // Flags: which optional operands and outputs are present, and the attributes.
@@ -111,7 +91,7 @@ typedef rnn_t accv_t;
 inline __attribute__((always_inline)) accv_t rnn_act(accv_t x, __global const float* acts,
                                                      int which, int fixed) {
     const int kind = fixed >= 0 ? fixed : (int)acts[3 * which];
-    const rnn_t a = acts[3 * which + 1], b = acts[3 * which + 2];
+    const acc_t a = acts[3 * which + 1], b = acts[3 * which + 2];
     const accv_t zero = (accv_t)(0), one = (accv_t)(1);
     switch (kind) {
     case 0: return x > 0 ? x : zero;
@@ -131,7 +111,7 @@ inline __attribute__((always_inline)) accv_t rnn_act(accv_t x, __global const fl
 // Clamps a gate's pre-activation to [-clip, clip]; a NaN stays NaN, as in the reference.
 inline accv_t rnn_clip(accv_t v, int flags, float clip) {
     if (!(flags & HAS_CLIP)) return v;
-    const accv_t c = (accv_t)((rnn_t)clip);
+    const accv_t c = (accv_t)((acc_t)clip);
     return v < -c ? -c : (v > c ? c : v);
 }
 
@@ -161,25 +141,25 @@ inline long rnn_xw_at(int d, int t, int n, int seq, int batch, int rows) {
 // past `valid` repeat the last element.
 inline accv_t rnn_ld(CTPTR p, long at, int valid) {
     if (valid == RNN_ROWS) return RNN_VLOAD_T(p + at);
-    rnn_t v[RNN_ROWS];
-    for (int l = 0; l < RNN_ROWS; ++l) v[l] = (rnn_t)LD(p, at + min(l, valid - 1));
+    acc_t v[RNN_ROWS];
+    for (int l = 0; l < RNN_ROWS; ++l) v[l] = (acc_t)LD(p, at + min(l, valid - 1));
     return RNN_VLOAD(v);
 }
 
-inline accv_t rnn_ld_acc(__global const rnn_t* p, int valid) {
+inline accv_t rnn_ld_acc(__global const acc_t* p, int valid) {
     if (valid == RNN_ROWS) return RNN_VLOAD(p);
-    rnn_t v[RNN_ROWS];
+    acc_t v[RNN_ROWS];
     for (int l = 0; l < RNN_ROWS; ++l) v[l] = p[min(l, valid - 1)];
     return RNN_VLOAD(v);
 }
 
 // Stores a block's `valid` lanes.
-inline void rnn_st_acc(__global rnn_t* p, accv_t x, int valid) {
+inline void rnn_st_acc(__global acc_t* p, accv_t x, int valid) {
     if (valid == RNN_ROWS) {
         RNN_VSTORE(x, p);
         return;
     }
-    rnn_t v[RNN_ROWS];
+    acc_t v[RNN_ROWS];
     RNN_VSTORE(x, v);
     for (int l = 0; l < valid; ++l) p[l] = v[l];
 }
@@ -216,13 +196,13 @@ inline void rnn_span(int j, int hidden, int* jb, int* vb) {
 #define RNN_SUMS(NG)                                                                        \
     inline __attribute__((always_inline)) void rnn_sums##NG(                                \
         CTPTR M, long m, long stride, int terms, const long* go, const int* jb,             \
-        const int* vb, CTPTR X, long x, __global const rnn_t* state, accv_t* s) {           \
+        const int* vb, CTPTR X, long x, __global const acc_t* state, accv_t* s) {           \
         accv_t acc[RNN_BLOCKS][NG];                                                         \
         _Pragma("unroll") for (int k = 0; k < RNN_BLOCKS; ++k) {                            \
             _Pragma("unroll") for (int g = 0; g < NG; ++g) acc[k][g] = 0;                   \
         }                                                                                   \
         for (int e = 0; e < terms; ++e) {                                                   \
-            const rnn_t v = state ? state[e] : (rnn_t)LD(X, x + e);                         \
+            const acc_t v = state ? state[e] : (acc_t)LD(X, x + e);                         \
             const long at = m + (long)e * stride;                                           \
             _Pragma("unroll") for (int k = 0; k < RNN_BLOCKS; ++k) {                        \
                 _Pragma("unroll") for (int g = 0; g < NG; ++g) {                            \
@@ -243,7 +223,7 @@ RNN_SUMS(4)
 // s[4·k + g] = Σ_i W[d][g·H + row][i] · X[t, n, i] for block k's rows, each sum over i in
 // order. Computed here with INLINE_X, else read from rnn_project's XW.
 inline __attribute__((always_inline)) void rnn_x_rows(
-    CTPTR X, CTPTR WT, __global const rnn_t* XW, int d, int t, int n, const int* jb,
+    CTPTR X, CTPTR WT, __global const acc_t* XW, int d, int t, int n, const int* jb,
     const int* vb, int seq, int batch, int input, int hidden, int gates, int flags,
     accv_t* s) {
     const int rows = gates * hidden;
@@ -256,7 +236,7 @@ inline __attribute__((always_inline)) void rnn_x_rows(
             rnn_sums3(WT, w, rows, input, go, jb, vb, X, x, 0, s);
         }
     } else {
-        __global const rnn_t* xw = XW + rnn_xw_at(d, t, n, seq, batch, rows);
+        __global const acc_t* xw = XW + rnn_xw_at(d, t, n, seq, batch, rows);
         for (int k = 0; k < RNN_BLOCKS; ++k) {
             for (int g = 0; g < gates; ++g) {
                 s[4 * k + g] = rnn_ld_acc(xw + (long)g * hidden + jb[k], vb[k]);
@@ -268,7 +248,7 @@ inline __attribute__((always_inline)) void rnn_x_rows(
 // X's part of every gate row for every step, batch entry and direction, into XW. Global
 // size (spans of RNN_SPAN hidden rows, seq · batch, dirs); a work-item takes its span's
 // rows of every gate. (With INLINE_X the walk computes it step by step instead.)
-__kernel void rnn_project(CTPTR X, CTPTR WT, __global rnn_t* XW, int seq, int batch,
+__kernel void rnn_project(CTPTR X, CTPTR WT, __global acc_t* XW, int seq, int batch,
                           int input, int hidden, int gates, int flags) {
     const int j = get_global_id(0) * RNN_SPAN, tn = get_global_id(1), d = get_global_id(2);
     if (j >= hidden || tn >= seq * batch) return;
@@ -279,7 +259,7 @@ __kernel void rnn_project(CTPTR X, CTPTR WT, __global rnn_t* XW, int seq, int ba
     accv_t s[4 * RNN_BLOCKS];
     rnn_x_rows(X, WT, 0, d, t, n, jb, vb, seq, batch, input, hidden, gates, flags | INLINE_X,
                s);
-    __global rnn_t* xw = XW + rnn_xw_at(d, t, n, seq, batch, rows);
+    __global acc_t* xw = XW + rnn_xw_at(d, t, n, seq, batch, rows);
     for (int k = 0; k < RNN_BLOCKS && j + k * RNN_ROWS < hidden; ++k) {
         for (int g = 0; g < gates; ++g) {
             rnn_st_acc(xw + (long)g * hidden + jb[k], s[4 * k + g], vb[k]);
@@ -289,8 +269,8 @@ __kernel void rnn_project(CTPTR X, CTPTR WT, __global rnn_t* XW, int seq, int ba
 
 // The recurrent walk of both cells. XW is rnn_project's output, RT the transposed R.
 // mode: 0 forward, 1 reverse, 2 bidirectional (direction 1 walks in reverse).
-__kernel void gru(CTPTR X, CTPTR WT, __global const rnn_t* XW, CTPTR RT, CTPTR B, CTPTR H0,
-                  TPTR Y, TPTR YH, __global rnn_t* S, __global const float* acts, int seq,
+__kernel void gru(CTPTR X, CTPTR WT, __global const acc_t* XW, CTPTR RT, CTPTR B, CTPTR H0,
+                  TPTR Y, TPTR YH, __global acc_t* S, __global const float* acts, int seq,
                   int batch, int input, int hidden, int dirs, int mode, int flags,
                   float clip, int8 ys) {
     const int lid = get_local_id(0), L = get_local_size(0);
@@ -301,14 +281,14 @@ __kernel void gru(CTPTR X, CTPTR WT, __global const rnn_t* XW, CTPTR RT, CTPTR B
     const int gh = 3 * hidden;
     const int fa = 2 * d, ga = 2 * d + 1;
     const int lbr = flags & LINEAR_BEFORE_RESET;
-    __global rnn_t* h = S + (long)group * SCRATCH_ROWS * hidden;
-    __global rnn_t* next = h + hidden;
-    __global rnn_t* scaled = next + hidden;
-    __global rnn_t* zs = scaled + hidden;
-    __global rnn_t* xs = zs + hidden;
+    __global acc_t* h = S + (long)group * SCRATCH_ROWS * hidden;
+    __global acc_t* next = h + hidden;
+    __global acc_t* scaled = next + hidden;
+    __global acc_t* zs = scaled + hidden;
+    __global acc_t* xs = zs + hidden;
     const long rt = (long)d * hidden * gh, bw = (long)d * 2 * gh, br = bw + gh;
     for (int j = lid; j < hidden; j += L) {
-        h[j] = (flags & HAS_H0) ? (rnn_t)LD(H0, rnn_state_at(d, n, j, dirs, batch, hidden, flags))
+        h[j] = (flags & HAS_H0) ? (acc_t)LD(H0, rnn_state_at(d, n, j, dirs, batch, hidden, flags))
                                 : 0;
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
@@ -391,8 +371,8 @@ __kernel void gru(CTPTR X, CTPTR WT, __global const rnn_t* XW, CTPTR RT, CTPTR B
 }
 
 // LSTM gates i, o, f, c are W's row blocks 0 to 3; peepholes P hold i, o, f.
-__kernel void lstm(CTPTR X, CTPTR WT, __global const rnn_t* XW, CTPTR RT, CTPTR B, CTPTR H0,
-                   CTPTR C0, CTPTR P, TPTR Y, TPTR YH, TPTR YC, __global rnn_t* S,
+__kernel void lstm(CTPTR X, CTPTR WT, __global const acc_t* XW, CTPTR RT, CTPTR B, CTPTR H0,
+                   CTPTR C0, CTPTR P, TPTR Y, TPTR YH, TPTR YC, __global acc_t* S,
                    __global const float* acts, int seq, int batch, int input, int hidden,
                    int dirs, int mode, int flags, float clip, int8 ys) {
     const int lid = get_local_id(0), L = get_local_size(0);
@@ -402,15 +382,15 @@ __kernel void lstm(CTPTR X, CTPTR WT, __global const rnn_t* XW, CTPTR RT, CTPTR 
     const int reverse = mode == 1 || (mode == 2 && d == 1);
     const int gh = 4 * hidden;
     const int fa = 3 * d, ga = 3 * d + 1, ha = 3 * d + 2;
-    __global rnn_t* h = S + (long)group * SCRATCH_ROWS * hidden;
-    __global rnn_t* next = h + hidden;
-    __global rnn_t* c = next + hidden;
+    __global acc_t* h = S + (long)group * SCRATCH_ROWS * hidden;
+    __global acc_t* next = h + hidden;
+    __global acc_t* c = next + hidden;
     const long rt = (long)d * hidden * gh, bw = (long)d * 2 * gh, br = bw + gh;
     const long pb = (long)d * 3 * hidden;
     for (int j = lid; j < hidden; j += L) {
         const long at = rnn_state_at(d, n, j, dirs, batch, hidden, flags);
-        h[j] = (flags & HAS_H0) ? (rnn_t)LD(H0, at) : 0;
-        c[j] = (flags & HAS_C0) ? (rnn_t)LD(C0, at) : 0;
+        h[j] = (flags & HAS_H0) ? (acc_t)LD(H0, at) : 0;
+        c[j] = (flags & HAS_C0) ? (acc_t)LD(C0, at) : 0;
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
     for (int k = 0; k < seq; ++k) {

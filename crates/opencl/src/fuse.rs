@@ -614,8 +614,6 @@ fn absorb_silu(
     true
 }
 
-/// Node `i`'s output when it has exactly one and it is not a partition output (so a fused
-/// epilogue may replace what its readers see).
 /// Folds a squeeze-excite tail into the GlobalAveragePool at `i` (see [`Excite`]): the
 /// pool's only reader a 1×1 conv to M channels, whose only reader is a 1×1 conv back to the
 /// pool's C channels. Each conv has constant weights ([M, C, 1, 1], then [C, M, 1, 1]), a
@@ -745,6 +743,8 @@ fn excite_conv(graph: &Graph, fused: &FusedNode, value: &str) -> Option<ExciteCo
     })
 }
 
+/// Node `i`'s output when it has exactly one and it is not a partition output (so a fused
+/// epilogue may replace what its readers see).
 fn sole_output(nodes: &[FusedNode], i: usize, outputs: &HashSet<String>) -> Option<String> {
     match &nodes[i].node.outputs[..] {
         [value] if !outputs.contains(value) => Some(value.clone()),

@@ -422,11 +422,9 @@ fn y_strides(
         )));
     }
     // Row-major strides of the stored (permuted) shape, then each back to Y's axis.
-    let stored: Vec<usize> = perm.iter().map(|&a| dims[a]).collect();
-    let stored_strides = strides_of(&stored);
+    let stored = Shape::new(perm.iter().map(|&a| dims[a]).collect::<Vec<_>>());
     let mut ys = [0i32; 8];
-    for (k, &a) in perm.iter().enumerate() {
-        let stride = usize::try_from(stored_strides[k]).unwrap_or(usize::MAX);
+    for (&a, stride) in perm.iter().zip(stored.strides()) {
         ys[order[a]] = i32_arg(stride, "Y stride")?;
     }
     Ok(ys)

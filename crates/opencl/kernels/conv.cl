@@ -151,6 +151,10 @@ __kernel void depthwise_rows(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias
 // accumulators are independent chains that keep the core's multiply-add units busy, and
 // no branch depends on the row. Each output takes its taps in the order of `depthwise`
 // (kh, then kw), so the bits are those of one row at a time.
+// Square 3×3 and 5×5 kernels with equal strides of 1 or 2, dilation 1 and a left pad of
+// K / 2 (every depthwise conv of the exported models) take dwf_walk instead, with K and S
+// constants: all rows in blocks of DWI_ROWS, each input row loaded once per block and fed
+// to every output row it reaches, and only the first and last chunks of a row checked.
 // geo0 and geo1 as in `depthwise` (the last two entries unused), rpi = rows per item,
 // planes = N · C_out. Global (ceil(OH / rpi), planes).
 
@@ -244,6 +248,98 @@ __attribute__((always_inline)) inline void dwi_store(TPTR Y, CTPTR R, int has_re
                   act_a, act_b, DWI_SPILL(oh));                                             \
     } while (0)
 
+// Lanes j = 0..15 of input row xr at columns o + S·j for a chunk that starts inside the
+// row (o >= 0), those past its end zero.
+inline float16 dwf_taps_right(CTPTR xr, int o, int W, const int S, int16 lane) {
+    float16 xv;
+    if (S == 1) {
+        xv = LD16(xr, o);
+    } else {
+        const float16 lo = LD16(xr, o), hi = LD16(xr, o + 16);
+        xv = (float16)(lo.even, hi.even);
+    }
+    return select((float16)0.0f, xv, lane * S + o < W);
+}
+
+// A block of DWI_ROWS output rows' chunk at ow0 for a fixed kernel size K, stride S and
+// left pad K / 2 (constants where the kernel calls this, so every loop unrolls): each input
+// row the block reaches is loaded once, its K taps, and multiplied into the accumulator of
+// every output row it feeds (output row j takes kernel row r - j·S); rows outside the image
+// are skipped. Each output still takes its taps in `depthwise`'s order (kh, then kw). Rows
+// past oh_end are computed and not stored. `edge` says where the chunk lies: 0 wholly
+// inside its row (plain loads), 1 the first chunk (its taps' offsets are constants, the
+// lanes left of the row shifted in as zeros by dwi_taps, those right of it zeroed), 2 a
+// chunk reaching past the row's end (those lanes zeroed, taps wholly past it skipped).
+__attribute__((always_inline)) inline void dwf_block(
+    CTPTR x, CTPTR w, TPTR Y, CTPTR R, int has_res, int act, float act_a, float act_b,
+    float b, long y_plane, int oh, int oh_end, int ow0, int OW, int H, int W, int PH,
+    const int K, const int S, const int edge, int16 lane) {
+    float16 acc[DWI_ROWS];
+    for (int j = 0; j < DWI_ROWS; ++j) acc[j] = 0.0f;
+    const int ih0 = oh * S - PH;
+    const int o0 = ow0 * S - K / 2;
+#pragma unroll
+    for (int r = 0; r < (DWI_ROWS - 1) * S + K; ++r) {
+        const int ih = ih0 + r;
+        if (ih < 0 || ih >= H) continue;
+        CTPTR xr = x + (long)ih * W;
+        float16 t[5];
+#pragma unroll
+        for (int kw = 0; kw < K; ++kw) {
+            const int o = o0 + kw;
+            if (edge == 1) {
+                t[kw] = o < W ? dwi_taps(xr, o, W, S, lane) : (float16)0.0f;
+            } else if (edge == 2) {
+                t[kw] = o < W ? dwf_taps_right(xr, o, W, S, lane) : (float16)0.0f;
+            } else if (S == 1) {
+                t[kw] = LD16(xr, o);
+            } else {
+                const float16 lo = LD16(xr, o), hi = LD16(xr, o + 16);
+                t[kw] = (float16)(lo.even, hi.even);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < DWI_ROWS; ++j) {
+            const int kh = r - j * S;
+            if (kh < 0 || kh >= K) continue;
+#pragma unroll
+            for (int kw = 0; kw < K; ++kw) {
+                if (edge != 0 && o0 + kw >= W) continue;
+                acc[j] = fma(t[kw], (float16)LD(w, kh * K + kw), acc[j]);
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < DWI_ROWS; ++j) {
+        if (oh + j < oh_end) {
+            dwi_store(Y, R, has_res, y_plane + (long)(oh + j) * OW, ow0, OW, acc[j], b, act,
+                      act_a, act_b, DWI_SPILL(oh + j));
+        }
+    }
+}
+
+// depthwise_inplace's walk for a fixed K and S, left pad K / 2 and dilation 1: the
+// work-item's rows in blocks of DWI_ROWS, each block chunk by chunk along its rows.
+__attribute__((always_inline)) inline void dwf_walk(
+    CTPTR x, CTPTR w, TPTR Y, CTPTR R, int has_res, int act, float act_a, float act_b,
+    float b, long y_plane, int oh_begin, int oh_end, int OW, int H, int W, int PH,
+    const int K, const int S) {
+    const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int oh = oh_begin; oh < oh_end; oh += DWI_ROWS) {
+        dwf_block(x, w, Y, R, has_res, act, act_a, act_b, b, y_plane, oh, oh_end, 0, OW, H, W,
+                  PH, K, S, 1, lane);
+        for (int ow0 = 16; ow0 < OW; ow0 += 16) {
+            if (ow0 * S - K / 2 + K - 1 + S * 15 < W) {
+                dwf_block(x, w, Y, R, has_res, act, act_a, act_b, b, y_plane, oh, oh_end, ow0,
+                          OW, H, W, PH, K, S, 0, lane);
+            } else {
+                dwf_block(x, w, Y, R, has_res, act, act_a, act_b, b, y_plane, oh, oh_end, ow0,
+                          OW, H, W, PH, K, S, 2, lane);
+            }
+        }
+    }
+}
+
 __kernel void depthwise_inplace(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, CTPTR R,
                                 __global const long* restrict P) {
     const int has_bias = P_INT(0);
@@ -269,8 +365,20 @@ __kernel void depthwise_inplace(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, CTPTR R,
     CTPTR x = X + ((long)n * geo1.s4 + ci) * H * W;
     CTPTR w = Wt + (long)co * KH * KW;
     const float b = has_bias ? LD(bias, co) : 0.0f;
-    const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const int oh_end = min(OH, oh_begin + rpi);
+    const long y_plane = (long)plane * OH * OW;
+#define DWF_CASE(k, s)                                                                      \
+    if (KH == k && KW == k && SH == s && SW == s && DH == 1 && DW == 1 && PW == k / 2) { \
+        dwf_walk(x, w, Y, R, has_res, act, act_a, act_b, b, y_plane, oh_begin, oh_end, OW, \
+                 H, W, PH, k, s);                                                          \
+        return;                                                                            \
+    }
+    DWF_CASE(3, 1)
+    DWF_CASE(3, 2)
+    DWF_CASE(5, 1)
+    DWF_CASE(5, 2)
+#undef DWF_CASE
+    const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     for (int ow0 = 0; ow0 < OW; ow0 += 16) {
         int oh = oh_begin;
         // Rows whose taps reach above the image, one at a time.

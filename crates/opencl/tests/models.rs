@@ -320,6 +320,10 @@ fn wide_and_ragged_layers_agree_with_the_reference() {
         layer(12, 12, 40, 3, 1, 12),
         layer(12, 12, 41, 3, 2, 12),
         layer(6, 12, 35, 5, 2, 6),
+        // 5×5 taps on rows wide enough for chunks wholly inside them (left pad 2), at
+        // strides 1 and 2.
+        layer(6, 6, 40, 5, 1, 6),
+        layer(4, 4, 75, 5, 2, 4),
         layer(8, 8, 13, 7, 1, 8),
         layer(8, 8, 20, 5, 1, 8),
         layer(8, 8, 21, 9, 1, 8),

@@ -1115,7 +1115,8 @@ fn conv_rows(
 /// of `wp` columns, with zero rows after the image so that loads reaching `reach` elements
 /// past a row's start stay inside the copy, then `kernel` with the arguments both take:
 /// (Ap, Xp, Y, M, K, p, geo, bias, has_bias, R, has_res, act, act_a, act_b), where p is
-/// (x_s0, plane) followed by the kernel's own `p`.
+/// (x_s0, plane) followed by the kernel's own `p`. A small conv is one launch of the
+/// kernel's `_padding` variant instead, which also takes the image and pads it first.
 #[allow(clippy::too_many_arguments)]
 fn padded_conv(
     b: &mut Builder,
@@ -1136,19 +1137,31 @@ fn padded_conv(
         .insert(temp.clone(), Shape::new([c.batch * c.cin * plane]));
     b.dtypes.insert(temp.clone(), b.dtype(c.w)?);
     let padded = b.alloc(&temp)?;
-    launch_pad_planes(
-        b,
-        storage,
-        c.xl.clone(),
-        padded.clone(),
-        c.batch * c.cin,
-        h,
-        wa,
-        rows,
-        wp,
-        0,
-        kernel == "conv_rows" && wa.stride == 2,
-    )?;
+    let split = kernel == "conv_rows" && wa.stride == 2;
+    // A conv of a few thousand multiply-adds per work-item and few work-items runs as one
+    // work-group that pads its image itself (conv_rows_padding, conv_shift_padding): its
+    // two commands cost more than its work on a device that charges per command, and a
+    // second thread would not have arrived in time to take a share of it.
+    let items: usize = global.iter().product();
+    let macs = [c.batch, c.m, k, h.output, wa.output]
+        .iter()
+        .fold(1usize, |a, &v| a.saturating_mul(v));
+    let one_group = items <= ONE_GROUP_ITEMS && macs <= ONE_GROUP_MACS;
+    if !one_group {
+        launch_pad_planes(
+            b,
+            storage,
+            c.xl.clone(),
+            padded.clone(),
+            c.batch * c.cin,
+            h,
+            wa,
+            rows,
+            wp,
+            0,
+            split,
+        )?;
+    }
     let p = [c.cin * plane, plane, p[0], p[1], p[2], p[3], p[4], p[5]].map(|v| v as i64);
     let geo = geo.map(|v| v as i64);
     let (bias, has_bias) = match &c.bias {
@@ -1160,31 +1173,52 @@ fn padded_conv(
         None => (c.yl.clone(), 0),
     };
     let (act, act_a, act_b) = c.activation.code();
-    b.launch(
-        program,
-        kernel,
-        &global,
-        Some(&[4, 1, 1]),
-        vec![
-            Arg::Buf(ap),
-            Arg::Buf(padded),
-            Arg::Buf(c.yl.clone()),
-            Arg::I32(i32_arg(c.m, "M")?),
-            Arg::I32(i32_arg(k, "K")?),
-            Arg::Int8(int8(&p)?),
-            Arg::Int8(int8(&geo)?),
-            Arg::Buf(bias),
-            Arg::I32(has_bias),
-            Arg::Buf(res),
-            Arg::I32(has_res),
-            Arg::I32(act),
-            Arg::F32(act_a),
-            Arg::F32(act_b),
-        ],
-    );
+    let mut args = vec![
+        Arg::Buf(ap),
+        Arg::Buf(padded),
+        Arg::Buf(c.yl.clone()),
+        Arg::I32(i32_arg(c.m, "M")?),
+        Arg::I32(i32_arg(k, "K")?),
+        Arg::Int8(int8(&p)?),
+        Arg::Int8(int8(&geo)?),
+        Arg::Buf(bias),
+        Arg::I32(has_bias),
+        Arg::Buf(res),
+        Arg::I32(has_res),
+        Arg::I32(act),
+        Arg::F32(act_a),
+        Arg::F32(act_b),
+    ];
+    if one_group {
+        let pad = [
+            c.batch * c.cin,
+            h.input,
+            wa.input,
+            rows,
+            wp,
+            h.pad_begin,
+            wa.pad_begin,
+            split as usize,
+        ]
+        .map(|v| v as i64);
+        args.insert(1, Arg::Buf(c.xl.clone()));
+        args.push(Arg::Int8(int8(&pad)?));
+        let name = match kernel {
+            "conv_rows" => "conv_rows_padding",
+            _ => "conv_shift_padding",
+        };
+        b.launch(program, name, &global, Some(&global), args);
+    } else {
+        b.launch(program, kernel, &global, Some(&[4, 1, 1]), args);
+    }
     b.release(&temp);
     Ok(())
 }
+
+/// The most work-items, and multiply-adds, of a conv that runs as one work-group padding
+/// its own image (see `padded_conv`): about 20 µs of one core's work at most.
+const ONE_GROUP_ITEMS: usize = 64;
+const ONE_GROUP_MACS: usize = 1 << 20;
 
 /// Pads `planes` planes of `h.input`×`wa.input` into planes of `rows`×`wp` with the bits of
 /// `fill` (the pad before, `fill` after) with pad_planes in movement.cl; with `split`, each

@@ -4,7 +4,8 @@
 //! MatMul absorbs the Add of a constant bias along its last axis (a transformer's
 //! projection, exported as MatMul + Add); a MatMul or Gemm absorbs a residual Add (also
 //! where the graph leaves the operands' shapes open, as dynamic axes do: a plan whose
-//! shapes turn out to differ runs that Add apart), a
+//! shapes turn out to differ runs that Add apart; a Gemm also one it reaches through
+//! layout-only steps, as torchvision's attention writes its output projection), a
 //! pointwise activation, and the erf GELU as PyTorch exports it (Div, Erf, Add, Mul, Mul),
 //! so that an encoder layer's MLP is two GEMM launches; a MatMul absorbs the Transpose
 //! after it that keeps the last axis last (attention's merge of the heads), storing its
@@ -86,6 +87,10 @@ pub struct Epilogue {
     /// axis last) into where the GEMM stores each row, nothing fused after it; a GRU's or
     /// LSTM's Y into the strides the walk stores it at.
     pub output_perm: Option<Vec<usize>>,
+    /// The residual's Add was reached through layout-only steps (see
+    /// [`absorb_viewed_residual`]): the node writes the Add's output, whose shape is that
+    /// of this value (the residual), its elements in the node's own row-major order.
+    pub residual_view: Option<String>,
 }
 
 /// A deliberately wrong fusion, which a test plants (through
@@ -209,7 +214,8 @@ pub fn fuse(graph: &mut Graph) -> Vec<FusedNode> {
                     && (absorb_next(graph, &mut nodes, i, &outputs)
                         || absorb_gelu(graph, &mut nodes, i, &outputs)
                         || absorb_silu(graph, &mut nodes, i, &outputs)
-                        || absorb_transpose(graph, &mut nodes, i, &outputs))
+                        || absorb_transpose(graph, &mut nodes, i, &outputs)
+                        || absorb_viewed_residual(graph, &mut nodes, i, &outputs))
                 {}
             }
             _ => {}
@@ -420,6 +426,120 @@ fn absorb_transpose(
     nodes[i].fused.push(name);
     nodes.remove(j);
     true
+}
+
+/// Absorbs the residual Add that reads Gemm `i`'s output through layout-only steps, each
+/// the only reader of the value before it: Reshape, Flatten, Squeeze, Unsqueeze, and a
+/// Transpose that moves only axes of extent 1 (torchvision's attention writes its output
+/// projection as Gemm → Reshape → Transpose → residual Add). Those steps keep the elements
+/// in the Gemm's row-major order, so adding the residual's elements in that order is the
+/// Add; the Gemm then writes the Add's output, of the residual's shape (see
+/// [`Epilogue::residual_view`]). The Add must not broadcast: both its operands have one
+/// known shape. True when it did.
+fn absorb_viewed_residual(
+    graph: &Graph,
+    nodes: &mut Vec<FusedNode>,
+    i: usize,
+    outputs: &HashSet<String>,
+) -> bool {
+    let head = &nodes[i];
+    if !matches!(head.node.op, Op::Gemm(_))
+        || head.epilogue.residual.is_some()
+        || head.epilogue.activation != Activation::None
+    {
+        return false;
+    }
+    let Some(mut value) = sole_output(nodes, i, outputs) else {
+        return false;
+    };
+    let mut steps = Vec::new();
+    let add = loop {
+        let Some(j) = only_reader(nodes, i, &value, outputs) else {
+            return false;
+        };
+        let node = &nodes[j].node;
+        if binary(node, Binary::Add).is_some() {
+            break j;
+        }
+        if !keeps_layout(graph, node, &value) {
+            return false;
+        }
+        let Some(out) = sole_output(nodes, j, outputs) else {
+            return false;
+        };
+        steps.push(j);
+        value = out;
+    };
+    if steps.is_empty() {
+        return false;
+    }
+    let Some((a, b)) = binary(&nodes[add].node, Binary::Add) else {
+        return false;
+    };
+    let other = if a == value { b } else { a }.to_string();
+    if other == value
+        || !same_known_shape(graph, &value, &other)
+        || nodes[i..].iter().any(|n| n.node.outputs.contains(&other))
+    {
+        return false;
+    }
+    let Some(out) = nodes[add].node.outputs.first().cloned() else {
+        return false;
+    };
+    nodes[i].epilogue.residual = Some(other.clone());
+    nodes[i].epilogue.residual_view = Some(other);
+    nodes[i].node.outputs = vec![out];
+    steps.push(add);
+    for &j in &steps {
+        let name = nodes[j].node.name.clone();
+        nodes[i].fused.push(name);
+    }
+    for &j in steps.iter().rev() {
+        nodes.remove(j);
+    }
+    true
+}
+
+/// Whether `node` only gives `value` (its input 0) another shape, its elements staying in
+/// row-major order: a Reshape, Flatten, Squeeze or Unsqueeze, or a Transpose whose axes of
+/// extent other than 1 keep their order (the graph must know the input's extents).
+fn keeps_layout(graph: &Graph, node: &Node, value: &str) -> bool {
+    if !input_is(node, 0, value) || node.outputs.len() != 1 {
+        return false;
+    }
+    match &node.op {
+        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze | Op::Unsqueeze => true,
+        Op::Transpose { perm } => {
+            let Some(info) = graph.values.get(value) else {
+                return false;
+            };
+            let Some(dims) = info
+                .shape
+                .iter()
+                .map(|d| match d {
+                    concord_core::Dim::Fixed(n) => Some(*n),
+                    _ => None,
+                })
+                .collect::<Option<Vec<usize>>>()
+            else {
+                return false;
+            };
+            let perm: Vec<usize> = match perm {
+                Some(p) => match p.iter().map(|&a| usize::try_from(a).ok()).collect() {
+                    Some(p) => p,
+                    None => return false,
+                },
+                None => (0..dims.len()).rev().collect(),
+            };
+            let moved: Vec<usize> = perm
+                .iter()
+                .copied()
+                .filter(|&a| dims.get(a).is_some_and(|&d| d != 1))
+                .collect();
+            perm.len() == dims.len() && moved.windows(2).all(|w| w[0] < w[1])
+        }
+        _ => false,
+    }
 }
 
 /// Absorbs the Transpose that alone reads a GRU's or LSTM's Y (node `i`'s output 0): the

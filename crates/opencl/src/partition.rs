@@ -754,6 +754,20 @@ fn infer_fused(b: &mut Builder, fused: &FusedNode) -> Result<(), OpError> {
         let permuted: Vec<usize> = perm.iter().map(|&a| dims[a]).collect();
         b.shapes.insert(y.to_string(), Shape::new(permuted));
     }
+    if let Some(like) = &fused.epilogue.residual_view {
+        // The residual Add fused through layout-only steps: the output has its shape.
+        let y = ops::output(&fused.node)?;
+        let shape = b.shape(like)?.clone();
+        if shape.numel() != b.shape(y)?.numel() {
+            return Err(OpError::Shape(format!(
+                "{}: the output {} cannot take the shape {shape} of `{like}`, whose Add was \
+                 fused through layout-only steps",
+                fused.node.name,
+                b.shape(y)?
+            )));
+        }
+        b.shapes.insert(y.to_string(), shape);
+    }
     if fused.excite.is_some_and(|e| e.scales_input) {
         let x = ops::input(&fused.node, 0, "X")?;
         let shape = b.shape(x)?.clone();

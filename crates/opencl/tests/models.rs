@@ -692,6 +692,75 @@ fn recurrent_transposes_agree_with_the_reference() {
     }
 }
 
+/// A Gemm whose output reaches a residual Add through layout-only steps: `kind` 0 as
+/// torchvision's attention writes its output projection (Reshape to [4, 1, 6], a Transpose
+/// that moves the axis of extent 1, Add), 2 an Unsqueeze (the residual first in the Add),
+/// and 1 a Transpose that swaps two axes of extent 2, which moves elements and must not be
+/// fused. The residual is another Gemm's output, reshaped.
+fn viewed_residual(kind: usize) -> Graph {
+    use concord::op::{Binary, Gemm};
+    let mut v = Views::new(&format!("viewed_residual_{kind}"), &[4, 8], &["y"]);
+    let w = v.weight("w", &[8, 6]);
+    let w2 = v.weight("w2", &[8, 6]);
+    let bias = v.weight("bias", &[6]);
+    v.node(Op::Gemm(Gemm::default()), &["input", &w2], "skip");
+    let residual_dims: &[i64] = if kind == 1 { &[2, 2, 6] } else { &[1, 4, 6] };
+    v.reshape("skip", residual_dims, "r");
+    v.node(Op::Gemm(Gemm::default()), &["input", &w, &bias], "proj");
+    match kind {
+        0 => {
+            v.reshape("proj", &[4, 1, 6], "split");
+            v.transpose("split", &[1, 0, 2], "moved");
+            v.binary(Binary::Add, "moved", "r", "y");
+        }
+        1 => {
+            v.reshape("proj", &[2, 2, 6], "split");
+            v.transpose("split", &[1, 0, 2], "moved");
+            v.binary(Binary::Add, "moved", "r", "y");
+        }
+        _ => {
+            let axes = v.ints("axes", &[0]);
+            v.node(Op::Unsqueeze, &["proj", &axes], "moved");
+            v.binary(Binary::Add, "r", "moved", "y");
+        }
+    }
+    v.g
+}
+
+/// The residual Adds of [`viewed_residual`] agree with the reference on f32 and f16
+/// storage; on OpenCL the Add and the layout steps before it are reported fused into the
+/// Gemm, but for the Transpose that moves elements, which stays a node of its own.
+#[test]
+fn viewed_residuals_agree_with_the_reference() {
+    let test = "viewed_residuals_agree_with_the_reference";
+    let graphs: Vec<Graph> = (0..3).map(viewed_residual).collect();
+    let f16: Vec<Graph> = graphs.iter().cloned().map(as_f16).collect();
+    check_all(test, graphs.into_iter().chain(f16).collect());
+    if let OpenClHere::Available = opencl_here(test) {
+        for (kind, fused) in [(0, true), (1, false), (2, true)] {
+            let net = opencl_net(viewed_residual(kind), FallbackPolicy::Allow, true)
+                .expect("OpenCL build");
+            // The first forward is the profile's warm-up.
+            for _ in 0..2 {
+                let input = Lcg::new(3).tensor(&[4, 8], 1.0);
+                net.forward([("input".to_string(), input)])
+                    .expect("OpenCL forward");
+            }
+            let profile = net.profile();
+            let into = |name: &str| {
+                profile
+                    .entries
+                    .iter()
+                    .find(|e| e.kind == "node" && e.name == name)
+                    .and_then(|e| e.fused_into.clone())
+            };
+            let expected = fused.then(|| "proj".to_string());
+            assert_eq!(into("y"), expected, "{test}: kind {kind}: {profile}");
+            assert_eq!(into("moved"), expected, "{test}: kind {kind}: {profile}");
+        }
+    }
+}
+
 /// A projection with a bias and a residual Add whose operands' shapes the graph leaves
 /// open (dims named differently), as transformers exported with dynamic axes have them:
 /// the GEMM takes the residual into its epilogue when the concrete shapes agree, and runs

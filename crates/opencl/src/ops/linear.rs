@@ -17,8 +17,13 @@
 //!   even lanes of two loads;
 //! - otherwise: `im2col` into packed panels, then `gemm_block`;
 //! - depthwise: `depthwise_inplace` (width stride 1 or 2, left pad up to 3, the image read
-//!   in place, four output rows at a time) or `depthwise_rows` (each input row padded in a
+//!   in place, four output rows at a time; 3×3 and 5×5 kernels with equal strides and a
+//!   left pad of K/2 with K and S fixed) or `depthwise_rows` (each input row padded in a
 //!   private buffer), else the generic `depthwise`.
+//!
+//! A conv_shift or conv_rows small enough to be one work-group pads its image itself
+//! (`conv_shift_padding`, `conv_rows_padding`), one launch instead of pad_planes' and its
+//! own.
 //!
 //! Vector loads may run past a value's end; every slot has [`crate::plan::SLOT_SLACK`]
 //! bytes for that, and those lanes are dropped.

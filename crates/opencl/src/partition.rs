@@ -403,7 +403,7 @@ impl OpenClPartition {
         }
         if plan.needs_status {
             match i32::from_ne_bytes(status) {
-                0 => {}
+                0 => ws.status_clear.store(true, Ordering::Release),
                 1 => {
                     return Err(device_error(
                         "OpenCL executor: an integer Div or Mod divided by zero".into(),
@@ -449,7 +449,8 @@ impl OpenClPartition {
     }
 
     /// Enqueues one forward on the workspace's queue without waiting between commands:
-    /// the uploads, the status word's reset, every kernel, the status word and the
+    /// the uploads, the status word's reset (unless the last forward left it 0), every
+    /// kernel, the status word and the
     /// downloads; then waits once. The commands' events come back when profiling.
     #[allow(clippy::too_many_arguments)]
     fn enqueue<'host>(
@@ -476,7 +477,8 @@ impl OpenClPartition {
                 timeline.uploads.push(event);
             }
         }
-        if plan.needs_status {
+        // Until this forward reads the word back as 0, it may hold a report.
+        if plan.needs_status && !ws.status_clear.swap(false, Ordering::AcqRel) {
             scope
                 .write(&ws.status, &STATUS_CLEAR)
                 .map_err(|e| transfer_error("clearing the status word", e.into()))?;

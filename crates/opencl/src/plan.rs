@@ -145,6 +145,10 @@ pub struct Workspace {
     pub kernels: Vec<Vec<Kernel>>,
     pub slots: Vec<Buffer>,
     pub status: Buffer,
+    /// The last forward read the status word back as 0, so the next need not clear it (a
+    /// command saved; one costs a few microseconds on PoCL's `pthread` device). False for a
+    /// new workspace, whose word holds anything, and after a kernel reported.
+    pub status_clear: std::sync::atomic::AtomicBool,
 }
 
 /// Which GEMM kernel Conv, Gemm and MatMul use.
@@ -989,6 +993,7 @@ impl ExecPlan {
             kernels,
             slots,
             status,
+            status_clear: std::sync::atomic::AtomicBool::new(false),
         })
     }
 }

@@ -196,16 +196,28 @@ fn gather_of_runs_with_run_time_indices_matches_the_reference_and_reports_one_ou
         let indices = Tensor::from_i64([2, 3], good).expect("indices");
         let what = format!("{test} on axis {axis}");
         check_against_reference(&what, graph.clone(), &data, &indices);
-        let Some(opencl) = opencl_net(&what, graph) else {
+        let Some(opencl) = opencl_net(&what, graph.clone()) else {
             continue;
         };
+        let reference = build(graph, concord::backends::CPU)
+            .unwrap_or_else(|e| panic!("{what}: the reference builds: {e}"));
         let bad = Tensor::from_i64([2, 3], bad).expect("indices");
-        match run(&opencl, &data, &bad) {
-            Ok(y) => panic!("{what}: an index out of range gave {y:?} instead of an error"),
-            Err(e) => assert!(
-                e.to_string().contains("out of range"),
-                "{what}: the error should say an index is out of range: {e}"
-            ),
+        // Good and bad indices in turn: a forward after a clean one reuses its status word
+        // without clearing it, and a report must neither be missed nor outlive its forward.
+        let expected = f32_bits(
+            &run(&reference, &data, &indices).unwrap_or_else(|e| panic!("{what}: reference: {e}")),
+        );
+        for round in 0..2 {
+            let y = run(&opencl, &data, &indices)
+                .unwrap_or_else(|e| panic!("{what}: round {round}: good indices failed: {e}"));
+            assert_eq!(f32_bits(&y), expected, "{what}: round {round}");
+            match run(&opencl, &data, &bad) {
+                Ok(y) => panic!("{what}: an index out of range gave {y:?} instead of an error"),
+                Err(e) => assert!(
+                    e.to_string().contains("out of range"),
+                    "{what}: the error should say an index is out of range: {e}"
+                ),
+            }
         }
     }
 }

@@ -200,6 +200,46 @@ inline float16 activate16(float16 v, int act, float a, float b) {
 }
 
 #if defined(T_F32) || defined(T_F16)
+// pad_planes (movement.cl) done by the one work-group of a launch that pads its own input
+// (conv_rows_padding, conv_shift_padding in gemm.cl, max_pool_padding in pool.cl), its
+// work-items taking the padded rows in turn: planes of H×W of X into planes of rows×Wp of
+// Xp, `fill` around (PH rows and PW columns before, the rest after), with `split` each
+// row's even columns first, then its odd ones. The kernel reads Xp after the work-group's
+// barrier. A small conv's or pool's two commands were mostly the device's cost per command
+// (on PoCL's `pthread` device, a few microseconds each).
+// pad = (planes, H, W, rows, Wp, PH, PW, split).
+inline void pad_in_group(CTPTR X, TPTR Xp, int8 pad, float fill) {
+    const int planes = pad.s0, H = pad.s1, W = pad.s2, rows = pad.s3, Wp = pad.s4;
+    const int PH = pad.s5, PW = pad.s6, split = pad.s7;
+    const int items = get_local_size(0) * get_local_size(1) * get_local_size(2);
+    const int me = get_local_id(0)
+                   + get_local_size(0) * (get_local_id(1) + get_local_size(1) * get_local_id(2));
+    for (int t = me; t < planes * rows; t += items) {
+        const int plane = t / rows, r = t - plane * rows;
+        const long d = (long)t * Wp;
+        const int ih = r - PH;
+        if (ih < 0 || ih >= H) {
+            for (int j = 0; j < Wp; ++j) ST(Xp, d + j, fill);
+            continue;
+        }
+        const long s = ((long)plane * H + ih) * W;
+        if (split) {
+            const int even = (Wp + 1) / 2;
+            for (int j = 0; j < Wp; ++j) {
+                // Padded column 2j' + q lands at q·even + j'.
+                const int q = j < even ? 0 : 1;
+                const int col = 2 * (j - q * even) + q - PW;
+                ST(Xp, d + j, col >= 0 && col < W ? LD(X, s + col) : fill);
+            }
+            continue;
+        }
+        // As pad_planes: the pad before, the row, the rest; no test per element.
+        for (int j = 0; j < PW; ++j) ST(Xp, d + j, fill);
+        for (int j = 0; j < W; ++j) ST(Xp, d + PW + j, LD(X, s + j));
+        for (int j = PW + W; j < Wp; ++j) ST(Xp, d + j, fill);
+    }
+}
+
 // The epilogue of a ragged 16-lane chunk: the first `left` lanes of activate16(v + R's
 // lanes) stored at Y[at..]. The residual's lanes are gathered and the activation applied
 // once to the whole vector (lane for lane activate()'s results) rather than lane by lane.

@@ -441,45 +441,6 @@ __kernel void im2col(CTPTR X, TPTR Col, int K, int N, int8 geo0, int8 geo1, int 
     }
 }
 
-// pad_planes (movement.cl) done by the one work-group of a conv_rows_padding or
-// conv_shift_padding launch, its work-items taking the padded rows in turn: planes of H×W
-// of X into planes of rows×Wp of Xp, zeros around (PH rows and PW columns before, the rest
-// after), with `split` each row's even columns first, then its odd ones. The launch that
-// follows reads Xp after the work-group's barrier. A small conv's two commands were mostly
-// the device's cost per command (on PoCL's `pthread` device, a few microseconds each).
-// pad = (planes, H, W, rows, Wp, PH, PW, split).
-inline void pad_in_group(CTPTR X, TPTR Xp, int8 pad) {
-    const int planes = pad.s0, H = pad.s1, W = pad.s2, rows = pad.s3, Wp = pad.s4;
-    const int PH = pad.s5, PW = pad.s6, split = pad.s7;
-    const int items = get_local_size(0) * get_local_size(1) * get_local_size(2);
-    const int me = get_local_id(0)
-                   + get_local_size(0) * (get_local_id(1) + get_local_size(1) * get_local_id(2));
-    for (int t = me; t < planes * rows; t += items) {
-        const int plane = t / rows, r = t - plane * rows;
-        const long d = (long)t * Wp;
-        const int ih = r - PH;
-        if (ih < 0 || ih >= H) {
-            for (int j = 0; j < Wp; ++j) ST(Xp, d + j, 0.0f);
-            continue;
-        }
-        const long s = ((long)plane * H + ih) * W;
-        if (split) {
-            const int even = (Wp + 1) / 2;
-            for (int j = 0; j < Wp; ++j) {
-                // Padded column 2j' + q lands at q·even + j'.
-                const int q = j < even ? 0 : 1;
-                const int col = 2 * (j - q * even) + q - PW;
-                ST(Xp, d + j, col >= 0 && col < W ? LD(X, s + col) : 0.0f);
-            }
-            continue;
-        }
-        for (int j = 0; j < Wp; ++j) {
-            const int col = j - PW;
-            ST(Xp, d + j, col >= 0 && col < W ? LD(X, s + col) : 0.0f);
-        }
-    }
-}
-
 // The multiply-adds conv_rows and conv_shift share: HR rows of the A panel at ak (k = (c,
 // kh, kw) in that order, MR values apart) times, for each k, the NR columns of the padded
 // copy at xb + c·plane + kh·DH·Wp + off(kw·DW), where off(t) is t for stride 1 and, for
@@ -565,7 +526,7 @@ __kernel void conv_rows(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 g
 __kernel void conv_rows_padding(CTPTR Ap, CTPTR X, TPTR Xp, TPTR Y, int M, int K, int8 p,
                                 int8 geo, CTPTR bias, int has_bias, CTPTR R, int has_res,
                                 int act, float act_a, float act_b, int8 pad) {
-    pad_in_group(X, Xp, pad);
+    pad_in_group(X, Xp, pad, 0.0f);
     barrier(CLK_GLOBAL_MEM_FENCE);
     conv_rows_run(Ap, Xp, Y, M, K, p, geo, bias, has_bias, R, has_res, act, act_a, act_b);
 }
@@ -658,7 +619,7 @@ __kernel void conv_shift(CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 
 __kernel void conv_shift_padding(CTPTR Ap, CTPTR X, TPTR Xp, TPTR Y, int M, int K, int8 p,
                                  int8 geo, CTPTR bias, int has_bias, CTPTR R, int has_res,
                                  int act, float act_a, float act_b, int8 pad) {
-    pad_in_group(X, Xp, pad);
+    pad_in_group(X, Xp, pad, 0.0f);
     barrier(CLK_GLOBAL_MEM_FENCE);
     conv_shift_run(Ap, Xp, Y, M, K, p, geo, bias, has_bias, R, has_res, act, act_a, act_b);
 }

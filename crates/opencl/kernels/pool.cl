@@ -79,7 +79,8 @@ __kernel void global_average_pool(CTPTR X, TPTR Y, int planes, int size) {
 // NaN wins; a -inf pad never beats a pixel, so the result is max_pool's). One output row
 // of one plane per work-item.
 // geo = (KH, KW, SH, SW, DH, DW, rows, Wp). Global (OH, planes).
-__kernel void max_pool_padded(CTPTR Xp, TPTR Y, int8 geo, int OH, int OW) {
+__attribute__((always_inline)) inline void max_pool_padded_run(CTPTR Xp, TPTR Y, int8 geo,
+                                                                int OH, int OW) {
     const int oh = get_global_id(0);
     const int plane = get_global_id(1);
     if (oh >= OH) return;
@@ -116,6 +117,19 @@ __kernel void max_pool_padded(CTPTR Xp, TPTR Y, int8 geo, int OH, int OW) {
             for (int j = 0; ow0 + j < OW; ++j) ST(Y, y_row + ow0 + j, t[j]);
         }
     }
+}
+
+__kernel void max_pool_padded(CTPTR Xp, TPTR Y, int8 geo, int OH, int OW) {
+    max_pool_padded_run(Xp, Y, geo, OH, OW);
+}
+
+// max_pool_padded of a pool small enough to be one work-group, padding its image X with
+// -inf into Xp first (pad_in_group in common.cl): one command where there were two.
+__kernel void max_pool_padding(CTPTR X, TPTR Xp, TPTR Y, int8 geo, int OH, int OW,
+                               int8 pad) {
+    pad_in_group(X, Xp, pad, -INFINITY);
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    max_pool_padded_run(Xp, Y, geo, OH, OW);
 }
 
 // squeeze_excite: GlobalAveragePool with a squeeze-excite block's two 1×1 convs folded in

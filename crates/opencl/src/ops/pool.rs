@@ -166,39 +166,80 @@ fn max_pool_padded(
         .insert(temp.clone(), Shape::new([planes * rows * wp]));
     b.dtypes.insert(temp.clone(), dtype);
     let padded = b.alloc(&temp)?;
-    launch_pad_planes(
-        b,
-        storage,
-        xl,
-        padded.clone(),
-        planes,
-        h,
-        w,
-        rows,
-        wp,
-        minus_infinity,
-        false,
-    )?;
     let geo = [
         h.kernel, w.kernel, h.stride, w.stride, h.dilation, w.dilation, rows, wp,
     ]
     .map(|v| v as i64);
-    b.launch(
-        program,
-        "max_pool_padded",
-        &[h.output, planes],
-        Some(&[h.output.min(8), 1]),
-        vec![
-            Arg::Buf(padded),
-            Arg::Buf(yl),
-            Arg::Int8(int8(&geo)?),
-            Arg::I32(i32_arg(h.output, "OH")?),
-            Arg::I32(i32_arg(w.output, "OW")?),
-        ],
+    let (oh, ow) = (
+        Arg::I32(i32_arg(h.output, "OH")?),
+        Arg::I32(i32_arg(w.output, "OW")?),
     );
+    // A small pool is one work-group that pads its image itself (max_pool_padding), one
+    // command instead of two, as a small conv is (see `linear::padded_conv`).
+    if h.output * planes <= ONE_GROUP_ROWS && planes * rows * wp <= ONE_GROUP_PADDED {
+        let pad = [
+            planes,
+            h.input,
+            w.input,
+            rows,
+            wp,
+            h.pad_begin,
+            w.pad_begin,
+            0,
+        ]
+        .map(|v| v as i64);
+        let global = [h.output, planes];
+        b.launch(
+            program,
+            "max_pool_padding",
+            &global,
+            Some(&global),
+            vec![
+                Arg::Buf(xl),
+                Arg::Buf(padded),
+                Arg::Buf(yl),
+                Arg::Int8(int8(&geo)?),
+                oh,
+                ow,
+                Arg::Int8(int8(&pad)?),
+            ],
+        );
+    } else {
+        launch_pad_planes(
+            b,
+            storage,
+            xl,
+            padded.clone(),
+            planes,
+            h,
+            w,
+            rows,
+            wp,
+            minus_infinity,
+            false,
+        )?;
+        b.launch(
+            program,
+            "max_pool_padded",
+            &[h.output, planes],
+            Some(&[h.output.min(8), 1]),
+            vec![
+                Arg::Buf(padded),
+                Arg::Buf(yl),
+                Arg::Int8(int8(&geo)?),
+                oh,
+                ow,
+            ],
+        );
+    }
     b.release(&temp);
     Ok(())
 }
+
+/// The most output rows (work-items), and padded values, of a MaxPool that runs as one
+/// work-group padding its own image.
+const ONE_GROUP_ROWS: usize = 128;
+const ONE_GROUP_PADDED: usize = 1 << 16;
 
 /// GlobalAveragePool with a squeeze-excite tail folded in (see `fuse::absorb_excite`):
 /// one launch of squeeze_excite in pool.cl, a work-group per batch entry. The node reads

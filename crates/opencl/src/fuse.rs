@@ -513,15 +513,7 @@ fn keeps_layout(graph: &Graph, node: &Node, value: &str) -> bool {
             let Some(info) = graph.values.get(value) else {
                 return false;
             };
-            let Some(dims) = info
-                .shape
-                .iter()
-                .map(|d| match d {
-                    concord_core::Dim::Fixed(n) => Some(*n),
-                    _ => None,
-                })
-                .collect::<Option<Vec<usize>>>()
-            else {
+            let Some(dims) = concord_core::Shape::from_sym(&info.shape).map(|s| s.0) else {
                 return false;
             };
             let perm: Vec<usize> = match perm {

@@ -1195,19 +1195,8 @@ fn padded_conv(
         Arg::F32(act_b),
     ];
     if one_group {
-        let pad = [
-            c.batch * c.cin,
-            h.input,
-            wa.input,
-            rows,
-            wp,
-            h.pad_begin,
-            wa.pad_begin,
-            split as usize,
-        ]
-        .map(|v| v as i64);
         args.insert(1, Arg::Buf(c.xl.clone()));
-        args.push(Arg::Int8(int8(&pad)?));
+        args.push(pad_in_group_arg(c.batch * c.cin, h, wa, rows, wp, split)?);
         let name = match kernel {
             "conv_rows" => "conv_rows_padding",
             _ => "conv_shift_padding",
@@ -1224,6 +1213,30 @@ fn padded_conv(
 /// its own image (see `padded_conv`): about 20 µs of one core's work at most.
 const ONE_GROUP_ITEMS: usize = 64;
 const ONE_GROUP_MACS: usize = 1 << 20;
+
+/// The `pad` argument of a kernel that pads its own input (pad_in_group in common.cl):
+/// what [`launch_pad_planes`] passes pad_planes, as (planes, H, W, rows, Wp, PH, PW, split).
+pub(super) fn pad_in_group_arg(
+    planes: usize,
+    h: Axis,
+    wa: Axis,
+    rows: usize,
+    wp: usize,
+    split: bool,
+) -> Result<Arg, OpError> {
+    let pad = [
+        planes,
+        h.input,
+        wa.input,
+        rows,
+        wp,
+        h.pad_begin,
+        wa.pad_begin,
+        usize::from(split),
+    ]
+    .map(|v| v as i64);
+    Ok(Arg::Int8(int8(&pad)?))
+}
 
 /// Pads `planes` planes of `h.input`×`wa.input` into planes of `rows`×`wp` with the bits of
 /// `fill` (the pad before, `fill` after) with pad_planes in movement.cl; with `split`, each

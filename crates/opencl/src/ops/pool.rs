@@ -1,7 +1,7 @@
 //! Pooling (kernels/pool.cl): MaxPool and AveragePool over 1-D and 2-D windows, and
 //! GlobalAveragePool.
 
-use super::linear::{as_2d, launch_pad_planes, resolve_axes, Axis};
+use super::linear::{as_2d, launch_pad_planes, pad_in_group_arg, resolve_axes, Axis};
 use super::optional_input;
 use super::{input, output};
 use crate::cl::Program;
@@ -177,17 +177,6 @@ fn max_pool_padded(
     // A small pool is one work-group that pads its image itself (max_pool_padding), one
     // command instead of two, as a small conv is (see `linear::padded_conv`).
     if h.output * planes <= ONE_GROUP_ROWS && planes * rows * wp <= ONE_GROUP_PADDED {
-        let pad = [
-            planes,
-            h.input,
-            w.input,
-            rows,
-            wp,
-            h.pad_begin,
-            w.pad_begin,
-            0,
-        ]
-        .map(|v| v as i64);
         let global = [h.output, planes];
         b.launch(
             program,
@@ -201,7 +190,7 @@ fn max_pool_padded(
                 Arg::Int8(int8(&geo)?),
                 oh,
                 ow,
-                Arg::Int8(int8(&pad)?),
+                pad_in_group_arg(planes, h, w, rows, wp, false)?,
             ],
         );
     } else {

@@ -31,14 +31,18 @@
 #endif
 
 // The kernels compute in acc_t: double where the device has it, like the reference's f64
-// state. A block of RNN_ROWS rows is one vector of it.
+// state (Tanh and Sigmoid excepted, in float: see rnn_act). A block of RNN_ROWS rows is one
+// vector of it, accfv_t its float counterpart.
 #if RNN_ROWS == 8
+typedef float8 accfv_t;
 #ifdef USE_FP64
 typedef double8 accv_t;
 #define RNN_WIDEN(v) convert_double8(v)
+#define RNN_NARROW(v) convert_float8(v)
 #else
 typedef float8 accv_t;
 #define RNN_WIDEN(v) (v)
+#define RNN_NARROW(v) (v)
 #endif
 #define RNN_VLOAD(p) vload8(0, (p))
 #define RNN_VSTORE(v, p) vstore8((v), 0, (p))
@@ -49,6 +53,9 @@ typedef float8 accv_t;
 #endif
 #elif RNN_ROWS == 1
 typedef acc_t accv_t;
+typedef float accfv_t;
+#define RNN_WIDEN(v) ((acc_t)(v))
+#define RNN_NARROW(v) ((float)(v))
 #define RNN_VLOAD(p) ((p)[0])
 #define RNN_VSTORE(v, p) ((p)[0] = (v))
 #define RNN_VLOAD_T(p) ((acc_t)LD((p), 0))
@@ -79,6 +86,15 @@ typedef acc_t accv_t;
 // NaN. A vector's comparisons select lane by lane. `kind` is the function's kind when the
 // build fixed it (RNN_KIND_F, _G, _H: every direction has the same kinds), so that the
 // switch folds away and the function inlines; -1 reads it from the table.
+//
+// Tanh and Sigmoid (every gate of every exported model) are evaluated in float on the
+// double sum rounded once to float: their slopes are at most 1 and x·f'(x) stays below
+// 0.45, so that rounding moves a result by under 3e-8, and float's own functions are
+// within a few ulp of 1, the per-step error the `recurrent` tolerance level allows; an
+// argument past float's range rounds to an infinity, where both give the f64 limit (±1,
+// 0 or 1). Double tanh and exp were about a third of a small LSTM's kernel time on PoCL
+// (torch_lstm_lm's two layers: 69 → 47–57 µs of device time under `concord run
+// --profile`). The unbounded functions stay in acc_t, where float could overflow.
 #ifndef RNN_KIND_F
 #define RNN_KIND_F -1
 #endif
@@ -95,8 +111,11 @@ inline __attribute__((always_inline)) accv_t rnn_act(accv_t x, __global const fl
     const accv_t zero = (accv_t)(0), one = (accv_t)(1);
     switch (kind) {
     case 0: return x > 0 ? x : zero;
-    case 1: return tanh(x);
-    case 2: return one / (one + exp(-x));
+    case 1: return RNN_WIDEN(tanh(RNN_NARROW(x)));
+    case 2: {
+        const accfv_t f = RNN_NARROW(x);
+        return RNN_WIDEN((accfv_t)(1.0f) / ((accfv_t)(1.0f) + exp(-f)));
+    }
     case 3: return a * x + b;
     case 4: return x >= 0 ? x : a * x;
     case 5: return x > a ? x : zero;

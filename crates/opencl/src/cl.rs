@@ -80,7 +80,8 @@ fn check<T>(call: &'static str, r: Result<T, cl_int>) -> Result<T, ClError> {
 pub enum CallKind {
     /// clBuildProgram (a kernel family compiled at prepare, or at a forward with new shapes).
     Compile,
-    /// clCreateBuffer (weights, plan-time constants, a workspace's slots).
+    /// clCreateBuffer (weights, plan-time constants, a workspace's slots), or clSVMAlloc
+    /// (a workspace's slots in shared memory).
     Alloc,
     /// clCreateCommandQueue (a workspace's queue, a weight upload's queue).
     Queue,
@@ -352,6 +353,50 @@ impl Context {
         Ok(Buffer { raw, bytes })
     }
 
+    /// `bytes` bytes (at least 8) of fine-grained shared virtual memory, read-write,
+    /// uninitialised: kernels reach it through [`ArgValue::Svm`], and the host reads and
+    /// writes it in place while no command uses it ([`Svm::write`], [`Svm::read`]), with
+    /// no transfer command. Needs a device with fine-grained buffer SVM (OpenCL 2.0).
+    pub fn svm(&self, bytes: usize) -> Result<Svm, ClError> {
+        let size = bytes.max(8);
+        fault_point(CallKind::Alloc).map_err(|e| ClError::new("clSVMAlloc", e.code))?;
+        // SAFETY: the context is live; the flags ask for read-write fine-grained buffer SVM
+        // with the default alignment, and a NULL answer (no memory, or no SVM) is an error.
+        let ptr = unsafe {
+            mem::svm_alloc(
+                self.raw,
+                mem::CL_MEM_READ_WRITE | mem::CL_MEM_SVM_FINE_GRAIN_BUFFER,
+                size,
+                0,
+            )
+        }
+        .map_err(|code| {
+            // clSVMAlloc answers a failure with NULL and no code (cl3 calls that
+            // CL_INVALID_VALUE); a missing function keeps its own code.
+            let code = if code == FUNCTION_MISSING {
+                code
+            } else {
+                opencl3::error_codes::CL_MEM_OBJECT_ALLOCATION_FAILURE
+            };
+            ClError::new("clSVMAlloc", code)
+        })?;
+        // SAFETY: the context is live; the allocation holds a reference so that clSVMFree
+        // gets a live context whichever is dropped first.
+        if let Err(code) = unsafe { ctx::retain_context(self.raw) } {
+            // SAFETY: the pointer came from clSVMAlloc on this context just above.
+            let _ = unsafe { mem::svm_free(self.raw, ptr) };
+            return Err(ClError::new("clRetainContext", code));
+        }
+        Ok(Svm {
+            allocation: std::sync::Arc::new(SvmAllocation {
+                context: self.raw,
+                ptr,
+            }),
+            offset: 0,
+            bytes,
+        })
+    }
+
     /// Creates and builds a program from source for the context's device. On a build
     /// failure the error carries the compiler's log.
     pub fn build_program(&self, source: &str, options: &str) -> Result<Program, BuildError> {
@@ -443,6 +488,8 @@ unsafe impl Send for Kernel {}
 #[derive(Clone, Copy, Debug)]
 pub enum ArgValue<'a> {
     Buffer(&'a Buffer),
+    /// A region of shared virtual memory, passed as its address.
+    Svm(&'a Svm),
     I32(i32),
     F32(f32),
     I64(i64),
@@ -467,6 +514,11 @@ impl Kernel {
                     std::mem::size_of::<cl_mem>(),
                     (&b.raw as *const cl_mem).cast::<c_void>(),
                 )
+            },
+            // SAFETY: the address lies in a live fine-grained SVM allocation of this
+            // context (the region keeps it alive), as clSetKernelArgSVMPointer requires.
+            ArgValue::Svm(region) => unsafe {
+                kn::set_kernel_arg_svm_pointer(self.raw, index, region.address().cast_const())
             },
             ArgValue::I32(v) => unsafe {
                 kn::set_kernel_arg(self.raw, index, 4, (&v as *const i32).cast::<c_void>())
@@ -548,6 +600,133 @@ impl Drop for Buffer {
         // SAFETY: `raw` came from clCreateBuffer and is released once. Every command that
         // used it was finished by its queue before the owner let go of it.
         let _ = unsafe { mem::release_mem_object(self.raw) };
+    }
+}
+
+/// One fine-grained SVM allocation, freed when the last region of it is dropped.
+#[derive(Debug)]
+struct SvmAllocation {
+    context: cl_context,
+    ptr: *mut c_void,
+}
+
+// SAFETY: the allocation is plain memory shared by host and device; who reads and writes it
+// when is the executor's protocol (see `Svm`), as for buffers.
+unsafe impl Send for SvmAllocation {}
+// SAFETY: as above.
+unsafe impl Sync for SvmAllocation {}
+
+impl Drop for SvmAllocation {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from clSVMAlloc on `context`, which this allocation retained,
+        // and is freed once. Every command that used it was finished by its queue before
+        // the owner let go of it. Failures cannot be acted on in Drop.
+        let _ = unsafe { mem::svm_free(self.context, self.ptr) };
+        // SAFETY: the reference taken in `Context::svm`, released once.
+        let _ = unsafe { ctx::release_context(self.context) };
+    }
+}
+
+/// A region of fine-grained shared virtual memory: a whole allocation or `bytes` bytes of
+/// one from `offset` on (see [`Svm::part`]). Host and device reach the same memory, so the
+/// host's [`Svm::write`] and [`Svm::read`] replace transfer commands; the executor calls them
+/// only while no command of any queue uses the region (a workspace between forwards).
+#[derive(Debug)]
+pub struct Svm {
+    allocation: std::sync::Arc<SvmAllocation>,
+    offset: usize,
+    bytes: usize,
+}
+
+impl Svm {
+    /// The usable size in bytes (what was asked for).
+    pub fn len(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes == 0
+    }
+
+    /// The region's first byte.
+    fn address(&self) -> *mut c_void {
+        self.allocation
+            .ptr
+            .cast::<u8>()
+            .wrapping_add(self.offset)
+            .cast::<c_void>()
+    }
+
+    /// The `bytes` bytes of this region from `offset` on, sharing its allocation (kernels
+    /// write through it into this region, as through a sub-buffer).
+    pub fn part(&self, offset: usize, bytes: usize) -> Result<Svm, ClError> {
+        if !offset.checked_add(bytes).is_some_and(|end| end <= self.bytes) {
+            return Err(ClError::new("a part of an SVM region", -30));
+        }
+        Ok(Svm {
+            allocation: self.allocation.clone(),
+            offset: self.offset + offset,
+            bytes,
+        })
+    }
+
+    /// Copies `data` into the start of the region on the host. The caller makes sure no
+    /// command is using the region (its workspace's queue is idle).
+    pub fn write(&self, data: &[u8]) -> Result<(), ClError> {
+        if data.len() > self.bytes {
+            return Err(ClError::new("a host copy into SVM", -30));
+        }
+        // SAFETY: the region holds at least `data.len()` bytes (checked above) of a live
+        // allocation, which no Rust reference points into (only raw copies like this one
+        // touch it) and which no command uses now (the caller's protocol); the source is a
+        // live slice that cannot overlap SVM memory the host does not otherwise hand out.
+        unsafe {
+            ptr::copy_nonoverlapping(data.as_ptr(), self.address().cast::<u8>(), data.len());
+        }
+        Ok(())
+    }
+
+    /// Copies the start of the region into `out` on the host, as [`Svm::write`] the other
+    /// way: the caller makes sure no command is using the region.
+    pub fn read(&self, out: &mut [u8]) -> Result<(), ClError> {
+        if out.len() > self.bytes {
+            return Err(ClError::new("a host copy from SVM", -30));
+        }
+        // SAFETY: as in `write`, with the destination an exclusively borrowed slice.
+        unsafe {
+            ptr::copy_nonoverlapping(
+                self.address().cast::<u8>().cast_const(),
+                out.as_mut_ptr(),
+                out.len(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// A workspace's memory for one slot: a buffer, reached by transfer commands, or shared
+/// virtual memory, which the host reads and writes in place.
+#[derive(Debug)]
+pub enum Memory {
+    Buffer(Buffer),
+    Svm(Svm),
+}
+
+impl Memory {
+    /// The memory as a kernel argument.
+    pub fn arg(&self) -> ArgValue<'_> {
+        match self {
+            Memory::Buffer(b) => ArgValue::Buffer(b),
+            Memory::Svm(s) => ArgValue::Svm(s),
+        }
+    }
+
+    /// The `bytes` bytes from `offset` on, as a sub-buffer or a part of the SVM region.
+    pub fn part(&self, offset: usize, bytes: usize) -> Result<Memory, ClError> {
+        Ok(match self {
+            Memory::Buffer(b) => Memory::Buffer(b.sub_buffer(offset, bytes)?),
+            Memory::Svm(s) => Memory::Svm(s.part(offset, bytes)?),
+        })
     }
 }
 

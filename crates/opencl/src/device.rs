@@ -128,6 +128,9 @@ pub struct Device {
     /// `CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT`: the floats one of the device's vector
     /// registers holds (PoCL: 8 with AVX2, 16 with AVX-512), 1 when unanswered.
     pub native_float_lanes: usize,
+    /// Fine-grained buffer SVM (`CL_DEVICE_SVM_FINE_GRAIN_BUFFER`, OpenCL 2.0): host and
+    /// device share the memory, so a workspace may keep its slots there.
+    pub fine_grain_svm: bool,
     /// The platform is PoCL, whose kernel-binary cache needs runs to take turns.
     pub is_pocl: bool,
     /// `cl_khr_fp16`: the device has half arithmetic. Without it the opencl-fp16 target
@@ -295,6 +298,9 @@ pub fn open(discovery: &Discovery) -> Result<Device, ClError> {
         is_cpu: device_type & dev::CL_DEVICE_TYPE_CPU != 0
             && device_type & (dev::CL_DEVICE_TYPE_GPU | dev::CL_DEVICE_TYPE_ACCELERATOR) == 0,
         is_pocl,
+        // OpenCL 1.2 devices do not know the query: no SVM.
+        fine_grain_svm: cl::device_u64(id, dev::CL_DEVICE_SVM_CAPABILITIES)
+            .is_ok_and(|caps| caps & dev::CL_DEVICE_SVM_FINE_GRAIN_BUFFER != 0),
         native_float_lanes: cl::device_u64(id, dev::CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT)
             .map_or(1, |v| v as usize),
     })

@@ -4,7 +4,7 @@
 use crate::device::{self, Device, DeviceSelection, Discovery, Unavailable};
 use crate::error::OpenClError;
 use crate::partition::OpenClPartition;
-use crate::plan::{BlockRows, GemmKernel};
+use crate::plan::{BlockRows, GemmKernel, SlotMemory};
 use crate::programs::ProgramCache;
 use concord_core::{
     Availability, Capability, DType, Error, Executor, FallbackCause, Graph, MemoryBudget, Node,
@@ -47,6 +47,9 @@ pub struct OpenClOptions {
     /// Rows of the CPU-device kernels' register blocks (default: chosen by the device's
     /// native vector width).
     pub block_rows: BlockRows,
+    /// Where workspaces keep their slots (default: `CONCORD_OPENCL_MEMORY` if set, else
+    /// shared memory on CPU devices with fine-grained buffer SVM, buffers elsewhere).
+    pub memory: SlotMemory,
     /// The device to run on (default: `CONCORD_OPENCL_DEVICE` if set, else the ranking in
     /// [`DeviceSelection`]); a selection matching no device leaves the executor
     /// unavailable, with every device listed.
@@ -69,6 +72,8 @@ pub struct Runtime {
     /// the process with `pocl_release_dlhandle_cache: Assertion 'found->ref_count > 0'`),
     /// and a CPU device runs each kernel on all its cores anyway, so runs take turns.
     pub first_runs: std::sync::Mutex<()>,
+    /// Workspaces keep their slots in fine-grained SVM (see [`SlotMemory`]).
+    pub shared_slots: bool,
     /// Every run takes `first_runs` (see there), not only first runs.
     pub serialize_runs: bool,
 }
@@ -128,7 +133,18 @@ impl OpenClExecutor {
                 let block_rows = options
                     .block_rows
                     .rows(device.is_cpu, device.native_float_lanes);
+                if options.memory == SlotMemory::Auto {
+                    options.memory = SlotMemory::from_env()?;
+                }
+                let shared_slots = options
+                    .memory
+                    .shares(device.is_cpu, device.fine_grain_svm, &device.info.name)
+                    .map_err(|reason| Unavailable {
+                        cause: FallbackCause::NoDevice,
+                        reason,
+                    })?;
                 Ok(Arc::new(Runtime {
+                    shared_slots,
                     serialize_runs: device.is_pocl,
                     device,
                     programs: ProgramCache::new(block_rows),

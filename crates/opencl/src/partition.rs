@@ -7,7 +7,7 @@
 //! workspace's own queue without waiting between them, waits once, and gives the workspace
 //! back.
 
-use crate::cl::{as_bytes, as_bytes_mut, Event, Scope};
+use crate::cl::{as_bytes, as_bytes_mut, ClError, Event, Memory, Scope};
 use crate::error::{device_error, OpenClError};
 use crate::executor::Runtime;
 use crate::fuse::{fuse, FusedNode};
@@ -26,7 +26,7 @@ use half::slice::HalfFloatSliceExt;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A partition prepared for the OpenCL device.
 #[derive(Debug)]
@@ -86,7 +86,7 @@ impl OpenClPartition {
         if let Some(shapes) = fixed {
             let key: Vec<Vec<usize>> = shapes.iter().map(|s| s.dims().to_vec()).collect();
             let plan = Arc::new(this.build_plan(&shapes)?);
-            let workspace = plan.new_workspace(&this.runtime.device)?;
+            let workspace = plan.new_workspace(&this.runtime.device, this.runtime.shared_slots)?;
             plan.pool
                 .lock()
                 .map_err(|_| OpenClError::Poisoned.in_partition("preparing"))?
@@ -384,7 +384,7 @@ impl OpenClPartition {
             })
             .collect();
         let mut status = [0u8; 4];
-        let timeline = {
+        let mut timeline = {
             let (uploads, downloads, status) = (&uploads[..], &mut downloads[..], &mut status);
             ws.queue.scope(move |scope| {
                 self.enqueue(
@@ -398,6 +398,29 @@ impl OpenClPartition {
                 )
             })?
         };
+        // The forward is done: shared memory holds its results.
+        if let (true, Memory::Svm(region)) = (plan.needs_status, &ws.status) {
+            region
+                .read(&mut status)
+                .map_err(|e| OpenClError::from(e).in_partition("reading the status word"))?;
+        }
+        for &(output, slot, at) in &timeline.shared {
+            let start = Instant::now();
+            let (Some(Memory::Svm(region)), Some(Some(values))) =
+                (ws.slots.get(slot), downloads.get_mut(output))
+            else {
+                return Err(device_error(format!(
+                    "output {output} has no shared slot {slot} or no host memory"
+                )));
+            };
+            region.read(values.bytes_mut()).map_err(|e| {
+                let name = self.graph.outputs.get(output).map_or("?", String::as_str);
+                OpenClError::from(e).in_partition(&format!("downloading `{name}`"))
+            })?;
+            if let Some(time) = timeline.downloads.get_mut(at) {
+                *time = Transfer::Host(start.elapsed());
+            }
+        }
         if let Some(sink) = profile {
             self.record_profile(plan, &uploads, &downloads, &timeline, sink)?;
         }
@@ -465,23 +488,41 @@ impl OpenClPartition {
     ) -> Result<Timeline, Error> {
         let transfer_error = |what: &str, e: OpenClError| e.in_partition(what);
         let mut timeline = Timeline::default();
+        // Shared memory is written in place: no command of this workspace is running (the
+        // last forward's scope waited for them all) and this one's start after these copies.
         for (spec, upload) in plan.inputs.iter().zip(uploads) {
             let slot = ws
                 .slots
                 .get(spec.slot)
                 .ok_or_else(|| device_error(format!("input slot {} is missing", spec.slot)))?;
-            let event = scope
-                .write(slot, upload.bytes())
-                .map_err(|e| transfer_error(&format!("uploading `{}`", spec.name), e.into()))?;
+            let what = || format!("uploading `{}`", spec.name);
+            let time = match slot {
+                Memory::Buffer(buffer) => Transfer::Command(
+                    scope
+                        .write(buffer, upload.bytes())
+                        .map_err(|e| transfer_error(&what(), e.into()))?,
+                ),
+                Memory::Svm(region) => {
+                    let start = Instant::now();
+                    region
+                        .write(upload.bytes())
+                        .map_err(|e| transfer_error(&what(), e.into()))?;
+                    Transfer::Host(start.elapsed())
+                }
+            };
             if profiling {
-                timeline.uploads.push(event);
+                timeline.uploads.push(time);
             }
         }
         // Until this forward reads the word back as 0, it may hold a report.
         if plan.needs_status && !ws.status_clear.swap(false, Ordering::AcqRel) {
-            scope
-                .write(&ws.status, &STATUS_CLEAR)
-                .map_err(|e| transfer_error("clearing the status word", e.into()))?;
+            let clearing = |e: ClError| transfer_error("clearing the status word", e.into());
+            match &ws.status {
+                Memory::Buffer(buffer) => {
+                    scope.write(buffer, &STATUS_CLEAR).map_err(clearing)?;
+                }
+                Memory::Svm(region) => region.write(&STATUS_CLEAR).map_err(clearing)?,
+            }
         }
         // Profiled, each node's time is the device time of its kernels, read from their
         // events once the queue is done: no wait between nodes, so the device runs the
@@ -506,32 +547,43 @@ impl OpenClPartition {
                 timeline.nodes.push(node_events);
             }
         }
-        if plan.needs_status {
-            scope
-                .read(&ws.status, status)
-                .map_err(|e| transfer_error("reading the status word", e.into()))?;
+        let reading_status = |e: ClError| transfer_error("reading the status word", e.into());
+        if let (true, Memory::Buffer(buffer)) = (plan.needs_status, &ws.status) {
+            scope.read(buffer, status).map_err(reading_status)?;
         }
-        for ((spec, name), values) in plan
+        // Each output's source: a buffer read by a command now, or shared memory copied
+        // once the forward is done (`execute`).
+        for (i, ((spec, name), values)) in plan
             .outputs
             .iter()
             .zip(&self.graph.outputs)
             .zip(downloads.iter_mut())
+            .enumerate()
         {
             let (OutputSpec::Device { loc, .. }, Some(values)) = (spec, values) else {
                 continue;
             };
             let buffer = match loc {
-                Loc::Slot(s) => ws
-                    .slots
-                    .get(*s)
-                    .ok_or_else(|| device_error(format!("output slot {s} is missing")))?,
+                Loc::Slot(s) => match ws.slots.get(*s) {
+                    Some(Memory::Buffer(buffer)) => buffer,
+                    Some(Memory::Svm(_)) => {
+                        // Copied once the forward is done, and timed in its place among
+                        // the downloads.
+                        timeline.shared.push((i, *s, timeline.downloads.len()));
+                        if profiling {
+                            timeline.downloads.push(Transfer::Host(Duration::ZERO));
+                        }
+                        continue;
+                    }
+                    None => return Err(device_error(format!("output slot {s} is missing"))),
+                },
                 Loc::Const(b) => b,
             };
             let event = scope
                 .read(buffer, values.bytes_mut())
                 .map_err(|e| transfer_error(&format!("downloading `{name}`"), e.into()))?;
             if profiling {
-                timeline.downloads.push(event);
+                timeline.downloads.push(Transfer::Command(event));
             }
         }
         scope
@@ -550,11 +602,12 @@ impl OpenClPartition {
         timeline: &Timeline,
         sink: &dyn ProfileSink,
     ) -> Result<(), Error> {
-        let device_time = |event: &Option<crate::cl::Event>, what: &str| {
-            event.as_ref().map_or(Ok(Duration::ZERO), |e| {
+        let device_time = |transfer: &Transfer, what: &str| match transfer {
+            Transfer::Command(event) => event.as_ref().map_or(Ok(Duration::ZERO), |e| {
                 e.device_time()
                     .map_err(|e| OpenClError::from(e).in_partition(what))
-            })
+            }),
+            Transfer::Host(time) => Ok(*time),
         };
         for ((spec, upload), event) in plan.inputs.iter().zip(uploads).zip(&timeline.uploads) {
             let time = device_time(event, "profiling an upload")?;
@@ -589,12 +642,24 @@ impl OpenClPartition {
 /// What clears the status word at the start of a forward.
 static STATUS_CLEAR: [u8; 4] = [0; 4];
 
-/// A profiled forward's events: each upload's, each node's kernels', each download's.
+/// A forward's record: the outputs left in shared memory, and when profiling, each upload's
+/// time, each node's kernels' events and each download's time.
 #[derive(Debug, Default)]
 struct Timeline {
-    uploads: Vec<Option<Event>>,
+    uploads: Vec<Transfer>,
     nodes: Vec<Vec<Event>>,
-    downloads: Vec<Option<Event>>,
+    downloads: Vec<Transfer>,
+    /// The outputs in shared memory, copied out once the forward is done: the output's
+    /// index, its slot, and its entry among `downloads` when profiling.
+    shared: Vec<(usize, usize, usize)>,
+}
+
+/// How a transfer's time is known: from its command's event (none for an empty one), or
+/// timed on the host, for a copy into or out of shared memory.
+#[derive(Debug)]
+enum Transfer {
+    Command(Option<Event>),
+    Host(Duration),
 }
 
 /// An input's bytes in device storage: the tensor's own memory when the storage is its
@@ -706,7 +771,7 @@ impl PreparedPartition for OpenClPartition {
             .pop();
         let ws = match pooled {
             Some(ws) => ws,
-            None => plan.new_workspace(&self.runtime.device)?,
+            None => plan.new_workspace(&self.runtime.device, self.runtime.shared_slots)?,
         };
         let result = if plan.warmed.load(Ordering::Acquire) && !self.runtime.serialize_runs {
             self.execute(&plan, &ws, inputs, profile)

@@ -5,7 +5,7 @@
 //! kernel launches with their arguments. A [`Workspace`] is one plan's device state for one run
 //! at a time: its own queue, slot buffers and kernel objects with their arguments set.
 
-use crate::cl::{ArgValue, Buffer, ClError, Kernel, Program, Queue};
+use crate::cl::{ArgValue, Buffer, ClError, Kernel, Memory, Program, Queue};
 use crate::device::Device;
 use crate::error::OpenClError;
 use crate::programs::{Family, ProgramCache};
@@ -143,8 +143,8 @@ pub struct Workspace {
     /// Declared first so that it is dropped (and finished) before the buffers.
     pub queue: Queue,
     pub kernels: Vec<Vec<Kernel>>,
-    pub slots: Vec<Buffer>,
-    pub status: Buffer,
+    pub slots: Vec<Memory>,
+    pub status: Memory,
     /// The last forward read the status word back as 0, so the next need not clear it (a
     /// command saved; one costs a few microseconds on PoCL's `pthread` device). False for a
     /// new workspace, whose word holds anything, and after a kernel reported.
@@ -188,6 +188,66 @@ impl BlockRows {
             BlockRows::Auto if is_cpu && native_float_lanes >= 16 => 8,
             BlockRows::Auto | BlockRows::Four => 4,
             BlockRows::Eight => 8,
+        }
+    }
+}
+
+/// Where a workspace keeps its slots (every intermediate tensor, the inputs and outputs, the
+/// status word).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SlotMemory {
+    /// Shared on CPU devices that have fine-grained buffer SVM (PoCL), buffers elsewhere.
+    #[default]
+    Auto,
+    /// Device buffers: a forward's inputs, outputs and status word cross in transfer
+    /// commands.
+    Buffers,
+    /// Fine-grained shared virtual memory: the host copies inputs in and outputs out in
+    /// place, before and after the forward's commands, with no transfer command. A device
+    /// without fine-grained buffer SVM leaves the executor unavailable, saying so.
+    Shared,
+}
+
+/// The environment variable that chooses the slots' memory when the options leave it
+/// [`SlotMemory::Auto`]: `auto`, `buffers` or `shared`. For comparing the two, and for
+/// checking the buffer path on a device that would share.
+pub const MEMORY_VAR: &str = "CONCORD_OPENCL_MEMORY";
+
+impl SlotMemory {
+    /// The memory `CONCORD_OPENCL_MEMORY` names (Auto when unset or empty); an unknown name
+    /// leaves the executor unavailable, saying what the names are.
+    pub(crate) fn from_env() -> Result<SlotMemory, crate::device::Unavailable> {
+        let value = std::env::var(MEMORY_VAR).unwrap_or_default();
+        match value.trim() {
+            "" | "auto" => Ok(SlotMemory::Auto),
+            "buffers" => Ok(SlotMemory::Buffers),
+            "shared" => Ok(SlotMemory::Shared),
+            other => Err(crate::device::Unavailable {
+                cause: concord_core::FallbackCause::NoDevice,
+                reason: format!(
+                    "{MEMORY_VAR}={other:?} names no slot memory; the names are auto, buffers \
+                     and shared"
+                ),
+            }),
+        }
+    }
+
+    /// Whether a device (a CPU device or not, with fine-grained buffer SVM or not) shares
+    /// its slots; `Shared` on a device without the SVM is an error naming the device.
+    pub(crate) fn shares(
+        self,
+        is_cpu: bool,
+        fine_grain_svm: bool,
+        device: &str,
+    ) -> Result<bool, String> {
+        match self {
+            SlotMemory::Auto => Ok(is_cpu && fine_grain_svm),
+            SlotMemory::Buffers => Ok(false),
+            SlotMemory::Shared if fine_grain_svm => Ok(true),
+            SlotMemory::Shared => Err(format!(
+                "shared slot memory ({MEMORY_VAR}=shared) needs fine-grained buffer SVM, \
+                 which device `{device}` does not report"
+            )),
         }
     }
 }
@@ -906,10 +966,12 @@ pub fn coalesce(dims: &[usize], strides: &[&[i64]]) -> (Vec<usize>, Vec<Vec<i64>
 }
 
 impl ExecPlan {
-    /// A fresh workspace: slot buffers, a queue and one kernel object per launch with every
+    /// A fresh workspace: slot memory, a queue and one kernel object per launch with every
     /// argument bound. A failure names what was being made (and the node, for its kernels);
     /// whatever was made before it is released, and nothing shared is touched.
-    pub fn new_workspace(&self, device: &Device) -> Result<Workspace, Error> {
+    /// With `shared`, the slots and the status word are fine-grained SVM (see
+    /// [`SlotMemory`]), else device buffers.
+    pub fn new_workspace(&self, device: &Device, shared: bool) -> Result<Workspace, Error> {
         let setup = |what: String| move |e: ClError| OpenClError::from(e).in_partition(&what);
         // Gated on CPU devices, where it was measured to help (see `Queue::scope`), but for
         // those that run commands inline (`Device::gate_queues`); a GPU's driver starts each
@@ -918,7 +980,14 @@ impl ExecPlan {
             .context
             .queue(device.gate_queues())
             .map_err(setup("making a workspace's queue".into()))?;
-        let mut slots: Vec<Buffer> = Vec::with_capacity(self.slot_bytes.len());
+        let new_memory = |bytes: usize| {
+            if shared {
+                device.context.svm(bytes).map(Memory::Svm)
+            } else {
+                device.context.buffer(bytes).map(Memory::Buffer)
+            }
+        };
+        let mut slots: Vec<Memory> = Vec::with_capacity(self.slot_bytes.len());
         for (i, &bytes) in self.slot_bytes.iter().enumerate() {
             let what = || {
                 format!(
@@ -937,16 +1006,16 @@ impl ExecPlan {
                         ))
                         .in_partition("making a workspace")
                     })?
-                    .sub_buffer(offset, bytes)
+                    .part(offset, bytes)
                     .map_err(setup(format!(
                         "{} (part of slot {parent} at byte {offset})",
                         what()
                     )))?,
-                None => device.context.buffer(bytes).map_err(setup(what()))?,
+                None => new_memory(bytes).map_err(setup(what()))?,
             };
             slots.push(buffer);
         }
-        let status = device.context.buffer(4).map_err(setup(
+        let status = new_memory(4).map_err(setup(
             "making a workspace: the status word (4 bytes)".into(),
         ))?;
         let mut kernels = Vec::with_capacity(self.nodes.len());
@@ -966,15 +1035,16 @@ impl ExecPlan {
                     .map_err(|e| at_node(e.into()))?;
                 for (i, arg) in launch.args.iter().enumerate() {
                     let value = match arg {
-                        Arg::Buf(Loc::Slot(s)) => {
-                            ArgValue::Buffer(slots.get(*s).ok_or_else(|| {
+                        Arg::Buf(Loc::Slot(s)) => slots
+                            .get(*s)
+                            .ok_or_else(|| {
                                 at_node(OpenClError::Runtime(format!(
                                     "slot {s} was never allocated"
                                 )))
-                            })?)
-                        }
+                            })?
+                            .arg(),
                         Arg::Buf(Loc::Const(b)) => ArgValue::Buffer(b),
-                        Arg::Status => ArgValue::Buffer(&status),
+                        Arg::Status => status.arg(),
                         Arg::I32(v) => ArgValue::I32(*v),
                         Arg::F32(v) => ArgValue::F32(*v),
                         Arg::I64(v) => ArgValue::I64(*v),
@@ -1008,7 +1078,23 @@ pub fn shape_key(inputs: &BTreeMap<String, Tensor>, names: &[String]) -> Vec<Vec
 
 #[cfg(test)]
 mod tests {
-    use super::{coalesce, BlockRows, Slots};
+    use super::{coalesce, BlockRows, SlotMemory, Slots};
+
+    #[test]
+    fn slots_are_shared_on_cpu_devices_with_fine_grained_svm_or_when_asked() {
+        assert_eq!(SlotMemory::Auto.shares(true, true, "cpu"), Ok(true));
+        assert_eq!(SlotMemory::Auto.shares(true, false, "cpu"), Ok(false));
+        assert_eq!(SlotMemory::Auto.shares(false, true, "gpu"), Ok(false));
+        assert_eq!(SlotMemory::Buffers.shares(true, true, "cpu"), Ok(false));
+        assert_eq!(SlotMemory::Shared.shares(false, true, "gpu"), Ok(true));
+        let refused = SlotMemory::Shared.shares(true, false, "old cpu");
+        assert!(
+            refused.as_ref().is_err_and(
+                |why| why.contains("old cpu") && why.contains("fine-grained buffer SVM")
+            ),
+            "{refused:?}"
+        );
+    }
 
     #[test]
     fn block_rows_are_eight_only_on_cpu_devices_with_16_float_vectors_or_when_asked() {

@@ -23,7 +23,7 @@ use concord::{
 };
 use concord_opencl::cl::faults;
 use concord_opencl::cl::CallKind;
-use concord_opencl::OpenClExecutor;
+use concord_opencl::{OpenClExecutor, OpenClOptions, SlotMemory};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -141,6 +141,23 @@ fn fresh_registry() -> ExecutorRegistry {
     ExecutorRegistry::with_builtins().with(Arc::new(OpenClExecutor::new()))
 }
 
+/// A new OpenCL executor keeping its workspaces' slots in `memory`.
+fn executor_with(memory: SlotMemory) -> Arc<OpenClExecutor> {
+    Arc::new(OpenClExecutor::with_options(OpenClOptions {
+        memory,
+        ..OpenClOptions::default()
+    }))
+}
+
+/// Whether an executor's workspaces keep their slots in shared memory (then a forward
+/// copies its inputs and outputs on the host, with no write or read command).
+fn shares_slots(executor: &OpenClExecutor) -> bool {
+    executor
+        .runtime()
+        .map(|runtime| runtime.shared_slots)
+        .unwrap_or_else(|u| panic!("OpenCL is here but its runtime did not open: {u:?}"))
+}
+
 fn builder(graph: Graph, registry: ExecutorRegistry, policy: FallbackPolicy) -> NetBuilder {
     NetBuilder::from_graph(graph)
         .registry(registry)
@@ -203,8 +220,11 @@ fn assert_bit_identical(actual: &Tensor, expected: &Tensor, what: &str) {
 fn assert_names_fault(error: &Error, kind: CallKind, graph: &Graph) {
     let message = error.to_string();
     let (_, cl_name) = injected(kind);
+    // A workspace in shared memory allocates its slots with clSVMAlloc.
+    let named = message.contains(kind.call())
+        || (kind == CallKind::Alloc && message.contains("clSVMAlloc"));
     assert!(
-        message.contains(kind.call()) && message.contains(cl_name),
+        named && message.contains(cl_name),
         "a {kind:?} fault should name {} and {cl_name}: {message}",
         kind.call()
     );
@@ -339,47 +359,64 @@ fn a_fault_in_a_forward_is_a_typed_error_and_the_next_forward_is_right() {
     let graph = exact_model(Dim::Named("batch".into()));
     let input = exact_input(2);
     let expected = reference(graph.clone(), &input);
-    let shared = ExecutorRegistry::with_builtins().with(common::shared_executor());
-    for kind in CallKind::ALL {
-        let registry = if kind == CallKind::Compile {
-            fresh_registry()
-        } else {
-            shared.clone()
-        };
-        let net = build_on_opencl(graph.clone(), registry);
-        let (code, _) = injected(kind);
-
-        let fault = faults::inject(kind, nth(kind), code);
-        let failed = run(&net, &input);
-        assert!(
-            fault.fired(),
-            "{kind:?}: the forward made no call number {}",
-            nth(kind)
-        );
-        drop(fault);
-        let error = failed.expect_err("a forward whose OpenCL call failed must fail");
-        assert_names_fault(&error, kind, &graph);
-
-        let output = run(&net, &input).expect("the next forward runs");
-        assert_bit_identical(&output, &expected, &format!("{kind:?}: the forward after"));
-
-        // Uploads, launches and downloads happen in every forward, also once the plan is
-        // warm and its workspace pooled: fail one there too, then run clean again.
-        if matches!(kind, CallKind::Write | CallKind::Enqueue | CallKind::Read) {
+    // Device buffers, whose forwards write inputs and read outputs with commands, and the
+    // device's own choice, shared memory on a CPU device with fine-grained SVM (PoCL),
+    // whose forwards make no transfer command at all.
+    for memory in [SlotMemory::Buffers, SlotMemory::Auto] {
+        let executor = executor_with(memory);
+        let shared_slots = shares_slots(&executor);
+        let registry = ExecutorRegistry::with_builtins().with(executor);
+        for kind in CallKind::ALL {
+            let transfer = matches!(kind, CallKind::Write | CallKind::Read);
+            let registry = if kind == CallKind::Compile {
+                ExecutorRegistry::with_builtins().with(executor_with(memory))
+            } else {
+                registry.clone()
+            };
+            let net = build_on_opencl(graph.clone(), registry);
+            let what = format!("{kind:?}, {memory:?} (shared: {shared_slots})");
+            if shared_slots && transfer {
+                // The first forward of a batch size uploads its plan's constants (the
+                // buffers round fails those); after it, a forward transfers nothing.
+                let output = run(&net, &input).expect("a clean forward");
+                assert_bit_identical(&output, &expected, &format!("{what}, cold"));
+                let calls = faults::count(kind);
+                let output = run(&net, &input).expect("a clean forward");
+                assert_eq!(calls.seen(), 0, "{what}: the warm forward's calls");
+                drop(calls);
+                assert_bit_identical(&output, &expected, &format!("{what}, warm"));
+                continue;
+            }
+            let (code, _) = injected(kind);
             let fault = faults::inject(kind, nth(kind), code);
             let failed = run(&net, &input);
             assert!(
                 fault.fired(),
-                "{kind:?}: the warm forward made no such call"
+                "{what}: the forward made no call number {}",
+                nth(kind)
             );
             drop(fault);
-            assert_names_fault(
-                &failed.expect_err("a warm forward whose OpenCL call failed must fail"),
-                kind,
-                &graph,
-            );
-            let output = run(&net, &input).expect("the forward after a warm fault runs");
-            assert_bit_identical(&output, &expected, &format!("{kind:?}: after a warm fault"));
+            let error = failed.expect_err("a forward whose OpenCL call failed must fail");
+            assert_names_fault(&error, kind, &graph);
+
+            let output = run(&net, &input).expect("the next forward runs");
+            assert_bit_identical(&output, &expected, &format!("{what}: the forward after"));
+
+            // Uploads, launches and downloads happen in every forward, also once the plan
+            // is warm and its workspace pooled: fail one there too, then run clean again.
+            if transfer || kind == CallKind::Enqueue {
+                let fault = faults::inject(kind, nth(kind), code);
+                let failed = run(&net, &input);
+                assert!(fault.fired(), "{what}: the warm forward made no such call");
+                drop(fault);
+                assert_names_fault(
+                    &failed.expect_err("a warm forward whose OpenCL call failed must fail"),
+                    kind,
+                    &graph,
+                );
+                let output = run(&net, &input).expect("the forward after a warm fault runs");
+                assert_bit_identical(&output, &expected, &format!("{what}: after a warm fault"));
+            }
         }
     }
 }
@@ -393,8 +430,9 @@ fn faults_on_one_thread_leave_nets_on_other_threads_alone() {
         return;
     }
     // Every net shares the one executor (its device, program cache and turn-taking lock),
-    // as nets built from one registry do.
-    let registry = ExecutorRegistry::with_builtins().with(common::shared_executor());
+    // as nets built from one registry do; its slots are device buffers, so that uploads
+    // and downloads are calls that can fail (shared slots make none: see above).
+    let registry = ExecutorRegistry::with_builtins().with(executor_with(SlotMemory::Buffers));
     let others: Vec<(&str, Graph, Tensor)> = vec![
         ("exact", exact_model(Dim::Fixed(3)), exact_input(3)),
         (

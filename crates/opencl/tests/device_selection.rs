@@ -8,7 +8,9 @@
 #![allow(clippy::panic)]
 
 use concord::{Availability, DeviceInfo, Executor, FallbackCause};
-use concord_opencl::{DeviceSelection, OpenClExecutor, OpenClOptions, DEVICE_VAR, GEMM_VAR};
+use concord_opencl::{
+    DeviceSelection, OpenClExecutor, OpenClOptions, DEVICE_VAR, GEMM_VAR, MEMORY_VAR,
+};
 use std::process::Command;
 
 /// Set in a child process: the scenario to run instead of spawning it.
@@ -125,6 +127,7 @@ fn the_environment_selects_too_and_an_unknown_name_is_refused() {
     for (scenario, var, value) in [
         ("device", DEVICE_VAR, NO_SUCH_DEVICE),
         ("gemm", GEMM_VAR, "no-such-gemm"),
+        ("memory", MEMORY_VAR, "no-such-memory"),
     ] {
         let output = Command::new(&exe)
             .args([
@@ -136,6 +139,7 @@ fn the_environment_selects_too_and_an_unknown_name_is_refused() {
             .env(CHILD_MARKER, scenario)
             .env_remove(DEVICE_VAR)
             .env_remove(GEMM_VAR)
+            .env_remove(MEMORY_VAR)
             .env(var, value)
             .output()
             .expect("the child test process starts");
@@ -150,13 +154,15 @@ fn the_environment_selects_too_and_an_unknown_name_is_refused() {
     }
 }
 
-/// Runs in a child whose environment names a device or GEMM family that does not exist.
+/// Runs in a child whose environment names a device, GEMM family or slot memory that does
+/// not exist.
 fn child(scenario: &str) {
     // Whether OpenCL is here at all, with the variable ignored (an explicit choice wins).
     let here = matches!(
         OpenClExecutor::with_options(OpenClOptions {
             device: DeviceSelection::parse("0:0"),
             gemm: concord_opencl::GemmKernel::LocalTiled,
+            memory: concord_opencl::SlotMemory::Buffers,
             ..OpenClOptions::default()
         })
         .probe(),
@@ -167,10 +173,10 @@ fn child(scenario: &str) {
         match probe {
             Availability::Unavailable { cause, reason } => {
                 assert_eq!(cause, FallbackCause::NoDevice, "{reason}");
-                let var = if scenario == "device" {
-                    DEVICE_VAR
-                } else {
-                    GEMM_VAR
+                let var = match scenario {
+                    "device" => DEVICE_VAR,
+                    "gemm" => GEMM_VAR,
+                    _ => MEMORY_VAR,
                 };
                 assert!(reason.contains(var), "{reason}");
             }

@@ -660,7 +660,10 @@ impl Svm {
     /// The `bytes` bytes of this region from `offset` on, sharing its allocation (kernels
     /// write through it into this region, as through a sub-buffer).
     pub fn part(&self, offset: usize, bytes: usize) -> Result<Svm, ClError> {
-        if !offset.checked_add(bytes).is_some_and(|end| end <= self.bytes) {
+        if !offset
+            .checked_add(bytes)
+            .is_some_and(|end| end <= self.bytes)
+        {
             return Err(ClError::new("a part of an SVM region", -30));
         }
         Ok(Svm {

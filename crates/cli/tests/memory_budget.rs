@@ -28,20 +28,59 @@ fn concord_limited(args: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("cannot run concord under sh: {e}"))
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("concord-budget-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::create_dir_all(&dir);
-    dir
+/// A test's scratch directory under the system's temporary directory, removed with what
+/// it holds when dropped (also when the test fails).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir =
+            std::env::temp_dir().join(format!("concord-budget-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::create_dir_all(&dir);
+        Scratch(dir)
+    }
 }
 
-fn model_file(name: &str, graph: &Graph) -> PathBuf {
-    let path = temp_dir(name).join("model.onnx");
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn temp_dir(name: &str) -> Scratch {
+    Scratch::new(name)
+}
+
+/// A model written to a scratch directory, which lives as long as it.
+struct ModelFile {
+    path: PathBuf,
+    _dir: Scratch,
+}
+
+impl std::ops::Deref for ModelFile {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn model_file(name: &str, graph: &Graph) -> ModelFile {
+    let dir = temp_dir(name);
+    let path = dir.join("model.onnx");
     let bytes = concord::internals::onnx::save(graph)
         .unwrap_or_else(|e| panic!("cannot write the {name} model: {e}"));
     std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("cannot write {path:?}: {e}"));
-    path
+    ModelFile { path, _dir: dir }
 }
 
 fn graph(
@@ -422,7 +461,8 @@ fn an_npy_larger_than_the_limit_is_refused_before_it_is_read() {
             vec![],
         ),
     );
-    let npy = temp_dir("npy_budget_data").join("x.npy");
+    let npy_dir = temp_dir("npy_budget_data");
+    let npy = npy_dir.join("x.npy");
     concord::npy::write(&npy, &f32s(&[1024], 0.5)).unwrap_or_else(|e| panic!("{e}"));
     let o = concord_limited(&[
         "run",
@@ -485,7 +525,8 @@ fn a_model_path_that_never_ends_is_refused_before_it_is_read() {
         &["/dev/zero", "not a regular file"],
     );
     // A FIFO nobody writes to: opening it for reading would block forever.
-    let fifo = temp_dir("fifo").join("model.onnx");
+    let fifo_dir = temp_dir("fifo");
+    let fifo = fifo_dir.join("model.onnx");
     let made = Command::new("mkfifo")
         .arg(&fifo)
         .status()

@@ -279,6 +279,13 @@ pub fn open(discovery: &Discovery) -> Result<Device, ClError> {
             log.trim()
         )),
     };
+    // OpenCL 1.2 devices do not know the query: no SVM. A device that reports it is also
+    // asked for a few bytes of it, so that an OpenCL 1.2 ICD loader (without clSVMAlloc)
+    // in front of a 2.0 driver leaves the device on buffers instead of failing every
+    // forward.
+    let fine_grain_svm = cl::device_u64(id, dev::CL_DEVICE_SVM_CAPABILITIES)
+        .is_ok_and(|caps| caps & dev::CL_DEVICE_SVM_FINE_GRAIN_BUFFER != 0)
+        && context.svm(8).is_ok();
     Ok(Device {
         fp16_arithmetic: extensions.split_whitespace().any(|e| e == "cl_khr_fp16"),
         half_storage,
@@ -298,9 +305,7 @@ pub fn open(discovery: &Discovery) -> Result<Device, ClError> {
         is_cpu: device_type & dev::CL_DEVICE_TYPE_CPU != 0
             && device_type & (dev::CL_DEVICE_TYPE_GPU | dev::CL_DEVICE_TYPE_ACCELERATOR) == 0,
         is_pocl,
-        // OpenCL 1.2 devices do not know the query: no SVM.
-        fine_grain_svm: cl::device_u64(id, dev::CL_DEVICE_SVM_CAPABILITIES)
-            .is_ok_and(|caps| caps & dev::CL_DEVICE_SVM_FINE_GRAIN_BUFFER != 0),
+        fine_grain_svm,
         native_float_lanes: cl::device_u64(id, dev::CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT)
             .map_or(1, |v| v as usize),
     })

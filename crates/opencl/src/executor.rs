@@ -185,6 +185,15 @@ impl Executor for OpenClExecutor {
                         chosen.fp16 = false;
                         chosen.details.insert("fp16".into(), format!("none: {why}"));
                     }
+                    // Where a workspace keeps its tensors (see SlotMemory).
+                    if let Some(chosen) = devices.get_mut(discovery.chosen) {
+                        let memory = if runtime.shared_slots {
+                            "shared (fine-grained SVM: inputs and outputs are host copies)"
+                        } else {
+                            "device buffers (inputs and outputs are transfer commands)"
+                        };
+                        chosen.details.insert("memory".into(), memory.into());
+                    }
                     Availability::Available { devices }
                 }
                 Err(unavailable) => unavailable.into_availability(),

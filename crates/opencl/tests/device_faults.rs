@@ -15,7 +15,7 @@
 mod common;
 
 use common::{opencl_here, OpenClHere};
-use concord::executor::Error as CoreError;
+use concord::executor::{Error as CoreError, Executor};
 use concord::op::{Binary, Pool, Unary};
 use concord::{
     DType, Dim, Error, ExecutorRegistry, FallbackPolicy, Graph, Net, NetBuilder, Node, Op,
@@ -417,6 +417,43 @@ fn a_fault_in_a_forward_is_a_typed_error_and_the_next_forward_is_right() {
                 let output = run(&net, &input).expect("the forward after a warm fault runs");
                 assert_bit_identical(&output, &expected, &format!("{what}: after a warm fault"));
             }
+        }
+    }
+}
+
+#[test]
+fn the_probe_says_where_the_chosen_device_keeps_its_tensors() {
+    let _turn = one_at_a_time();
+    if let OpenClHere::Unavailable { .. } = opencl_here("the_probe_says_where") {
+        // No device, so no memory to report: the probe says OpenCL is unavailable.
+        assert!(matches!(
+            executor_with(SlotMemory::Auto).probe(),
+            concord::Availability::Unavailable { .. }
+        ));
+        return;
+    }
+    for memory in [SlotMemory::Buffers, SlotMemory::Auto] {
+        let executor = executor_with(memory);
+        let concord::Availability::Available { devices } = executor.probe() else {
+            panic!("{memory:?}: OpenCL is here but the probe says otherwise");
+        };
+        let said: Vec<&String> = devices
+            .iter()
+            .filter_map(|d| d.details.get("memory"))
+            .collect();
+        assert_eq!(
+            said.len(),
+            1,
+            "{memory:?}: one device, the chosen one: {said:?}"
+        );
+        assert_eq!(
+            said[0].starts_with("shared"),
+            shares_slots(&executor),
+            "{memory:?}: {}",
+            said[0]
+        );
+        if memory == SlotMemory::Buffers {
+            assert!(said[0].starts_with("device buffers"), "{}", said[0]);
         }
     }
 }

@@ -473,8 +473,10 @@ impl OpenClPartition {
 
     /// Enqueues one forward on the workspace's queue without waiting between commands:
     /// the uploads, the status word's reset (unless the last forward left it 0), every
-    /// kernel, the status word and the
-    /// downloads; then waits once. The commands' events come back when profiling.
+    /// kernel, the status word and the downloads; then waits once. Where the workspace is
+    /// in shared memory the uploads and the reset are host copies made here, and the status
+    /// word and the outputs are left for `execute` to copy once the wait is over (listed in
+    /// the timeline's `shared`). The commands' events come back when profiling.
     #[allow(clippy::too_many_arguments)]
     fn enqueue<'host>(
         &self,
@@ -489,7 +491,8 @@ impl OpenClPartition {
         let transfer_error = |what: &str, e: OpenClError| e.in_partition(what);
         let mut timeline = Timeline::default();
         // Shared memory is written in place: no command of this workspace is running (the
-        // last forward's scope waited for them all) and this one's start after these copies.
+        // last forward's scope waited for them all), and this forward's are enqueued after
+        // these copies.
         for (spec, upload) in plan.inputs.iter().zip(uploads) {
             let slot = ws
                 .slots

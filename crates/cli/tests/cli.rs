@@ -7,6 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod scratch;
+
+use scratch::{Scratch, ScratchFile};
+
 fn concord(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_concord"))
         .args(args)
@@ -31,55 +35,8 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// A test's scratch path under the system's temporary directory (not made here: a test may
-/// hand it to `--output-dir`), removed with what it holds when dropped, also when the test
-/// fails.
-struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl AsRef<Path> for Scratch {
-    fn as_ref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn temp_dir(name: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("concord-cli-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    Scratch(dir)
-}
-
-/// A model written to a scratch directory, which lives as long as it.
-struct ModelFile {
-    path: PathBuf,
-    _dir: Scratch,
-}
-
-impl std::ops::Deref for ModelFile {
-    type Target = Path;
-
-    fn deref(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl AsRef<Path> for ModelFile {
-    fn as_ref(&self) -> &Path {
-        &self.path
-    }
+    Scratch::new("concord-cli-test", name)
 }
 
 /// An error is one line on stderr, starting with "error:", with a non-zero exit.
@@ -440,14 +397,10 @@ fn lines_about_an_unavailable_cuda_fit_on_a_line() {
 }
 
 /// Writes `graph` as model.onnx in a fresh directory named `name`, returning the path.
-fn model_file(name: &str, graph: &concord::Graph) -> ModelFile {
-    let dir = temp_dir(name);
-    let _ = std::fs::create_dir_all(&dir);
-    let path = dir.join("model.onnx");
+fn model_file(name: &str, graph: &concord::Graph) -> ScratchFile {
     let bytes = concord::internals::onnx::save(graph)
         .unwrap_or_else(|e| panic!("cannot write the {name} model: {e}"));
-    std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("cannot write {path:?}: {e}"));
-    ModelFile { path, _dir: dir }
+    ScratchFile::write("concord-cli-test", name, "model.onnx", &bytes)
 }
 
 fn graph(
@@ -582,7 +535,7 @@ fn errors_from_hostile_names_and_lists_are_one_line_of_about_a_kilobyte() {
 
 /// A model whose one node has op type `op_type` and no name, so that the reader names the
 /// node after its op type.
-fn model_with_op_type(name: &str, op_type: &str) -> ModelFile {
+fn model_with_op_type(name: &str, op_type: &str) -> ScratchFile {
     use concord::internals::onnx::proto::{
         GraphProto, ModelProto, NodeProto, OperatorSetIdProto, ValueInfoProto,
     };
@@ -609,11 +562,12 @@ fn model_with_op_type(name: &str, op_type: &str) -> ModelFile {
         }),
         ..ModelProto::default()
     };
-    let dir = temp_dir(name);
-    let _ = std::fs::create_dir_all(&dir);
-    let path = dir.join("model.onnx");
-    std::fs::write(&path, model.encode_to_vec()).unwrap_or_else(|e| panic!("{e}"));
-    ModelFile { path, _dir: dir }
+    ScratchFile::write(
+        "concord-cli-test",
+        name,
+        "model.onnx",
+        &model.encode_to_vec(),
+    )
 }
 
 #[test]

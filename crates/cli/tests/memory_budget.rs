@@ -16,10 +16,13 @@ use concord::op::{
     Unary,
 };
 use concord::{DType, Dim, Graph, Node, Op, Shape, Tensor, ValueInfo};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 mod limited;
+mod scratch;
+
+use scratch::{Scratch, ScratchFile};
 
 /// `concord ARGS` under the address-space limit (`limited`).
 fn concord_limited(args: &[&str]) -> Output {
@@ -28,65 +31,14 @@ fn concord_limited(args: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("cannot run concord under sh: {e}"))
 }
 
-/// A test's scratch directory under the system's temporary directory, removed with what
-/// it holds when dropped (also when the test fails).
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir =
-            std::env::temp_dir().join(format!("concord-budget-test-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let _ = std::fs::create_dir_all(&dir);
-        Scratch(dir)
-    }
-}
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl AsRef<Path> for Scratch {
-    fn as_ref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn temp_dir(name: &str) -> Scratch {
-    Scratch::new(name)
+    Scratch::made("concord-budget-test", name)
 }
 
-/// A model written to a scratch directory, which lives as long as it.
-struct ModelFile {
-    path: PathBuf,
-    _dir: Scratch,
-}
-
-impl std::ops::Deref for ModelFile {
-    type Target = Path;
-
-    fn deref(&self) -> &Path {
-        &self.path
-    }
-}
-
-fn model_file(name: &str, graph: &Graph) -> ModelFile {
-    let dir = temp_dir(name);
-    let path = dir.join("model.onnx");
+fn model_file(name: &str, graph: &Graph) -> ScratchFile {
     let bytes = concord::internals::onnx::save(graph)
         .unwrap_or_else(|e| panic!("cannot write the {name} model: {e}"));
-    std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("cannot write {path:?}: {e}"));
-    ModelFile { path, _dir: dir }
+    ScratchFile::write("concord-budget-test", name, "model.onnx", &bytes)
 }
 
 fn graph(

@@ -30,7 +30,10 @@
 //!   except on PoCL's `basic` device, which runs commands inline in the waiting thread and
 //!   deadlocked when the gate released them (`Device::gate_queues`). Transfers copy
 //!   straight from the input tensors' memory and into the output tensors' own where the
-//!   device storage is the dtype's (f32 on `opencl`, f16, i64), with no staging copy.
+//!   device storage is the dtype's (f32 on `opencl`, f16, i64), with no staging copy. On
+//!   CPU devices with fine-grained buffer SVM (PoCL) a workspace's slots are shared
+//!   memory ([`SlotMemory`], `CONCORD_OPENCL_MEMORY`): the uploads, the status word and the
+//!   downloads are then host copies before and after the scope, not commands.
 //! - No panics on device errors: opencl3's panicking wrappers are not used; every OpenCL
 //!   call goes through [`cl`], whose errors carry the call and the CL error name.
 //! - `unsafe` is allowed in this crate only, each block with a `// SAFETY:` comment.
@@ -49,7 +52,7 @@
 //!   when one node's work failed (its kernel objects, their arguments, its launch), the node
 //!   and its op; uploads and downloads name the value.
 //! - The net stays usable; nothing is poisoned. What a forward touches is either its own or
-//!   immutable once made: the workspace that saw the error (queue, slot buffers, kernel
+//!   immutable once made: the workspace that saw the error (queue, slot memory, kernel
 //!   objects) is finished and dropped instead of going back to the pool, and the next
 //!   forward makes a fresh one; a plan or a weight buffer is only stored once it was made
 //!   whole; the program cache keeps successful builds only, so a compile that failed for

@@ -1081,7 +1081,7 @@ impl<'host> Scope<'_, 'host> {
 
     /// Lets the scope's commands run and waits for every command enqueued so far (a fault
     /// point, unlike the scope's own wait at its end). On a gated queue the wait first polls
-    /// (see [`Queue::poll_until_done`]).
+    /// (see `Queue::poll_until_done`).
     pub fn finish(&self) -> Result<(), ClError> {
         self.gate.open();
         if self.queue.gated {

@@ -639,15 +639,6 @@ pub struct Svm {
 }
 
 impl Svm {
-    /// The usable size in bytes (what was asked for).
-    pub fn len(&self) -> usize {
-        self.bytes
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.bytes == 0
-    }
-
     /// The region's first byte.
     fn address(&self) -> *mut c_void {
         self.allocation

@@ -867,8 +867,13 @@ impl Queue {
     /// The bench binaries without and with it, run alternately twice
     /// (`CONCORD_BENCH_ROUNDS=3`, PoCL 3.1's `pthread` device, 2 cores; README "Speed"):
     /// mlp_64_10 59.3 → 31.3 and 59.7 → 23.1 µs, torch_resnet 318.3 → 212.9 and 249.9 →
-    /// 215.8 µs. Nothing here is an error: a marker or a poll that fails leaves the wait to
-    /// clFinish, which reports the device's failure.
+    /// 215.8 µs. The poll reads a flag that the marker's completion callback sets, not the
+    /// marker's status: PoCL answers a status query under the lock its workers take to
+    /// finish each command, and a host thread asking in a loop kept them waiting on it
+    /// (`forward_loop`, 5 alternate runs each, `pthread` on a 2-core Xeon: mlp_64_10 48.1 →
+    /// 24.5 µs, torch_gru_lm 85.6 → 76.0 µs, torchvision_vit 184.3 → 171.6 µs). Nothing
+    /// here is an error: a marker, callback or poll that fails leaves the wait to clFinish,
+    /// which reports the device's failure.
     fn poll_until_done(&self, limit: std::time::Duration) {
         // SAFETY: a marker on this queue with no wait list; its event is released by Event.
         let Ok(marker) =
@@ -879,17 +884,27 @@ impl Queue {
         if cq::flush(self.raw).is_err() {
             return;
         }
+        // The marker's completion sets a flag (the callback runs in the driver's thread that
+        // completes it); the loop reads the flag, not the event, whose status a query reads
+        // under the driver's lock that its worker threads take to finish each command.
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let data = std::sync::Arc::into_raw(done.clone()) as *mut c_void;
+        if opencl3::event::set_event_callback(marker.0, CL_COMPLETE, marker_done, data).is_err() {
+            // SAFETY: the callback was not registered, so this is the only owner of `data`,
+            // made by Arc::into_raw above.
+            drop(unsafe { std::sync::Arc::from_raw(data as *const std::sync::atomic::AtomicBool) });
+            return;
+        }
         let start = std::time::Instant::now();
-        while start.elapsed() < limit {
-            let status = opencl3::event::get_event_info(
-                marker.0,
-                opencl3::event::CL_EVENT_COMMAND_EXECUTION_STATUS,
-            )
-            .map(cl_int::from);
-            match status {
-                // Queued, submitted or running (CL_COMPLETE is 0, errors are negative).
-                Ok(status) if status > CL_COMPLETE => std::thread::yield_now(),
-                _ => return,
+        loop {
+            for _ in 0..16 {
+                if done.load(std::sync::atomic::Ordering::Acquire) {
+                    return;
+                }
+                std::thread::yield_now();
+            }
+            if start.elapsed() >= limit {
+                return;
             }
         }
     }
@@ -936,6 +951,15 @@ impl Queue {
             _host: std::marker::PhantomData,
         })
     }
+}
+
+/// Called by the driver once when a poll's marker completes (or fails): sets the flag
+/// `poll_until_done` handed it, and releases the callback's reference to it.
+extern "C" fn marker_done(_event: cl_event, _status: cl_int, data: *mut c_void) {
+    // SAFETY: `data` is the Arc::into_raw of poll_until_done, handed to this callback only,
+    // which the driver calls once.
+    let done = unsafe { std::sync::Arc::from_raw(data as *const std::sync::atomic::AtomicBool) };
+    done.store(true, std::sync::atomic::Ordering::Release);
 }
 
 /// How long a forward's wait on a gated queue polls before it sleeps in clFinish (see

@@ -234,9 +234,44 @@ inline void gemm_block_columns(CTPTR ak, CTPTR bp, int ldb, TPTR Y, int M, int N
     }
 }
 
-// Global (ceil(N / NR), ceil(ceil(M / MR) / mblocks), batch): a work-item owns one B panel
-// and mblocks (the launch's choice, MBLOCKS or fewer) A panels, so its B panel stays in
-// cache while it walks the rows.
+// One row of a register block: `v` (alpha times the row's sums over NR columns from n0)
+// plus bias, residual and activation, stored where the columns are inside N (`left` of
+// them).
+__attribute__((always_inline)) inline void gemm_block_row(float16 v, TPTR Y, CTPTR bias,
+                                                          int8 sbias, float beta, CTPTR R,
+                                                          int has_res, int act, float act_a,
+                                                          float act_b, int b1, int m, long row,
+                                                          int n0, int left) {
+    if (sbias.s3) {
+        const long bias_row = (long)b1 * sbias.s2 + (long)m * sbias.s0;
+        if (sbias.s1 == 0) {
+            v += beta * LD(bias, bias_row);
+        } else if (sbias.s1 == 1 && left == NR) {
+            v += beta * LD16(bias, bias_row + n0);
+        } else {
+            float t[NR];
+            for (int j = 0; j < NR; ++j)
+                t[j] = j < left ? LD(bias, bias_row + (long)(n0 + j) * sbias.s1) : 0.0f;
+            v += beta * vload16(0, t);
+        }
+    }
+    if (left == NR) {
+        if (has_res) v += LD16(R, row + n0);
+        ST16(activate16(v, act, act_a, act_b), Y, row + n0);
+    } else {
+        float t[NR];
+        if (has_res) {
+            for (int j = 0; j < NR; ++j) t[j] = j < left ? LD(R, row + n0 + j) : 0.0f;
+            v += vload16(0, t);
+        }
+        vstore16(activate16(v, act, act_a, act_b), 0, t);
+        for (int j = 0; j < left; ++j) ST(Y, row + n0 + j, t[j]);
+    }
+}
+
+// Global (ceil(ceil(N / NR) / per_item), ceil(ceil(M / MR) / mblocks), batch): a work-item
+// owns per_item (1 or 2, see PAIR) B panels and mblocks (the launch's choice, MBLOCKS or
+// fewer) A panels, so its B panels stay in cache while it walks the rows.
 // p = (bp_s0, bp_s1, ap_s0, ap_s1, ldb, lda, a_offset, b_offset): panel offsets per b0 and
 // b1 of B and of A (A's b0 offset is 0 for a conv's weights), B's row stride and first
 // element when it is not packed but read in place (an image, or an activation with
@@ -260,99 +295,120 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, CTPTR bias, CTPTR R,
     // only without one, stays contiguous).
     const long ys0 = P[27], ys1 = P[28];
     const int ysm = P_INT(29);
+    // Panels per work-item, 1 or 2 (see PAIR below).
+    const int per_item = P_INT(30);
     const int nb = get_global_id(0);
     const int mg = get_global_id(1);
     const int batch = get_global_id(2);
-    const int n0 = nb * NR;
-    if (n0 >= N) return;
+    const int first = nb * per_item;
+    if (first * NR >= N) return;
+    const int panels = min(per_item, (N + NR - 1) / NR - first);
     const int b0 = batch / batch1, b1 = batch % batch1;
     // p.s4 > 0: B is not packed but row-major with that row stride, from element p.s7 on
     // (the image of a 1×1 conv, or a MatMul's activation). A ragged last panel then loads
     // past each row's end; those lanes are dropped.
     const int ldb = p.s4 > 0 ? p.s4 : NR;
-    CTPTR bp = Bp + (long)b0 * p.s0 + (long)b1 * p.s1
-               + (p.s4 > 0 ? (long)n0 + p.s7 : (long)nb * K * NR);
-    const int left = min(N - n0, NR);
+    CTPTR b_base = Bp + (long)b0 * p.s0 + (long)b1 * p.s1;
     const long y_base = ysm > 0 ? (long)b0 * ys0 + (long)b1 * ys1 : (long)batch * M * N;
     const int ldy = ysm > 0 ? ysm : N;
-    // A ragged last panel of fewer than 4 columns (a 7×7 image's 49 is three panels and
-    // one column) with A packed: one column at a time, its HR rows' sums in one vector over
-    // the panel's consecutive A values, instead of HR vectors of which `left` lanes count.
-    const int narrow = left < 4 && p.s5 == 0;
     for (int mb = mg * mblocks; mb < mg * mblocks + mblocks; ++mb) {
         // A panel's MR rows in passes of HR (see HR): the B panel is read once per pass,
         // from cache.
         for (int h = 0; h < MR; h += HR) {
             const int m0 = mb * MR + h;
             if (m0 >= M) break;
-            if (narrow) {
-                gemm_block_columns(Ap + (long)b0 * p.s2 + (long)b1 * p.s3 + (long)mb * K * MR
-                                       + h,
-                                   bp, ldb, Y, M, N, K, m0, n0, left, b1, y_base, ldy, bias,
-                                   sbias, alpha, beta, R, has_res, act, act_a, act_b);
+#if HR == 8
+            // PAIR: two B panels side by side with a packed A, sixteen sums: each A value
+            // loaded feeds two multiply-adds and the B loads are two in ten, so the
+            // multiply-add units, not the loads, set the pace (an AVX-512 core issues two
+            // loads and two multiply-adds a cycle). Each sum is the same multiply-adds in
+            // the same order as one panel at a time. The second panel must have 4 columns
+            // or more (a narrower one goes one column at a time, below).
+            if (panels == 2 && p.s5 == 0 && N - (first + 1) * NR >= 4) {
+                const int n0 = first * NR;
+                CTPTR bk = b_base + (p.s4 > 0 ? (long)n0 + p.s7 : (long)first * K * NR);
+                const long b_next = p.s4 > 0 ? NR : (long)K * NR;
+                CTPTR ak = Ap + (long)b0 * p.s2 + (long)b1 * p.s3 + (long)mb * K * MR + h;
+                float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
+                float16 d0 = 0, d1 = 0, d2 = 0, d3 = 0, d4 = 0, d5 = 0, d6 = 0, d7 = 0;
+                for (int k = 0; k < K; ++k, ak += MR, bk += ldb) {
+                    const float16 bv = LD16(bk, 0), bw = LD16(bk + b_next, 0);
+#define FMA_PAIR(i)                               \
+    {                                             \
+        const float16 a = (float16)LD(ak, i);     \
+        c##i = fma(a, bv, c##i);                  \
+        d##i = fma(a, bw, d##i);                  \
+    }
+                    FMA_PAIR(0) FMA_PAIR(1) FMA_PAIR(2) FMA_PAIR(3)
+                    FMA_PAIR(4) FMA_PAIR(5) FMA_PAIR(6) FMA_PAIR(7)
+#undef FMA_PAIR
+                }
+                const float16 rows[16] = {c0, c1, c2, c3, c4, c5, c6, c7,
+                                          d0, d1, d2, d3, d4, d5, d6, d7};
+                const int left = min(N - n0 - NR, NR);
+                for (int i = 0; i < HR; ++i) {
+                    const int m = m0 + i;
+                    if (m >= M) break;
+                    const long row = y_base + (long)m * ldy;
+                    gemm_block_row(alpha * rows[i], Y, bias, sbias, beta, R, has_res, act,
+                                   act_a, act_b, b1, m, row, n0, NR);
+                    gemm_block_row(alpha * rows[HR + i], Y, bias, sbias, beta, R, has_res,
+                                   act, act_a, act_b, b1, m, row, n0 + NR, left);
+                }
                 continue;
             }
-            ACC_DECL;
-            if (p.s5 > 0) {
-                // A in place: rows past M read the last row, and their sums are never
-                // stored.
-                CTPTR a = Ap + (long)b0 * p.s2 + (long)b1 * p.s3 + p.s6;
-                CTPTR a0 = a + (long)min(m0, M - 1) * p.s5;
-                CTPTR a1 = a + (long)min(m0 + 1, M - 1) * p.s5;
-                CTPTR a2 = a + (long)min(m0 + 2, M - 1) * p.s5;
-                CTPTR a3 = a + (long)min(m0 + 3, M - 1) * p.s5;
-#if HR == 8
-                CTPTR a4 = a + (long)min(m0 + 4, M - 1) * p.s5;
-                CTPTR a5 = a + (long)min(m0 + 5, M - 1) * p.s5;
-                CTPTR a6 = a + (long)min(m0 + 6, M - 1) * p.s5;
-                CTPTR a7 = a + (long)min(m0 + 7, M - 1) * p.s5;
 #endif
-                CTPTR bk = bp;
-                for (int k = 0; k < K; ++k, bk += ldb) {
-                    const float16 bv = LD16(bk, 0);
-                    FMA_ROWS_IN();
+            for (int q = first; q < first + panels; ++q) {
+                const int n0 = q * NR;
+                CTPTR bp = b_base + (p.s4 > 0 ? (long)n0 + p.s7 : (long)q * K * NR);
+                const int left = min(N - n0, NR);
+                // A ragged last panel of fewer than 4 columns (a 7×7 image's 49 is three
+                // panels and one column) with A packed: one column at a time, its HR rows'
+                // sums in one vector over the panel's consecutive A values, instead of HR
+                // vectors of which `left` lanes count.
+                if (left < 4 && p.s5 == 0) {
+                    gemm_block_columns(Ap + (long)b0 * p.s2 + (long)b1 * p.s3
+                                           + (long)mb * K * MR + h,
+                                       bp, ldb, Y, M, N, K, m0, n0, left, b1, y_base, ldy,
+                                       bias, sbias, alpha, beta, R, has_res, act, act_a,
+                                       act_b);
+                    continue;
                 }
-            } else {
-                CTPTR ak = Ap + (long)b0 * p.s2 + (long)b1 * p.s3 + (long)mb * K * MR + h;
-                CTPTR bk = bp;
-                for (int k = 0; k < K; ++k, ak += MR, bk += ldb) {
-                    const float16 bv = LD16(bk, 0);
-                    FMA_ROWS();
-                }
-            }
-            float16 rows[HR];
-            ACC_STORE(rows);
-            for (int i = 0; i < HR; ++i) {
-                const int m = m0 + i;
-                if (m >= M) break;
-                const long row = y_base + (long)m * ldy;
-                float16 v = alpha * rows[i];
-                if (sbias.s3) {
-                    const long bias_row = (long)b1 * sbias.s2 + (long)m * sbias.s0;
-                    if (sbias.s1 == 0) {
-                        v += beta * LD(bias, bias_row);
-                    } else if (sbias.s1 == 1 && left == NR) {
-                        v += beta * LD16(bias, bias_row + n0);
-                    } else {
-                        float t[NR];
-                        for (int j = 0; j < NR; ++j)
-                            t[j] = j < left
-                                       ? LD(bias, bias_row + (long)(n0 + j) * sbias.s1)
-                                       : 0.0f;
-                        v += beta * vload16(0, t);
+                ACC_DECL;
+                if (p.s5 > 0) {
+                    // A in place: rows past M read the last row, and their sums are never
+                    // stored.
+                    CTPTR a = Ap + (long)b0 * p.s2 + (long)b1 * p.s3 + p.s6;
+                    CTPTR a0 = a + (long)min(m0, M - 1) * p.s5;
+                    CTPTR a1 = a + (long)min(m0 + 1, M - 1) * p.s5;
+                    CTPTR a2 = a + (long)min(m0 + 2, M - 1) * p.s5;
+                    CTPTR a3 = a + (long)min(m0 + 3, M - 1) * p.s5;
+#if HR == 8
+                    CTPTR a4 = a + (long)min(m0 + 4, M - 1) * p.s5;
+                    CTPTR a5 = a + (long)min(m0 + 5, M - 1) * p.s5;
+                    CTPTR a6 = a + (long)min(m0 + 6, M - 1) * p.s5;
+                    CTPTR a7 = a + (long)min(m0 + 7, M - 1) * p.s5;
+#endif
+                    CTPTR bk = bp;
+                    for (int k = 0; k < K; ++k, bk += ldb) {
+                        const float16 bv = LD16(bk, 0);
+                        FMA_ROWS_IN();
                     }
-                }
-                if (left == NR) {
-                    if (has_res) v += LD16(R, row + n0);
-                    ST16(activate16(v, act, act_a, act_b), Y, row + n0);
                 } else {
-                    float t[NR];
-                    if (has_res) {
-                        for (int j = 0; j < NR; ++j) t[j] = j < left ? LD(R, row + n0 + j) : 0.0f;
-                        v += vload16(0, t);
+                    CTPTR ak = Ap + (long)b0 * p.s2 + (long)b1 * p.s3 + (long)mb * K * MR + h;
+                    CTPTR bk = bp;
+                    for (int k = 0; k < K; ++k, ak += MR, bk += ldb) {
+                        const float16 bv = LD16(bk, 0);
+                        FMA_ROWS();
                     }
-                    vstore16(activate16(v, act, act_a, act_b), 0, t);
-                    for (int j = 0; j < left; ++j) ST(Y, row + n0 + j, t[j]);
+                }
+                float16 rows[HR];
+                ACC_STORE(rows);
+                for (int i = 0; i < HR; ++i) {
+                    const int m = m0 + i;
+                    if (m >= M) break;
+                    gemm_block_row(alpha * rows[i], Y, bias, sbias, beta, R, has_res, act,
+                                   act_a, act_b, b1, m, y_base + (long)m * ldy, n0, left);
                 }
             }
         }
@@ -532,6 +588,80 @@ __kernel void conv_rows_padding(CTPTR Ap, CTPTR X, TPTR Xp, TPTR Y, int M, int K
 }
 
 
+// One output row's chunk of conv_shift: `v` (the sums of the NR wide columns from n0,
+// bias added) plus residual and activation, stored where the columns are outputs.
+__attribute__((always_inline)) inline void conv_shift_store(float16 v, TPTR Y, CTPTR R,
+                                                            int has_res, int act, float act_a,
+                                                            float act_b, long row, int n0,
+                                                            int Wp, int OW, int NW) {
+    const int oh0 = n0 / Wp;
+    const int ow0 = n0 - oh0 * Wp;
+    if (ow0 + NR <= OW) {
+        const long at = row + (long)oh0 * OW + ow0;
+        if (has_res) v += LD16(R, at);
+        ST16(activate16(v, act, act_a, act_b), Y, at);
+        return;
+    }
+    // A chunk that ends its row or straddles two: the residual's lanes gathered and the
+    // activation applied to the whole vector (lane for lane what activate() gives), then
+    // the lanes that are outputs stored one by one.
+    float t[NR];
+    if (has_res) {
+        int oh = oh0, ow = ow0;
+        for (int j = 0; j < NR; ++j) {
+            t[j] = n0 + j < NW && ow < OW ? LD(R, row + (long)oh * OW + ow) : 0.0f;
+            if (++ow == Wp) {
+                ow = 0;
+                ++oh;
+            }
+        }
+        v += vload16(0, t);
+    }
+    vstore16(activate16(v, act, act_a, act_b), 0, t);
+    int oh = oh0, ow = ow0;
+    for (int j = 0; j < NR && n0 + j < NW; ++j) {
+        if (ow < OW) ST(Y, row + (long)oh * OW + ow, t[j]);
+        if (++ow == Wp) {
+            ow = 0;
+            ++oh;
+        }
+    }
+}
+
+#if HR == 8
+// conv_taps for two adjacent chunks of wide columns (xb their first column), sixteen sums:
+// as PAIR in gemm_block, each A value feeds two multiply-adds; each sum is the same
+// multiply-adds in the same order as one chunk at a time.
+inline void conv_taps_pair(CTPTR ak, CTPTR xb, long plane, int C, int KH, int KW, int DH,
+                           int DW, int Wp, float16* rows) {
+    float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
+    float16 d0 = 0, d1 = 0, d2 = 0, d3 = 0, d4 = 0, d5 = 0, d6 = 0, d7 = 0;
+    for (int c = 0; c < C; ++c) {
+        CTPTR xc = xb + (long)c * plane;
+        for (int kh = 0; kh < KH; ++kh) {
+            CTPTR xr = xc + kh * DH * Wp;
+            for (int kw = 0; kw < KW; ++kw, ak += MR) {
+                const int t = kw * DW;
+                const float16 bv = LD16(xr, t), bw = LD16(xr, t + NR);
+#define FMA_PAIR(i)                           \
+    {                                         \
+        const float16 a = (float16)LD(ak, i); \
+        c##i = fma(a, bv, c##i);              \
+        d##i = fma(a, bw, d##i);              \
+    }
+                FMA_PAIR(0) FMA_PAIR(1) FMA_PAIR(2) FMA_PAIR(3)
+                FMA_PAIR(4) FMA_PAIR(5) FMA_PAIR(6) FMA_PAIR(7)
+#undef FMA_PAIR
+            }
+        }
+    }
+    rows[0] = c0; rows[1] = c1; rows[2] = c2; rows[3] = c3;
+    rows[4] = c4; rows[5] = c5; rows[6] = c6; rows[7] = c7;
+    rows[8] = d0; rows[9] = d1; rows[10] = d2; rows[11] = d3;
+    rows[12] = d4; rows[13] = d5; rows[14] = d6; rows[15] = d7;
+}
+#endif
+
 // A stride-1 convolution without im2col. With the image zero-padded into Xp (rows of Wp
 // columns, PW on each side, plus zero rows after the last), the column matrix row for
 // k = (c, kh, kw) is Xp itself shifted by c·plane + kh·DH·Wp + kw·DW: contiguous, so a
@@ -539,11 +669,12 @@ __kernel void conv_rows_padding(CTPTR Ap, CTPTR X, TPTR Xp, TPTR Y, int M, int K
 // runs over OH·Wp "wide" columns; the Wp - OW columns past each output row's end are
 // computed and dropped in the epilogue. Where that costs no more chunks, the host widens
 // Wp to a multiple of NR: every chunk then starts at a multiple of NR within its output row
-// and stores whole vectors, and a chunk wholly past the row's end returns at once. A
-// work-item owns NR wide columns and MBLOCKS row panels of A, each summed in passes of HR
-// rows.
-// p = (x_s0, plane, Wp, OW, N_wide, N); geo = (C, KH, KW, DH, DW).
-// Global (ceil(N_wide / NR), ceil(ceil(M / MR) / MBLOCKS), images).
+// and stores whole vectors, and a chunk wholly past the row's end is skipped. A work-item
+// owns `per_item` (1 or 2) chunks of NR wide columns and MBLOCKS row panels of A, each
+// summed in passes of HR rows; with two, and eight rows of sums, both chunks are summed at
+// once (conv_taps_pair) unless one of them is skipped or missing.
+// p = (x_s0, plane, Wp, OW, N_wide, N, per_item); geo = (C, KH, KW, DH, DW).
+// Global (ceil(ceil(N_wide / NR) / per_item), ceil(ceil(M / MR) / MBLOCKS), images).
 __attribute__((always_inline)) inline void conv_shift_run(
     CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 geo, CTPTR bias, int has_bias,
     CTPTR R, int has_res, int act, float act_a, float act_b) {
@@ -551,57 +682,54 @@ __attribute__((always_inline)) inline void conv_shift_run(
     const int mg = get_global_id(1);
     const int batch = get_global_id(2);
     const int Wp = p.s2, OW = p.s3, NW = p.s4, N = p.s5;
-    const int n0 = nb * NR;
-    if (n0 >= NW) return;
+    const int per_item = max(p.s6, 1);
+    const int first = nb * per_item;
+    if (first * NR >= NW) return;
     const int C = geo.s0, KH = geo.s1, KW = geo.s2, DH = geo.s3, DW = geo.s4;
-    CTPTR xb = Xp + (long)batch * p.s0 + n0;
     const long y_base = (long)batch * M * N;
-    const int oh0 = n0 / Wp;
-    const int ow0 = n0 - oh0 * Wp;
-    // A chunk wholly past its row's last output (planes widened to whole chunks).
-    if (ow0 >= OW && ow0 + NR <= Wp) return;
-    const int whole = ow0 + NR <= OW;
+    // How many of the item's chunks exist, and whether each is wholly past its row's last
+    // output (planes widened to whole chunks), so skipped.
+    const int chunks = min(per_item, (NW - first * NR + NR - 1) / NR);
+    int skip[2];
+    for (int q = 0; q < 2; ++q) {
+        const int n0 = (first + q) * NR;
+        const int ow0 = n0 - (n0 / Wp) * Wp;
+        skip[q] = q >= chunks || (ow0 >= OW && ow0 + NR <= Wp);
+    }
     for (int mb = mg * MBLOCKS; mb < mg * MBLOCKS + MBLOCKS; ++mb) {
         for (int h = 0; h < MR; h += HR) {
             const int m0 = mb * MR + h;
             if (m0 >= M) break;
-            float16 rows[HR];
-            conv_taps(Ap + (long)mb * K * MR + h, xb, p.s1, C, KH, KW, DH, DW, Wp, 1, 0, rows);
-            for (int i = 0; i < HR; ++i) {
-                const int m = m0 + i;
-                if (m >= M) break;
-                const float bm = has_bias ? LD(bias, m) : 0.0f;
-                const long row = y_base + (long)m * N;
-                float16 v = rows[i] + bm;
-                if (whole) {
-                    const long at = row + (long)oh0 * OW + ow0;
-                    if (has_res) v += LD16(R, at);
-                    ST16(activate16(v, act, act_a, act_b), Y, at);
-                    continue;
+#if HR == 8
+            if (!skip[0] && !skip[1]) {
+                float16 rows[2 * HR];
+                conv_taps_pair(Ap + (long)mb * K * MR + h, Xp + (long)batch * p.s0 + first * NR,
+                               p.s1, C, KH, KW, DH, DW, Wp, rows);
+                for (int i = 0; i < HR; ++i) {
+                    const int m = m0 + i;
+                    if (m >= M) break;
+                    const float bm = has_bias ? LD(bias, m) : 0.0f;
+                    const long row = y_base + (long)m * N;
+                    conv_shift_store(rows[i] + bm, Y, R, has_res, act, act_a, act_b, row,
+                                     first * NR, Wp, OW, NW);
+                    conv_shift_store(rows[HR + i] + bm, Y, R, has_res, act, act_a, act_b, row,
+                                     (first + 1) * NR, Wp, OW, NW);
                 }
-                // A chunk that ends its row or straddles two: the residual's lanes gathered
-                // and the activation applied to the whole vector (lane for lane what
-                // activate() gives), then the lanes that are outputs stored one by one.
-                float t[NR];
-                if (has_res) {
-                    int oh = oh0, ow = ow0;
-                    for (int j = 0; j < NR; ++j) {
-                        t[j] = n0 + j < NW && ow < OW ? LD(R, row + (long)oh * OW + ow) : 0.0f;
-                        if (++ow == Wp) {
-                            ow = 0;
-                            ++oh;
-                        }
-                    }
-                    v += vload16(0, t);
-                }
-                vstore16(activate16(v, act, act_a, act_b), 0, t);
-                int oh = oh0, ow = ow0;
-                for (int j = 0; j < NR && n0 + j < NW; ++j) {
-                    if (ow < OW) ST(Y, row + (long)oh * OW + ow, t[j]);
-                    if (++ow == Wp) {
-                        ow = 0;
-                        ++oh;
-                    }
+                continue;
+            }
+#endif
+            for (int q = 0; q < chunks; ++q) {
+                if (skip[q]) continue;
+                const int n0 = (first + q) * NR;
+                float16 rows[HR];
+                conv_taps(Ap + (long)mb * K * MR + h, Xp + (long)batch * p.s0 + n0, p.s1, C, KH,
+                          KW, DH, DW, Wp, 1, 0, rows);
+                for (int i = 0; i < HR; ++i) {
+                    const int m = m0 + i;
+                    if (m >= M) break;
+                    const float bm = has_bias ? LD(bias, m) : 0.0f;
+                    conv_shift_store(rows[i] + bm, Y, R, has_res, act, act_a, act_b,
+                                     y_base + (long)m * N, n0, Wp, OW, NW);
                 }
             }
         }

@@ -24,6 +24,16 @@ use concord_conformance::tolerance::{allowance, ToleranceTable};
 
 /// Runs `graph` on the reference and on OpenCL and compares every output at the model level.
 fn agree(test: &str, graph: Graph, seed: u64) -> Result<(), String> {
+    agree_on(test, graph, seed, common::shared_registry())
+}
+
+/// [`agree`] with OpenCL from `registry`.
+fn agree_on(
+    test: &str,
+    graph: Graph,
+    seed: u64,
+    registry: concord::ExecutorRegistry,
+) -> Result<(), String> {
     let here = opencl_here(test);
     let info = &graph.inputs[0];
     let dims: Vec<usize> = info
@@ -44,7 +54,12 @@ fn agree(test: &str, graph: Graph, seed: u64) -> Result<(), String> {
         .overrides(Overrides::default())
         .build()
         .map_err(|e| format!("{}: reference build: {e}", graph.name))?;
-    let net = opencl_net(graph.clone(), FallbackPolicy::Allow, false)
+    let net = NetBuilder::from_graph(graph.clone())
+        .registry(registry)
+        .backend(concord::backends::OPENCL)
+        .fallback(FallbackPolicy::Allow)
+        .overrides(Overrides::default())
+        .build()
         .map_err(|e| format!("{}: OpenCL build: {e}", graph.name))?;
     if let OpenClHere::Available = here {
         let off: Vec<String> = net
@@ -365,6 +380,63 @@ fn wide_and_ragged_layers_agree_with_the_reference() {
     let f16: Vec<Graph> = graphs.iter().cloned().map(as_f16).collect();
     graphs.extend(f16);
     check_all("wide_and_ragged_layers_agree_with_the_reference", graphs);
+}
+
+/// The register-blocked GEMM with eight rows of sums (what AVX-512 devices get, forced
+/// here on any device) takes two B panels per work-item where that leaves 32 work-items or
+/// more (PAIR in gemm.cl): 1×1 convs whose images are an even number of full panels, an
+/// even number with a ragged last one, an odd number (the last work-item has one panel), and
+/// an even number whose last panel is under four columns (which goes one column at a time,
+/// so that work-item takes its panels one by one); a strided 3×3 conv on packed im2col
+/// panels; stride-1 3×3 convs, whose work-items take two chunks of output columns
+/// (conv_taps_pair); residual Adds fused into paired convs; and the f16-storage build of
+/// each.
+#[test]
+fn paired_panels_agree_with_the_reference() {
+    let test = "paired_panels_agree_with_the_reference";
+    let executor = std::sync::Arc::new(concord_opencl::OpenClExecutor::with_options(
+        concord_opencl::OpenClOptions {
+            gemm: concord_opencl::GemmKernel::RegisterBlocked,
+            block_rows: concord_opencl::BlockRows::Eight,
+            ..concord_opencl::OpenClOptions::default()
+        },
+    ));
+    let registry = || concord::ExecutorRegistry::with_builtins().with(executor.clone());
+    // 32×32 = 64 full panels; 37×37 = 1,369 = 85 panels and 9 columns; 35×35 = 1,225 = 76
+    // panels and 9; 39×39 = 1,521 = 95 panels and 1.
+    let mut graphs = vec![
+        layer(24, 20, 32, 1, 1, 1),
+        layer(24, 20, 37, 1, 1, 1),
+        layer(16, 40, 35, 1, 1, 1),
+        layer(16, 12, 39, 1, 1, 1),
+        layer(24, 16, 80, 3, 2, 1),
+        residual(20, 33, 1),
+        // Stride-1 3×3 convs (conv_shift): rows of 39 padded columns, 91 chunks of them
+        // (odd, chunks straddling rows); rows widened to 32 columns, the second chunk of
+        // each ending its row; a residual.
+        layer(12, 20, 37, 3, 1, 1),
+        layer(8, 72, 30, 3, 1, 1),
+        residual(16, 40, 3),
+    ];
+    let f16: Vec<Graph> = graphs.iter().cloned().map(as_f16).collect();
+    graphs.extend(f16);
+    let failures: Vec<String> = graphs
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, g)| agree_on(test, g, 300 + i as u64, registry()).err())
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A k×k conv whose output is added to its input (the Add fused into the conv's epilogue
+/// as a residual), then ReLU6.
+fn residual(c: usize, size: usize, k: usize) -> Graph {
+    let mut b = CnnBuilder::new(&format!("residual_{c}_{size}_k{k}"), &[1, c, size, size], 9);
+    let y = b.conv_bn("input", c, c, k, 1, 1);
+    let y = b.add(&y, "input");
+    let y = b.relu6(&y);
+    b.graph.outputs.push(y);
+    b.graph
 }
 
 /// Squeeze-excite blocks folded into their pool agree with the reference: with and without

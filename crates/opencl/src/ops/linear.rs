@@ -1052,13 +1052,18 @@ fn conv_shifted(
     // column.
     let reach = NR + (wa.kernel - 1) * wa.dilation;
     let n_wide = h.output * wp;
-    let p = [wp, wa.output, n_wide, h.output * wa.output, 0, 0];
+    // Two chunks per work-item where sums are summed eight rows at a time and that still
+    // leaves 32 work-items or more (conv_taps_pair in gemm.cl).
+    let (chunks, row_groups) = (n_wide.div_ceil(NR), c.m.div_ceil(MR).div_ceil(MBLOCKS));
+    let per_item =
+        if b.programs.block_rows() == 8 && chunks.div_ceil(2) * row_groups * c.batch >= 32 {
+            2
+        } else {
+            1
+        };
+    let p = [wp, wa.output, n_wide, h.output * wa.output, per_item, 0];
     let geo = [c.cin, h.kernel, wa.kernel, h.dilation, wa.dilation, 0, 0, 0];
-    let global = [
-        n_wide.div_ceil(NR),
-        c.m.div_ceil(MR).div_ceil(MBLOCKS),
-        c.batch,
-    ];
+    let global = [chunks.div_ceil(per_item), row_groups, c.batch];
     padded_conv(
         b,
         program,
@@ -1556,9 +1561,20 @@ fn launch_blocked(
         mblocks /= 2;
     }
     let row_groups = a_panels.div_ceil(mblocks);
+    // Two B panels per work-item where sums are summed eight rows at a time (PAIR in
+    // gemm.cl), A is packed, and that still leaves 32 work-items or more.
+    let per_item = if b.programs.block_rows() == 8
+        && call.lda == 0
+        && panels.div_ceil(2) * row_groups * call.batch >= 32
+    {
+        2
+    } else {
+        1
+    };
+    let items = panels.div_ceil(per_item);
     // Row stride 0: the output is contiguous.
     let ys = call.y_strides.unwrap_or([0, 0, 0]);
-    let local_x = if panels.div_ceil(4) * row_groups * call.batch < 32 {
+    let local_x = if items.div_ceil(4) * row_groups * call.batch < 32 {
         1
     } else {
         4
@@ -1566,7 +1582,7 @@ fn launch_blocked(
     b.launch(
         program,
         "gemm_block",
-        &[panels, row_groups, call.batch],
+        &[items, row_groups, call.batch],
         Some(&[local_x, 1, 1]),
         vec![
             Arg::Buf(call.ap),
@@ -1590,6 +1606,7 @@ fn launch_blocked(
             Arg::I64(ys[0]),
             Arg::I64(ys[1]),
             Arg::I64(ys[2]),
+            Arg::I32(per_item as i32),
         ],
     );
     Ok(())

@@ -519,16 +519,65 @@ inline void conv_taps(CTPTR ak, CTPTR xb, long plane, int C, int KH, int KW, int
     ACC_STORE(rows);
 }
 
+#if HR == 8
+// conv_taps for two adjacent chunks of NR columns (xb the first one's), sixteen sums: as
+// PAIR in gemm_block, each A value feeds two multiply-adds; each sum is the same
+// multiply-adds in the same order as one chunk at a time.
+inline void conv_taps_pair(CTPTR ak, CTPTR xb, long plane, int C, int KH, int KW, int DH,
+                           int DW, int Wp, int SW, int even, float16* rows) {
+    float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
+    float16 d0 = 0, d1 = 0, d2 = 0, d3 = 0, d4 = 0, d5 = 0, d6 = 0, d7 = 0;
+    for (int c = 0; c < C; ++c) {
+        CTPTR xc = xb + (long)c * plane;
+        for (int kh = 0; kh < KH; ++kh) {
+            CTPTR xr = xc + kh * DH * Wp;
+            for (int kw = 0; kw < KW; ++kw, ak += MR) {
+                const int t = kw * DW;
+                const int o = SW == 1 ? t : (t & 1) * even + (t >> 1);
+                const float16 bv = LD16(xr, o), bw = LD16(xr, o + NR);
+#define FMA_PAIR(i)                           \
+    {                                         \
+        const float16 a = (float16)LD(ak, i); \
+        c##i = fma(a, bv, c##i);              \
+        d##i = fma(a, bw, d##i);              \
+    }
+                FMA_PAIR(0) FMA_PAIR(1) FMA_PAIR(2) FMA_PAIR(3)
+                FMA_PAIR(4) FMA_PAIR(5) FMA_PAIR(6) FMA_PAIR(7)
+#undef FMA_PAIR
+            }
+        }
+    }
+    rows[0] = c0; rows[1] = c1; rows[2] = c2; rows[3] = c3;
+    rows[4] = c4; rows[5] = c5; rows[6] = c6; rows[7] = c7;
+    rows[8] = d0; rows[9] = d1; rows[10] = d2; rows[11] = d3;
+    rows[12] = d4; rows[13] = d5; rows[14] = d6; rows[15] = d7;
+}
+#endif
+
 // A convolution with width stride 1 or 2 over output rows: the image is zero-padded into
 // Xp (planes of rows×Wp, room past the last row), and a work-item owns NR output columns
-// ow0 .. ow0 + NR - 1 of one output row oh (and MBLOCKS row panels of A). For k = (c, kh,
+// ow0 .. ow0 + NR - 1 of one output row oh, or per_item such chunks in a row, two at a
+// time with eight rows of sums (conv_taps_pair) (and MBLOCKS row panels of A). For k = (c, kh,
 // kw) those columns read Xp at plane c, row oh·SH + kh·DH, columns (ow0 + j)·SW + kw·DW:
 // one vector load, for stride 2 from a copy with each row's columns de-interleaved (even
 // ones, then odd ones), where those columns are consecutive. Unlike conv_shift no
 // column is computed past the image's edge, which suits strided convs (a wide row there
 // would waste half its columns); lanes past OW in a row's last chunk are dropped.
-// p = (x_s0, plane, Wp, OW, OH, chunks = ceil(OW / NR)); geo = (C, KH, KW, DH, DW, SH, SW).
-// Global (OH · chunks, ceil(ceil(M / MR) / MBLOCKS), images).
+// p = (x_s0, plane, Wp, OW, OH, chunks = ceil(OW / NR), per_item); geo = (C, KH, KW, DH,
+// DW, SH, SW). Global (OH · ceil(chunks / per_item), ceil(ceil(M / MR) / MBLOCKS), images).
+// One chunk of conv_rows' output row: `v` (sums plus bias) plus residual and activation,
+// its first `left` lanes stored at `at`.
+__attribute__((always_inline)) inline void conv_rows_store(float16 v, int left, int has_res,
+                                                           CTPTR R, TPTR Y, long at, int act,
+                                                           float act_a, float act_b) {
+    if (left == NR) {
+        if (has_res) v += LD16(R, at);
+        ST16(activate16(v, act, act_a, act_b), Y, at);
+    } else {
+        store_prefix16(v, left, has_res, R, Y, at, act, act_a, act_b);
+    }
+}
+
 __attribute__((always_inline)) inline void conv_rows_run(
     CTPTR Ap, CTPTR Xp, TPTR Y, int M, int K, int8 p, int8 geo, CTPTR bias, int has_bias,
     CTPTR R, int has_res, int act, float act_a, float act_b) {
@@ -536,35 +585,54 @@ __attribute__((always_inline)) inline void conv_rows_run(
     const int mg = get_global_id(1);
     const int batch = get_global_id(2);
     const int Wp = p.s2, OW = p.s3, OH = p.s4, chunks = p.s5;
-    const int oh = g0 / chunks;
+    const int per_item = max(p.s6, 1);
+    const int row_items = (chunks + per_item - 1) / per_item;
+    const int oh = g0 / row_items;
     if (oh >= OH) return;
-    const int ow0 = (g0 - oh * chunks) * NR;
+    const int q_first = (g0 - oh * row_items) * per_item;
+    const int q_end = min(chunks, q_first + per_item);
     const int C = geo.s0, KH = geo.s1, KW = geo.s2, DH = geo.s3, DW = geo.s4;
     const int SH = geo.s5, SW = geo.s6;
     const int N = OH * OW;
     // Stride 2 reads a copy whose rows hold the even columns, then the odd ones (pad_planes
     // with split): tap offset t is column t / 2 of phase t % 2, so every tap is one vector.
     const int even = (Wp + 1) / 2;
-    CTPTR xb = Xp + (long)batch * p.s0 + (long)oh * SH * Wp + ow0;
-    const long y_base = (long)batch * M * N + (long)oh * OW + ow0;
-    const int left = min(OW - ow0, NR);
+    CTPTR xrow = Xp + (long)batch * p.s0 + (long)oh * SH * Wp;
+    const long y_row = (long)batch * M * N + (long)oh * OW;
     for (int mb = mg * MBLOCKS; mb < mg * MBLOCKS + MBLOCKS; ++mb) {
         for (int h = 0; h < MR; h += HR) {
             const int m0 = mb * MR + h;
             if (m0 >= M) break;
-            float16 rows[HR];
-            conv_taps(Ap + (long)mb * K * MR + h, xb, p.s1, C, KH, KW, DH, DW, Wp, SW, even,
-                      rows);
-            for (int i = 0; i < HR && m0 + i < M; ++i) {
-                const int m = m0 + i;
-                const float bm = has_bias ? LD(bias, m) : 0.0f;
-                const long at = y_base + (long)m * N;
-                float16 v = rows[i] + bm;
-                if (left == NR) {
-                    if (has_res) v += LD16(R, at);
-                    ST16(activate16(v, act, act_a, act_b), Y, at);
-                } else {
-                    store_prefix16(v, left, has_res, R, Y, at, act, act_a, act_b);
+            CTPTR ak = Ap + (long)mb * K * MR + h;
+            for (int q = q_first; q < q_end;) {
+                const int ow0 = q * NR;
+#if HR == 8
+                if (q + 1 < q_end) {
+                    // Chunk q is whole (another follows it in the row).
+                    float16 rows[2 * HR];
+                    conv_taps_pair(ak, xrow + ow0, p.s1, C, KH, KW, DH, DW, Wp, SW, even, rows);
+                    const int left = min(OW - ow0 - NR, NR);
+                    for (int i = 0; i < HR && m0 + i < M; ++i) {
+                        const int m = m0 + i;
+                        const float bm = has_bias ? LD(bias, m) : 0.0f;
+                        const long at = y_row + (long)m * N + ow0;
+                        conv_rows_store(rows[i] + bm, NR, has_res, R, Y, at, act, act_a, act_b);
+                        conv_rows_store(rows[HR + i] + bm, left, has_res, R, Y, at + NR, act,
+                                        act_a, act_b);
+                    }
+                    q += 2;
+                    continue;
+                }
+#endif
+                ++q;
+                float16 rows[HR];
+                conv_taps(ak, xrow + ow0, p.s1, C, KH, KW, DH, DW, Wp, SW, even, rows);
+                const int left = min(OW - ow0, NR);
+                for (int i = 0; i < HR && m0 + i < M; ++i) {
+                    const int m = m0 + i;
+                    const float bm = has_bias ? LD(bias, m) : 0.0f;
+                    conv_rows_store(rows[i] + bm, left, has_res, R, Y,
+                                    y_row + (long)m * N + ow0, act, act_a, act_b);
                 }
             }
         }
@@ -628,39 +696,10 @@ __attribute__((always_inline)) inline void conv_shift_store(float16 v, TPTR Y, C
     }
 }
 
-#if HR == 8
-// conv_taps for two adjacent chunks of wide columns (xb their first column), sixteen sums:
-// as PAIR in gemm_block, each A value feeds two multiply-adds; each sum is the same
-// multiply-adds in the same order as one chunk at a time.
-inline void conv_taps_pair(CTPTR ak, CTPTR xb, long plane, int C, int KH, int KW, int DH,
-                           int DW, int Wp, float16* rows) {
-    float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
-    float16 d0 = 0, d1 = 0, d2 = 0, d3 = 0, d4 = 0, d5 = 0, d6 = 0, d7 = 0;
-    for (int c = 0; c < C; ++c) {
-        CTPTR xc = xb + (long)c * plane;
-        for (int kh = 0; kh < KH; ++kh) {
-            CTPTR xr = xc + kh * DH * Wp;
-            for (int kw = 0; kw < KW; ++kw, ak += MR) {
-                const int t = kw * DW;
-                const float16 bv = LD16(xr, t), bw = LD16(xr, t + NR);
-#define FMA_PAIR(i)                           \
-    {                                         \
-        const float16 a = (float16)LD(ak, i); \
-        c##i = fma(a, bv, c##i);              \
-        d##i = fma(a, bw, d##i);              \
-    }
-                FMA_PAIR(0) FMA_PAIR(1) FMA_PAIR(2) FMA_PAIR(3)
-                FMA_PAIR(4) FMA_PAIR(5) FMA_PAIR(6) FMA_PAIR(7)
-#undef FMA_PAIR
-            }
-        }
-    }
-    rows[0] = c0; rows[1] = c1; rows[2] = c2; rows[3] = c3;
-    rows[4] = c4; rows[5] = c5; rows[6] = c6; rows[7] = c7;
-    rows[8] = d0; rows[9] = d1; rows[10] = d2; rows[11] = d3;
-    rows[12] = d4; rows[13] = d5; rows[14] = d6; rows[15] = d7;
-}
-#endif
+
+// Whether conv_shift's chunk of wide columns from n0 lies wholly past its row's last output
+// (planes widened to whole chunks), so is skipped.
+#define CHUNK_SKIPPED(n0) ((n0) % Wp >= OW && (n0) % Wp + NR <= Wp)
 
 // A stride-1 convolution without im2col. With the image zero-padded into Xp (rows of Wp
 // columns, PW on each side, plus zero rows after the last), the column matrix row for
@@ -670,9 +709,10 @@ inline void conv_taps_pair(CTPTR ak, CTPTR xb, long plane, int C, int KH, int KW
 // computed and dropped in the epilogue. Where that costs no more chunks, the host widens
 // Wp to a multiple of NR: every chunk then starts at a multiple of NR within its output row
 // and stores whole vectors, and a chunk wholly past the row's end is skipped. A work-item
-// owns `per_item` (1 or 2) chunks of NR wide columns and MBLOCKS row panels of A, each
-// summed in passes of HR rows; with two, and eight rows of sums, both chunks are summed at
-// once (conv_taps_pair) unless one of them is skipped or missing.
+// owns `per_item` consecutive chunks of NR wide columns and MBLOCKS row panels of A, each
+// summed in passes of HR rows, a pass over all its chunks (so a pass's A values come from
+// cache for every chunk after the first); with eight rows of sums, two chunks at a time
+// (conv_taps_pair) where neither is skipped.
 // p = (x_s0, plane, Wp, OW, N_wide, N, per_item); geo = (C, KH, KW, DH, DW).
 // Global (ceil(ceil(N_wide / NR) / per_item), ceil(ceil(M / MR) / MBLOCKS), images).
 __attribute__((always_inline)) inline void conv_shift_run(
@@ -687,43 +727,38 @@ __attribute__((always_inline)) inline void conv_shift_run(
     if (first * NR >= NW) return;
     const int C = geo.s0, KH = geo.s1, KW = geo.s2, DH = geo.s3, DW = geo.s4;
     const long y_base = (long)batch * M * N;
-    // How many of the item's chunks exist, and whether each is wholly past its row's last
-    // output (planes widened to whole chunks), so skipped.
+    CTPTR xb = Xp + (long)batch * p.s0;
+    // How many of the item's chunks exist.
     const int chunks = min(per_item, (NW - first * NR + NR - 1) / NR);
-    int skip[2];
-    for (int q = 0; q < 2; ++q) {
-        const int n0 = (first + q) * NR;
-        const int ow0 = n0 - (n0 / Wp) * Wp;
-        skip[q] = q >= chunks || (ow0 >= OW && ow0 + NR <= Wp);
-    }
     for (int mb = mg * MBLOCKS; mb < mg * MBLOCKS + MBLOCKS; ++mb) {
         for (int h = 0; h < MR; h += HR) {
             const int m0 = mb * MR + h;
             if (m0 >= M) break;
-#if HR == 8
-            if (!skip[0] && !skip[1]) {
-                float16 rows[2 * HR];
-                conv_taps_pair(Ap + (long)mb * K * MR + h, Xp + (long)batch * p.s0 + first * NR,
-                               p.s1, C, KH, KW, DH, DW, Wp, rows);
-                for (int i = 0; i < HR; ++i) {
-                    const int m = m0 + i;
-                    if (m >= M) break;
-                    const float bm = has_bias ? LD(bias, m) : 0.0f;
-                    const long row = y_base + (long)m * N;
-                    conv_shift_store(rows[i] + bm, Y, R, has_res, act, act_a, act_b, row,
-                                     first * NR, Wp, OW, NW);
-                    conv_shift_store(rows[HR + i] + bm, Y, R, has_res, act, act_a, act_b, row,
-                                     (first + 1) * NR, Wp, OW, NW);
-                }
-                continue;
-            }
-#endif
-            for (int q = 0; q < chunks; ++q) {
-                if (skip[q]) continue;
+            CTPTR ak = Ap + (long)mb * K * MR + h;
+            for (int q = 0; q < chunks;) {
                 const int n0 = (first + q) * NR;
+#if HR == 8
+                if (q + 1 < chunks && !CHUNK_SKIPPED(n0) && !CHUNK_SKIPPED(n0 + NR)) {
+                    float16 rows[2 * HR];
+                    conv_taps_pair(ak, xb + n0, p.s1, C, KH, KW, DH, DW, Wp, 1, 0, rows);
+                    for (int i = 0; i < HR; ++i) {
+                        const int m = m0 + i;
+                        if (m >= M) break;
+                        const float bm = has_bias ? LD(bias, m) : 0.0f;
+                        const long row = y_base + (long)m * N;
+                        conv_shift_store(rows[i] + bm, Y, R, has_res, act, act_a, act_b, row,
+                                         n0, Wp, OW, NW);
+                        conv_shift_store(rows[HR + i] + bm, Y, R, has_res, act, act_a, act_b,
+                                         row, n0 + NR, Wp, OW, NW);
+                    }
+                    q += 2;
+                    continue;
+                }
+#endif
+                ++q;
+                if (CHUNK_SKIPPED(n0)) continue;
                 float16 rows[HR];
-                conv_taps(Ap + (long)mb * K * MR + h, Xp + (long)batch * p.s0 + n0, p.s1, C, KH,
-                          KW, DH, DW, Wp, 1, 0, rows);
+                conv_taps(ak, xb + n0, p.s1, C, KH, KW, DH, DW, Wp, 1, 0, rows);
                 for (int i = 0; i < HR; ++i) {
                     const int m = m0 + i;
                     if (m >= M) break;

@@ -383,14 +383,14 @@ fn wide_and_ragged_layers_agree_with_the_reference() {
 }
 
 /// The register-blocked GEMM with eight rows of sums (what AVX-512 devices get, forced
-/// here on any device) takes two B panels per work-item where that leaves 32 work-items or
-/// more (PAIR in gemm.cl): 1×1 convs whose images are an even number of full panels, an
+/// here on any device) takes two B panels per work-item where A is packed (PAIR in
+/// gemm.cl): 1×1 convs whose images are an even number of full panels, an
 /// even number with a ragged last one, an odd number (the last work-item has one panel), and
 /// an even number whose last panel is under four columns (which goes one column at a time,
 /// so that work-item takes its panels one by one); a strided 3×3 conv on packed im2col
-/// panels; stride-1 3×3 convs, whose work-items take two chunks of output columns
-/// (conv_taps_pair); residual Adds fused into paired convs; and the f16-storage build of
-/// each.
+/// panels; stride-1 3×3 convs and strided convs with few channels, whose work-items take
+/// two chunks of output columns (conv_taps_pair); residual Adds fused into paired convs;
+/// and the f16-storage build of each.
 #[test]
 fn paired_panels_agree_with_the_reference() {
     let test = "paired_panels_agree_with_the_reference";
@@ -417,6 +417,12 @@ fn paired_panels_agree_with_the_reference() {
         layer(12, 20, 37, 3, 1, 1),
         layer(8, 72, 30, 3, 1, 1),
         residual(16, 40, 3),
+        // Strided convs with few channels (conv_rows, two chunks of a row per work-item):
+        // output rows of 38 (a pair and a ragged single), of 17 (a whole chunk and one
+        // column) and of 32 (two whole chunks).
+        layer(3, 16, 75, 7, 2, 1),
+        layer(4, 24, 33, 5, 2, 1),
+        layer(3, 10, 64, 3, 2, 1),
     ];
     let f16: Vec<Graph> = graphs.iter().cloned().map(as_f16).collect();
     graphs.extend(f16);

@@ -1052,15 +1052,12 @@ fn conv_shifted(
     // column.
     let reach = NR + (wa.kernel - 1) * wa.dilation;
     let n_wide = h.output * wp;
-    // Two chunks per work-item where sums are summed eight rows at a time and that still
-    // leaves 32 work-items or more (conv_taps_pair in gemm.cl).
+    // Two chunks per work-item where sums are summed eight rows at a time (conv_taps_pair
+    // in gemm.cl), even where that halves the work-items: the A panels are read half as
+    // often (resnet18_like, `forward_loop`, 3 alternate runs: 22.5 → 20.8 ms on `pthread`,
+    // where pairing only at 32 work-items or more gave 24.7 → 23.0).
     let (chunks, row_groups) = (n_wide.div_ceil(NR), c.m.div_ceil(MR).div_ceil(MBLOCKS));
-    let per_item =
-        if b.programs.block_rows() == 8 && chunks.div_ceil(2) * row_groups * c.batch >= 32 {
-            2
-        } else {
-            1
-        };
+    let per_item = if b.programs.block_rows() == 8 { 2 } else { 1 };
     let p = [wp, wa.output, n_wide, h.output * wa.output, per_item, 0];
     let geo = [c.cin, h.kernel, wa.kernel, h.dilation, wa.dilation, 0, 0, 0];
     let global = [chunks.div_ceil(per_item), row_groups, c.batch];
@@ -1092,7 +1089,9 @@ fn conv_rows(
     // A row's last chunk loads up to NR·stride lanes plus the kernel's reach.
     let reach = NR * wa.stride + (wa.kernel - 1) * wa.dilation;
     let chunks = wa.output.div_ceil(NR);
-    let p = [wp, wa.output, h.output, chunks, 0, 0];
+    // Two chunks of a row per work-item with eight rows of sums, as in conv_shifted.
+    let per_item = if b.programs.block_rows() == 8 { 2 } else { 1 };
+    let p = [wp, wa.output, h.output, chunks, per_item, 0];
     let geo = [
         c.cin,
         h.kernel,
@@ -1104,7 +1103,7 @@ fn conv_rows(
         0,
     ];
     let global = [
-        h.output * chunks,
+        h.output * chunks.div_ceil(per_item),
         c.m.div_ceil(MR).div_ceil(MBLOCKS),
         c.batch,
     ];
@@ -1561,12 +1560,11 @@ fn launch_blocked(
         mblocks /= 2;
     }
     let row_groups = a_panels.div_ceil(mblocks);
-    // Two B panels per work-item where sums are summed eight rows at a time (PAIR in
-    // gemm.cl), A is packed, and that still leaves 32 work-items or more.
-    let per_item = if b.programs.block_rows() == 8
-        && call.lda == 0
-        && panels.div_ceil(2) * row_groups * call.batch >= 32
-    {
+    // Two B panels per work-item where sums are summed eight rows at a time and A is packed
+    // (PAIR in gemm.cl), even where that halves the work-items: a 1×1 conv on a 7×7 or 14×14
+    // image then reads its weights half as often (mobilenet_v2_like, `forward_loop`, 3
+    // alternate runs: 7.04 → 6.24 ms on `pthread`).
+    let per_item = if b.programs.block_rows() == 8 && call.lda == 0 {
         2
     } else {
         1

@@ -1,9 +1,10 @@
 // conv.cl: depthwise (and channel-multiplier) convolution, where every output channel
 // reads one input channel, so there is nothing to share between channels and a GEMM would
-// waste its tile. Three kernels: `depthwise` (any geometry; what GPUs run), and for CPU
-// devices `depthwise_inplace` (width stride 1 or 2, the image read in place) and
+// waste its tile. Four kernels: `depthwise` (any geometry; what GPUs run), and for CPU
+// devices `depthwise_inplace` (width stride 1 or 2, the image read in place),
 // `depthwise_rows` (width stride 1 or 2, rows padded in a private buffer, for left pads
-// wider than 3), described where they are defined.
+// wider than 3) and `depthwise_flat` (small planes at stride 1, the plane one flat run),
+// described where they are defined.
 // ConvTranspose lives here too: `conv_transpose` (any geometry, one output per work-item)
 // and, for CPU devices, `conv_transpose_rows` (kernel == stride, one tap per output).
 //
@@ -418,6 +419,119 @@ __kernel void depthwise_inplace(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, CTPTR R,
         for (; oh < oh_end; ++oh) {
             DWI_ROW(oh);
         }
+    }
+}
+
+// The CPU variant of depthwise for small planes at stride 1 with "same" padding (a K×K
+// kernel, K 3 or 5, pad K / 2 on every side, dilation 1, so the output plane is the input's
+// shape): the plane is one flat run of OH·OW values, and a 16-lane chunk of it is 16
+// consecutive outputs, whatever the row width (a 7×7 plane is four chunks, where rows of 7
+// in 16 lanes are seven). The work-item copies its plane into a private buffer between
+// zero margins of K / 2 rows and K / 2 values, so tap (kh, kw) of a chunk starting at
+// output p is one 16-lane load at p + (kh − K / 2)·W + kw − K / 2 of the copy: rows above
+// and below the image read the zero margins, and the lanes whose column plus kw − K / 2
+// falls outside the row (they would read the next or previous row) are set to zero. Taps
+// in the order of `depthwise` (kh, then kw). One work-item per plane; the host chooses this
+// kernel for planes of at most DWF_PLANE values in rows of at most 8 (where depthwise_inplace
+// fills at most half of a vector's lanes; with rows of 14 or 28 it measured faster).
+// geo0, geo1 as in depthwise_inplace, rpi unused, planes = N · C_out. Global (1, planes).
+#define DWF_PLANE 1024
+// Vectors of zeros before and after the plane: K / 2 rows and K / 2 values of rows up to
+// 8 wide, rounded up to whole vectors (so the plane starts on one).
+#define DWF_MARGIN_VECS 2
+#define DWF_CHAINS 4
+#define DWF_VECS (DWF_PLANE / 16 + 2 * DWF_MARGIN_VECS + DWF_CHAINS)
+
+// depthwise_flat's taps for a fixed K (a constant where the kernel calls this, so every
+// tap loop unrolls and the column masks are computed once per chunk).
+__attribute__((always_inline)) inline void dwf_flat_plane(CTPTR x, CTPTR w, TPTR Y, CTPTR R,
+                                                          int has_res, int act, float act_a,
+                                                          float act_b, float b, long y_plane,
+                                                          int H, int W, const int K) {
+    const int pad = K / 2;
+    const int HW = H * W;
+    const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const int chunks = (HW + 15) / 16;
+    // The copy, whole vectors: DWF_MARGIN_VECS of zeros, the plane (the last chunk's loads
+    // run past it, into the next plane or the slot's slack; those lanes become zeros),
+    // then zeros past the reach of the last group of DWF_CHAINS chunks.
+    float16 copy[DWF_VECS];
+    for (int i = 0; i < DWF_MARGIN_VECS; ++i) copy[i] = 0.0f;
+    for (int c = 0; c < chunks; ++c) {
+        copy[DWF_MARGIN_VECS + c] = select((float16)0.0f, LD16(x, 16 * c), 16 * c + lane < HW);
+    }
+    for (int i = DWF_MARGIN_VECS + chunks; i < 2 * DWF_MARGIN_VECS + chunks + DWF_CHAINS; ++i)
+        copy[i] = 0.0f;
+    const float* plane = (const float*)copy + 16 * DWF_MARGIN_VECS;
+    float wk[25];
+    for (int t = 0; t < K * K; ++t) wk[t] = LD(w, t);
+    // DWF_CHAINS chunks at a time, their sums independent chains (one chain would wait on
+    // each multiply-add's latency); chunks past the plane are computed from zeros and not
+    // stored.
+    for (int c0 = 0; c0 < chunks; c0 += DWF_CHAINS) {
+        float16 acc[DWF_CHAINS];
+        int16 inside[DWF_CHAINS][5];
+#pragma unroll
+        for (int j = 0; j < DWF_CHAINS; ++j) {
+            acc[j] = 0.0f;
+            // Each lane's column: (p + 0.5) / W in float is never within rounding of a
+            // whole number for planes this small, so its floor is the row.
+            const int16 pos = 16 * (c0 + j) + lane;
+            const int16 row = convert_int16(floor((convert_float16(pos) + 0.5f) / (float)W));
+            const int16 col = pos - row * W;
+#pragma unroll
+            for (int kw = 0; kw < K; ++kw)
+                inside[j][kw] = (col + kw - pad >= 0) & (col + kw - pad < W);
+        }
+#pragma unroll
+        for (int kh = 0; kh < K; ++kh) {
+            const float* xr = plane + 16 * c0 + (kh - pad) * W - pad;
+#pragma unroll
+            for (int kw = 0; kw < K; ++kw) {
+                const float16 wv = (float16)wk[kh * K + kw];
+#pragma unroll
+                for (int j = 0; j < DWF_CHAINS; ++j) {
+                    float16 v = vload16(0, xr + 16 * j + kw);
+                    if (kw != pad) v = select((float16)0.0f, v, inside[j][kw]);
+                    acc[j] = fma(v, wv, acc[j]);
+                }
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < DWF_CHAINS; ++j) {
+            if (c0 + j < chunks) {
+                dwi_store(Y, R, has_res, y_plane, 16 * (c0 + j), HW, acc[j], b, act, act_a,
+                          act_b, 0);
+            }
+        }
+    }
+}
+
+__kernel void depthwise_flat(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, CTPTR R,
+                             __global const long* restrict P) {
+    const int has_bias = P_INT(0);
+    const int has_res = P_INT(1);
+    const int act = P_INT(2);
+    const float act_a = P_FLOAT(3);
+    const float act_b = P_FLOAT(4);
+    const int8 geo0 = P_INT8(5);
+    const int8 geo1 = P_INT8(13);
+    const int planes = P_INT(22);
+    const int plane = get_global_id(1);
+    if (get_global_id(0) > 0 || plane >= planes) return;
+    const int H = geo0.s0, W = geo0.s1, K = geo0.s2;
+    const int c_out_total = geo1.s4 * geo1.s5;
+    const int n = plane / c_out_total;
+    const int co = plane - n * c_out_total;
+    const int ci = co / geo1.s5;
+    CTPTR x = X + ((long)n * geo1.s4 + ci) * H * W;
+    CTPTR w = Wt + (long)co * K * K;
+    const float b = has_bias ? LD(bias, co) : 0.0f;
+    const long y_plane = (long)plane * H * W;
+    if (K == 3) {
+        dwf_flat_plane(x, w, Y, R, has_res, act, act_a, act_b, b, y_plane, H, W, 3);
+    } else {
+        dwf_flat_plane(x, w, Y, R, has_res, act, act_a, act_b, b, y_plane, H, W, 5);
     }
 }
 

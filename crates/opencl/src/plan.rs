@@ -61,6 +61,7 @@ pub struct Launch {
 pub const PARAM_KERNELS: &[&str] = &[
     "gemm_block",
     "depthwise_inplace",
+    "depthwise_flat",
     "binary_rows",
     "unary_strided",
     "copy_runs",

@@ -352,8 +352,9 @@ fn wide_and_ragged_layers_agree_with_the_reference() {
         layer(8, 8, 29, 7, 2, 8),
         layer(8, 8, 19, 3, 2, 8),
         layer(4, 4, 70, 3, 2, 4),
-        // Small planes: 4×4 with 5×5 taps, the 8-wide edge, a channel multiplier, dilation
-        // 2, a one-pixel plane, and a left pad of 4 (depthwise_rows).
+        // Small planes (depthwise_flat where the padding is K / 2: chunks of the flat
+        // plane, lanes crossing rows): 4×4 with 5×5 taps, the 8-wide edge, a channel
+        // multiplier, dilation 2, a one-pixel plane, and a left pad of 4 (depthwise_rows).
         layer(16, 16, 4, 5, 1, 16),
         layer(8, 8, 8, 3, 1, 8),
         layer(6, 12, 6, 3, 1, 6),

@@ -16,7 +16,9 @@
 //! - stride 2 with few input channels (stems): `conv_rows`, output rows of the padded copy,
 //!   even lanes of two loads;
 //! - otherwise: `im2col` into packed panels, then `gemm_block`;
-//! - depthwise: `depthwise_inplace` (width stride 1 or 2, left pad up to 3, the image read
+//! - depthwise: `depthwise_flat` (small planes in rows of at most 8, stride 1, 3×3 or 5×5
+//!   with "same" padding: the plane as one flat run of 16-lane chunks),
+//!   `depthwise_inplace` (width stride 1 or 2, left pad up to 3, the image read
 //!   in place, four output rows at a time; 3×3 and 5×5 kernels with equal strides and a
 //!   left pad of K/2 with K and S fixed) or `depthwise_rows` (each input row padded in a
 //!   private buffer), else the generic `depthwise`.
@@ -391,6 +393,10 @@ pub(super) fn conv(b: &mut Builder, fused: &FusedNode, attrs: &Conv) -> Result<(
             cout,
         };
         if b.gemm == GemmKernel::RegisterBlocked {
+            // depthwise_flat reads past its plane's end into a slot's slack.
+            if flat_plane(h, wa) && xl_is_slot(&d.xl) {
+                return launch_depthwise_rows_of_planes(b, &program, "depthwise_flat", &d, [0, 0]);
+            }
             // depthwise_inplace shifts lanes for left pads of up to 3 and reads past a row's
             // end into a slot's slack.
             if wa.stride <= 2 && wa.pad_begin <= 3 && xl_is_slot(&d.xl) {
@@ -1369,6 +1375,32 @@ fn launch_depthwise_rows_of_planes(
         args,
     );
     Ok(())
+}
+
+/// The most values of a plane depthwise_flat takes (DWF_PLANE in conv.cl), and the widest
+/// row its margins allow: where depthwise_inplace fills at most half of its 16 lanes
+/// (`layer_bench`, alternate runs, `pthread`: 960 channels at 7×7 with 3×3 taps 110 → 80
+/// µs, 576 at 7×7 with 5×5 101 → 72 µs, 256 at 8×8 33 → 22 µs; 576 at 14×14 120 → 145
+/// µs, 192 at 28×28 137 → 175 µs, so wider rows stay on depthwise_inplace).
+const DWF_PLANE: usize = 1024;
+const DWF_WIDTH: usize = 8;
+
+/// Whether a depthwise conv's plane goes to depthwise_flat: stride 1, a square 3×3 or 5×5
+/// kernel with dilation 1 and "same" padding (K / 2 on every side), and a plane of at most
+/// DWF_PLANE values in rows of at most DWF_WIDTH.
+fn flat_plane(h: Axis, wa: Axis) -> bool {
+    let same = |a: Axis| {
+        a.stride == 1
+            && a.dilation == 1
+            && a.kernel == h.kernel
+            && a.pad_begin == a.kernel / 2
+            && a.pad_end == a.kernel / 2
+    };
+    matches!(h.kernel, 3 | 5)
+        && same(h)
+        && same(wa)
+        && wa.input <= DWF_WIDTH
+        && h.input * wa.input <= DWF_PLANE
 }
 
 /// True when the value lives in a slot (so its buffer has [`SLOT_SLACK`] bytes past its

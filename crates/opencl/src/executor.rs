@@ -25,8 +25,8 @@ pub const OPENCL_FP16: Target = Target::new("opencl-fp16");
 /// device time per forward from the profile, median of 20; README "Speed" has the whole
 /// figures); part of the note a build on such a device gets.
 const STORAGE_ONLY_COST: &str = "measured on PoCL 3.1, mobilenet_v2_like at 224², batch 1: \
-     19.6 ms of kernel time per forward with opencl-fp16 vs 6.4 ms with opencl, 3.05x; \
-     resnet18_like 3.99x";
+     13.95 ms of kernel time per forward with opencl-fp16 vs 6.30 ms with opencl, 2.22x; \
+     resnet18_like 3.20x";
 
 /// The OpenCL executor. Cheap to create: nothing is loaded until the first probe or
 /// prepare. Everything it caches (the device context, built programs) belongs to this

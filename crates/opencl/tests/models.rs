@@ -352,15 +352,22 @@ fn wide_and_ragged_layers_agree_with_the_reference() {
         layer(8, 8, 29, 7, 2, 8),
         layer(8, 8, 19, 3, 2, 8),
         layer(4, 4, 70, 3, 2, 4),
-        // Small planes (depthwise_flat where the padding is K / 2: chunks of the flat
-        // plane, lanes crossing rows): 4×4 with 5×5 taps, the 8-wide edge, a channel
-        // multiplier, dilation 2, a one-pixel plane, and a left pad of 4 (depthwise_rows).
+        // Small planes: 4×4 with 5×5 taps, the 8-wide edge, a channel multiplier, dilation
+        // 2, a one-pixel plane, and a left pad of 4 (depthwise_rows).
         layer(16, 16, 4, 5, 1, 16),
         layer(8, 8, 8, 3, 1, 8),
         layer(6, 12, 6, 3, 1, 6),
         dilated(8, 8, 6, 1, 8),
         layer(8, 8, 1, 3, 1, 8),
         layer(8, 8, 6, 9, 1, 8),
+        // depthwise_flat (rows of at most 8, 48 values or more, padding K / 2: chunks of
+        // the flat plane, lanes crossing rows): 7×7 and 8×8 with 3×3 taps, 7×7 with 5×5, a
+        // channel multiplier, a plane 8 wide and 20 tall, a Sigmoid in the epilogue.
+        layer(24, 24, 7, 3, 1, 24),
+        layer(16, 16, 7, 5, 1, 16),
+        layer(6, 12, 7, 3, 1, 6),
+        tall(4, 8, 20, 3, 1),
+        gated_layer(16, 16, 8, 3, 1, 16),
         // Rows narrower than a vector, stored whole onto the next row but for a work-item's
         // last (depthwise_inplace takes 2,048 outputs' worth of rows: 256 rows of 8, so
         // 300 rows are two work-items), at strides 1 and 2.

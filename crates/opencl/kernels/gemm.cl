@@ -158,6 +158,26 @@ void gemm_tiled(CTPTR A, CTPTR B, TPTR Y, int M, int N, int K, int8 sa, int8 sb,
         (s)[0] = c0; (s)[1] = c1; (s)[2] = c2; (s)[3] = c3;                                 \
         (s)[4] = c4; (s)[5] = c5; (s)[6] = c6; (s)[7] = c7;                                 \
     } while (0)
+// Two panels or chunks side by side (PAIR in gemm_block, conv_taps_pair): a second set of
+// eight sums d0..d7 over the B vector bw, each A value at ak loaded once for both.
+#define ACC_PAIR_DECL                                                                       \
+    ACC_DECL;                                                                               \
+    float16 d0 = 0, d1 = 0, d2 = 0, d3 = 0, d4 = 0, d5 = 0, d6 = 0, d7 = 0
+#define FMA_PAIR(i)                                                                         \
+    do {                                                                                    \
+        const float16 a = (float16)LD(ak, i);                                               \
+        c##i = fma(a, bv, c##i);                                                            \
+        d##i = fma(a, bw, d##i);                                                            \
+    } while (0)
+#define FMA_PAIRS()                                                                         \
+    FMA_PAIR(0); FMA_PAIR(1); FMA_PAIR(2); FMA_PAIR(3); FMA_PAIR(4); FMA_PAIR(5);           \
+    FMA_PAIR(6); FMA_PAIR(7)
+#define ACC_PAIR_STORE(s)                                                                   \
+    do {                                                                                    \
+        ACC_STORE(s);                                                                       \
+        (s)[8] = d0; (s)[9] = d1; (s)[10] = d2; (s)[11] = d3;                               \
+        (s)[12] = d4; (s)[13] = d5; (s)[14] = d6; (s)[15] = d7;                             \
+    } while (0)
 #elif HR == 4
 #define ACC_DECL float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0
 #define FMA_ROWS() FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3)
@@ -329,22 +349,13 @@ __kernel void gemm_block(CTPTR Ap, CTPTR Bp, TPTR Y, CTPTR bias, CTPTR R,
                 CTPTR bk = b_base + (p.s4 > 0 ? (long)n0 + p.s7 : (long)first * K * NR);
                 const long b_next = p.s4 > 0 ? NR : (long)K * NR;
                 CTPTR ak = Ap + (long)b0 * p.s2 + (long)b1 * p.s3 + (long)mb * K * MR + h;
-                float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
-                float16 d0 = 0, d1 = 0, d2 = 0, d3 = 0, d4 = 0, d5 = 0, d6 = 0, d7 = 0;
+                ACC_PAIR_DECL;
                 for (int k = 0; k < K; ++k, ak += MR, bk += ldb) {
                     const float16 bv = LD16(bk, 0), bw = LD16(bk + b_next, 0);
-#define FMA_PAIR(i)                               \
-    {                                             \
-        const float16 a = (float16)LD(ak, i);     \
-        c##i = fma(a, bv, c##i);                  \
-        d##i = fma(a, bw, d##i);                  \
-    }
-                    FMA_PAIR(0) FMA_PAIR(1) FMA_PAIR(2) FMA_PAIR(3)
-                    FMA_PAIR(4) FMA_PAIR(5) FMA_PAIR(6) FMA_PAIR(7)
-#undef FMA_PAIR
+                    FMA_PAIRS();
                 }
-                const float16 rows[16] = {c0, c1, c2, c3, c4, c5, c6, c7,
-                                          d0, d1, d2, d3, d4, d5, d6, d7};
+                float16 rows[2 * HR];
+                ACC_PAIR_STORE(rows);
                 const int left = min(N - n0 - NR, NR);
                 for (int i = 0; i < HR; ++i) {
                     const int m = m0 + i;
@@ -525,8 +536,7 @@ inline void conv_taps(CTPTR ak, CTPTR xb, long plane, int C, int KH, int KW, int
 // multiply-adds in the same order as one chunk at a time.
 inline void conv_taps_pair(CTPTR ak, CTPTR xb, long plane, int C, int KH, int KW, int DH,
                            int DW, int Wp, int SW, int even, float16* rows) {
-    float16 c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
-    float16 d0 = 0, d1 = 0, d2 = 0, d3 = 0, d4 = 0, d5 = 0, d6 = 0, d7 = 0;
+    ACC_PAIR_DECL;
     for (int c = 0; c < C; ++c) {
         CTPTR xc = xb + (long)c * plane;
         for (int kh = 0; kh < KH; ++kh) {
@@ -535,22 +545,11 @@ inline void conv_taps_pair(CTPTR ak, CTPTR xb, long plane, int C, int KH, int KW
                 const int t = kw * DW;
                 const int o = SW == 1 ? t : (t & 1) * even + (t >> 1);
                 const float16 bv = LD16(xr, o), bw = LD16(xr, o + NR);
-#define FMA_PAIR(i)                           \
-    {                                         \
-        const float16 a = (float16)LD(ak, i); \
-        c##i = fma(a, bv, c##i);              \
-        d##i = fma(a, bw, d##i);              \
-    }
-                FMA_PAIR(0) FMA_PAIR(1) FMA_PAIR(2) FMA_PAIR(3)
-                FMA_PAIR(4) FMA_PAIR(5) FMA_PAIR(6) FMA_PAIR(7)
-#undef FMA_PAIR
+                FMA_PAIRS();
             }
         }
     }
-    rows[0] = c0; rows[1] = c1; rows[2] = c2; rows[3] = c3;
-    rows[4] = c4; rows[5] = c5; rows[6] = c6; rows[7] = c7;
-    rows[8] = d0; rows[9] = d1; rows[10] = d2; rows[11] = d3;
-    rows[12] = d4; rows[13] = d5; rows[14] = d6; rows[15] = d7;
+    ACC_PAIR_STORE(rows);
 }
 #endif
 

@@ -94,7 +94,13 @@ typedef float accfv_t;
 // argument past float's range rounds to an infinity, where both give the f64 limit (±1,
 // 0 or 1). Double tanh and exp were about a third of a small LSTM's kernel time on PoCL
 // (torch_lstm_lm's two layers: 69 → 47–57 µs of device time under `concord run
-// --profile`). The unbounded functions stay in acc_t, where float could overflow.
+// --profile`). The unbounded functions stay in acc_t, where float could overflow. Only where
+// the build says every direction has its cell's default functions (RNN_FLOAT_ACTS): with
+// an unbounded gate (Softplus, Relu…) a gate above 1 multiplies the state, and the float
+// rounding with it, at every step; those nodes take Tanh and Sigmoid in acc_t too.
+#ifndef RNN_FLOAT_ACTS
+#define RNN_FLOAT_ACTS 0
+#endif
 #ifndef RNN_KIND_F
 #define RNN_KIND_F -1
 #endif
@@ -111,10 +117,19 @@ inline __attribute__((always_inline)) accv_t rnn_act(accv_t x, __global const fl
     const accv_t zero = (accv_t)(0), one = (accv_t)(1);
     switch (kind) {
     case 0: return x > 0 ? x : zero;
-    case 1: return RNN_WIDEN(tanh(RNN_NARROW(x)));
+    case 1:
+#if RNN_FLOAT_ACTS
+        return RNN_WIDEN(tanh(RNN_NARROW(x)));
+#else
+        return tanh(x);
+#endif
     case 2: {
+#if RNN_FLOAT_ACTS
         const accfv_t f = RNN_NARROW(x);
         return RNN_WIDEN((accfv_t)(1.0f) / ((accfv_t)(1.0f) + exp(-f)));
+#else
+        return one / (one + exp(-x));
+#endif
     }
     case 3: return a * x + b;
     case 4: return x >= 0 ? x : a * x;

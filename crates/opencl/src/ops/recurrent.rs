@@ -254,6 +254,18 @@ pub(super) fn build(
             }
         }
     }
+    // Tanh and Sigmoid in float (rnn_act in recurrent.cl) only where every direction has
+    // its cell's default functions (Sigmoid gates, Tanh elsewhere; every exported model's):
+    // a gate from an unbounded function can exceed 1 and multiply the state by it at every
+    // step, and the float rounding with it (a bidirectional GRU whose reverse gate was
+    // Softplus, from prop/GRU: 2.8e-4 relative where the level allows 1e-4).
+    let defaults = r.cell.default_activations();
+    if r.activations
+        .chunks(functions.max(1))
+        .all(|d| d.iter().map(|a| a.kind).eq(defaults.iter().copied()))
+    {
+        options.push_str(" -DRNN_FLOAT_ACTS=1");
+    }
     let program = b.program(Family::Recurrent, &options)?;
     // Work-items per (direction, batch entry): one per span of hidden rows.
     let spans = hidden.div_ceil(rows_per_block * blocks_per_item);

@@ -11,7 +11,9 @@
 //! MaxPool), the PyTorch exports left out there for time. They run a second time with
 //! `CONCORD_OPENCL_GEMM=register-blocked`, the CPU-device kernels whose 16-lane loads run
 //! past a value's end into its slot's slack: Oclgrind checks each such load against the
-//! buffer's real size. Last, golden case tiny_fpn runs with the uninitialized-value check
+//! buffer's real size. The model trials run a third time with those kernels summing eight
+//! rows at a time (`CONCORD_OPENCL_BLOCK_ROWS=8`, what AVX-512 CPU devices get: two B panels
+//! or column chunks per work-item), which Oclgrind, not a CPU device, would not choose. Last, golden case tiny_fpn runs with the uninitialized-value check
 //! on, counting the reports about the padded MaxPool (max_pool_padded) only: Oclgrind
 //! 21.10's plugin aborts on the `freeze` instruction in most other kernels.
 //!
@@ -91,6 +93,13 @@ const STEPS: &[Step] = &[
         filter: "opencl/opencl/model/",
         skip: &[],
         env: &[CPU_KERNELS],
+        only_kernel: None,
+    },
+    Step {
+        what: "model trials, CPU-device kernels with eight-row register blocks",
+        filter: "opencl/opencl/model/",
+        skip: &[],
+        env: &[CPU_KERNELS, ("CONCORD_OPENCL_BLOCK_ROWS", "8")],
         only_kernel: None,
     },
     Step {

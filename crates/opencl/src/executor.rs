@@ -130,6 +130,9 @@ impl OpenClExecutor {
                             .unwrap_or("?")
                     ),
                 })?;
+                if options.block_rows == BlockRows::Auto {
+                    options.block_rows = BlockRows::from_env()?;
+                }
                 let block_rows = options
                     .block_rows
                     .rows(device.is_cpu, device.native_float_lanes);

@@ -81,4 +81,4 @@ pub use executor::{OpenClExecutor, OpenClOptions, OPENCL, OPENCL_FP16};
 #[doc(hidden)]
 pub use fuse::FusionFault;
 pub use partition::OpenClPartition;
-pub use plan::{BlockRows, GemmKernel, SlotMemory, GEMM_VAR, MEMORY_VAR};
+pub use plan::{BlockRows, GemmKernel, SlotMemory, BLOCK_ROWS_VAR, GEMM_VAR, MEMORY_VAR};

@@ -181,7 +181,30 @@ pub enum BlockRows {
     Eight,
 }
 
+/// The environment variable that chooses [`BlockRows`] where the options leave it `Auto`:
+/// `auto`, `4` or `8` (`cargo xtask oclgrind` asks for 8 on its simulated GPU, so that the
+/// eight-row kernels' memory accesses are checked too).
+pub const BLOCK_ROWS_VAR: &str = "CONCORD_OPENCL_BLOCK_ROWS";
+
 impl BlockRows {
+    /// The choice [`BLOCK_ROWS_VAR`] makes (`Auto` when unset); an unknown value is an
+    /// error naming the variable.
+    pub(crate) fn from_env() -> Result<BlockRows, crate::device::Unavailable> {
+        let value = std::env::var(BLOCK_ROWS_VAR).unwrap_or_default();
+        match value.trim() {
+            "" | "auto" => Ok(BlockRows::Auto),
+            "4" => Ok(BlockRows::Four),
+            "8" => Ok(BlockRows::Eight),
+            other => Err(crate::device::Unavailable {
+                cause: concord_core::FallbackCause::NoDevice,
+                reason: format!(
+                    "{BLOCK_ROWS_VAR}={other:?} names no register block; the values are auto, \
+                     4 and 8"
+                ),
+            }),
+        }
+    }
+
     /// The rows for a device (a CPU device or not) whose native float vectors hold
     /// `native_float_lanes` lanes.
     pub(crate) fn rows(self, is_cpu: bool, native_float_lanes: usize) -> usize {

@@ -9,7 +9,8 @@
 
 use concord::{Availability, DeviceInfo, Executor, FallbackCause};
 use concord_opencl::{
-    DeviceSelection, OpenClExecutor, OpenClOptions, DEVICE_VAR, GEMM_VAR, MEMORY_VAR,
+    DeviceSelection, OpenClExecutor, OpenClOptions, BLOCK_ROWS_VAR, DEVICE_VAR, GEMM_VAR,
+    MEMORY_VAR,
 };
 use std::process::Command;
 
@@ -128,6 +129,7 @@ fn the_environment_selects_too_and_an_unknown_name_is_refused() {
         ("device", DEVICE_VAR, NO_SUCH_DEVICE),
         ("gemm", GEMM_VAR, "no-such-gemm"),
         ("memory", MEMORY_VAR, "no-such-memory"),
+        ("block rows", BLOCK_ROWS_VAR, "6"),
     ] {
         let output = Command::new(&exe)
             .args([
@@ -140,6 +142,7 @@ fn the_environment_selects_too_and_an_unknown_name_is_refused() {
             .env_remove(DEVICE_VAR)
             .env_remove(GEMM_VAR)
             .env_remove(MEMORY_VAR)
+            .env_remove(BLOCK_ROWS_VAR)
             .env(var, value)
             .output()
             .expect("the child test process starts");
@@ -154,8 +157,8 @@ fn the_environment_selects_too_and_an_unknown_name_is_refused() {
     }
 }
 
-/// Runs in a child whose environment names a device, GEMM family or slot memory that does
-/// not exist.
+/// Runs in a child whose environment names a device, GEMM family, slot memory or register
+/// block that does not exist.
 fn child(scenario: &str) {
     // Whether OpenCL is here at all, with the variable ignored (an explicit choice wins).
     let here = matches!(
@@ -163,6 +166,7 @@ fn child(scenario: &str) {
             device: DeviceSelection::parse("0:0"),
             gemm: concord_opencl::GemmKernel::LocalTiled,
             memory: concord_opencl::SlotMemory::Buffers,
+            block_rows: concord_opencl::BlockRows::Four,
             ..OpenClOptions::default()
         })
         .probe(),
@@ -176,7 +180,8 @@ fn child(scenario: &str) {
                 let var = match scenario {
                     "device" => DEVICE_VAR,
                     "gemm" => GEMM_VAR,
-                    _ => MEMORY_VAR,
+                    "memory" => MEMORY_VAR,
+                    _ => BLOCK_ROWS_VAR,
                 };
                 assert!(reason.contains(var), "{reason}");
             }

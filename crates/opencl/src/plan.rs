@@ -190,19 +190,15 @@ impl BlockRows {
     /// The choice [`BLOCK_ROWS_VAR`] makes (`Auto` when unset); an unknown value is an
     /// error naming the variable.
     pub(crate) fn from_env() -> Result<BlockRows, crate::device::Unavailable> {
-        let value = std::env::var(BLOCK_ROWS_VAR).unwrap_or_default();
-        match value.trim() {
-            "" | "auto" => Ok(BlockRows::Auto),
-            "4" => Ok(BlockRows::Four),
-            "8" => Ok(BlockRows::Eight),
-            other => Err(crate::device::Unavailable {
-                cause: concord_core::FallbackCause::NoDevice,
-                reason: format!(
-                    "{BLOCK_ROWS_VAR}={other:?} names no register block; the values are auto, \
-                     4 and 8"
-                ),
-            }),
-        }
+        env_choice(
+            BLOCK_ROWS_VAR,
+            "register block",
+            &[
+                ("auto", BlockRows::Auto),
+                ("4", BlockRows::Four),
+                ("8", BlockRows::Eight),
+            ],
+        )
     }
 
     /// The rows for a device (a CPU device or not) whose native float vectors hold
@@ -241,19 +237,15 @@ impl SlotMemory {
     /// The memory `CONCORD_OPENCL_MEMORY` names (Auto when unset or empty); an unknown name
     /// leaves the executor unavailable, saying what the names are.
     pub(crate) fn from_env() -> Result<SlotMemory, crate::device::Unavailable> {
-        let value = std::env::var(MEMORY_VAR).unwrap_or_default();
-        match value.trim() {
-            "" | "auto" => Ok(SlotMemory::Auto),
-            "buffers" => Ok(SlotMemory::Buffers),
-            "shared" => Ok(SlotMemory::Shared),
-            other => Err(crate::device::Unavailable {
-                cause: concord_core::FallbackCause::NoDevice,
-                reason: format!(
-                    "{MEMORY_VAR}={other:?} names no slot memory; the names are auto, buffers \
-                     and shared"
-                ),
-            }),
-        }
+        env_choice(
+            MEMORY_VAR,
+            "slot memory",
+            &[
+                ("auto", SlotMemory::Auto),
+                ("buffers", SlotMemory::Buffers),
+                ("shared", SlotMemory::Shared),
+            ],
+        )
     }
 
     /// Whether a device (a CPU device or not, with fine-grained buffer SVM or not) shares
@@ -286,20 +278,52 @@ impl GemmKernel {
     /// The family `CONCORD_OPENCL_GEMM` names (Auto when unset or empty); an unknown name
     /// leaves the executor unavailable, saying what the names are.
     pub(crate) fn from_env() -> Result<GemmKernel, crate::device::Unavailable> {
-        let value = std::env::var(GEMM_VAR).unwrap_or_default();
-        match value.trim() {
-            "" | "auto" => Ok(GemmKernel::Auto),
-            "local-tiled" => Ok(GemmKernel::LocalTiled),
-            "register-blocked" => Ok(GemmKernel::RegisterBlocked),
-            other => Err(crate::device::Unavailable {
-                cause: concord_core::FallbackCause::NoDevice,
-                reason: format!(
-                    "{GEMM_VAR}={other:?} names no GEMM kernel family; the names are auto, \
-                     local-tiled and register-blocked"
-                ),
-            }),
-        }
+        env_choice(
+            GEMM_VAR,
+            "GEMM kernel family",
+            &[
+                ("auto", GemmKernel::Auto),
+                ("local-tiled", GemmKernel::LocalTiled),
+                ("register-blocked", GemmKernel::RegisterBlocked),
+            ],
+        )
     }
+}
+
+/// The choice environment variable `var` names among `names` (see [`choice_named`]).
+fn env_choice<T: Copy>(
+    var: &str,
+    what: &str,
+    names: &[(&str, T)],
+) -> Result<T, crate::device::Unavailable> {
+    choice_named(var, &std::env::var(var).unwrap_or_default(), what, names)
+}
+
+/// The choice `value` (of variable `var`) names among `names`, the first (`auto`) when it is
+/// empty; any other value leaves the executor unavailable, naming the variable, what it
+/// chooses and the names it takes.
+fn choice_named<T: Copy>(
+    var: &str,
+    value: &str,
+    what: &str,
+    names: &[(&str, T)],
+) -> Result<T, crate::device::Unavailable> {
+    let value = match value.trim() {
+        "" => "auto",
+        v => v,
+    };
+    if let Some(&(_, choice)) = names.iter().find(|(name, _)| *name == value) {
+        return Ok(choice);
+    }
+    let listed: Vec<&str> = names.iter().map(|(name, _)| *name).collect();
+    let (last, rest) = listed.split_last().map_or(("", &[][..]), |(l, r)| (*l, r));
+    Err(crate::device::Unavailable {
+        cause: concord_core::FallbackCause::NoDevice,
+        reason: format!(
+            "{var}={value:?} names no {what}; the names are {} and {last}",
+            rest.join(", ")
+        ),
+    })
 }
 
 /// Values a kernel builder may read and write while a plan is being made.
@@ -1102,7 +1126,7 @@ pub fn shape_key(inputs: &BTreeMap<String, Tensor>, names: &[String]) -> Vec<Vec
 
 #[cfg(test)]
 mod tests {
-    use super::{coalesce, BlockRows, SlotMemory, Slots};
+    use super::{choice_named, coalesce, BlockRows, SlotMemory, Slots};
 
     #[test]
     fn slots_are_shared_on_cpu_devices_with_fine_grained_svm_or_when_asked() {
@@ -1117,6 +1141,30 @@ mod tests {
                 |why| why.contains("old cpu") && why.contains("fine-grained buffer SVM")
             ),
             "{refused:?}"
+        );
+    }
+
+    /// The environment variables' values: a name picks its choice, empty (or blank) is
+    /// `auto`, anything else is refused naming the variable, the value and every name.
+    #[test]
+    fn a_variable_names_its_choice_and_an_unknown_value_is_refused() {
+        let names = [
+            ("auto", BlockRows::Auto),
+            ("4", BlockRows::Four),
+            ("8", BlockRows::Eight),
+        ];
+        let pick = |value| choice_named("VAR", value, "register block", &names);
+        assert_eq!(pick("8").ok(), Some(BlockRows::Eight));
+        assert_eq!(pick(" 4 ").ok(), Some(BlockRows::Four));
+        assert_eq!(pick("auto").ok(), Some(BlockRows::Auto));
+        assert_eq!(pick("").ok(), Some(BlockRows::Auto));
+        assert_eq!(pick("  ").ok(), Some(BlockRows::Auto));
+        let refused = pick("6")
+            .map(|choice| format!("{choice:?}"))
+            .map_err(|e| e.reason);
+        assert_eq!(
+            refused,
+            Err("VAR=\"6\" names no register block; the names are auto, 4 and 8".to_string())
         );
     }
 

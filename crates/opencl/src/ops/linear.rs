@@ -1058,12 +1058,8 @@ fn conv_shifted(
     // column.
     let reach = NR + (wa.kernel - 1) * wa.dilation;
     let n_wide = h.output * wp;
-    // Two chunks per work-item where sums are summed eight rows at a time (conv_taps_pair
-    // in gemm.cl), even where that halves the work-items: the A panels are read half as
-    // often (resnet18_like, `forward_loop`, 3 alternate runs: 22.5 → 20.8 ms on `pthread`,
-    // where pairing only at 32 work-items or more gave 24.7 → 23.0).
     let (chunks, row_groups) = (n_wide.div_ceil(NR), c.m.div_ceil(MR).div_ceil(MBLOCKS));
-    let per_item = if b.programs.block_rows() == 8 { 2 } else { 1 };
+    let per_item = paired(b);
     let p = [wp, wa.output, n_wide, h.output * wa.output, per_item, 0];
     let geo = [c.cin, h.kernel, wa.kernel, h.dilation, wa.dilation, 0, 0, 0];
     let global = [chunks.div_ceil(per_item), row_groups, c.batch];
@@ -1095,8 +1091,7 @@ fn conv_rows(
     // A row's last chunk loads up to NR·stride lanes plus the kernel's reach.
     let reach = NR * wa.stride + (wa.kernel - 1) * wa.dilation;
     let chunks = wa.output.div_ceil(NR);
-    // Two chunks of a row per work-item with eight rows of sums, as in conv_shifted.
-    let per_item = if b.programs.block_rows() == 8 { 2 } else { 1 };
+    let per_item = paired(b);
     let p = [wp, wa.output, h.output, chunks, per_item, 0];
     let geo = [
         c.cin,
@@ -1444,6 +1439,20 @@ fn depthwise_rows(
     Ok(Some(()))
 }
 
+/// B panels (gemm_block) or column chunks (conv_shift, conv_rows) per work-item: two where
+/// the build sums eight rows at a time (PAIR, conv_taps_pair in gemm.cl), even where that
+/// halves the work-items, since each A value loaded then feeds two multiply-adds and the A
+/// panels (the weights) are read half as often (`forward_loop`, 3 alternate runs on
+/// `pthread`: resnet18_like 22.5 → 20.8 ms, where pairing only at 32 work-items or more
+/// gave 24.7 → 23.0; mobilenet_v2_like's 1×1 convs on 7×7 and 14×14 images 7.04 → 6.24 ms).
+fn paired(b: &Builder) -> usize {
+    if b.programs.block_rows() == 8 {
+        2
+    } else {
+        1
+    }
+}
+
 /// Packs a strided B into NR-column panels per batch.
 #[allow(clippy::too_many_arguments)]
 fn launch_pack_b(
@@ -1596,15 +1605,8 @@ fn launch_blocked(
         mblocks /= 2;
     }
     let row_groups = a_panels.div_ceil(mblocks);
-    // Two B panels per work-item where sums are summed eight rows at a time and A is packed
-    // (PAIR in gemm.cl), even where that halves the work-items: a 1×1 conv on a 7×7 or 14×14
-    // image then reads its weights half as often (mobilenet_v2_like, `forward_loop`, 3
-    // alternate runs: 7.04 → 6.24 ms on `pthread`).
-    let per_item = if b.programs.block_rows() == 8 && call.lda == 0 {
-        2
-    } else {
-        1
-    };
+    // The paired loop reads A packed; A in place goes one panel at a time.
+    let per_item = if call.lda == 0 { paired(b) } else { 1 };
     let items = panels.div_ceil(per_item);
     // Row stride 0: the output is contiguous.
     let ys = call.y_strides.unwrap_or([0, 0, 0]);

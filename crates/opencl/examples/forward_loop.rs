@@ -3,7 +3,7 @@
 //! forward_loop -- MODEL [ITERS]`, MODEL a golden case's name or a bench model's .onnx
 //! file with its input beside it (`target/bench-models/resnet18_like.onnx` and
 //! `resnet18_like.input.npy`, which the models bench writes). It prints the median
-//! forward time.
+//! forward time, and the mean, 90th and 99th percentiles (the models bench reports means).
 
 // A measuring tool, not library code: a failure ends it with the message.
 #![allow(clippy::unwrap_used, clippy::panic)]
@@ -55,6 +55,12 @@ fn main() {
         net.forward(inputs.iter().cloned()).unwrap();
         times.push(start.elapsed().as_secs_f64() * 1e6);
     }
+    let mean = times.iter().sum::<f64>() / iters as f64;
     times.sort_by(f64::total_cmp);
-    println!("{name}: median {:.1} µs over {iters}", times[iters / 2]);
+    println!(
+        "{name}: median {:.1} µs over {iters} (mean {mean:.1}, p90 {:.1}, p99 {:.1})",
+        times[iters / 2],
+        times[iters * 9 / 10],
+        times[iters * 99 / 100]
+    );
 }

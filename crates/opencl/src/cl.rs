@@ -834,6 +834,17 @@ impl Queue {
         global: &[usize],
         local: Option<&[usize]>,
     ) -> Result<Option<Event>, ClError> {
+        self.launch_after(kernel, global, local, None)
+    }
+
+    /// [`Queue::launch`], the command first waiting for `wait` when given.
+    fn launch_after(
+        &self,
+        kernel: &Kernel,
+        global: &[usize],
+        local: Option<&[usize]>,
+        wait: Option<&cl_event>,
+    ) -> Result<Option<Event>, ClError> {
         if global.is_empty() || global.len() > 3 || local.is_some_and(|l| l.len() != global.len()) {
             return Err(ClError::new("clEnqueueNDRangeKernel", -53));
         }
@@ -842,7 +853,8 @@ impl Queue {
         }
         fault_point(CallKind::Enqueue)?;
         // SAFETY: the kernel's arguments were all set by its owner, the work sizes point to
-        // `global.len()` values that live across the call, and no wait list is passed.
+        // `global.len()` values that live across the call, and the wait list is empty or
+        // one live event.
         let r = unsafe {
             cq::enqueue_nd_range_kernel(
                 self.raw,
@@ -851,8 +863,8 @@ impl Queue {
                 ptr::null(),
                 global.as_ptr(),
                 local.map_or(ptr::null(), |l| l.as_ptr()),
-                0,
-                ptr::null(),
+                cl_uint::from(wait.is_some()),
+                wait.map_or(ptr::null(), |e| e as *const cl_event),
             )
         };
         Ok(Some(Event(check("clEnqueueNDRangeKernel", r)?)))
@@ -874,22 +886,34 @@ impl Queue {
     /// 24.5 µs, torch_gru_lm 85.6 → 76.0 µs, torchvision_vit 184.3 → 171.6 µs). Nothing
     /// here is an error: a marker, callback or poll that fails leaves the wait to clFinish,
     /// which reports the device's failure.
-    fn poll_until_done(&self, limit: std::time::Duration) {
-        // SAFETY: a marker on this queue with no wait list; its event is released by Event.
-        let Ok(marker) =
-            (unsafe { cq::enqueue_marker_with_wait_list(self.raw, 0, ptr::null()) }).map(Event)
-        else {
-            return;
+    fn poll_until_done(&self, last: Option<&Event>, limit: std::time::Duration) {
+        // The queue is in order, so its last command's completion is the queue's; without
+        // one, a marker is the last command.
+        let marker;
+        let last = match last {
+            Some(event) => event,
+            None => {
+                // SAFETY: a marker on this queue with no wait list; its event is released
+                // by Event.
+                let Ok(event) =
+                    (unsafe { cq::enqueue_marker_with_wait_list(self.raw, 0, ptr::null()) })
+                        .map(Event)
+                else {
+                    return;
+                };
+                marker = event;
+                &marker
+            }
         };
         if cq::flush(self.raw).is_err() {
             return;
         }
-        // The marker's completion sets a flag (the callback runs in the driver's thread that
+        // The command's completion sets a flag (the callback runs in the driver's thread that
         // completes it); the loop reads the flag, not the event, whose status a query reads
         // under the driver's lock that its worker threads take to finish each command.
         let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let data = std::sync::Arc::into_raw(done.clone()) as *mut c_void;
-        if opencl3::event::set_event_callback(marker.0, CL_COMPLETE, marker_done, data).is_err() {
+        if opencl3::event::set_event_callback(last.0, CL_COMPLETE, command_done, data).is_err() {
             // SAFETY: the callback was not registered, so this is the only owner of `data`,
             // made by Arc::into_raw above.
             drop(unsafe { std::sync::Arc::from_raw(data as *const std::sync::atomic::AtomicBool) });
@@ -921,15 +945,19 @@ impl Queue {
     /// or writes. A forward enqueues its uploads, kernels and downloads in one scope and
     /// waits once, at its end, instead of once per transfer.
     ///
-    /// On a gated queue (CPU devices) the scope's commands are held back until it waits (a
-    /// barrier on a user event, the gate): the device then runs them back to back instead
-    /// of starting each as it is enqueued. On PoCL's CPU device, whose worker threads sleep
-    /// and wake
-    /// between commands while the host is still enqueueing, this took a third or more off
-    /// the forwards of models with many small kernels (torchvision_vit 0.70 -> 0.44 ms,
-    /// torch_bert_encoder 0.29 -> 0.19 ms, torch_gru_lm 0.18 -> 0.11 ms, in interleaved
-    /// runs) and changed nothing measurable for conv nets. Ungated (GPUs, or a driver that
-    /// refuses user events) the commands simply start as they come.
+    /// On a gated queue (CPU devices) the scope's commands are held back until it waits
+    /// (its first command waits for a user event, the gate): the device then runs them back
+    /// to back instead of starting each as it is enqueued. On PoCL's CPU device, whose
+    /// worker threads sleep and wake between commands while the host is still enqueueing,
+    /// this took a third or more off the forwards of models with many small kernels
+    /// (torchvision_vit 0.70 -> 0.44 ms, torch_bert_encoder 0.29 -> 0.19 ms, torch_gru_lm
+    /// 0.18 -> 0.11 ms, in interleaved runs) and changed nothing measurable for conv nets.
+    /// The gate is the first command's wait list and the wait watches the last command's
+    /// event, not a barrier and a marker of their own: two commands fewer a forward
+    /// (`forward_loop`, 9 alternate runs, `pthread` on a 2-core AMD EPYC: mlp_64_10 27.3 ->
+    /// 25.6 µs, torchvision_vit 157.8 -> 148.8, torch_gru_lm 39.7 -> 38.3,
+    /// torch_bert_encoder 118.5 -> 114.6). Ungated (GPUs, or a driver that refuses user
+    /// events) the commands simply start as they come.
     pub fn scope<'host, R>(&self, f: impl FnOnce(&Scope<'_, 'host>) -> R) -> R {
         /// Opens the gate, then waits for the queue, when dropped, so both also happen
         /// while unwinding.
@@ -948,14 +976,15 @@ impl Queue {
         f(&Scope {
             queue: self,
             gate: &gate,
+            last: std::cell::RefCell::new(None),
             _host: std::marker::PhantomData,
         })
     }
 }
 
-/// Called by the driver once when a poll's marker completes (or fails): sets the flag
+/// Called by the driver once when the command a poll watches completes (or fails): sets the flag
 /// `poll_until_done` handed it, and releases the callback's reference to it.
-extern "C" fn marker_done(_event: cl_event, _status: cl_int, data: *mut c_void) {
+extern "C" fn command_done(_event: cl_event, _status: cl_int, data: *mut c_void) {
     // SAFETY: `data` is the Arc::into_raw of poll_until_done, handed to this callback only,
     // which the driver calls once.
     let done = unsafe { std::sync::Arc::from_raw(data as *const std::sync::atomic::AtomicBool) };
@@ -967,43 +996,46 @@ extern "C" fn marker_done(_event: cl_event, _status: cl_int, data: *mut c_void) 
 /// short beside a large one's.
 const POLL_LIMIT: std::time::Duration = std::time::Duration::from_millis(1);
 
-/// A user event that the queue's first command of a scope (a barrier) waits for, so that
-/// nothing of the scope runs until it is opened. Opening sets it complete; a gate that could
-/// not be made holds nothing back.
+/// A user event that a scope's first command waits for, so that nothing of the scope runs
+/// until it is opened (the queue is in order: every later command waits for the first).
+/// Opening sets it complete; a gate that could not be made holds nothing back.
 #[derive(Debug)]
-struct Gate(std::cell::Cell<cl_event>);
+struct Gate {
+    event: std::cell::Cell<cl_event>,
+    /// Whether a command of the scope waits for the event already.
+    held: std::cell::Cell<bool>,
+}
 
 impl Gate {
-    /// A closed gate on `queue`, or an open one when the driver refuses a user event or the
-    /// barrier (the scope then runs ungated, as correct and only slower).
+    /// A closed gate on `queue`, or an open one when the queue is not gated or the driver
+    /// refuses a user event (the scope then runs ungated, as correct and only slower).
     fn close(queue: &Queue) -> Gate {
-        if !queue.gated {
-            return Gate(std::cell::Cell::new(ptr::null_mut()));
-        }
-        let Ok(event) = opencl3::event::create_user_event(queue.context) else {
-            return Gate(std::cell::Cell::new(ptr::null_mut()));
+        let event = if queue.gated {
+            opencl3::event::create_user_event(queue.context).unwrap_or(ptr::null_mut())
+        } else {
+            ptr::null_mut()
         };
-        // SAFETY: a barrier on the queue waiting for one valid event, which outlives the
-        // call; the barrier's own event is released at once.
-        let barrier = unsafe { cq::enqueue_barrier_with_wait_list(queue.raw, 1, &event) };
-        let gate = Gate(std::cell::Cell::new(event));
-        match barrier {
-            // SAFETY: the barrier's event came from the enqueue and is released once.
-            Ok(b) => drop(unsafe { opencl3::event::release_event(b) }),
-            // Nothing waits for the event: open (and release) it now.
-            Err(_) => gate.open(),
+        Gate {
+            event: std::cell::Cell::new(event),
+            held: std::cell::Cell::new(false),
         }
-        gate
+    }
+
+    /// The event the next command must wait for: the closed gate's, until a command
+    /// waits for it.
+    fn wait_list(&self) -> Option<cl_event> {
+        let event = self.event.get();
+        (!event.is_null() && !self.held.get()).then_some(event)
     }
 
     /// Lets the held-back commands run (once; later calls do nothing).
     fn open(&self) {
-        let event = self.0.replace(ptr::null_mut());
+        let event = self.event.replace(ptr::null_mut());
         if event.is_null() {
             return;
         }
-        // A failure to set the status leaves the barrier waiting; there is nothing better
-        // to do than release our reference (a driver that refuses this is broken).
+        // A failure to set the status leaves the first command waiting; there is nothing
+        // better to do than release our reference (a driver that refuses this is broken).
         let _ = opencl3::event::set_user_event_status(event, CL_COMPLETE);
         // SAFETY: the user event came from clCreateUserEvent and is released once (the cell
         // was emptied above).
@@ -1023,6 +1055,9 @@ impl Drop for Gate {
 pub struct Scope<'q, 'host> {
     queue: &'q Queue,
     gate: &'q Gate,
+    /// The last command's event, on a gated queue: the poll at the scope's wait watches it
+    /// instead of enqueueing a marker (one command fewer).
+    last: std::cell::RefCell<Option<Event>>,
     /// Invariant in `'host`, so a scope cannot be made to accept memory that lives shorter
     /// than the wait at the scope's end.
     _host: std::marker::PhantomData<&'host mut &'host ()>,
@@ -1038,9 +1073,11 @@ impl<'host> Scope<'_, 'host> {
             return Err(ClError::new("clEnqueueWriteBuffer", -30));
         }
         fault_point(CallKind::Write)?;
+        let wait = self.gate.wait_list();
         // SAFETY: a non-blocking write of `data.len()` bytes into a buffer at least that
         // large (checked above); `data` is borrowed for 'host, which outlives the scope,
-        // and the scope waits for the queue before it ends.
+        // and the scope waits for the queue before it ends. The wait list is empty or the
+        // gate's live event.
         let r = unsafe {
             cq::enqueue_write_buffer(
                 self.queue.raw,
@@ -1049,11 +1086,11 @@ impl<'host> Scope<'_, 'host> {
                 0,
                 data.len(),
                 data.as_ptr().cast::<c_void>(),
-                0,
-                ptr::null(),
+                cl_uint::from(wait.is_some()),
+                wait.as_ref().map_or(ptr::null(), |e| e as *const cl_event),
             )
         };
-        Ok(Some(Event(check("clEnqueueWriteBuffer", r)?)))
+        self.enqueued(Event(check("clEnqueueWriteBuffer", r)?), wait.is_some())
     }
 
     /// Enqueues a copy of the start of `buffer` into `out`, without waiting for it: `out`
@@ -1066,9 +1103,11 @@ impl<'host> Scope<'_, 'host> {
             return Err(ClError::new("clEnqueueReadBuffer", -30));
         }
         fault_point(CallKind::Read)?;
+        let wait = self.gate.wait_list();
         // SAFETY: a non-blocking read into a slice no larger than the buffer (checked
         // above), exclusively borrowed for 'host, which outlives the scope; the scope waits
-        // for the queue before it ends, so nothing reads the slice while the copy runs.
+        // for the queue before it ends, so nothing reads the slice while the copy runs. The
+        // wait list is empty or the gate's live event.
         let r = unsafe {
             cq::enqueue_read_buffer(
                 self.queue.raw,
@@ -1077,11 +1116,11 @@ impl<'host> Scope<'_, 'host> {
                 0,
                 out.len(),
                 out.as_mut_ptr().cast::<c_void>(),
-                0,
-                ptr::null(),
+                cl_uint::from(wait.is_some()),
+                wait.as_ref().map_or(ptr::null(), |e| e as *const cl_event),
             )
         };
-        Ok(Some(Event(check("clEnqueueReadBuffer", r)?)))
+        self.enqueued(Event(check("clEnqueueReadBuffer", r)?), wait.is_some())
     }
 
     /// Enqueues a kernel, as [`Queue::launch`].
@@ -1091,7 +1130,30 @@ impl<'host> Scope<'_, 'host> {
         global: &[usize],
         local: Option<&[usize]>,
     ) -> Result<Option<Event>, ClError> {
-        self.queue.launch(kernel, global, local)
+        let wait = self.gate.wait_list();
+        match self
+            .queue
+            .launch_after(kernel, global, local, wait.as_ref())?
+        {
+            Some(event) => self.enqueued(event, wait.is_some()),
+            None => Ok(None),
+        }
+    }
+
+    /// Notes a command just enqueued: whether it waits for the gate, and (gated) its event
+    /// as the scope's last.
+    fn enqueued(&self, event: Event, waits_for_gate: bool) -> Result<Option<Event>, ClError> {
+        if waits_for_gate {
+            self.gate.held.set(true);
+        }
+        if self.queue.gated {
+            // SAFETY: a live event from an enqueue; the retained reference is released by
+            // the Event made of it.
+            if unsafe { opencl3::event::retain_event(event.0) }.is_ok() {
+                *self.last.borrow_mut() = Some(Event(event.0));
+            }
+        }
+        Ok(Some(event))
     }
 
     /// Lets the scope's commands run and waits for every command enqueued so far (a fault
@@ -1100,7 +1162,8 @@ impl<'host> Scope<'_, 'host> {
     pub fn finish(&self) -> Result<(), ClError> {
         self.gate.open();
         if self.queue.gated {
-            self.queue.poll_until_done(POLL_LIMIT);
+            self.queue
+                .poll_until_done(self.last.borrow().as_ref(), POLL_LIMIT);
         }
         self.queue.finish()
     }

@@ -1,6 +1,6 @@
 //! What one OpenCL command costs on this machine's first device, apart from its kernel's
 //! work: `cargo run --release -p concord-opencl --example command_cost` (with
-//! `POCL_DEVICES=basic` for PoCL's one-core device). The README's "Speed" section quotes it
+//! `POCL_DEVICES=basic` for PoCL's one-core device). docs/opencl-speed.md quotes it
 //! for PoCL's `pthread` device, where a forward of many small kernels pays this per command.
 //! It prints, as medians:
 //! - the time per kernel of a chain of 40 tiny kernels, enqueued back to back and then

@@ -22,8 +22,8 @@ pub const OPENCL_FP16: Target = Target::new("opencl-fp16");
 
 /// What storage-only fp16 costs, as measured on PoCL 3.1 by
 /// `cargo run -p concord-opencl --example fp16_cost` (both targets in one run, the kernels'
-/// device time per forward from the profile, median of 20; README "Speed" has the whole
-/// figures); part of the note a build on such a device gets.
+/// device time per forward from the profile, median of 20; docs/opencl-speed.md has the
+/// whole figures); part of the note a build on such a device gets.
 const STORAGE_ONLY_COST: &str = "measured on PoCL 3.1, mobilenet_v2_like at 224², batch 1: \
      13.95 ms of kernel time per forward with opencl-fp16 vs 6.30 ms with opencl, 2.22x; \
      resnet18_like 3.20x";

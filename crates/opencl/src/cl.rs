@@ -877,10 +877,11 @@ impl Queue {
     /// waking it again was most of a small model's forward. Polling, the thread stays
     /// runnable and gives its core to the workers when they need it.
     /// The bench binaries without and with it, run alternately twice
-    /// (`CONCORD_BENCH_ROUNDS=3`, PoCL 3.1's `pthread` device, 2 cores; docs/opencl-speed.md, stop 34):
-    /// mlp_64_10 59.3 → 31.3 and 59.7 → 23.1 µs, torch_resnet 318.3 → 212.9 and 249.9 →
-    /// 215.8 µs. The poll reads a flag that the marker's completion callback sets, not the
-    /// marker's status: PoCL answers a status query under the lock its workers take to
+    /// (`CONCORD_BENCH_ROUNDS=3`, PoCL 3.1's `pthread` device, 2 cores; docs/opencl-speed.md,
+    /// stop 34): mlp_64_10 59.3 → 31.3 and 59.7 → 23.1 µs, torch_resnet 318.3 → 212.9 and
+    /// 249.9 → 215.8 µs. The poll reads a flag that a completion callback on `last` (the
+    /// queue's last command, or a marker enqueued here when the caller has none) sets, not
+    /// the event's status: PoCL answers a status query under the lock its workers take to
     /// finish each command, and a host thread asking in a loop kept them waiting on it
     /// (`forward_loop`, 5 alternate runs each, `pthread` on a 2-core Xeon: mlp_64_10 48.1 →
     /// 24.5 µs, torch_gru_lm 85.6 → 76.0 µs, torchvision_vit 184.3 → 171.6 µs). Nothing

@@ -863,8 +863,8 @@ impl Queue {
                 ptr::null(),
                 global.as_ptr(),
                 local.map_or(ptr::null(), |l| l.as_ptr()),
-                cl_uint::from(wait.is_some()),
-                wait.map_or(ptr::null(), |e| e as *const cl_event),
+                wait_count(wait),
+                wait_ptr(wait),
             )
         };
         Ok(Some(Event(check("clEnqueueNDRangeKernel", r)?)))
@@ -983,6 +983,16 @@ impl Queue {
     }
 }
 
+/// The length of an enqueue's wait list of at most one event.
+fn wait_count(wait: Option<&cl_event>) -> cl_uint {
+    cl_uint::from(wait.is_some())
+}
+
+/// The pointer of an enqueue's wait list of at most one event (null for none).
+fn wait_ptr(wait: Option<&cl_event>) -> *const cl_event {
+    wait.map_or(ptr::null(), |e| e as *const cl_event)
+}
+
 /// Called by the driver once when the command a poll watches completes (or fails): sets the flag
 /// `poll_until_done` handed it, and releases the callback's reference to it.
 extern "C" fn command_done(_event: cl_event, _status: cl_int, data: *mut c_void) {
@@ -1087,11 +1097,11 @@ impl<'host> Scope<'_, 'host> {
                 0,
                 data.len(),
                 data.as_ptr().cast::<c_void>(),
-                cl_uint::from(wait.is_some()),
-                wait.as_ref().map_or(ptr::null(), |e| e as *const cl_event),
+                wait_count(wait.as_ref()),
+                wait_ptr(wait.as_ref()),
             )
         };
-        self.enqueued(Event(check("clEnqueueWriteBuffer", r)?), wait.is_some())
+        Ok(self.enqueued(Event(check("clEnqueueWriteBuffer", r)?), wait.is_some()))
     }
 
     /// Enqueues a copy of the start of `buffer` into `out`, without waiting for it: `out`
@@ -1117,11 +1127,11 @@ impl<'host> Scope<'_, 'host> {
                 0,
                 out.len(),
                 out.as_mut_ptr().cast::<c_void>(),
-                cl_uint::from(wait.is_some()),
-                wait.as_ref().map_or(ptr::null(), |e| e as *const cl_event),
+                wait_count(wait.as_ref()),
+                wait_ptr(wait.as_ref()),
             )
         };
-        self.enqueued(Event(check("clEnqueueReadBuffer", r)?), wait.is_some())
+        Ok(self.enqueued(Event(check("clEnqueueReadBuffer", r)?), wait.is_some()))
     }
 
     /// Enqueues a kernel, as [`Queue::launch`].
@@ -1136,14 +1146,14 @@ impl<'host> Scope<'_, 'host> {
             .queue
             .launch_after(kernel, global, local, wait.as_ref())?
         {
-            Some(event) => self.enqueued(event, wait.is_some()),
+            Some(event) => Ok(self.enqueued(event, wait.is_some())),
             None => Ok(None),
         }
     }
 
     /// Notes a command just enqueued: whether it waits for the gate, and (gated) its event
     /// as the scope's last.
-    fn enqueued(&self, event: Event, waits_for_gate: bool) -> Result<Option<Event>, ClError> {
+    fn enqueued(&self, event: Event, waits_for_gate: bool) -> Option<Event> {
         if waits_for_gate {
             self.gate.held.set(true);
         }
@@ -1154,7 +1164,7 @@ impl<'host> Scope<'_, 'host> {
                 *self.last.borrow_mut() = Some(Event(event.0));
             }
         }
-        Ok(Some(event))
+        Some(event)
     }
 
     /// Lets the scope's commands run and waits for every command enqueued so far (a fault

@@ -16,6 +16,18 @@
 // geo0 = (H, W, KH, KW, SH, SW, PH, PW), geo1 = (DH, DW, OH, OW, C_in, multiplier).
 // Global (OH, N · C_out). Epilogue as in gemm.cl.
 
+// Output plane `plane` of a depthwise conv (N · C_out planes, C_out = C_in · geo1.s5, the
+// channel multiplier; geo1.s4 = C_in): its output channel, and where its input plane of
+// H·W = geo0.s0 · geo0.s1 values starts in X.
+inline int dw_out_channel(int8 geo1, int plane) { return plane % (geo1.s4 * geo1.s5); }
+
+inline long dw_input_plane(int8 geo0, int8 geo1, int plane) {
+    const int c_out_total = geo1.s4 * geo1.s5;
+    const int n = plane / c_out_total;
+    const int ci = (plane - n * c_out_total) / geo1.s5;
+    return ((long)n * geo1.s4 + ci) * geo0.s0 * geo0.s1;
+}
+
 #define DW_CHUNK 64
 
 __kernel void depthwise(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTPTR R,
@@ -28,11 +40,8 @@ __kernel void depthwise(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias, CTP
     const int H = geo0.s0, W = geo0.s1, KH = geo0.s2, KW = geo0.s3;
     const int SH = geo0.s4, SW = geo0.s5, PH = geo0.s6, PW = geo0.s7;
     const int DH = geo1.s0, DW = geo1.s1;
-    const int c_out_total = geo1.s4 * geo1.s5;
-    const int n = plane / c_out_total;
-    const int co = plane - n * c_out_total;
-    const int ci = co / geo1.s5;
-    CTPTR x = X + ((long)n * geo1.s4 + ci) * H * W;
+    const int co = dw_out_channel(geo1, plane);
+    CTPTR x = X + dw_input_plane(geo0, geo1, plane);
     CTPTR w = Wt + (long)co * KH * KW;
     const float b = has_bias ? LD(bias, co) : 0.0f;
     const long y_row = ((long)plane * OH + oh) * OW;
@@ -88,11 +97,8 @@ __kernel void depthwise_rows(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, int has_bias
     const int H = geo0.s0, W = geo0.s1, KH = geo0.s2, KW = geo0.s3;
     const int SH = geo0.s4, SW = geo0.s5, PH = geo0.s6, PW = geo0.s7;
     const int DH = geo1.s0, DW = geo1.s1, chunks = geo1.s6, span = geo1.s7;
-    const int c_out_total = geo1.s4 * geo1.s5;
-    const int n = plane / c_out_total;
-    const int co = plane - n * c_out_total;
-    const int ci = co / geo1.s5;
-    CTPTR x = X + ((long)n * geo1.s4 + ci) * H * W;
+    const int co = dw_out_channel(geo1, plane);
+    CTPTR x = X + dw_input_plane(geo0, geo1, plane);
     CTPTR w = Wt + (long)co * KH * KW;
     const float b = has_bias ? LD(bias, co) : 0.0f;
     float buf[DW_BUF];
@@ -359,11 +365,8 @@ __kernel void depthwise_inplace(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, CTPTR R,
     const int H = geo0.s0, W = geo0.s1, KH = geo0.s2, KW = geo0.s3;
     const int SH = geo0.s4, SW = geo0.s5, PH = geo0.s6, PW = geo0.s7;
     const int DH = geo1.s0, DW = geo1.s1;
-    const int c_out_total = geo1.s4 * geo1.s5;
-    const int n = plane / c_out_total;
-    const int co = plane - n * c_out_total;
-    const int ci = co / geo1.s5;
-    CTPTR x = X + ((long)n * geo1.s4 + ci) * H * W;
+    const int co = dw_out_channel(geo1, plane);
+    CTPTR x = X + dw_input_plane(geo0, geo1, plane);
     CTPTR w = Wt + (long)co * KH * KW;
     const float b = has_bias ? LD(bias, co) : 0.0f;
     const int oh_end = min(OH, oh_begin + rpi);
@@ -520,11 +523,8 @@ __kernel void depthwise_flat(CTPTR X, CTPTR Wt, TPTR Y, CTPTR bias, CTPTR R,
     const int plane = get_global_id(1);
     if (get_global_id(0) > 0 || plane >= planes) return;
     const int H = geo0.s0, W = geo0.s1, K = geo0.s2;
-    const int c_out_total = geo1.s4 * geo1.s5;
-    const int n = plane / c_out_total;
-    const int co = plane - n * c_out_total;
-    const int ci = co / geo1.s5;
-    CTPTR x = X + ((long)n * geo1.s4 + ci) * H * W;
+    const int co = dw_out_channel(geo1, plane);
+    CTPTR x = X + dw_input_plane(geo0, geo1, plane);
     CTPTR w = Wt + (long)co * K * K;
     const float b = has_bias ? LD(bias, co) : 0.0f;
     const long y_plane = (long)plane * H * W;
